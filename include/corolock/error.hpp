@@ -1,0 +1,42 @@
+// corolock's error codes: one boost::system category, so every failure reaches the caller as an
+// error_code (or a system_error carrying one) that a person can read and a program can compare.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <iosfwd>
+#include <type_traits>
+
+namespace corolock {
+
+enum class error {
+  // The lock layer.
+  not_owner = 1,        ///< release/renew of a lock this owner does not hold (any more)
+  lease_lost,           ///< the lease expired or was taken over while the guard lived
+  timeout,              ///< the operation did not finish within its deadline
+  already_released,     ///< the guard was released before
+  // Talking to Redis.
+  connection_lost,      ///< the connection dropped while the request was in flight: outcome unknown
+  not_connected,        ///< no connection to Redis (and the request asked not to wait for one)
+  connect_failed,       ///< could not connect to the server (refused, unreachable, handshake failed)
+  auth_failed,          ///< the server refused the credentials
+  redis_error,          ///< the server answered with an error reply; its text is on the reply
+  protocol_error,       ///< malformed or unexpected RESP data from the server
+  unexpected_reply,     ///< a well-formed reply of the wrong shape for the command
+  // The caller.
+  invalid_argument,     ///< a bad option, name, URL or parameter
+  closed,               ///< the client was closed
+};
+
+const boost::system::error_category& error_category() noexcept;
+
+inline boost::system::error_code make_error_code(error e) noexcept {
+  return {static_cast<int>(e), error_category()};
+}
+
+/// Prints "corolock:N (message)", as an error_code would.
+std::ostream& operator<<(std::ostream& os, error e);
+
+} // namespace corolock
+
+template <>
+struct boost::system::is_error_code_enum<corolock::error> : std::true_type {};

@@ -1,0 +1,46 @@
+#include <corolock/error.hpp>
+
+#include <ostream>
+#include <string>
+
+namespace corolock {
+namespace {
+
+class category final : public boost::system::error_category {
+public:
+  const char* name() const noexcept override { return "corolock"; }
+
+  std::string message(int ev) const override {
+    switch (static_cast<error>(ev)) {
+    case error::not_owner: return "the lock is not held by this owner";
+    case error::lease_lost: return "the lease on the lock was lost (expired or taken over)";
+    case error::timeout: return "the operation timed out";
+    case error::already_released: return "the guard was already released";
+    case error::connection_lost:
+      return "the connection to Redis was lost while the request was in flight (outcome unknown)";
+    case error::not_connected: return "not connected to Redis";
+    case error::connect_failed: return "could not connect to the Redis server";
+    case error::auth_failed: return "the Redis server refused the credentials";
+    case error::redis_error: return "the Redis server answered with an error";
+    case error::protocol_error: return "malformed RESP data from the server";
+    case error::unexpected_reply: return "the server's reply has an unexpected shape";
+    case error::invalid_argument: return "invalid argument";
+    case error::closed: return "the client was closed";
+    }
+    return "unknown corolock error";
+  }
+};
+
+} // namespace
+
+const boost::system::error_category& error_category() noexcept {
+  static const category instance;
+  return instance;
+}
+
+std::ostream& operator<<(std::ostream& os, error e) {
+  auto ec = make_error_code(e);
+  return os << "corolock:" << ec.value() << " (" << ec.message() << ")";
+}
+
+} // namespace corolock
