@@ -1,0 +1,11 @@
+// Everything a corolock user needs.
+#pragma once
+
+#include <corolock/error.hpp>
+#include <corolock/redis/client.hpp>
+#include <corolock/redis/config.hpp>
+#include <corolock/redis/connection.hpp>
+#include <corolock/redis/request.hpp>
+#include <corolock/redis/script.hpp>
+#include <corolock/redis/subscription.hpp>
+#include <corolock/resp/value.hpp>

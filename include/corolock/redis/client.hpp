@@ -1,0 +1,76 @@
+// The object users construct: the way to one Redis deployment.
+//
+// For now a client talks to one standalone server over one pipelined connection (plus a second
+// one for pub/sub if the server only speaks RESP2). Every lock is built on a client; it owns the
+// subscriber that lock waiters share and the watchdog that renews their leases. Sentinel and
+// Cluster routing live behind this same interface.
+//
+// Not thread-safe: use a client (and the locks built on it) from its executor — one thread or a
+// strand. Destroying or closing it completes pending operations with error::closed.
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/redis/config.hpp>
+#include <corolock/redis/connection.hpp>
+#include <corolock/redis/request.hpp>
+#include <corolock/redis/subscription.hpp>
+
+#include <memory>
+#include <string>
+
+namespace corolock {
+
+namespace detail {
+class client_impl;
+struct client_access;
+} // namespace detail
+
+class client {
+public:
+  using executor_type = asio::any_io_executor;
+
+  client(executor_type ex, client_config cfg);
+  /// Same, from a redis:// or unix:// URL; throws system_error(error::invalid_argument) if bad.
+  client(executor_type ex, std::string_view url);
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  executor_type get_executor() const noexcept;
+  const client_config& config() const noexcept;
+
+  /// Connects (see connection::connect). Call once before anything else.
+  template <typename CompletionToken = default_token>
+  auto connect(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_connect_impl(std::move(handler)); }, token);
+  }
+
+  /// Runs a request (see connection::exec).
+  template <typename CompletionToken = default_token>
+  auto exec(request req, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code, response)>(
+        [this](auto handler, request r) { async_exec_impl(std::move(r), std::move(handler)); },
+        token, std::move(req));
+  }
+
+  /// Subscribes to a channel. The SUBSCRIBE is queued at once (not awaited): any request this
+  /// client sends afterwards reaches the server after it.
+  [[nodiscard]] subscription subscribe(std::string channel);
+
+  void close();
+  bool is_connected() const noexcept;
+  /// The client's random 128-bit identity (32 hex digits): the prefix of every lock owner it makes.
+  const std::string& id() const noexcept;
+  /// Counters of the connection(s), summed.
+  connection_stats stats() const;
+
+private:
+  friend struct detail::client_access;
+  void async_connect_impl(detail::handler<void(error_code)> h);
+  void async_exec_impl(request req, detail::handler<void(error_code, response)> h);
+
+  std::shared_ptr<detail::client_impl> impl_;
+};
+
+} // namespace corolock

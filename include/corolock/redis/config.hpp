@@ -1,0 +1,40 @@
+// How to reach a Redis server and how to behave towards it.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace corolock {
+
+struct client_config {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6379;
+  std::string unix_socket;         ///< when set, connect to this path instead of host:port
+  std::string username;            ///< ACL user; empty means the default user
+  std::string password;            ///< empty means no AUTH
+  int database = 0;                ///< SELECT on connect when not 0
+  std::string client_name = "corolock"; ///< CLIENT SETNAME on connect; empty to skip
+  int protocol = 3;                ///< 3: HELLO 3, falling back to RESP2 if refused; 2: RESP2 only
+
+  std::chrono::milliseconds connect_timeout{5000};
+  /// A PING is sent when the connection is idle this long; a connection that stays silent for two
+  /// intervals while a reply is owed is declared dead and reconnected. Zero disables.
+  std::chrono::milliseconds health_check_interval{2000};
+  /// Reconnect with exponential backoff from reconnect_min to reconnect_max, with jitter.
+  std::chrono::milliseconds reconnect_min{50};
+  std::chrono::milliseconds reconnect_max{2000};
+  bool reconnect = true;
+
+  /// redis://[[user]:password@]host[:port][/db] or unix://[[user]:password@]/path[?db=N].
+  static client_config from_url(std::string_view url, boost::system::error_code& ec);
+  /// Same; throws boost::system::system_error(error::invalid_argument) on a bad URL.
+  static client_config from_url(std::string_view url);
+
+  /// Checks the values; error::invalid_argument when one makes no sense.
+  boost::system::error_code validate() const;
+};
+
+} // namespace corolock

@@ -1,0 +1,105 @@
+// One connection to one Redis server (TCP or unix socket), shared by any number of coroutines.
+//
+// - exec() may be called concurrently from many coroutines; everything queued while a write is in
+//   flight leaves in the next single write (automatic pipelining), and replies are matched to
+//   requests in order.
+// - connect() opens the connection and performs the handshake (HELLO 3 with AUTH and SETNAME, RESP2
+//   fallback, SELECT). After that the connection keeps itself alive: an idle PING detects a dead
+//   peer, and a dropped connection is re-established with capped exponential backoff and jitter.
+// - A drop fails every request already written with error::connection_lost (its outcome is
+//   unknown); requests not yet written wait for the reconnect, unless they asked not to.
+// - Cancelling an exec (Asio cancellation slot) before its bytes are written removes it; after, its
+//   replies are read and discarded and the connection stays up.
+// - Not thread-safe: use it from its executor (one thread, or a strand).
+// - Destroying or close()-ing it completes every pending operation with error::closed.
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/redis/config.hpp>
+#include <corolock/redis/request.hpp>
+#include <corolock/resp/value.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace corolock {
+
+/// The replies of one request, one per expected reply, in order.
+using response = std::vector<resp::value>;
+
+struct connection_stats {
+  std::uint64_t requests = 0;       ///< exec() calls accepted
+  std::uint64_t commands = 0;       ///< commands written (including handshake and health checks)
+  std::uint64_t writes = 0;         ///< socket writes: commands/writes is the pipelining factor
+  std::uint64_t replies = 0;        ///< replies read
+  std::uint64_t pushes = 0;         ///< out-of-band push frames read
+  std::uint64_t reconnects = 0;     ///< successful connects after the first
+  std::uint64_t script_loads = 0;   ///< NOSCRIPT recoveries
+};
+
+namespace detail {
+class connection_impl;
+}
+
+class connection {
+public:
+  using executor_type = asio::any_io_executor;
+
+  connection(executor_type ex, client_config cfg);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  executor_type get_executor() const noexcept;
+  const client_config& config() const noexcept;
+
+  /// Connects and runs the handshake. Completes with error::connect_failed (server unreachable),
+  /// error::auth_failed, error::invalid_argument (bad config), or success; then the connection keeps
+  /// itself connected until close().
+  template <typename CompletionToken = default_token>
+  auto connect(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_connect_impl(std::move(handler)); }, token);
+  }
+
+  /// Sends the request and completes with its replies. Error replies from the server are values in
+  /// the response (resp::value::is_error()), not a failing error_code; the error_code reports what
+  /// went wrong on the way: connection_lost, not_connected, timeout, closed, operation_aborted.
+  template <typename CompletionToken = default_token>
+  auto exec(request req, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code, response)>(
+        [this](auto handler, request r) { async_exec_impl(std::move(r), std::move(handler)); },
+        token, std::move(req));
+  }
+
+  /// Stops reconnecting, closes the socket, fails everything pending with error::closed.
+  void close();
+  bool is_connected() const noexcept;
+  /// 3 when HELLO 3 was accepted, else 2.
+  int protocol() const noexcept;
+  const connection_stats& stats() const noexcept;
+
+  // For the subscriber (one per client): where out-of-band pushes go, and who to tell after every
+  // successful (re)connect so that subscriptions can be restored before queued requests are sent.
+  using push_handler = std::function<void(resp::value&&)>;
+  using connected_handler = std::function<void(bool reconnect)>;
+  using disconnected_handler = std::function<void()>;
+  void set_push_handler(push_handler h);
+  void set_connected_handler(connected_handler h);
+  void set_disconnected_handler(disconnected_handler h);
+  /// Like exec, but the request goes ahead of everything queued (used to restore subscriptions).
+  void exec_first(request req, detail::handler<void(error_code, response)> h);
+  /// Fire and forget: queue the request, ignore its replies (SUBSCRIBE, UNSUBSCRIBE, PUBLISH ...).
+  void send(request req);
+
+private:
+  friend class client; // forwards its handlers here without wrapping them twice
+  void async_connect_impl(detail::handler<void(error_code)> h);
+  void async_exec_impl(request req, detail::handler<void(error_code, response)> h);
+
+  std::shared_ptr<detail::connection_impl> impl_;
+};
+
+} // namespace corolock

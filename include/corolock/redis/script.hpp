@@ -1,0 +1,24 @@
+// A Lua script known by its SHA1: sent as EVALSHA, loaded on demand (see request::push_script).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace corolock {
+
+class script {
+public:
+  explicit script(std::string source);
+  const std::string& source() const noexcept { return source_; }
+  /// Lower-case hex SHA1 of the source, as SCRIPT LOAD returns it.
+  const std::string& sha1() const noexcept { return sha1_; }
+
+private:
+  std::string source_;
+  std::string sha1_;
+};
+
+/// Lower-case hex SHA1 of arbitrary bytes.
+std::string sha1_hex(std::string_view data);
+
+} // namespace corolock

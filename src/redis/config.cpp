@@ -1,0 +1,149 @@
+#include <corolock/error.hpp>
+#include <corolock/redis/config.hpp>
+
+#include <boost/system/system_error.hpp>
+
+#include <charconv>
+
+namespace corolock {
+namespace {
+
+bool parse_int(std::string_view text, long long min, long long max, long long& out) {
+  if (text.empty())
+    return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && ptr == text.data() + text.size() && out >= min && out <= max;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// User names and passwords may carry reserved characters as %XX.
+bool percent_decode(std::string_view in, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size())
+      return false;
+    int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
+    if (hi < 0 || lo < 0)
+      return false;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return true;
+}
+
+} // namespace
+
+client_config client_config::from_url(std::string_view url, boost::system::error_code& ec) {
+  ec = {};
+  client_config cfg;
+  auto fail = [&] {
+    ec = error::invalid_argument;
+    return client_config{};
+  };
+
+  bool unix_scheme = false;
+  if (url.starts_with("redis://")) {
+    url.remove_prefix(8);
+  } else if (url.starts_with("unix://")) {
+    url.remove_prefix(7);
+    unix_scheme = true;
+  } else {
+    return fail(); // includes rediss:// — TLS is not built in yet
+  }
+
+  // Credentials: everything before the last '@' ("user:password" or ":password" or "password").
+  if (auto at = url.rfind('@'); at != std::string_view::npos) {
+    std::string_view cred = url.substr(0, at);
+    url.remove_prefix(at + 1);
+    std::string_view user, pass;
+    if (auto colon = cred.find(':'); colon != std::string_view::npos) {
+      user = cred.substr(0, colon);
+      pass = cred.substr(colon + 1);
+    } else {
+      pass = cred;
+    }
+    if (!percent_decode(user, cfg.username) || !percent_decode(pass, cfg.password))
+      return fail();
+  }
+
+  if (unix_scheme) {
+    std::string_view path = url;
+    if (auto q = url.find('?'); q != std::string_view::npos) {
+      path = url.substr(0, q);
+      std::string_view query = url.substr(q + 1);
+      long long db = 0;
+      if (!query.starts_with("db=") || !parse_int(query.substr(3), 0, 1 << 20, db))
+        return fail();
+      cfg.database = static_cast<int>(db);
+    }
+    if (path.empty() || path.front() != '/')
+      return fail();
+    cfg.unix_socket = std::string(path);
+  } else {
+    std::string_view hostport = url, db_part;
+    if (auto slash = url.find('/'); slash != std::string_view::npos) {
+      hostport = url.substr(0, slash);
+      db_part = url.substr(slash + 1);
+    }
+    std::string_view host = hostport, port;
+    if (hostport.starts_with('[')) { // IPv6 literal: [::1]:6379
+      auto close = hostport.find(']');
+      if (close == std::string_view::npos)
+        return fail();
+      host = hostport.substr(1, close - 1);
+      std::string_view rest = hostport.substr(close + 1);
+      if (!rest.empty()) {
+        if (rest.front() != ':')
+          return fail();
+        port = rest.substr(1);
+      }
+    } else if (auto colon = hostport.rfind(':'); colon != std::string_view::npos) {
+      host = hostport.substr(0, colon);
+      port = hostport.substr(colon + 1);
+    }
+    if (host.empty())
+      return fail();
+    cfg.host = std::string(host);
+    if (!port.empty() || hostport.ends_with(':')) {
+      long long p = 0;
+      if (!parse_int(port, 1, 65535, p))
+        return fail();
+      cfg.port = static_cast<std::uint16_t>(p);
+    }
+    if (!db_part.empty()) {
+      long long db = 0;
+      if (!parse_int(db_part, 0, 1 << 20, db))
+        return fail();
+      cfg.database = static_cast<int>(db);
+    }
+  }
+  return cfg;
+}
+
+client_config client_config::from_url(std::string_view url) {
+  boost::system::error_code ec;
+  auto cfg = from_url(url, ec);
+  if (ec)
+    throw boost::system::system_error(ec, "invalid Redis URL '" + std::string(url) + "'");
+  return cfg;
+}
+
+boost::system::error_code client_config::validate() const {
+  bool ok = (unix_socket.empty() ? (!host.empty() && port != 0) : unix_socket.front() == '/') &&
+            (protocol == 2 || protocol == 3) && database >= 0 && connect_timeout.count() > 0 &&
+            health_check_interval.count() >= 0 && reconnect_min.count() > 0 &&
+            reconnect_max >= reconnect_min;
+  return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
+}
+
+} // namespace corolock

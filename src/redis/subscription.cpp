@@ -1,0 +1,148 @@
+#include "detail/completion.hpp"
+#include "redis/client_impl.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <deque>
+
+namespace corolock {
+namespace detail {
+
+class subscription_state : public listener,
+                           public std::enable_shared_from_this<subscription_state> {
+public:
+  subscription_state(std::shared_ptr<client_impl> c, std::string ch)
+      : client_(c), ex_(c->ex), channel_(std::move(ch)) {}
+
+  void on_message(std::string_view channel, std::string_view payload) override {
+    queue_.push_back(message{std::string(channel), std::string(payload), false});
+    deliver();
+  }
+  void on_resubscribed() override {
+    queue_.push_back(message{channel_, {}, true});
+    deliver();
+  }
+  void on_closed() override {
+    registered_ = false;
+    closed_ = true;
+    deliver();
+  }
+
+  void receive(handler<void(error_code, message)> h) {
+    if (waiting_) {
+      // One receive at a time, as with Asio's own I/O objects.
+      asio::post(ex_, asio::append(std::move(h), error_code(error::invalid_argument), message{}));
+      return;
+    }
+    waiting_.set(std::move(h));
+    slot_ = asio::get_associated_cancellation_slot(waiting_.get());
+    if (slot_.is_connected()) {
+      slot_.assign([weak = weak_from_this()](asio::cancellation_type) {
+        if (auto s = weak.lock(); s && s->waiting_)
+          s->complete(asio::error::operation_aborted, {});
+      });
+    }
+    deliver();
+  }
+
+  void unsubscribe() {
+    if (registered_) {
+      registered_ = false;
+      if (auto c = client_.lock(); c && c->subs)
+        c->subs->remove(channel_, this);
+    }
+    closed_ = true;
+    deliver();
+  }
+
+  const std::string& channel() const { return channel_; }
+  std::size_t pending() const { return queue_.size(); }
+  void mark_registered() { registered_ = true; }
+
+private:
+  void deliver() {
+    if (!waiting_)
+      return;
+    if (!queue_.empty()) {
+      auto m = std::move(queue_.front());
+      queue_.pop_front();
+      complete({}, std::move(m));
+    } else if (closed_) {
+      complete(error::closed, {});
+    }
+  }
+  void complete(error_code ec, message m) {
+    auto h = waiting_.take();
+    auto slot = slot_;
+    slot_ = {};
+    complete_later(ex_, std::move(h), slot, ec, std::move(m));
+  }
+
+  std::weak_ptr<client_impl> client_;
+  asio::any_io_executor ex_;
+  std::string channel_;
+  std::deque<message> queue_;
+  stored_handler<handler<void(error_code, message)>> waiting_;
+  asio::cancellation_slot slot_;
+  bool registered_ = false;
+  bool closed_ = false;
+};
+
+} // namespace detail
+
+subscription::subscription(std::shared_ptr<detail::subscription_state> state)
+    : state_(std::move(state)) {}
+
+subscription& subscription::operator=(subscription&& other) noexcept {
+  if (this != &other) {
+    if (state_)
+      state_->unsubscribe();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+subscription::~subscription() {
+  if (state_)
+    state_->unsubscribe();
+}
+
+const std::string& subscription::channel() const {
+  static const std::string none;
+  return state_ ? state_->channel() : none;
+}
+
+std::size_t subscription::pending() const { return state_ ? state_->pending() : 0; }
+
+void subscription::unsubscribe() {
+  if (state_)
+    state_->unsubscribe();
+}
+
+void subscription::async_receive_impl(detail::handler<void(error_code, message)> h) {
+  if (!state_) {
+    // A moved-from subscription has no executor of its own: complete on the handler's.
+    detail::complete_later(asio::system_executor(), std::move(h), {},
+                           error_code(error::closed), message{});
+    return;
+  }
+  state_->receive(std::move(h));
+}
+
+subscription client::subscribe(std::string channel) {
+  if (channel.empty())
+    throw boost::system::system_error(error::invalid_argument, "empty channel name");
+  if (!impl_->subs)
+    throw boost::system::system_error(impl_->closed ? error::closed : error::not_connected,
+                                      "subscribe before connect");
+  auto state = std::make_shared<detail::subscription_state>(impl_, std::move(channel));
+  impl_->subs->add(state->channel(), state.get());
+  state->mark_registered();
+  return subscription(std::move(state));
+}
+
+} // namespace corolock

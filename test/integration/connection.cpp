@@ -1,0 +1,400 @@
+// The pipelined connection and the client against a real redis-server.
+#include <corolock/corolock.hpp>
+
+#include <support/async_test.hpp>
+#include <support/redis_server.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+using namespace corolock;
+using namespace corolock::test;
+using namespace boost::asio::experimental::awaitable_operators;
+namespace asio = boost::asio;
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+client_config config_for(const redis_server& server) {
+  auto cfg = client_config::from_url(server.url());
+  cfg.reconnect_min = 10ms;
+  cfg.reconnect_max = 100ms;
+  return cfg;
+}
+
+// Variadic rather than an initializer_list: GCC 12 rejects braced lists inside coroutines.
+template <typename... Args>
+request make(const Args&... args) {
+  request r;
+  r.push(args...);
+  return r;
+}
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(connection)
+
+BOOST_AUTO_TEST_CASE(set_get_in_one_request) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    request r;
+    r.push("SET", "k", "v").push("GET", "k").push("INCR", "k");
+    auto replies = co_await c.exec(r);
+    BOOST_REQUIRE_EQUAL(replies.size(), 3u);
+    BOOST_TEST(replies[0].data == "OK");
+    BOOST_TEST(replies[1].data == "v");
+    BOOST_TEST(replies[2].is_error()); // a server error is a value, not an exception
+    BOOST_TEST(replies[2].error_code() == "ERR");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(hundred_thousand_requests_from_a_thousand_coroutines_match_their_replies) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    constexpr int coroutines = 1000, per_coroutine = 100;
+    int mismatches = 0, finished = 0;
+    asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+    for (int k = 0; k < coroutines; ++k) {
+      asio::co_spawn(ex, [&, k]() -> asio::awaitable<void> {
+        for (int i = 0; i < per_coroutine; ++i) {
+          std::string token = std::to_string(k) + ":" + std::to_string(i);
+          request r;
+          r.push("ECHO", token);
+          auto reply = co_await c.exec(std::move(r));
+          if (reply.size() != 1 || reply[0].data != token)
+            ++mismatches;
+        }
+        if (++finished == coroutines)
+          all_done.cancel();
+      }, asio::detached);
+    }
+    co_await all_done.async_wait(tuple_awaitable);
+    BOOST_TEST(mismatches == 0);
+    auto stats = c.stats();
+    BOOST_TEST(stats.replies >= 100000u);
+    // Pipelining: far fewer socket writes than commands.
+    BOOST_TEST(stats.writes * 10 < stats.commands, "writes " << stats.writes << " commands "
+                                                           << stats.commands);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(server_not_running_is_a_clear_connect_error) {
+  auto port = pick_free_port();
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, "redis://127.0.0.1:" + std::to_string(port));
+    auto [ec] = co_await c.connect(tuple_awaitable);
+    BOOST_TEST(ec == error::connect_failed);
+    BOOST_TEST(!ec.message().empty());
+    // Nothing runs in the background; a request fails at once.
+    auto [ec2, r] = co_await c.exec(make("PING"), tuple_awaitable);
+    BOOST_TEST(ec2 == error::not_connected);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(wrong_password_is_auth_failed) {
+  redis_server_options with_password;
+  with_password.password = "s3cret";
+  redis_server server(with_password);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = config_for(server);
+    cfg.password = "wrong";
+    client bad(ex, cfg);
+    auto [ec] = co_await bad.connect(tuple_awaitable);
+    BOOST_TEST(ec == error::auth_failed);
+
+    cfg.password.clear();
+    client none(ex, cfg);
+    std::tie(ec) = co_await none.connect(tuple_awaitable);
+    BOOST_TEST(ec == error::auth_failed);
+
+    client good(ex, config_for(server)); // the URL carries the right password
+    co_await good.connect();
+    auto r = co_await good.exec(make("PING"));
+    BOOST_TEST(r[0].data == "PONG");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(acl_user_and_database_from_url) {
+  redis_server server;
+  server.command({"ACL", "SETUSER", "alice", "on", ">pw", "~*", "&*", "+@all"});
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, "redis://alice:pw@127.0.0.1:" + std::to_string(server.port()) + "/3");
+    co_await c.connect();
+    co_await c.exec(make("SET", "in-db-3", "1"));
+    auto who = co_await c.exec(make("ACL", "WHOAMI"));
+    BOOST_TEST(who[0].data == "alice");
+  });
+  BOOST_TEST(server.command({"EXISTS", "in-db-3"}) == "0");
+  auto keyspace = server.command({"INFO", "keyspace"});
+  BOOST_TEST(keyspace.find("db3:keys=1") != std::string::npos, keyspace);
+}
+
+BOOST_AUTO_TEST_CASE(unix_socket) {
+  redis_server_options with_socket;
+  with_socket.unix_socket = true;
+  redis_server server(with_socket);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, "unix://" + server.unix_socket_path());
+    co_await c.connect();
+    auto r = co_await c.exec(make("PING"));
+    BOOST_TEST(r[0].data == "PONG");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(resp2_protocol_with_pubsub_on_its_own_connection) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = config_for(server);
+    cfg.protocol = 2;
+    client c(ex, cfg);
+    co_await c.connect();
+    auto sub = c.subscribe("news");
+    auto r = co_await c.exec(make("PING")); // still usable for commands while subscribed
+    BOOST_TEST(r[0].data == "PONG");
+    BOOST_TEST(co_await eventually([&] { return server.command({"PUBSUB", "NUMSUB", "news"}) == "news\n1"; }));
+    co_await c.exec(make("PUBLISH", "news", "hello"));
+    auto m = co_await sub.receive();
+    BOOST_TEST(m.payload == "hello");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(reconnects_after_the_server_is_killed_and_restarted) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    co_await c.exec(make("SET", "before", "1"));
+    server.kill();
+    co_await sleep_for(50ms);
+    server.restart();
+    // A request queued while disconnected waits for the reconnect and then runs.
+    auto r = co_await c.exec(make("SET", "after", "2"));
+    BOOST_TEST(r[0].data == "OK");
+    BOOST_TEST(c.stats().reconnects >= 1u);
+  });
+  BOOST_TEST(server.command({"GET", "after"}) == "2");
+}
+
+BOOST_AUTO_TEST_CASE(in_flight_request_fails_with_connection_lost_on_drop) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    // BLPOP blocks on the server: the request is written and its reply owed when we kill it.
+    auto blocked = asio::co_spawn(ex, c.exec(make("BLPOP", "nothing", "0"), tuple_awaitable),
+                                  asio::use_awaitable);
+    co_await sleep_for(100ms);
+    server.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+    auto [ec, r] = co_await std::move(blocked);
+    BOOST_TEST(ec == error::connection_lost);
+    // And the connection recovers by itself.
+    auto again = co_await c.exec(make("PING"));
+    BOOST_TEST(again[0].data == "PONG");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_before_write_never_reaches_the_server) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    server.kill(); // while down, requests queue without being written
+    co_await sleep_for(50ms);
+    asio::cancellation_signal cancel;
+    bool done = false;
+    error_code result;
+    c.exec(make("SET", "cancelled", "1"),
+           asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, response) {
+             result = ec;
+             done = true;
+           }));
+    co_await sleep_for(20ms);
+    cancel.emit(asio::cancellation_type::terminal);
+    co_await sleep_for(10ms);
+    BOOST_TEST(done);
+    BOOST_TEST(result == asio::error::operation_aborted);
+    server.restart();
+    auto r = co_await c.exec(make("GET", "cancelled"));
+    BOOST_TEST(r[0].is_null());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_after_write_discards_its_reply_and_keeps_the_connection) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    asio::steady_timer short_wait(ex, 50ms);
+    // The race cancels the slow request once the timer wins; it was already written.
+    auto result = co_await (c.exec(make("DEBUG", "SLEEP", "0.3"), tuple_awaitable) ||
+                            short_wait.async_wait(asio::use_awaitable));
+    BOOST_TEST(result.index() == 1u);
+    // The next request gets its own reply, not the discarded one.
+    auto r = co_await c.exec(make("ECHO", "mine"));
+    BOOST_TEST(r[0].data == "mine");
+    BOOST_TEST(c.stats().reconnects == 0u);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(request_timeout) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    request slow({.timeout = 100ms});
+    slow.push("DEBUG", "SLEEP", "0.5");
+    auto start = std::chrono::steady_clock::now();
+    auto [ec, r] = co_await c.exec(std::move(slow), tuple_awaitable);
+    BOOST_TEST(ec == error::timeout);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 400ms));
+    auto next = co_await c.exec(make("ECHO", "after-timeout"));
+    BOOST_TEST(next[0].data == "after-timeout");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(cancel_if_not_connected_fails_fast_while_down) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    server.kill();
+    co_await sleep_for(100ms);
+    request r({.cancel_if_not_connected = true});
+    r.push("PING");
+    auto [ec, _] = co_await c.exec(std::move(r), tuple_awaitable);
+    BOOST_TEST(ec == error::not_connected);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(noscript_falls_back_to_load_and_retry) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    static const script answer("return tonumber(ARGV[1]) + 1");
+    request r;
+    r.push_script(answer, {}, {"41"});
+    auto first = co_await c.exec(r);
+    BOOST_TEST(first[0].integer == 42);
+    auto loads = c.stats().script_loads;
+    BOOST_TEST(loads == 1u); // a fresh server does not know it
+    auto again = co_await c.exec(r);
+    BOOST_TEST(again[0].integer == 42);
+    BOOST_TEST(c.stats().script_loads == loads);
+    co_await c.exec(make("SCRIPT", "FLUSH"));
+    // In a batch: the plain command's reply stays in place, the script is reloaded and retried.
+    request batch;
+    batch.push("ECHO", "a").push_script(answer, {}, {"1"}).push("ECHO", "b");
+    auto mixed = co_await c.exec(batch);
+    BOOST_TEST(mixed[0].data == "a");
+    BOOST_TEST(mixed[1].integer == 2);
+    BOOST_TEST(mixed[2].data == "b");
+    BOOST_TEST(c.stats().script_loads == loads + 1);
+    BOOST_TEST(server.command({"SCRIPT", "EXISTS", answer.sha1()}) == "1");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(subscriptions_are_shared_and_released) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    {
+      auto a = c.subscribe("room");
+      auto b = c.subscribe("room");
+      co_await c.exec(make("PUBLISH", "room", "hi"));
+      auto ma = co_await a.receive();
+      auto mb = co_await b.receive();
+      BOOST_TEST(ma.payload == "hi");
+      BOOST_TEST(mb.payload == "hi");
+    }
+    co_await c.exec(make("PING")); // after the UNSUBSCRIBE
+    auto stats = server.command({"INFO", "commandstats"});
+    BOOST_TEST(stats.find("cmdstat_subscribe:calls=1,") != std::string::npos, stats);
+    BOOST_TEST(server.command_list({"PUBSUB", "CHANNELS"}).empty());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(subscription_restored_after_reconnect) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    auto sub = c.subscribe("events");
+    co_await c.exec(make("PING"));
+    server.kill();
+    co_await sleep_for(50ms);
+    server.restart();
+    auto notice = co_await sub.receive();
+    BOOST_TEST(notice.reconnected); // listeners learn that messages may have been missed
+    co_await c.exec(make("PING"));
+    BOOST_TEST(server.command({"PUBSUB", "NUMSUB", "events"}) == "events\n1");
+    server.command({"PUBLISH", "events", "back"});
+    auto m = co_await sub.receive();
+    BOOST_TEST(m.payload == "back");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(health_check_detects_a_silent_server) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = config_for(server);
+    cfg.health_check_interval = 100ms;
+    client c(ex, cfg);
+    co_await c.connect();
+    server.pause(); // TCP stays up, nothing answers
+    auto start = std::chrono::steady_clock::now();
+    auto [ec, r] = co_await c.exec(make("PING"), tuple_awaitable);
+    BOOST_TEST(ec == error::connection_lost);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 2s));
+    server.resume();
+    auto back = co_await c.exec(make("PING"));
+    BOOST_TEST(back[0].data == "PONG");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(close_completes_pending_requests) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    auto blocked = asio::co_spawn(ex, c.exec(make("BLPOP", "nothing", "0"), tuple_awaitable),
+                                  asio::use_awaitable);
+    co_await sleep_for(50ms);
+    c.close();
+    auto [ec, r] = co_await std::move(blocked);
+    BOOST_TEST(ec == error::closed);
+    auto [ec2, r2] = co_await c.exec(make("PING"), tuple_awaitable);
+    BOOST_TEST(ec2 == error::closed);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(use_future_and_callbacks_work) {
+  redis_server server;
+  asio::io_context io;
+  client c(io.get_executor(), config_for(server));
+  std::thread runner([&] {
+    auto work = asio::make_work_guard(io);
+    io.run_for(20s);
+  });
+  asio::post(io, asio::use_future([&] { return c.connect(asio::use_future); })).get().get();
+  // The client is single-threaded: initiate on its executor, wait for the future here.
+  auto fut = asio::post(io, asio::use_future([&] {
+                          return c.exec(make("ECHO", "future"), asio::use_future);
+                        })).get();
+  auto reply = fut.get();
+  BOOST_TEST(reply[0].data == "future");
+  std::promise<std::string> p;
+  asio::post(io, [&] {
+    c.exec(make("ECHO", "callback"), [&](error_code ec, response r) {
+      p.set_value(ec ? ec.message() : r[0].data);
+    });
+  });
+  BOOST_TEST(p.get_future().get() == "callback");
+  asio::post(io, [&] { c.close(); });
+  io.stop();
+  runner.join();
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,51 @@
+// Runs a test's coroutine on a fresh io_context, with a time limit, rethrowing what it throws.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+
+namespace corolock::test {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+/// Runs `body(executor)` to completion. Fails the test if it takes longer than `limit`.
+inline void run_async(std::function<asio::awaitable<void>(asio::any_io_executor)> body,
+                      std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+  asio::io_context io;
+  std::exception_ptr error;
+  bool finished = false;
+  asio::co_spawn(io, body(io.get_executor()), [&](std::exception_ptr e) {
+    error = e;
+    finished = true;
+    io.stop(); // background loops (reconnects, health checks) are not the test's business
+  });
+  io.run_for(limit);
+  BOOST_REQUIRE_MESSAGE(finished, "the test coroutine did not finish in time");
+  if (error)
+    std::rethrow_exception(error);
+}
+
+inline asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+/// Polls `condition` every 10 ms until it holds; false if it does not within `limit`. For
+/// conditions outside the process (a server's state), where no event can be awaited.
+inline asio::awaitable<bool> eventually(std::function<bool()> condition,
+                                        std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      co_return false;
+    co_await sleep_for(std::chrono::milliseconds(10));
+  }
+  co_return true;
+}
+
+} // namespace corolock::test

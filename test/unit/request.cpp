@@ -1,0 +1,60 @@
+// Requests, scripts and the reconnect backoff: pure pieces of the redis layer.
+#include <corolock/redis/request.hpp>
+#include <corolock/redis/script.hpp>
+
+#include "redis/backoff.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace corolock;
+
+BOOST_AUTO_TEST_SUITE(request)
+
+BOOST_AUTO_TEST_CASE(counts_commands_and_replies) {
+  corolock::request r;
+  r.push("SET", "k", "v").push("PEXPIRE", "k", 3000);
+  BOOST_TEST(r.commands() == 2u);
+  BOOST_TEST(r.expected_replies() == 2u);
+  BOOST_TEST(r.payload() ==
+             "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*3\r\n$7\r\nPEXPIRE\r\n$1\r\nk\r\n$4\r\n3000\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(subscribe_family_expects_no_ordinary_reply) {
+  corolock::request r;
+  r.push("subscribe", "a").push("SSUBSCRIBE", "b").push("PING").push_range("UNSUBSCRIBE", {"a"});
+  BOOST_TEST(r.commands() == 4u);
+  BOOST_TEST(r.expected_replies() == 1u);
+  BOOST_TEST(r.has_subscribe());
+}
+
+BOOST_AUTO_TEST_CASE(script_calls_are_recorded_for_noscript_retry) {
+  script s("return 1");
+  corolock::request r;
+  r.push("PING").push_script(s, {"key"}, {"arg"});
+  BOOST_REQUIRE_EQUAL(r.script_calls().size(), 1u);
+  const auto& call = r.script_calls()[0];
+  BOOST_TEST(call.reply_index == 1u);
+  BOOST_TEST(r.payload().substr(call.offset, call.length) ==
+             "*5\r\n$7\r\nEVALSHA\r\n$40\r\n" + s.sha1() + "\r\n$1\r\n1\r\n$3\r\nkey\r\n$3\r\narg\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(sha1_matches_known_vectors) {
+  BOOST_TEST(sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  BOOST_TEST(sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
+}
+
+BOOST_AUTO_TEST_CASE(backoff_grows_to_its_cap_with_jitter) {
+  using std::chrono::milliseconds;
+  detail::backoff b(milliseconds(10), milliseconds(1000), 42);
+  for (int i = 0; i < 20; ++i) {
+    auto d = b.next();
+    BOOST_TEST(d.count() >= 1);
+    BOOST_TEST(d.count() <= 1000);
+    if (i >= 10)
+      BOOST_TEST(d.count() >= 500); // at the cap, never below half of it
+  }
+  b.reset();
+  BOOST_TEST(b.next().count() <= 10);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
