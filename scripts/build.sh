@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Configures and builds corolock.
+# Usage: scripts/build.sh [target...]        (no target: everything)
+# Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo),
+#              CMAKE_ARGS (extra configure arguments, e.g. "-DCOROLOCK_SANITIZE=address,undefined").
+set -euo pipefail
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+# ccache (picked up by CMake when installed) can only cache precompiled-header builds with these.
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+
+read -r -a extra_args <<<"${CMAKE_ARGS:-}"
+log "configuring $BUILD_DIR ($BUILD_TYPE)"
+cmake -S "$COROLOCK_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${extra_args[@]}"
+
+targets=()
+if (($# > 0)); then
+  targets=(--target "$@")
+fi
+log "building ${*:-all}"
+cmake --build "$BUILD_DIR" -j"$(nproc)" "${targets[@]}"
