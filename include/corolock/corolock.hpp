@@ -9,3 +9,6 @@
 #include <corolock/redis/script.hpp>
 #include <corolock/redis/subscription.hpp>
 #include <corolock/resp/value.hpp>
+#include <corolock/lock/guard.hpp>
+#include <corolock/lock/mutex.hpp>
+#include <corolock/lock/options.hpp>

@@ -43,6 +43,8 @@ void client_impl::close() {
   if (closed)
     return;
   closed = true;
+  for (auto& hook : close_hooks)
+    hook();
   if (subs)
     subs->close_all();
   main.close();

@@ -10,6 +10,8 @@
 
 namespace corolock::detail {
 
+class lock_service;
+
 class client_impl : public std::enable_shared_from_this<client_impl> {
 public:
   client_impl(asio::any_io_executor ex, client_config cfg);
@@ -25,6 +27,10 @@ public:
   connection main;
   std::unique_ptr<connection> pubsub_;
   std::optional<subscriber> subs; // set once connected
+  /// The lock layer's state (wait queues, watchdog), created by the first lock that needs it.
+  std::unique_ptr<lock_service, void (*)(lock_service*)> locks{nullptr, nullptr};
+  /// Run by close(), before the connections close (the lock layer wakes its waiters there).
+  std::vector<std::function<void()>> close_hooks;
   bool connect_started = false;
   bool closed = false;
 };

@@ -1,0 +1,84 @@
+// What acquiring a lock gives you: proof of ownership for as long as the lease holds.
+//
+// - Move-only. release() gives the lock back; a guard destroyed while still holding releases
+//   asynchronously (the lock never waits out its lease because a guard was forgotten).
+// - fencing_token(): strictly increasing across every fresh acquisition of the lock's name, by any
+//   process, forever. Pass it to the resource you protect so it can reject a stale holder.
+// - lost(): the watchdog learned the lease is gone (the key expired or names another owner, or
+//   renewals failed until the lease's local deadline). wait_lost() and lost_slot() signal it.
+// - A nested guard (mutex::acquire(held_guard)) shares owner and token; each releases one level
+//   and the lock is free when the last level is released.
+#pragma once
+
+#include <corolock/detail/async.hpp>
+
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace corolock {
+
+namespace detail {
+class lease;
+struct guard_access;
+} // namespace detail
+
+class [[nodiscard]] guard {
+public:
+  guard() noexcept = default;
+  guard(guard&& other) noexcept;
+  guard& operator=(guard&& other) noexcept;
+  ~guard();
+  guard(const guard&) = delete;
+  guard& operator=(const guard&) = delete;
+
+  /// True while this guard holds its level of the lock (acquired, not yet released). A guard whose
+  /// lease was lost still holds its level until released: check lost().
+  bool owns_lock() const noexcept;
+  explicit operator bool() const noexcept { return owns_lock(); }
+
+  bool lost() const noexcept;
+  std::uint64_t fencing_token() const noexcept;
+  /// The lock's name, as given to the mutex.
+  const std::string& name() const noexcept;
+  /// The owner id stored in Redis (client id ':' acquisition number).
+  const std::string& owner() const noexcept;
+  /// Levels currently held through this owner (1 when not re-entered).
+  int depth() const noexcept;
+
+  /// Releases this level. Completes with error::already_released if this guard released before
+  /// (or holds nothing), error::lease_lost if the lease was lost (nothing in Redis is touched),
+  /// error::not_owner if Redis no longer lists this owner.
+  template <typename CompletionToken = default_token>
+  auto release(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_release_impl(std::move(handler)); }, token);
+  }
+
+  /// Completes with error::lease_lost when the lease is lost, or with
+  /// asio::error::operation_aborted when the guard is released first.
+  template <typename CompletionToken = default_token>
+  auto wait_lost(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_wait_lost_impl(std::move(handler)); }, token);
+  }
+
+  /// A cancellation slot that receives terminal cancellation when the lease is lost. Bind one
+  /// operation at a time to it: co_await op(asio::bind_cancellation_slot(g.lost_slot(), tok)).
+  asio::cancellation_slot lost_slot();
+
+private:
+  friend struct detail::guard_access;
+  explicit guard(std::shared_ptr<detail::lease> l) noexcept;
+  void async_release_impl(detail::handler<void(error_code)> h);
+  void async_wait_lost_impl(detail::handler<void(error_code)> h);
+  void abandon() noexcept;
+
+  std::shared_ptr<detail::lease> lease_;
+  bool holds_ = false;
+};
+
+} // namespace corolock

@@ -1,0 +1,109 @@
+#include "lock/lease.hpp"
+
+#include "lock/lock_service.hpp"
+#include "lock/scripts.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+namespace corolock::detail {
+
+lock_names::lock_names(const std::string& prefix, std::string lock_name)
+    : name(std::move(lock_name)), key(prefix + "{" + name + "}"), fence(key + ":fence"),
+      channel(key + ":ch") {}
+
+lease::lease(std::shared_ptr<client_impl> c, std::shared_ptr<const lock_names> n, std::string o,
+             std::chrono::milliseconds t, bool r, std::uint64_t tok, clock::time_point sent_at)
+    : client(c), ex(c->ex), names(std::move(n)), owner(std::move(o)), ttl(t), renew(r),
+      token(tok), valid_until(sent_at + t), next_renewal(sent_at + t / 3) {}
+
+void lease::mark_lost() {
+  if (st != state::held)
+    return;
+  st = state::lost;
+  auto c = client.lock();
+  if (c && c->locks && in_watchdog)
+    c->locks->dog.remove(*this);
+  lost_signal.emit(asio::cancellation_type::terminal);
+  finish_lost_waiters(error::lease_lost);
+  // If the key is still ours (lost by local deadline, the server not yet expired), free it now.
+  if (c && !c->closed)
+    release_detached(c, names, owner);
+}
+
+void lease::mark_released() {
+  if (st != state::held)
+    return;
+  st = state::released;
+  if (auto c = client.lock(); c && c->locks && in_watchdog)
+    c->locks->dog.remove(*this);
+  finish_lost_waiters(asio::error::operation_aborted);
+}
+
+void lease::add_lost_waiter(handler<void(error_code)> h) {
+  if (st != state::held) {
+    complete_later(ex, std::move(h), {}, st == state::lost ? error_code(error::lease_lost)
+                                                           : error_code(asio::error::operation_aborted));
+    return;
+  }
+  auto w = std::make_shared<lost_waiter>();
+  w->slot = asio::get_associated_cancellation_slot(h);
+  w->h.set(std::move(h));
+  if (w->slot.is_connected()) {
+    w->slot.assign([weak = std::weak_ptr<lost_waiter>(w), ex = ex](asio::cancellation_type) {
+      if (auto p = weak.lock(); p && p->h)
+        complete_waiter(*p, ex, asio::error::operation_aborted);
+    });
+  }
+  lost_waiters_.push_back(std::move(w));
+}
+
+void lease::complete_waiter(lost_waiter& w, const asio::any_io_executor& ex, error_code ec) {
+  auto slot = w.slot;
+  w.slot = {};
+  complete_later(ex, w.h.take(), slot, ec);
+}
+
+void lease::finish_lost_waiters(error_code ec) {
+  auto waiters = std::move(lost_waiters_);
+  lost_waiters_.clear();
+  for (auto& w : waiters)
+    if (w->h)
+      complete_waiter(*w, ex, ec);
+}
+
+asio::awaitable<error_code> release_in_redis(std::shared_ptr<client_impl> c,
+                                             std::shared_ptr<const lock_names> names,
+                                             std::string owner) {
+  // Release must finish even if the caller is cancelled: it runs with no cancellation slot.
+  auto no_cancel = asio::bind_cancellation_slot(asio::cancellation_slot(),
+                                                asio::as_tuple(asio::use_awaitable));
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    request req;
+    req.push_script(release_script(), {names->key, names->fence},
+                    {owner, names->channel, "publish"});
+    auto [ec, replies] = co_await c->main.exec(std::move(req), no_cancel);
+    if (ec == error::connection_lost)
+      continue; // outcome unknown; the script is idempotent per owner, so ask again
+    if (ec)
+      co_return ec;
+    const auto& r = replies.at(0);
+    if (r.is_error())
+      co_return error::redis_error;
+    if (r.type != resp::type::integer)
+      co_return error::unexpected_reply;
+    co_return r.integer == 0 ? error_code(error::not_owner) : error_code{};
+  }
+  co_return error::connection_lost;
+}
+
+void release_detached(const std::shared_ptr<client_impl>& c,
+                      std::shared_ptr<const lock_names> names, std::string owner) {
+  asio::co_spawn(c->ex, release_in_redis(c, std::move(names), std::move(owner)), asio::detached);
+}
+
+} // namespace corolock::detail

@@ -1,0 +1,41 @@
+// Private: the lock layer's per-client state — local wait queues, the watchdog, owner numbering.
+#pragma once
+
+#include "lock/lease.hpp"
+#include "lock/wait_queue.hpp"
+#include "lock/watchdog.hpp"
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace corolock::detail {
+
+class lock_service {
+public:
+  explicit lock_service(client_impl& c);
+  ~lock_service();
+
+  /// The service of a client, created on first use.
+  static lock_service& of(client_impl& c);
+
+  /// A fresh owner: the client's random id and the next acquisition number.
+  std::string new_owner();
+
+  /// The local queue of a lock, created (and subscribed) on demand.
+  wait_queue& queue(const std::shared_ptr<const lock_names>& names);
+  bool has_waiters(const std::string& key) const;
+  /// Drops the queue (and its subscription) once nobody waits in it.
+  void release_queue_if_empty(const std::string& key);
+
+  void close();
+
+  client_impl& client;
+  watchdog dog;
+
+private:
+  std::uint64_t acquisitions_ = 0;
+  std::unordered_map<std::string, std::unique_ptr<wait_queue>> queues_;
+};
+
+} // namespace corolock::detail

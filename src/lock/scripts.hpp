@@ -1,0 +1,12 @@
+// Private: the lock scripts, embedded from src/lua/*.lua at build time.
+#pragma once
+
+#include <corolock/redis/script.hpp>
+
+namespace corolock::detail {
+
+const script& acquire_script();
+const script& release_script();
+const script& renew_script();
+
+} // namespace corolock::detail

@@ -1,0 +1,535 @@
+// The distributed mutex against real redis-servers.
+#include <corolock/corolock.hpp>
+
+#include <support/async_test.hpp>
+#include <support/lock_checks.hpp>
+#include <support/process.hpp>
+#include <support/redis_server.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <csignal>
+
+using namespace corolock;
+using namespace corolock::test;
+using namespace boost::asio::experimental::awaitable_operators;
+namespace asio = boost::asio;
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+client_config config_for(const redis_server& server) {
+  auto cfg = client_config::from_url(server.url());
+  cfg.reconnect_min = 10ms;
+  cfg.reconnect_max = 100ms;
+  return cfg;
+}
+
+template <typename... Args>
+request make(const Args&... args) {
+  request r;
+  r.push(args...);
+  return r;
+}
+
+lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
+  lock_options o;
+  o.lease = lease;
+  o.watchdog = watchdog;
+  return o;
+}
+
+std::string worker() { return std::string(COROLOCK_TEST_BINARY_DIR) + "/corolock_lock_worker"; }
+
+void expect_clean(redis_server& server) {
+  auto left = leftovers(server);
+  BOOST_TEST(left.empty(), "left behind: " << (left.empty() ? "" : left.front()));
+}
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(mutex)
+
+BOOST_AUTO_TEST_CASE(acquire_release_and_try_acquire) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "order:42"), mb(b, "order:42");
+    auto g = co_await ma.acquire();
+    BOOST_TEST(g.owns_lock());
+    BOOST_TEST(g.fencing_token() >= 1u);
+    BOOST_TEST(server.command({"EXISTS", "corolock:{order:42}"}) == "1");
+    auto busy = co_await mb.try_acquire();
+    BOOST_TEST(!busy); // held elsewhere: an empty guard, no error
+    co_await g.release();
+    BOOST_TEST(!g.owns_lock());
+    auto g2 = co_await mb.try_acquire();
+    BOOST_TEST(g2.owns_lock());
+    BOOST_TEST(g2.fencing_token() > g.fencing_token());
+    co_await g2.release();
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(two_coroutines_sharing_one_mutex_never_hold_it_together) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "shared");
+    int inside = 0, max_inside = 0, rounds = 0;
+    auto worker_body = [&]() -> asio::awaitable<void> {
+      for (int i = 0; i < 50; ++i) {
+        auto g = co_await m.acquire();
+        max_inside = std::max(max_inside, ++inside);
+        co_await sleep_for(200us);
+        --inside;
+        ++rounds;
+        co_await g.release();
+      }
+    };
+    co_await (worker_body() && worker_body());
+    BOOST_TEST(max_inside == 1);
+    BOOST_TEST(rounds == 100);
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(mutual_exclusion_of_200_coroutines_across_4_processes) {
+  redis_server server;
+  std::vector<process> workers;
+  for (int p = 0; p < 4; ++p)
+    workers.emplace_back(std::vector<std::string>{worker(), "counter", server.url(), "inventory", "50", "5"});
+  for (auto& w : workers) {
+    auto st = w.wait_for(120s);
+    BOOST_REQUIRE(st.has_value());
+    BOOST_TEST(st->success(), st->to_string());
+  }
+  BOOST_TEST(server.command({"GET", "inventory:counter"}) == "1000"); // 4 x 50 x 5, no lost update
+  // Tokens were appended under the lock, so in acquisition order: strictly increasing.
+  auto tokens = server.command_list({"LRANGE", "inventory:tokens", "0", "-1"});
+  BOOST_REQUIRE_EQUAL(tokens.size(), 1000u);
+  for (std::size_t i = 1; i < tokens.size(); ++i)
+    BOOST_TEST_REQUIRE(std::stoull(tokens[i - 1]) < std::stoull(tokens[i]));
+  server.command({"DEL", "inventory:counter", "inventory:tokens"});
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(reentry_depth_three_through_nested_guards) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server)), other(ex, config_for(server));
+    co_await c.connect();
+    co_await other.connect();
+    corolock::mutex m(c, "reentrant"), m_other(other, "reentrant");
+    auto g1 = co_await m.acquire();
+    auto g2 = co_await m.acquire(g1);
+    auto g3 = co_await m.acquire(g2);
+    BOOST_TEST(g3.depth() == 3);
+    BOOST_TEST(g3.fencing_token() == g1.fencing_token());
+    BOOST_TEST(g3.owner() == g1.owner());
+    co_await g3.release();
+    co_await g2.release();
+    BOOST_TEST(!(co_await m_other.try_acquire())); // one level still held
+    co_await g1.release();
+    auto g = co_await m_other.try_acquire();
+    BOOST_TEST(g.owns_lock());
+    co_await g.release();
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(reentry_errors) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex a(c, "a"), b(c, "b");
+    auto ga = co_await a.acquire();
+    auto [ec1, g1] = co_await b.acquire(ga, tuple_awaitable);
+    BOOST_TEST(ec1 == error::invalid_argument); // a guard of another lock
+    co_await ga.release();
+    auto [ec2, g2] = co_await a.acquire(ga, tuple_awaitable);
+    BOOST_TEST(ec2 == error::already_released);
+    auto [ec3] = co_await ga.release(tuple_awaitable);
+    BOOST_TEST(ec3 == error::already_released); // releasing twice touches nothing
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(invalid_options_are_rejected) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    auto code_of = [&](std::string name, lock_options o) {
+      try {
+        corolock::mutex m(c, std::move(name), o);
+      } catch (const boost::system::system_error& e) {
+        return e.code();
+      }
+      return error_code{};
+    };
+    BOOST_TEST(code_of("", {}) == error::invalid_argument);
+    BOOST_TEST(code_of("x", lease_of(0ms)) == error::invalid_argument);
+    BOOST_TEST(code_of("x", lease_of(-5ms)) == error::invalid_argument);
+    BOOST_TEST(code_of("x", lease_of(std::chrono::hours(25))) == error::invalid_argument);
+    co_return;
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_type_key_is_redis_error) {
+  redis_server server;
+  server.command({"SET", "corolock:{typed}", "a string"});
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "typed");
+    auto [ec, g] = co_await m.acquire(tuple_awaitable);
+    BOOST_TEST(ec == error::redis_error);
+    BOOST_TEST(!g);
+    auto [ec2, g2] = co_await m.try_acquire(tuple_awaitable);
+    BOOST_TEST(ec2 == error::redis_error);
+  });
+  server.command({"DEL", "corolock:{typed}"});
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(acquire_for_times_out_and_leaves_nothing) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "busy"), mb(b, "busy");
+    auto g = co_await ma.acquire();
+    auto start = std::chrono::steady_clock::now();
+    auto [ec, g2] = co_await mb.acquire_for(200ms, tuple_awaitable);
+    auto waited = std::chrono::steady_clock::now() - start;
+    BOOST_TEST(ec == error::timeout);
+    BOOST_TEST((waited >= 190ms && waited < 2s));
+    co_await b.exec(make("PING")); // the UNSUBSCRIBE has been sent before this
+    BOOST_TEST(server.command_list({"PUBSUB", "CHANNELS"}).empty());
+    co_await g.release();
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(waiter_is_woken_by_the_release_not_by_polling) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "handoff"), mb(b, "handoff");
+    auto g = co_await ma.acquire(); // 30 s lease: only the unlock message can wake the waiter soon
+    std::chrono::steady_clock::time_point released, acquired;
+    auto waiter = [&]() -> asio::awaitable<void> {
+      auto g2 = co_await mb.acquire();
+      acquired = std::chrono::steady_clock::now();
+      co_await g2.release();
+    };
+    auto holder = [&]() -> asio::awaitable<void> {
+      co_await sleep_for(100ms);
+      co_await g.release();
+      released = std::chrono::steady_clock::now();
+    };
+    auto commands_before = b.stats().commands;
+    co_await (waiter() && holder());
+    BOOST_TEST((acquired - released < 500ms));
+    // First try, re-try after subscribing, the winning try, the release: no polling in between.
+    BOOST_TEST(b.stats().commands - commands_before <= 6u);
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_nothing) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "cancel"), mb(b, "cancel");
+    auto g = co_await ma.acquire();
+    asio::steady_timer t(ex, 100ms);
+    auto r = co_await (mb.acquire(tuple_awaitable) || t.async_wait(asio::use_awaitable));
+    BOOST_TEST(r.index() == 1u);
+    co_await g.release();
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(cancellation_at_any_moment_never_leaves_the_lock_held) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "racy");
+    // Cancel after 0..N µs: before the script is sent, while its reply is in flight, after it won.
+    int won = 0;
+    for (int i = 0; i < 60; ++i) {
+      asio::steady_timer t(ex, std::chrono::microseconds(i * 15));
+      auto r = co_await (m.acquire(tuple_awaitable) || t.async_wait(asio::use_awaitable));
+      if (r.index() == 0) {
+        auto& [ec, g] = std::get<0>(r);
+        BOOST_TEST(!ec);
+        ++won;
+        co_await g.release();
+      }
+    }
+    BOOST_TEST_MESSAGE("acquisitions that won the race: " << won);
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(forgotten_guard_is_released_asynchronously) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "forgotten");
+    { auto g = co_await m.acquire(); } // dropped without release()
+    auto again = co_await m.acquire_for(2s); // not after the 30 s lease: at once
+    co_await again.release();
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(watchdog_keeps_the_lock_for_ten_leases) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "long-job", lease_of(150ms)), mb(b, "long-job");
+    auto g = co_await ma.acquire();
+    for (int i = 0; i < 15; ++i) { // 1.5 s = 10 leases of work
+      co_await sleep_for(100ms);
+      BOOST_TEST_REQUIRE(!g.lost());
+      BOOST_TEST_REQUIRE(!(co_await mb.try_acquire()));
+    }
+    co_await g.release();
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(fixed_lease_shorter_than_the_work_is_reported_lost) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "short", lease_of(200ms, false)), mb(b, "short");
+    auto g = co_await ma.acquire();
+    auto [lost_ec] = co_await g.wait_lost(tuple_awaitable); // fires at the lease's local deadline
+    BOOST_TEST(lost_ec == error::lease_lost);
+    BOOST_TEST(g.lost());
+    auto next = co_await mb.acquire_for(2s);
+    BOOST_TEST(next.fencing_token() > g.fencing_token()); // the stale holder's token is older
+    auto [ec] = co_await g.release(tuple_awaitable);
+    BOOST_TEST(ec == error::lease_lost);
+    BOOST_TEST(server.command({"EXISTS", "corolock:{short}"}) == "1"); // the new holder untouched
+    co_await next.release();
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(stopped_holder_is_told_its_lease_was_lost) {
+  redis_server server;
+  process holder({worker(), "hold", server.url(), "paused", "300"});
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    BOOST_REQUIRE(co_await eventually([&] { return server.command({"EXISTS", "paused:holder"}) == "1"; }));
+    holder.signal(SIGSTOP); // a GC pause, a swapped-out VM ...
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "paused");
+    auto g = co_await m.acquire_for(5s); // after the 300 ms lease, not renewed while stopped
+    BOOST_TEST(g.fencing_token() > std::stoull(server.command({"GET", "paused:holder"})));
+    holder.signal(SIGCONT);
+    // Its watchdog's next renewal finds another owner: the holder is told, and exits 3.
+    BOOST_TEST(co_await eventually([&] { return server.command({"EXISTS", "paused:lost"}) == "1"; }));
+    BOOST_TEST(server.command({"EXISTS", "corolock:{paused}"}) == "1"); // ours, untouched
+    co_await g.release();
+  });
+  auto st = holder.wait_for(10s);
+  BOOST_REQUIRE(st.has_value());
+  BOOST_TEST(st->code == 3);
+  server.command({"DEL", "paused:holder", "paused:lost"});
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(with_lock_releases_on_every_path) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "scoped");
+    int ran = 0;
+    co_await m.with_lock([&](guard& g) -> asio::awaitable<void> {
+      BOOST_TEST(g.owns_lock());
+      ++ran;
+      co_return;
+    });
+    BOOST_TEST(server.command({"EXISTS", "corolock:{scoped}"}) == "0");
+    bool thrown = false;
+    try {
+      co_await m.with_lock([&](guard&) -> asio::awaitable<void> {
+        ++ran;
+        throw std::runtime_error("business failure");
+        co_return;
+      });
+    } catch (const std::runtime_error&) {
+      thrown = true;
+    }
+    BOOST_TEST(thrown);
+    BOOST_TEST(ran == 2);
+    BOOST_TEST(server.command({"EXISTS", "corolock:{scoped}"}) == "0");
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_when_the_lease_is_lost) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "stolen", lease_of(300ms));
+    bool body_finished = false;
+    error_code result;
+    auto start = std::chrono::steady_clock::now();
+    try {
+      co_await m.with_lock([&](guard&) -> asio::awaitable<void> {
+        server.command({"DEL", "corolock:{stolen}"}); // someone deletes the lock under us
+        co_await sleep_for(10s);                      // the long job
+        body_finished = true;
+      });
+    } catch (const boost::system::system_error& e) {
+      result = e.code();
+    }
+    BOOST_TEST(result == error::lease_lost);
+    BOOST_TEST(!body_finished);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 2s)); // within about a renewal period
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(client_kill_of_the_holder_mid_hold) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg_a = config_for(server);
+    cfg_a.client_name = "holder";
+    client a(ex, cfg_a), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "killed", lease_of(600ms)), mb(b, "killed");
+    auto g = co_await ma.acquire();
+    server.command({"CLIENT", "KILL", "USER", "default", "SKIPME", "yes"}); // both, mid-hold/wait
+    co_await sleep_for(700ms); // beyond one lease: renewals must continue after the reconnect
+    BOOST_TEST(!g.lost());
+    std::chrono::steady_clock::time_point released;
+    auto waiter = [&]() -> asio::awaitable<void> {
+      auto g2 = co_await mb.acquire();
+      BOOST_TEST((std::chrono::steady_clock::now() - released < 300ms));
+      co_await g2.release();
+    };
+    auto holder = [&]() -> asio::awaitable<void> {
+      co_await sleep_for(100ms);
+      co_await g.release();
+      released = std::chrono::steady_clock::now();
+    };
+    co_await (waiter() && holder());
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(waiter_missing_the_release_while_disconnected_retries_after_reconnect) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg_b = config_for(server);
+    cfg_b.client_name = "waiter";
+    cfg_b.reconnect_min = 200ms; // stay away long enough for the release to happen meanwhile
+    cfg_b.reconnect_max = 300ms;
+    client a(ex, config_for(server)), b(ex, cfg_b);
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "missed"), mb(b, "missed"); // 30 s lease
+    auto g = co_await ma.acquire();
+    auto start = std::chrono::steady_clock::now();
+    auto waiter = [&]() -> asio::awaitable<void> {
+      auto g2 = co_await mb.acquire();
+      co_await g2.release();
+    };
+    auto holder = [&]() -> asio::awaitable<void> {
+      co_await sleep_for(100ms);
+      server.command({"CLIENT", "KILL", "USER", "default", "SKIPME", "yes"}); // the waiter too
+      co_await sleep_for(20ms);
+      co_await g.release(); // published while the waiter is disconnected
+    };
+    co_await (waiter() && holder());
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 3s)); // not the 30 s lease
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(server_restart_while_waiters_wait) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "restart"), mb(b, "restart"); // 30 s lease
+    auto g = co_await ma.acquire();
+    auto start = std::chrono::steady_clock::now();
+    int acquired = 0;
+    auto waiter = [&]() -> asio::awaitable<void> {
+      auto g2 = co_await mb.acquire();
+      ++acquired;
+      co_await g2.release();
+    };
+    auto crash = [&]() -> asio::awaitable<void> {
+      co_await sleep_for(100ms);
+      server.kill();
+      co_await sleep_for(50ms);
+      server.restart(); // empty: the lock is gone with the data
+    };
+    co_await (waiter() && waiter() && crash());
+    BOOST_TEST(acquired == 2);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 5s));
+    auto [ec] = co_await g.wait_lost(tuple_awaitable); // the holder learns its lock vanished
+    BOOST_TEST(ec == error::lease_lost);
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_CASE(many_local_waiters_share_one_subscription) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "queue");
+    auto g = co_await m.acquire();
+    int done = 0;
+    std::vector<int> order;
+    asio::steady_timer all(ex, asio::steady_timer::time_point::max());
+    for (int i = 0; i < 100; ++i) {
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        auto mine = co_await m.acquire();
+        order.push_back(i);
+        co_await mine.release();
+        if (++done == 100)
+          all.cancel();
+      }, asio::detached);
+      co_await sleep_for(1ms);
+    }
+    auto channels = server.command({"PUBSUB", "NUMSUB", "corolock:{queue}:ch"});
+    BOOST_TEST(channels == "corolock:{queue}:ch\n1");
+    co_await g.release();
+    co_await all.async_wait(tuple_awaitable);
+    BOOST_TEST(done == 100);
+    BOOST_TEST(std::is_sorted(order.begin(), order.end())); // local waiters are served FIFO
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
