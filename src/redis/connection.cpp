@@ -575,9 +575,12 @@ asio::awaitable<void> connection_impl::writer() {
     auto [ec, n] = co_await asio::async_write(socket_, buffers, use_tuple);
     if (ec)
       co_return;
+    // Subscribe-family requests are answered out of band: done once written. (Not replies_left:
+    // the replies to this very write may already have been read, and a request waiting for its
+    // NOSCRIPT retry has none left either.)
     for (auto& p : batch)
-      if (p->replies_left == 0)
-        complete(p, {}); // subscribe-family: answered out of band
+      if (p->req.expected_replies() == 0)
+        complete(p, {});
   }
 }
 

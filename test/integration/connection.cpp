@@ -295,6 +295,33 @@ BOOST_AUTO_TEST_CASE(noscript_falls_back_to_load_and_retry) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(concurrent_noscript_fallbacks_all_succeed) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    static const script plus_one("return tonumber(ARGV[1]) + 1");
+    int ok = 0, finished = 0;
+    std::string first_error;
+    asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+    for (int i = 0; i < 200; ++i) {
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        request r;
+        r.push_script(plus_one, {}, {std::to_string(i)});
+        auto reply = co_await c.exec(std::move(r));
+        if (reply[0].integer == i + 1)
+          ++ok;
+        else if (first_error.empty())
+          first_error = resp::to_debug_string(reply[0]);
+        if (++finished == 200)
+          all_done.cancel();
+      }, asio::detached);
+    }
+    co_await all_done.async_wait(tuple_awaitable);
+    BOOST_TEST(ok == 200, "first failure: " << first_error);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(subscriptions_are_shared_and_released) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
