@@ -16,6 +16,7 @@ public:
     case error::lease_lost: return "the lease on the lock was lost (expired or taken over)";
     case error::timeout: return "the operation timed out";
     case error::already_released: return "the guard was already released";
+    case error::exhausted: return "nothing left to take (all segments empty, or the ID space used up)";
     case error::connection_lost:
       return "the connection to Redis was lost while the request was in flight (outcome unknown)";
     case error::not_connected: return "not connected to Redis";

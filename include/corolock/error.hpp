@@ -14,6 +14,7 @@ enum class error {
   lease_lost,           ///< the lease expired or was taken over while the guard lived
   timeout,              ///< the operation did not finish within its deadline
   already_released,     ///< the guard was released before
+  exhausted,            ///< nothing left: every segment is marked empty, an ID space is used up
   // Talking to Redis.
   connection_lost,      ///< the connection dropped while the request was in flight: outcome unknown
   not_connected,        ///< no connection to Redis (and the request asked not to wait for one)

@@ -1,0 +1,1 @@
+// Compiles the precompiled header (pch.hpp) that the test binaries reuse.
