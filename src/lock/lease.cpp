@@ -92,8 +92,10 @@ asio::awaitable<error_code> release_in_redis(std::shared_ptr<client_impl> c,
     if (ec)
       co_return ec;
     const auto& r = replies.at(0);
-    if (r.is_error())
+    if (r.is_error()) {
+      c->last_server_error = r.data;
       co_return error::redis_error;
+    }
     if (r.type != resp::type::integer)
       co_return error::unexpected_reply;
     co_return r.integer == 0 ? error_code(error::not_owner) : error_code{};

@@ -66,6 +66,7 @@ asio::awaitable<attempt_result> attempt(client_impl& c, const lock_names& names,
     }
     const auto& r = replies.at(0);
     if (r.is_error()) {
+      c.last_server_error = r.data;
       out.ec = error::redis_error; // e.g. WRONGTYPE: a key of another type under the lock's name
       co_return out;
     }

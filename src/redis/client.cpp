@@ -66,6 +66,7 @@ const client_config& client::config() const noexcept { return impl_->cfg; }
 void client::close() { impl_->close(); }
 bool client::is_connected() const noexcept { return impl_->main.is_connected(); }
 const std::string& client::id() const noexcept { return impl_->id; }
+const std::string& client::last_server_error() const noexcept { return impl_->last_server_error; }
 
 connection_stats client::stats() const {
   connection_stats s = impl_->main.stats();

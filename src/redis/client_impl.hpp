@@ -31,6 +31,7 @@ public:
   std::unique_ptr<lock_service, void (*)(lock_service*)> locks{nullptr, nullptr};
   /// Run by close(), before the connections close (the lock layer wakes its waiters there).
   std::vector<std::function<void()>> close_hooks;
+  std::string last_server_error;
   bool connect_started = false;
   bool closed = false;
 };

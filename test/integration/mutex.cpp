@@ -188,6 +188,7 @@ BOOST_AUTO_TEST_CASE(wrong_type_key_is_redis_error) {
     corolock::mutex m(c, "typed");
     auto [ec, g] = co_await m.acquire(tuple_awaitable);
     BOOST_TEST(ec == error::redis_error);
+    BOOST_TEST(c.last_server_error().starts_with("WRONGTYPE"), c.last_server_error());
     BOOST_TEST(!g);
     auto [ec2, g2] = co_await m.try_acquire(tuple_awaitable);
     BOOST_TEST(ec2 == error::redis_error);

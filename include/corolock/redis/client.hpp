@@ -64,6 +64,10 @@ public:
   const std::string& id() const noexcept;
   /// Counters of the connection(s), summed.
   connection_stats stats() const;
+  /// The server's text of the last error reply that made a lock operation of this client fail
+  /// with error::redis_error (e.g. "WRONGTYPE Operation against a key holding the wrong kind of
+  /// value"). exec() callers have the text on the reply itself.
+  const std::string& last_server_error() const noexcept;
 
 private:
   friend struct detail::client_access;
