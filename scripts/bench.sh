@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Runs the benchmarks (protocol: /work/shared/BENCH.md) and writes bench/results/latest.json,
+# latest.md and latest.svg.
+# Usage: scripts/bench.sh [--quick]
+#   --quick  shorter runs: 3 repetitions, 1-2 minutes of measuring (the full run: 5 repetitions,
+#            5-10 minutes).
+# Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_REPETITIONS (override),
+#              CMAKE_ARGS (passed to build.sh).
+#
+# Steps: deps.sh; Release build of the bench programs into their own build dir; a private
+# redis-server (persistence off) on a free loopback port; the baselines and ceilings with
+# redis-benchmark against that server, before and after every benchmark program (BENCH_PROGRAMS);
+# bench_report merges the parts, judges the targets and prints the markdown table.
+# Every program gets: <redis-url> [--quick] --repetitions N --out <part>; it records, per row, which
+# baseline row it is compared with, and bench_report merge judges the targets (MET/MISSED).
+set -euo pipefail
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+quick=0
+for arg in "$@"; do
+  case $arg in
+    --quick) quick=1 ;;
+    -h | --help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+  esac
+done
+
+# The benchmark programs, in the order they run. Each is a target in bench/CMakeLists.txt.
+BENCH_PROGRAMS=(connection_bench)
+
+if ((quick)); then
+  REPS=${BENCH_REPETITIONS:-3}
+  RB_PING_N=20000        # redis-benchmark -c 1: ~1 s each on a 2-core VM
+  RB_PIPELINED_N=1000000 # -P 16 -c 50: ~2 s each
+  PROGRAM_TIMEOUT=240
+else
+  REPS=${BENCH_REPETITIONS:-5}
+  RB_PING_N=100000
+  RB_PIPELINED_N=3000000
+  PROGRAM_TIMEOUT=1200
+fi
+quick_flag=()
+((quick)) && quick_flag=(--quick)
+
+"$COROLOCK_ROOT/scripts/deps.sh"
+
+# Release build in its own directory (build.sh: BUILD_DIR / BUILD_TYPE).
+BUILD_DIR=${BENCH_BUILD_DIR:-$COROLOCK_ROOT/build-release}
+BUILD_TYPE=Release
+export BUILD_DIR BUILD_TYPE
+"$COROLOCK_ROOT/scripts/build.sh" "${BENCH_PROGRAMS[@]}" bench_report
+BIN=$BUILD_DIR/bench
+REPORT=$BIN/bench_report
+
+run_start=$SECONDS
+results=$COROLOCK_ROOT/bench/results
+mkdir -p "$results"
+work=$(mktemp -d "${TMPDIR:-/tmp}/corolock-bench.XXXXXX")
+parts=$work/parts
+mkdir -p "$parts"
+baselines=$parts/baselines.jsonl # redis-benchmark rows: the programs' rows compare with these
+: >"$baselines"
+
+# shellcheck source=lib/redis.sh
+source "$COROLOCK_ROOT/scripts/lib/redis.sh"
+start_redis
+# redis.sh's EXIT trap only stops the server; this one also removes the work dir.
+cleanup() {
+  stop_redis
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+log "machine"
+"$REPORT" set --out "$parts/machine.jsonl" machine cores "$(nproc)"
+"$REPORT" set --out "$parts/machine.jsonl" machine cpu_model \
+  "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)"
+"$REPORT" set --out "$parts/machine.jsonl" machine kernel "$(uname -sr)"
+"$REPORT" set --out "$parts/machine.jsonl" machine quick "$( ((quick)) && echo true || echo false)"
+"$REPORT" set --out "$parts/machine.jsonl" machine date_utc "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+commit=$(git -C "$COROLOCK_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n $(git -C "$COROLOCK_ROOT" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+  commit+="+dirty"
+fi
+"$REPORT" set --out "$parts/machine.jsonl" machine commit "$commit"
+
+# ---------------------------------------------------------------------------------------------
+# redis-benchmark: the baselines and ceilings. They are measured twice, before and after the
+# benchmark programs (REPS runs each time), and each figure is the median of all those runs: the
+# machine is shared, and load that comes and goes should weigh on both sides of every ratio.
+
+rbdir=$work/redis-benchmark
+mkdir -p "$rbdir"
+: >"$rbdir/keys"
+
+# rb KEY <bench_report import options...> -- <redis-benchmark arguments...>
+# Runs redis-benchmark REPS times against the private server (CSV output, kept under KEY);
+# import_baselines turns every KEY into median rows (mode "redis-benchmark") and --ceiling entries.
+rb() {
+  local key=$1 i
+  shift
+  local import=()
+  while (($# > 0)) && [[ $1 != -- ]]; do
+    import+=("$1")
+    shift
+  done
+  shift
+  if [[ ! -f $rbdir/$key.opts ]]; then
+    echo "$key" >>"$rbdir/keys"
+    printf '%s\n' "${import[@]}" "--command" "redis-benchmark $*" >"$rbdir/$key.opts"
+  fi
+  local TIMEFORMAT='%U %S' csv # `time` writes the user and system CPU seconds: <csv>.cpu
+  for ((i = 1; i <= REPS; i++)); do
+    rb_seq=$((rb_seq + 1))
+    csv=$rbdir/$key.$rb_seq.csv
+    { time timeout 600 redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" --csv "$@" \
+      >"$csv" 2>"$csv.err"; } 2>"$csv.cpu"
+  done
+}
+rb_seq=0
+
+import_baselines() {
+  local key opts csvs
+  while read -r key; do
+    readarray -t opts <"$rbdir/$key.opts"
+    csvs=("$rbdir/$key".*.csv) # each with its .cpu beside it
+    "$REPORT" import-redis-benchmark --out "$baselines" "${opts[@]}" "${csvs[@]}"
+  done <"$rbdir/keys"
+}
+
+# evalsha_ceiling SHA NUMKEYS KEY... ARG...
+#   The EVALSHA ceilings of BENCH.md: redis-benchmark runs `EVALSHA SHA NUMKEYS KEY... ARG...`
+#   with one client (-> ceiling.evalsha_one_client_per_s, row evalsha_one_client) and pipelined
+#   with many (-P 16 -c 50 -> ceiling.evalsha_pipelined_per_s, row evalsha_pipelined). A
+#   `__rand_int__` in an argument becomes a random 12-digit number per call (-r 1000000): use it
+#   in the key for "many keys". Load the script first:  sha=$(load_script path/to/acquire.lua)
+#   Programs compare with these rows by name (bench::comparison{.baseline_name = ...}).
+evalsha_ceiling() {
+  local sha=$1
+  shift
+  rb evalsha_one_client --name evalsha_one_client --connections 1 --pipeline 1 \
+    --keys 1000000 --requests "$RB_PING_N" --ceiling evalsha_one_client_per_s=ops_per_s \
+    -- -c 1 -n "$RB_PING_N" -r 1000000 EVALSHA "$sha" "$@"
+  rb evalsha_pipelined --name evalsha_pipelined --connections 50 --pipeline 16 \
+    --keys 1000000 --requests "$RB_PIPELINED_N" --ceiling evalsha_pipelined_per_s=ops_per_s \
+    -- -P 16 -c 50 -n "$RB_PIPELINED_N" -r 1000000 EVALSHA "$sha" "$@"
+}
+
+# load_script FILE: SCRIPT LOAD on the private server; prints the SHA1.
+load_script() {
+  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$1")"
+}
+
+measure_baselines() {
+  rb ping_latency --name ping_latency --connections 1 --pipeline 1 --keys 0 \
+    --requests "$RB_PING_N" --ceiling ping_rtt_us=p50_us --ceiling ping_one_client_per_s=ops_per_s \
+    -- -c 1 -n "$RB_PING_N" -t ping_mbulk
+  rb ping_pipelined --name ping_pipelined --connections 50 --pipeline 16 --keys 0 \
+    --requests "$RB_PIPELINED_N" --ceiling ping_pipelined_per_s=ops_per_s \
+    -- -P 16 -c 50 -n "$RB_PIPELINED_N" -t ping_mbulk
+  rb set_pipelined --name set_pipelined --connections 50 --pipeline 16 --keys 1 \
+    --requests "$RB_PIPELINED_N" \
+    -- -P 16 -c 50 -n "$RB_PIPELINED_N" -t set
+
+  # ======================= HOOK for the lock benchmarks =======================================
+  # corolock's acquire script does not exist yet: the two EVALSHA ceilings stay null (bench_report
+  # merge writes null for a ceiling nobody measured). Once it does, add one call here, e.g.
+  #   evalsha_ceiling "$(load_script "$COROLOCK_ROOT/src/lua/acquire.lua")" \
+  #     1 'corolock:bench:{__rand_int__}' owner-0123456789abcdef 30000
+  # with the keys and arguments the lock really sends for an uncontended acquire.
+  # =============================================================================================
+}
+
+"$REPORT" set --out "$parts/machine.jsonl" machine loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+log "baselines: redis-benchmark, before the programs ($REPS runs each)"
+measure_baselines
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark programs
+
+for program in "${BENCH_PROGRAMS[@]}"; do
+  log "$program"
+  timeout "$PROGRAM_TIMEOUT" "$BIN/$program" "$REDIS_URL" "${quick_flag[@]}" \
+    --repetitions "$REPS" --out "$parts/$program.jsonl"
+done
+
+log "baselines: redis-benchmark, after the programs ($REPS runs each)"
+measure_baselines
+import_baselines
+"$REPORT" set --out "$parts/machine.jsonl" machine loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+stop_redis
+measured=$((SECONDS - run_start))
+
+log "report"
+parts_files=("$parts/machine.jsonl" "$baselines")
+for program in "${BENCH_PROGRAMS[@]}"; do
+  parts_files+=("$parts/$program.jsonl")
+done
+"$REPORT" set --out "$parts/machine.jsonl" machine run_seconds "$measured"
+"$REPORT" merge --json "$results/latest.json" --md "$results/latest.md" --svg "$results/latest.svg" \
+  "${parts_files[@]}"
+log "wrote $results/latest.json, latest.md, latest.svg (run: ${measured} s, build excluded)"
