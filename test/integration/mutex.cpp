@@ -1,6 +1,8 @@
 // The distributed mutex against real redis-servers.
 #include <corolock/corolock.hpp>
 
+#include "lock/scripts.hpp" // the release script itself, to replay a release as a retry would
+
 #include <support/async_test.hpp>
 #include <support/lock_checks.hpp>
 #include <support/process.hpp>
@@ -67,6 +69,37 @@ BOOST_AUTO_TEST_CASE(acquire_release_and_try_acquire) {
     BOOST_TEST(g2.owns_lock());
     BOOST_TEST(g2.fencing_token() > g.fencing_token());
     co_await g2.release();
+  });
+  expect_clean(server);
+}
+
+// A release whose reply is lost is sent again by the same owner: it must report success (2, "already
+// released by you"), not "not the owner" — and it must not touch a later holder's lock.
+request replay_release(const std::string& name, const std::string& owner) {
+  request r;
+  r.push_script(corolock::detail::release_script(), {"corolock:{" + name + "}", "corolock:{" + name + "}:fence"},
+                {owner, "corolock:{" + name + "}:ch", "publish"});
+  return r;
+}
+
+BOOST_AUTO_TEST_CASE(a_retried_release_is_idempotent) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "idem");
+    auto g = co_await m.acquire();
+    std::string owner = g.owner();
+    co_await g.release();
+    auto again = co_await c.exec(replay_release("idem", owner));
+    BOOST_TEST(again[0].integer == 2); // already released by this owner: success
+    auto stranger = co_await c.exec(replay_release("idem", "someone-else:1"));
+    BOOST_TEST(stranger[0].integer == 0); // never held: not the owner
+    auto next = co_await m.acquire();
+    auto late = co_await c.exec(replay_release("idem", owner)); // a very late retry
+    BOOST_TEST(late[0].integer != 1);
+    BOOST_TEST(server.command({"HEXISTS", "corolock:{idem}", next.owner()}) == "1");
+    co_await next.release();
   });
   expect_clean(server);
 }
