@@ -48,8 +48,8 @@ request& request::push_range(std::string_view command, const std::vector<std::st
   return *this;
 }
 
-request& request::push_script(const script& s, std::initializer_list<std::string_view> keys,
-                              std::initializer_list<std::string_view> args) {
+template <typename Keys, typename Args>
+request& request::push_script_impl(const script& s, const Keys& keys, const Args& args) {
   std::size_t offset = payload_.size();
   std::size_t reply_index = expected_replies_;
   begin_command("EVALSHA");
@@ -57,12 +57,22 @@ request& request::push_script(const script& s, std::initializer_list<std::string
   resp::write_bulk(payload_, "EVALSHA");
   resp::write_bulk(payload_, s.sha1());
   resp::write_bulk(payload_, static_cast<std::int64_t>(keys.size()));
-  for (auto k : keys)
-    resp::write_bulk(payload_, k);
-  for (auto a : args)
-    resp::write_bulk(payload_, a);
+  for (const auto& k : keys)
+    resp::write_bulk(payload_, std::string_view(k));
+  for (const auto& a : args)
+    resp::write_bulk(payload_, std::string_view(a));
   scripts_.push_back({reply_index, offset, payload_.size() - offset, &s});
   return *this;
+}
+
+request& request::push_script(const script& s, std::initializer_list<std::string_view> keys,
+                              std::initializer_list<std::string_view> args) {
+  return push_script_impl(s, keys, args);
+}
+
+request& request::push_script(const script& s, const std::vector<std::string>& keys,
+                              const std::vector<std::string>& args) {
+  return push_script_impl(s, keys, args);
 }
 
 void request::clear() {

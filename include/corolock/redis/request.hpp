@@ -45,6 +45,9 @@ public:
   /// (NOSCRIPT, e.g. after SCRIPT FLUSH or a restart), the connection loads it and retries once.
   request& push_script(const script& s, std::initializer_list<std::string_view> keys,
                        std::initializer_list<std::string_view> args);
+  /// Same, with keys and args known only at run time.
+  request& push_script(const script& s, const std::vector<std::string>& keys,
+                       const std::vector<std::string>& args);
 
   std::size_t commands() const noexcept { return commands_; }
   /// Replies the server will send. Subscribe-family commands are answered out of band (as pushes),
@@ -76,6 +79,8 @@ private:
   }
   friend class detail::connection_impl;
   void begin_command(std::string_view name);
+  template <typename Keys, typename Args>
+  request& push_script_impl(const script& s, const Keys& keys, const Args& args);
   /// Appends one already-encoded command answered by one reply (a NOSCRIPT replay).
   void append_raw(std::string_view encoded_command);
 
