@@ -2,7 +2,7 @@
 
 namespace corolock::detail {
 
-lock_service::lock_service(client_impl& c) : client(c), dog(c) {}
+lock_service::lock_service(client_impl& c) : client(c), dog(c), sweep_timer_(c.ex) {}
 
 lock_service::~lock_service() { close(); }
 
@@ -33,11 +33,44 @@ bool lock_service::has_waiters(const std::string& key) const {
 
 void lock_service::release_queue_if_empty(const std::string& key) {
   auto it = queues_.find(key);
-  if (it != queues_.end() && it->second->empty())
+  if (it == queues_.end() || !it->second->empty())
+    return;
+  if (closed_) {
     queues_.erase(it);
+    return;
+  }
+  if (sweep_scheduled_)
+    return;
+  // One timer for all idle queues: it drops those idle for a whole linger period.
+  sweep_scheduled_ = true;
+  sweep_timer_.expires_after(linger);
+  sweep_timer_.async_wait([weak = client.weak_from_this()](error_code ec) {
+    auto c = weak.lock();
+    if (!ec && c && c->locks)
+      c->locks->sweep_idle_queues();
+  });
+}
+
+void lock_service::sweep_idle_queues() {
+  sweep_scheduled_ = false;
+  auto now = std::chrono::steady_clock::now();
+  std::string any_left;
+  for (auto it = queues_.begin(); it != queues_.end();) {
+    if (it->second->empty() && now - it->second->idle_since() >= linger) {
+      it = queues_.erase(it);
+    } else {
+      if (it->second->empty())
+        any_left = it->first;
+      ++it;
+    }
+  }
+  if (!any_left.empty())
+    release_queue_if_empty(any_left); // sweep again for those idle only briefly
 }
 
 void lock_service::close() {
+  closed_ = true;
+  sweep_timer_.cancel();
   dog.close();
   for (auto& [_, q] : queues_)
     q->on_closed();

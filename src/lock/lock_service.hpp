@@ -25,8 +25,11 @@ public:
   /// The local queue of a lock, created (and subscribed) on demand.
   wait_queue& queue(const std::shared_ptr<const lock_names>& names);
   bool has_waiters(const std::string& key) const;
-  /// Drops the queue (and its subscription) once nobody waits in it.
+  /// Drops the queue (and its subscription) once nobody has waited in it for `linger`. Keeping
+  /// the subscription a little while saves a SUBSCRIBE/UNSUBSCRIBE pair per acquisition when a lock
+  /// is contended in bursts (a queue that empties at every hand-off).
   void release_queue_if_empty(const std::string& key);
+  static constexpr std::chrono::milliseconds linger{1000};
 
   void close();
 
@@ -34,8 +37,13 @@ public:
   watchdog dog;
 
 private:
+  void sweep_idle_queues();
+
   std::uint64_t acquisitions_ = 0;
   std::unordered_map<std::string, std::unique_ptr<wait_queue>> queues_;
+  asio::steady_timer sweep_timer_;
+  bool sweep_scheduled_ = false;
+  bool closed_ = false;
 };
 
 } // namespace corolock::detail

@@ -25,6 +25,8 @@ void wait_queue::leave(waiter& w, bool acquired) {
   bool was_head = w.head;
   waiters_.erase(w.pos);
   w.head = false;
+  if (waiters_.empty())
+    idle_since_ = std::chrono::steady_clock::now();
   if (was_head && !waiters_.empty()) {
     waiter* next = waiters_.front();
     next->head = true;

@@ -34,6 +34,8 @@ public:
   /// Removes a waiter. If it was head, the next becomes head: it tries at once unless the leaver
   /// took the lock (then it sleeps until that lock is released or its lease ends).
   void leave(waiter& w, bool acquired);
+  /// When the queue last became empty (for the lingering subscription).
+  std::chrono::steady_clock::time_point idle_since() const noexcept { return idle_since_; }
   bool empty() const noexcept { return waiters_.empty(); }
   std::size_t size() const noexcept { return waiters_.size(); }
 
@@ -53,6 +55,7 @@ private:
   std::shared_ptr<const lock_names> names_;
   std::list<waiter*> waiters_;
   std::uint64_t notifications_ = 0;
+  std::chrono::steady_clock::time_point idle_since_{};
   bool closed_ = false;
   bool subscribed_ = false;
 };

@@ -243,8 +243,6 @@ BOOST_AUTO_TEST_CASE(acquire_for_times_out_and_leaves_nothing) {
     auto waited = std::chrono::steady_clock::now() - start;
     BOOST_TEST(ec == error::timeout);
     BOOST_TEST((waited >= 190ms && waited < 2s));
-    co_await b.exec(make("PING")); // the UNSUBSCRIBE has been sent before this
-    BOOST_TEST(server.command_list({"PUBSUB", "CHANNELS"}).empty());
     co_await g.release();
   });
   expect_clean(server);
