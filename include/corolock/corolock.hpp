@@ -2,6 +2,7 @@
 #pragma once
 
 #include <corolock/error.hpp>
+#include <corolock/id_generator.hpp>
 #include <corolock/redis/client.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/redis/connection.hpp>
@@ -12,3 +13,4 @@
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/mutex.hpp>
 #include <corolock/lock/options.hpp>
+#include <corolock/lock/segmented_lock.hpp>

@@ -1,0 +1,205 @@
+// A segmented lock: one hot item whose stock is split into K segments, each behind its own mutex,
+// so up to K holders work on the item at once (the ConcurrentHashMap / LongAdder idea, seed 001).
+//
+//   corolock::segmented_lock stock{redis, "iphone", 20};
+//   auto [ec, sg] = co_await stock.acquire_any(asio::as_tuple(asio::use_awaitable));
+//   if (ec == corolock::error::exhausted) { /* every segment is marked empty: sold out */ }
+//   // ... read and decrement segment sg.index()'s stock under sg ...
+//   if (left == 0) co_await stock.mark_empty(sg.index());   // later calls skip it
+//   co_await sg.release();
+//
+// - Segment i is the corolock::mutex "<name>#<i>": its own hash tag, so segments spread over the
+//   slots of a Redis Cluster. Everything a mutex guarantees (leases, watchdog, fencing tokens,
+//   owner-checked release, cancellation safety) holds for each segment.
+// - acquire_any() first tries the segments that are neither marked empty nor busy here, starting
+//   at a random one (no herd on segment 0). If none is free it waits on up to
+//   options.wait_width segments at once — those with the fewest local waiters — through the
+//   mutexes' own pub/sub waiting, and takes whichever is released first; the other waits are
+//   cancelled (a mutex gives back a lock won by a cancelled acquisition itself). Per segment at
+//   most two of this object's waits run a mutex acquisition; the others line up locally behind
+//   them (oldest first), so a crowd arriving at once costs Redis a few attempts per segment, not
+//   one per waiter. A segment released by a local segment_guard that nobody here waits for is
+//   offered to a waiting acquire_any. Nothing polls.
+// - Empty marks live in the Redis set "<prefix>{<name>}:empty", shared by every process, and are
+//   cached here: mark_empty() applies at once locally (waits on that segment are redirected) and
+//   for other processes after their next refresh (at most options.refresh_interval old when an
+//   acquire_any starts, and re-read before a segment is handed out if the cache has aged since).
+//   The mark is a hint that saves work; the caller's own stock check under the lock is what is
+//   safe. When every segment is marked, acquire_any completes with error::exhausted.
+// - Not thread-safe; use it from its client's executor. It must not outlive its client.
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/lock/guard.hpp>
+#include <corolock/lock/mutex.hpp>
+#include <corolock/lock/options.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace corolock {
+
+class client;
+
+namespace detail {
+class segmented_state;
+class segment_hold;
+struct segmented_access;
+} // namespace detail
+
+struct segmented_lock_options {
+  /// Options of every segment's mutex (lease, watchdog, key prefix).
+  lock_options lock{};
+  /// How many segments one waiting acquire_any waits on at once (clamped to the segment count).
+  /// More catches a release sooner when few coroutines wait; each extra one costs a subscription
+  /// slot and an attempt when the race is won elsewhere.
+  std::size_t wait_width = 4;
+  /// How old the local copy of the empty marks may be when an acquire_any starts. Zero re-reads it
+  /// on every call.
+  std::chrono::milliseconds refresh_interval{100};
+
+  /// error::invalid_argument for bad lock options, wait_width 0, or a negative interval.
+  error_code validate() const;
+};
+
+/// What acquire_any gives: the lock of one segment and which segment it is. Move-only; releasing
+/// (or destroying) it releases the segment's lock, as a guard does.
+class [[nodiscard]] segment_guard {
+public:
+  static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+
+  segment_guard() noexcept = default;
+  segment_guard(segment_guard&& other) noexcept
+      : index_(std::exchange(other.index_, npos)), hold_(std::move(other.hold_)),
+        guard_(std::move(other.guard_)) {}
+  segment_guard& operator=(segment_guard&& other) noexcept {
+    guard_ = std::move(other.guard_); // the old lock's release goes out first ...
+    hold_ = std::move(other.hold_);   // ... then this process counts its segment free
+    index_ = std::exchange(other.index_, npos);
+    return *this;
+  }
+  ~segment_guard() = default;
+
+  /// The segment held, or npos for an empty segment_guard (try_acquire_any found none free).
+  std::size_t index() const noexcept { return index_; }
+  bool owns_lock() const noexcept { return guard_.owns_lock(); }
+  explicit operator bool() const noexcept { return owns_lock(); }
+  bool lost() const noexcept { return guard_.lost(); }
+  std::uint64_t fencing_token() const noexcept { return guard_.fencing_token(); }
+  /// The segment mutex's guard (re-entry through segment(i).acquire(g), lost_slot(), ...).
+  /// Release through segment_guard::release so that this process knows the segment is free.
+  corolock::guard& lock() noexcept { return guard_; }
+
+  /// Releases the segment's lock; completes as guard::release does.
+  template <typename CompletionToken = default_token>
+  auto release(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_release_impl(std::move(handler)); }, token);
+  }
+
+private:
+  friend struct detail::segmented_access;
+  void async_release_impl(detail::handler<void(error_code)> h);
+
+  std::size_t index_ = npos;
+  // Declared before guard_ so that it is destroyed after it: the release is on its way before
+  // this process counts the segment as free again.
+  std::shared_ptr<detail::segment_hold> hold_;
+  corolock::guard guard_;
+};
+
+class segmented_lock {
+public:
+  using clock = std::chrono::steady_clock;
+  static constexpr std::size_t max_segments = 4096;
+
+  /// Throws system_error(error::invalid_argument) for an empty name, 0 or more than max_segments
+  /// segments, or bad options.
+  segmented_lock(client& c, std::string name, std::size_t segments,
+                 segmented_lock_options options = {});
+  ~segmented_lock();
+  segmented_lock(segmented_lock&&) noexcept;
+  segmented_lock& operator=(segmented_lock&&) noexcept;
+
+  const std::string& name() const noexcept;
+  std::size_t segments() const noexcept;
+  const segmented_lock_options& options() const noexcept;
+  /// The mutex of segment i ("<name>#<i>"); throws std::out_of_range.
+  mutex& segment(std::size_t i);
+  /// The local copy of segment i's empty mark (false for an index out of range).
+  bool marked_empty(std::size_t i) const noexcept;
+  /// Segments marked empty in the local copy.
+  std::size_t empty_count() const noexcept;
+
+  /// Takes a free, non-empty segment, waiting as long as it takes. error::exhausted when every
+  /// segment is marked empty.
+  template <typename CompletionToken = default_token>
+  auto acquire_any(CompletionToken&& token = {}) {
+    return initiate_acquire(clock::time_point::max(), false, std::forward<CompletionToken>(token));
+  }
+
+  /// Waits at most `timeout`; then error::timeout, with nothing left behind.
+  template <typename CompletionToken = default_token>
+  auto acquire_any_for(clock::duration timeout, CompletionToken&& token = {}) {
+    return initiate_acquire(clock::now() + timeout, false, std::forward<CompletionToken>(token));
+  }
+
+  template <typename CompletionToken = default_token>
+  auto acquire_any_until(clock::time_point deadline, CompletionToken&& token = {}) {
+    return initiate_acquire(deadline, false, std::forward<CompletionToken>(token));
+  }
+
+  /// One attempt on each free, non-empty segment, no waiting: an empty segment_guard (false) if
+  /// all are busy; error::exhausted if all are marked empty.
+  template <typename CompletionToken = default_token>
+  auto try_acquire_any(CompletionToken&& token = {}) {
+    return initiate_acquire(clock::time_point::min(), true, std::forward<CompletionToken>(token));
+  }
+
+  /// Marks segment i empty, here at once and in Redis (SADD) for everyone.
+  /// error::invalid_argument if i is out of range.
+  template <typename CompletionToken = default_token>
+  auto mark_empty(std::size_t i, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler, std::size_t s) { async_mark_empty_impl(s, std::move(handler)); },
+        token, i);
+  }
+
+  /// Re-reads the empty marks from Redis now.
+  template <typename CompletionToken = default_token>
+  auto refresh(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_refresh_impl(std::move(handler)); }, token);
+  }
+
+  /// Clears every empty mark, in Redis and here (for demos and tests). Other processes see it at
+  /// their next refresh.
+  template <typename CompletionToken = default_token>
+  auto reset(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_reset_impl(std::move(handler)); }, token);
+  }
+
+private:
+  template <typename CompletionToken>
+  auto initiate_acquire(clock::time_point deadline, bool try_only, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code, segment_guard)>(
+        [this](auto handler, clock::time_point d, bool t) {
+          async_acquire_impl(d, t, std::move(handler));
+        },
+        token, deadline, try_only);
+  }
+  void async_acquire_impl(clock::time_point deadline, bool try_only,
+                          detail::handler<void(error_code, segment_guard)> h);
+  void async_mark_empty_impl(std::size_t i, detail::handler<void(error_code)> h);
+  void async_refresh_impl(detail::handler<void(error_code)> h);
+  void async_reset_impl(detail::handler<void(error_code)> h);
+
+  std::shared_ptr<detail::segmented_state> state_;
+};
+
+} // namespace corolock
