@@ -9,6 +9,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # ccache (picked up by CMake when installed) can only cache precompiled-header builds with these.
 export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+# Paths relative to the checkout, so a fresh clone elsewhere (CI) hits the same cache entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$COROLOCK_ROOT}
 
 read -r -a extra_args <<<"${CMAKE_ARGS:-}"
 log "configuring $BUILD_DIR ($BUILD_TYPE)"

@@ -196,7 +196,13 @@ void connection_impl::finish(const pending_ptr& p) {
         if (std::find(loaded.begin(), loaded.end(), call->code) != loaded.end())
           continue;
         loaded.push_back(call->code);
+        // A burst of NOSCRIPTs (many requests sent before the first load) loads once: a load
+        // queued after this request was written runs before this retry, which queues behind it.
+        auto it = load_queued_after_.find(call->code);
+        if (it != load_queued_after_.end() && it->second >= p->write_seq)
+          continue;
         retry->req.push("SCRIPT", "LOAD", call->code->source());
+        load_queued_after_[call->code] = write_seq_;
       }
       for (auto* call : missing) {
         retry->req.append_raw(std::string_view(p->req.payload()).substr(call->offset, call->length));
@@ -293,6 +299,7 @@ asio::awaitable<void> connection_impl::run(handler<void(error_code)> on_first_co
 }
 
 asio::awaitable<error_code> connection_impl::connect_once() {
+  load_queued_after_.clear(); // a restarted server has no scripts; loads queued before are gone
   parser_.reset();
   rbegin_ = rend_ = 0;
   subscribed_resp2_ = false;
@@ -572,6 +579,9 @@ asio::awaitable<void> connection_impl::writer() {
     if (buffers.empty())
       continue;
     ++stats_.writes;
+    ++write_seq_;
+    for (auto& p : batch)
+      p->write_seq = write_seq_;
     auto [ec, n] = co_await asio::async_write(socket_, buffers, use_tuple);
     if (ec)
       co_return;

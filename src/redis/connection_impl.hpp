@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <deque>
+#include <unordered_map>
 #include <optional>
 
 namespace corolock::detail {
@@ -25,6 +26,7 @@ struct pending {
   std::optional<asio::steady_timer> timer;
   std::size_t replies_left = 0;
   bool written = false;
+  std::uint64_t write_seq = 0;    // which socket write carried it
   bool done = false;              // completed (or cancelled): replies still owed are discarded
   bool is_retry = false;          // a NOSCRIPT retry: never retried again
   std::shared_ptr<pending> parent;        // for a NOSCRIPT retry: the request it completes
@@ -87,6 +89,10 @@ private:
   std::size_t rbegin_ = 0, rend_ = 0;
   std::uint64_t bytes_read_ = 0;
   bool subscribed_resp2_ = false;   // RESP2 connection in pub/sub mode
+  std::uint64_t write_seq_ = 0;     // socket writes started on this connection
+  // For each script, the write sequence number before which a SCRIPT LOAD of it was queued: a
+  // NOSCRIPT for a request written earlier needs no second load (the queued one runs first).
+  std::unordered_map<const script*, std::uint64_t> load_queued_after_;
 };
 
 } // namespace corolock::detail

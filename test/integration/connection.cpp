@@ -319,6 +319,9 @@ BOOST_AUTO_TEST_CASE(concurrent_noscript_fallbacks_all_succeed) {
     }
     co_await all_done.async_wait(tuple_awaitable);
     BOOST_TEST(ok == 200, "first failure: " << first_error);
+    // 200 NOSCRIPTs from one burst: the script is loaded once, not once per request.
+    auto stats = server.command({"INFO", "commandstats"});
+    BOOST_TEST(stats.find("cmdstat_script|load:calls=1,") != std::string::npos, stats);
   });
 }
 
