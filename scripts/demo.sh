@@ -7,8 +7,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # The demo: change these two lines to show another example.
-DEMO_TARGET=quickstart
-DEMO_BIN=$BUILD_DIR/examples/quickstart/quickstart
+DEMO_TARGET=inventory_race
+DEMO_BIN=$BUILD_DIR/examples/inventory_race/inventory_race
 
 "$COROLOCK_ROOT/scripts/deps.sh"
 "$COROLOCK_ROOT/scripts/build.sh" "$DEMO_TARGET"
