@@ -441,6 +441,20 @@ asio::awaitable<error_code> connection_impl::handshake() {
   co_return error_code{};
 }
 
+asio::mutable_buffer connection_impl::read_space() {
+  // Slide what is unparsed to the front; grow when a single element fills the whole buffer.
+  if (rbegin_ == rend_) {
+    rbegin_ = rend_ = 0;
+  } else if (rbegin_ > 0) {
+    std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
+    rend_ -= rbegin_;
+    rbegin_ = 0;
+  }
+  if (rend_ == rbuf_.size())
+    rbuf_.resize(rbuf_.size() * 2);
+  return asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_);
+}
+
 asio::awaitable<error_code> connection_impl::read_value(resp::value& out) {
   for (;;) {
     if (rend_ > rbegin_) {
@@ -455,16 +469,7 @@ asio::awaitable<error_code> connection_impl::read_value(resp::value& out) {
         co_return error_code{};
       }
     }
-    // Make room: slide what is unparsed to the front, grow if a single element is that large.
-    if (rbegin_ > 0) {
-      std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
-      rend_ -= rbegin_;
-      rbegin_ = 0;
-    }
-    if (rend_ == rbuf_.size())
-      rbuf_.resize(rbuf_.size() * 2);
-    auto [ec, n] = co_await socket_.async_read_some(
-        asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_), use_tuple);
+    auto [ec, n] = co_await socket_.async_read_some(read_space(), use_tuple);
     if (ec)
       co_return error::connection_lost;
     rend_ += n;
@@ -492,17 +497,7 @@ asio::awaitable<void> connection_impl::reader() {
       if (!connected_)
         co_return;
     }
-    if (rbegin_ == rend_) {
-      rbegin_ = rend_ = 0;
-    } else if (rbegin_ > 0) {
-      std::memmove(rbuf_.data(), rbuf_.data() + rbegin_, rend_ - rbegin_);
-      rend_ -= rbegin_;
-      rbegin_ = 0;
-    }
-    if (rend_ == rbuf_.size())
-      rbuf_.resize(rbuf_.size() * 2);
-    auto [ec, n] = co_await socket_.async_read_some(
-        asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_), use_tuple);
+    auto [ec, n] = co_await socket_.async_read_some(read_space(), use_tuple);
     if (ec)
       co_return;
     rend_ += n;

@@ -65,6 +65,8 @@ private:
   asio::awaitable<void> health_check();
   /// Reads until one complete value is parsed (used by the handshake, before the reader runs).
   asio::awaitable<error_code> read_value(resp::value& out);
+  /// Room at the end of the read buffer for the next read.
+  asio::mutable_buffer read_space();
 
   void enqueue(pending_ptr p, bool first);
   void on_value(resp::value&& v);

@@ -2,6 +2,7 @@
 #include <corolock/corolock.hpp>
 
 #include <support/async_test.hpp>
+#include <support/client_helpers.hpp>
 #include <support/redis_server.hpp>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -13,20 +14,6 @@ namespace asio = boost::asio;
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
 namespace {
-client_config config_for(const redis_server& server) {
-  auto cfg = client_config::from_url(server.url());
-  cfg.reconnect_min = 10ms;
-  cfg.reconnect_max = 100ms;
-  return cfg;
-}
-
-// Variadic rather than an initializer_list: GCC 12 rejects braced lists inside coroutines.
-template <typename... Args>
-request make(const Args&... args) {
-  request r;
-  r.push(args...);
-  return r;
-}
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(connection)

@@ -4,6 +4,7 @@
 #include <support/async_test.hpp>
 #include <support/lock_checks.hpp>
 #include <support/process.hpp>
+#include <support/client_helpers.hpp>
 #include <support/redis_server.hpp>
 
 #include <algorithm>
@@ -19,28 +20,6 @@ namespace asio = boost::asio;
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
 namespace {
-/// One command on a fresh blocking connection, built outside any coroutine (GCC 12 mishandles
-/// braced initializer lists inside coroutines).
-template <typename... Args>
-std::string sync(redis_server& server, const Args&... args) {
-  std::vector<std::string> argv;
-  (argv.emplace_back(args), ...);
-  return server.command(argv);
-}
-template <typename... Args>
-std::vector<std::string> sync_list(redis_server& server, const Args&... args) {
-  std::vector<std::string> argv;
-  (argv.emplace_back(args), ...);
-  return server.command_list(argv);
-}
-
-client_config config_for(const redis_server& server) {
-  auto cfg = client_config::from_url(server.url());
-  cfg.reconnect_min = 10ms;
-  cfg.reconnect_max = 100ms;
-  return cfg;
-}
-
 std::string worker() { return std::string(COROLOCK_TEST_BINARY_DIR) + "/corolock_id_worker"; }
 
 /// The server's clock, in unix seconds.

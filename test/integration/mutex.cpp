@@ -6,6 +6,7 @@
 #include <support/async_test.hpp>
 #include <support/lock_checks.hpp>
 #include <support/process.hpp>
+#include <support/client_helpers.hpp>
 #include <support/redis_server.hpp>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -19,20 +20,6 @@ namespace asio = boost::asio;
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
 namespace {
-client_config config_for(const redis_server& server) {
-  auto cfg = client_config::from_url(server.url());
-  cfg.reconnect_min = 10ms;
-  cfg.reconnect_max = 100ms;
-  return cfg;
-}
-
-template <typename... Args>
-request make(const Args&... args) {
-  request r;
-  r.push(args...);
-  return r;
-}
-
 lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
   lock_options o;
   o.lease = lease;
