@@ -22,8 +22,13 @@ std::string lock_service::new_owner() {
 wait_queue& lock_service::queue(const std::shared_ptr<const lock_names>& names) {
   auto& slot = queues_[names->key];
   if (!slot)
-    slot = std::make_unique<wait_queue>(*client.subs, names);
+    slot = std::make_unique<wait_queue>(*client.subs, names, ++queues_made_);
   return *slot;
+}
+
+wait_queue* lock_service::find_queue(const std::string& key) {
+  auto it = queues_.find(key);
+  return it == queues_.end() ? nullptr : it->second.get();
 }
 
 bool lock_service::has_waiters(const std::string& key) const {

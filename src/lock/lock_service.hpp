@@ -25,6 +25,8 @@ public:
   /// The local queue of a lock, created (and subscribed) on demand.
   wait_queue& queue(const std::shared_ptr<const lock_names>& names);
   bool has_waiters(const std::string& key) const;
+  /// The queue of a lock if it exists (its subscription then exists too), else nullptr.
+  wait_queue* find_queue(const std::string& key);
   /// Drops the queue (and its subscription) once nobody has waited in it for `linger`. Keeping
   /// the subscription a little while saves a SUBSCRIBE/UNSUBSCRIBE pair per acquisition when a lock
   /// is contended in bursts (a queue that empties at every hand-off).
@@ -40,6 +42,7 @@ private:
   void sweep_idle_queues();
 
   std::uint64_t acquisitions_ = 0;
+  std::uint64_t queues_made_ = 0;
   std::unordered_map<std::string, std::unique_ptr<wait_queue>> queues_;
   asio::steady_timer sweep_timer_;
   bool sweep_scheduled_ = false;

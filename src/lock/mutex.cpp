@@ -115,9 +115,17 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
   auto give_back = [&] { release_detached(c, m->names, owner); };
 
   std::int64_t pttl = -1;
+  // If the lock's queue (so its subscription) exists before the first attempt, and the attempt
+  // travels on the same connection as that SUBSCRIBE (RESP3), any release after the attempt is
+  // published to us: no need to try again right after joining the queue.
+  wait_queue* existing = c->pubsub_ ? nullptr : service.find_queue(names.key);
+  std::uint64_t queue_before = existing ? existing->id() : 0; // ids start at 1
+  std::uint64_t seen_before = existing ? existing->notifications() : 0;
+  bool attempted = false;
   // Fast path: nobody of ours is waiting for this lock, so try straight away. (Joining a local
   // queue first keeps one process's waiters in FIFO order and out of Redis.)
   if (try_only || !service.has_waiters(names.key)) {
+    attempted = true;
     auto r = co_await attempt(*c, names, owner, lease_ms);
     if (r.ec && r.ec != error::connection_lost)
       co_return acquire_result{r.ec, guard{}};
@@ -144,6 +152,8 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
   auto& queue = service.queue(m->names);
   waiter w(c->ex);
   queue.join(w);
+  if (w.head && attempted && queue.id() == queue_before && queue.notifications() == seen_before)
+    w.must_try = false; // sleep until the unlock message or the holder's lease runs out
   bool acquired = false;
   struct leave_on_exit {
     lock_service& service;

@@ -2,8 +2,8 @@
 
 namespace corolock::detail {
 
-wait_queue::wait_queue(subscriber& subs, std::shared_ptr<const lock_names> names)
-    : subs_(subs), names_(std::move(names)) {
+wait_queue::wait_queue(subscriber& subs, std::shared_ptr<const lock_names> names, std::uint64_t id)
+    : subs_(subs), names_(std::move(names)), id_(id) {
   subs_.add(names_->channel, this);
   subscribed_ = true;
 }

@@ -25,7 +25,9 @@ struct waiter {
 
 class wait_queue final : public listener {
 public:
-  wait_queue(subscriber& subs, std::shared_ptr<const lock_names> names);
+  wait_queue(subscriber& subs, std::shared_ptr<const lock_names> names, std::uint64_t id);
+  /// Unique per client: tells a queue apart from a later one for the same lock.
+  std::uint64_t id() const noexcept { return id_; }
   ~wait_queue() override;
 
   /// Appends; the first waiter becomes head at once and must try (it just subscribed, so a
@@ -54,6 +56,7 @@ private:
   subscriber& subs_;
   std::shared_ptr<const lock_names> names_;
   std::list<waiter*> waiters_;
+  std::uint64_t id_;
   std::uint64_t notifications_ = 0;
   std::chrono::steady_clock::time_point idle_since_{};
   bool closed_ = false;
