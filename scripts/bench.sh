@@ -27,18 +27,22 @@ for arg in "$@"; do
 done
 
 # The benchmark programs, in the order they run. Each is a target in bench/CMakeLists.txt.
-BENCH_PROGRAMS=(connection_bench)
+BENCH_PROGRAMS=(connection_bench lock_bench) # lock_bench: added for the lock benchmarks
 
 if ((quick)); then
   REPS=${BENCH_REPETITIONS:-3}
   RB_PING_N=20000        # redis-benchmark -c 1: ~1 s each on a 2-core VM
   RB_PIPELINED_N=1000000 # -P 16 -c 50: ~2 s each
   PROGRAM_TIMEOUT=240
+  RB_EVALSHA_N=10000            # lock_bench ceilings (see the hook in measure_baselines)
+  RB_EVALSHA_PIPELINED_N=200000
 else
   REPS=${BENCH_REPETITIONS:-5}
   RB_PING_N=100000
   RB_PIPELINED_N=3000000
   PROGRAM_TIMEOUT=1200
+  RB_EVALSHA_N=30000
+  RB_EVALSHA_PIPELINED_N=300000
 fi
 quick_flag=()
 ((quick)) && quick_flag=(--quick)
@@ -164,11 +168,19 @@ measure_baselines() {
     -- -P 16 -c 50 -n "$RB_PIPELINED_N" -t set
 
   # ======================= HOOK for the lock benchmarks =======================================
-  # corolock's acquire script does not exist yet: the two EVALSHA ceilings stay null (bench_report
-  # merge writes null for a ceiling nobody measured). Once it does, add one call here, e.g.
-  #   evalsha_ceiling "$(load_script "$COROLOCK_ROOT/src/lua/acquire.lua")" \
-  #     1 'corolock:bench:{__rand_int__}' owner-0123456789abcdef 30000
-  # with the keys and arguments the lock really sends for an uncontended acquire.
+  # (lock_bench) EVALSHA of src/lua/acquire.lua exactly as an uncontended acquire sends it: 2 keys
+  # — the lock hash, new on every call (two __rand_int__ make 10^12 names, so no call finds a key
+  # an earlier one left: every call is a fresh acquisition), and the fence hash, which exists in
+  # steady state as it does for any lock taken before — then the owner (client id:number) and the
+  # lease (30000 ms, the default). Fewer requests than PING/SET (RB_EVALSHA_*): each call leaves a
+  # key with a 30 s lease, and FLUSHALL SYNC removes them afterwards (the private server keeps
+  # nothing else) so that their expiry does not load the server while the programs run.
+  local acquire_sha
+  acquire_sha=$(load_script "$COROLOCK_ROOT/src/lua/acquire.lua")
+  RB_PING_N=$RB_EVALSHA_N RB_PIPELINED_N=$RB_EVALSHA_PIPELINED_N evalsha_ceiling "$acquire_sha" \
+    2 'corolock:{bench:ceiling:__rand_int__:__rand_int__}' 'corolock:{bench:ceiling}:fence' \
+    0123456789abcdef0123456789abcdef:1 30000
+  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" FLUSHALL SYNC >/dev/null
   # =============================================================================================
 }
 

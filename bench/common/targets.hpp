@@ -6,7 +6,9 @@
 // writes the same fields expect()/evaluate() would (baseline, ratio_metric, better, target_ratio,
 // target, ratio, ceiling_fraction, target_met) plus target_value and target_kind = "absolute" —
 // but no baseline_name, so `bench_report merge` keeps the verdict as written and latest.md shows it
-// like any other ("p99 0.45× issue: hand-off p99 1000 µs | < 1000 µs — MET").
+// like any other ("p99_us 0.45× issue: hand-off p99 < 1000 µs | <= 1.00 — MET"). As for expect(),
+// `target` is the ratio form (">= 1.00", "<= 1.00": the chart reads it); the number itself is in
+// the label and in target_value.
 // A row carries one target: a scenario with two targets writes a second row for the second one.
 #pragma once
 
@@ -23,9 +25,8 @@ struct absolute_target {
   std::string metric;   ///< a row figure (row_figure): ops_per_s, p99_us, redis_cmds_per_op, ...
   better direction = better::higher;
   double threshold = 0; ///< the issue's number, in the metric's unit
-  bool strict = false;  ///< < or > instead of <= or >=
-  std::string unit;     ///< printed after the threshold: "cycles/s", "µs", "MiB"
-  std::string label;    ///< where the number comes from, e.g. "issue: hand-off p99 < 1 ms"
+  bool strict = false;  ///< < or > instead of <= or >= (say so in the label too)
+  std::string label;    ///< where the number comes from, e.g. "issue: hand-off p99 < 1000 µs"
 };
 
 /// Judges `row` against `t` now and records the verdict in row.extra (see above). nullopt (and
@@ -41,7 +42,7 @@ inline std::optional<bool> expect_absolute(scenario_row& row, const absolute_tar
   x["target_value"] = t.threshold;
   x["target_ratio"] = 1.0;
   std::string number = json::format_number(t.threshold);
-  x["target"] = fmt::format("{} {}{}{}", op, number, t.unit.empty() ? "" : " ", t.unit);
+  x["target"] = fmt::format("{} 1.00", t.direction == better::higher ? ">=" : "<=");
   auto mine = row_figure(row, t.metric);
   const std::string what =
       fmt::format("{} ({}, {}x{})", row.name, row.mode, row.processes, row.coroutines);
