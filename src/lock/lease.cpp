@@ -32,7 +32,7 @@ void lease::mark_lost() {
   finish_lost_waiters(error::lease_lost);
   // If the key is still ours (lost by local deadline, the server not yet expired), free it now.
   if (c && !c->closed)
-    release_detached(c, names, owner);
+    release_detached(c, names, owner, token);
 }
 
 void lease::mark_released() {
@@ -78,14 +78,15 @@ void lease::finish_lost_waiters(error_code ec) {
 
 asio::awaitable<error_code> release_in_redis(std::shared_ptr<client_impl> c,
                                              std::shared_ptr<const lock_names> names,
-                                             std::string owner) {
+                                             std::string owner, std::uint64_t token) {
   // Release must finish even if the caller is cancelled: it runs with no cancellation slot.
   auto no_cancel = asio::bind_cancellation_slot(asio::cancellation_slot(),
                                                 asio::as_tuple(asio::use_awaitable));
+  const std::string token_arg = token ? std::to_string(token) : std::string();
   for (int attempt = 0; attempt < 3; ++attempt) {
     request req;
     req.push_script(release_script(), {names->key, names->fence},
-                    {owner, names->channel, "publish"});
+                    {owner, token_arg, names->channel, "publish", attempt > 0 ? "1" : "0"});
     auto [ec, replies] = co_await c->main.exec(std::move(req), no_cancel);
     if (ec == error::connection_lost)
       continue; // outcome unknown; the script is idempotent per owner, so ask again
@@ -104,8 +105,10 @@ asio::awaitable<error_code> release_in_redis(std::shared_ptr<client_impl> c,
 }
 
 void release_detached(const std::shared_ptr<client_impl>& c,
-                      std::shared_ptr<const lock_names> names, std::string owner) {
-  asio::co_spawn(c->ex, release_in_redis(c, std::move(names), std::move(owner)), asio::detached);
+                      std::shared_ptr<const lock_names> names, std::string owner,
+                      std::uint64_t token) {
+  asio::co_spawn(c->ex, release_in_redis(c, std::move(names), std::move(owner), token),
+                 asio::detached);
 }
 
 } // namespace corolock::detail

@@ -20,7 +20,7 @@ namespace corolock::detail {
 struct lock_names {
   lock_names(const std::string& prefix, std::string lock_name);
   std::string name;    // as the user gave it
-  std::string key;     // prefix{name}        the hash owner -> fencing token
+  std::string key;     // prefix{name}        the string '<token> <owner>', the lease as its PX
   std::string fence;   // prefix{name}:fence  the token counter, kept forever
   std::string channel; // prefix{name}:ch     unlock notifications
 };
@@ -69,14 +69,16 @@ private:
 };
 
 /// Sends the owner-checked release script. Retries when the outcome of an attempt is unknown (the
-/// connection dropped): the script is idempotent per owner. Completes with success, not_owner,
-/// redis_error or the transport error.
+/// connection dropped): a retry that finds the lock gone with nobody having taken it since `token`
+/// counts as released. `token` 0: unknown (an acquire whose reply was lost). Completes with
+/// success, not_owner, redis_error or the transport error.
 asio::awaitable<error_code> release_in_redis(std::shared_ptr<client_impl> client,
                                              std::shared_ptr<const lock_names> names,
-                                             std::string owner);
+                                             std::string owner, std::uint64_t token);
 
 /// Fire and forget: release_in_redis on the client's executor.
 void release_detached(const std::shared_ptr<client_impl>& client,
-                      std::shared_ptr<const lock_names> names, std::string owner);
+                      std::shared_ptr<const lock_names> names, std::string owner,
+                      std::uint64_t token);
 
 } // namespace corolock::detail

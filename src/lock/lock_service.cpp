@@ -31,9 +31,20 @@ wait_queue* lock_service::find_queue(const std::string& key) {
   return it == queues_.end() ? nullptr : it->second.get();
 }
 
-bool lock_service::has_waiters(const std::string& key) const {
-  auto it = queues_.find(key);
-  return it != queues_.end() && !it->second->empty();
+local_line& lock_service::line(const std::string& key) {
+  auto& slot = lines_[key];
+  if (!slot) {
+    slot = std::make_shared<local_line>(client.ex);
+    if (closed_)
+      slot->close();
+  }
+  return *slot;
+}
+
+void lock_service::line_may_be_idle(const std::string& key) {
+  auto it = lines_.find(key);
+  if (it != lines_.end() && it->second->idle())
+    schedule_sweep();
 }
 
 void lock_service::release_queue_if_empty(const std::string& key) {
@@ -44,7 +55,11 @@ void lock_service::release_queue_if_empty(const std::string& key) {
     queues_.erase(it);
     return;
   }
-  if (sweep_scheduled_)
+  schedule_sweep();
+}
+
+void lock_service::schedule_sweep() {
+  if (sweep_scheduled_ || closed_)
     return;
   // One timer for all idle queues: it drops those idle for a whole linger period.
   sweep_scheduled_ = true;
@@ -69,8 +84,10 @@ void lock_service::sweep_idle_queues() {
       ++it;
     }
   }
+  for (auto it = lines_.begin(); it != lines_.end();)
+    it = it->second->idle() ? lines_.erase(it) : std::next(it);
   if (!any_left.empty())
-    release_queue_if_empty(any_left); // sweep again for those idle only briefly
+    schedule_sweep(); // again, for those idle only briefly
 }
 
 void lock_service::close() {
@@ -79,6 +96,8 @@ void lock_service::close() {
   dog.close();
   for (auto& [_, q] : queues_)
     q->on_closed();
+  for (auto& [_, l] : lines_)
+    l->close();
 }
 
 } // namespace corolock::detail

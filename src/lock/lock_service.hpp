@@ -2,6 +2,7 @@
 #pragma once
 
 #include "lock/lease.hpp"
+#include "lock/local_line.hpp"
 #include "lock/wait_queue.hpp"
 #include "lock/watchdog.hpp"
 
@@ -24,7 +25,6 @@ public:
 
   /// The local queue of a lock, created (and subscribed) on demand.
   wait_queue& queue(const std::shared_ptr<const lock_names>& names);
-  bool has_waiters(const std::string& key) const;
   /// The queue of a lock if it exists (its subscription then exists too), else nullptr.
   wait_queue* find_queue(const std::string& key);
   /// Drops the queue (and its subscription) once nobody has waited in it for `linger`. Keeping
@@ -33,6 +33,12 @@ public:
   void release_queue_if_empty(const std::string& key);
   static constexpr std::chrono::milliseconds linger{1000};
 
+  /// The line of this client's callers for a lock, created on demand; an idle line is dropped by
+  /// the sweep of idle queues.
+  local_line& line(const std::string& key);
+  /// Call when a line may have become idle.
+  void line_may_be_idle(const std::string& key);
+
   void close();
 
   client_impl& client;
@@ -40,10 +46,12 @@ public:
 
 private:
   void sweep_idle_queues();
+  void schedule_sweep();
 
   std::uint64_t acquisitions_ = 0;
   std::uint64_t queues_made_ = 0;
   std::unordered_map<std::string, std::unique_ptr<wait_queue>> queues_;
+  std::unordered_map<std::string, std::shared_ptr<local_line>> lines_;
   asio::steady_timer sweep_timer_;
   bool sweep_scheduled_ = false;
   bool closed_ = false;

@@ -97,8 +97,41 @@ guard make_guard(const std::shared_ptr<client_impl>& c, const mutex_state& m, st
   return guard_access::make(std::move(l));
 }
 
+/// The contender's turn in its local_line: whatever way the acquisition ends (even a coroutine that
+/// never ran), the next parked caller then gets its turn. A parameter of acquire_op, so that it
+/// lives in the coroutine frame from the start.
+class line_turn {
+public:
+  line_turn() = default;
+  line_turn(std::weak_ptr<client_impl> c, std::string key) : client_(std::move(c)), key_(std::move(key)) {}
+  line_turn(line_turn&& o) noexcept
+      : client_(std::move(o.client_)), key_(std::move(o.key_)), won(o.won) {
+    o.client_.reset();
+  }
+  line_turn& operator=(line_turn&&) = delete;
+  ~line_turn() {
+    auto c = client_.lock();
+    if (!c || !c->locks)
+      return;
+    queue_mark mark;
+    if (auto* q = c->pubsub_ ? nullptr : c->locks->find_queue(key_); q && won)
+      mark = {q->id(), q->notifications()};
+    c->locks->line(key_).contender_done(won, mark);
+    c->locks->line_may_be_idle(key_);
+  }
+
+private:
+  std::weak_ptr<client_impl> client_;
+  std::string key_;
+
+public:
+  bool won = false;
+};
+
 asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
-                                           clock::time_point deadline, bool try_only) {
+                                           clock::time_point deadline, bool try_only,
+                                           bool after_local_win, queue_mark mark,
+                                           line_turn turn) {
   // Cleanup after a cancellation needs further co_awaits: do not throw on them.
   co_await asio::this_coro::throw_if_cancelled(false);
   auto c = m->client.lock();
@@ -111,8 +144,9 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
   const std::string lease_ms = std::to_string(m->opts.lease.count());
   std::string owner = service.new_owner();
 
-  // Gives back a lock won by an attempt whose caller has gone (cancelled meanwhile).
-  auto give_back = [&] { release_detached(c, m->names, owner); };
+  // Gives back a lock won by an attempt whose caller has gone (cancelled meanwhile), or whose
+  // outcome is unknown (token 0).
+  auto give_back = [&](std::uint64_t token) { release_detached(c, m->names, owner, token); };
 
   std::int64_t pttl = -1;
   // If the lock's queue (so its subscription) exists before the first attempt, and the attempt
@@ -121,23 +155,28 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
   wait_queue* existing = c->pubsub_ ? nullptr : service.find_queue(names.key);
   std::uint64_t queue_before = existing ? existing->id() : 0; // ids start at 1
   std::uint64_t seen_before = existing ? existing->notifications() : 0;
+  if (after_local_win) { // what counts is the queue as it was when the winner won
+    queue_before = mark.id;
+    seen_before = mark.notifications;
+  }
   bool attempted = false;
-  // Fast path: nobody of ours is waiting for this lock, so try straight away. (Joining a local
-  // queue first keeps one process's waiters in FIFO order and out of Redis.)
-  if (try_only || !service.has_waiters(names.key)) {
+  // Fast path: try straight away — unless the previous contender of this process just took the
+  // lock: then it is surely held, and its release will be published to our queue.
+  if (!after_local_win) {
     attempted = true;
     auto r = co_await attempt(*c, names, owner, lease_ms);
     if (r.ec && r.ec != error::connection_lost)
       co_return acquire_result{r.ec, guard{}};
     if (r.ec) { // outcome unknown after retries: make sure it ends, report the failure
-      give_back();
+      give_back(0);
       co_return acquire_result{r.ec, guard{}};
     }
     if (r.acquired) {
       if (co_await cancelled()) {
-        give_back();
+        give_back(r.token);
         co_return acquire_result{asio::error::operation_aborted, guard{}};
       }
+      turn.won = true;
       co_return acquire_result{error_code{}, make_guard(c, *m, owner, r)};
     }
     if (try_only)
@@ -152,7 +191,10 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
   auto& queue = service.queue(m->names);
   waiter w(c->ex);
   queue.join(w);
-  if (w.head && attempted && queue.id() == queue_before && queue.notifications() == seen_before)
+  // No need to try again if the queue's SUBSCRIBE went out before the attempt (or, after a local
+  // win, before the winner's release can be sent), and nothing was published since.
+  bool subscribed_before = queue.id() == queue_before && queue.notifications() == seen_before;
+  if (w.head && (attempted || after_local_win) && subscribed_before)
     w.must_try = false; // sleep until the unlock message or the holder's lease runs out
   bool acquired = false;
   struct leave_on_exit {
@@ -179,15 +221,16 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
       if (r.ec && r.ec != error::connection_lost)
         co_return acquire_result{r.ec, guard{}};
       if (r.ec) {
-        give_back();
+        give_back(0);
         co_return acquire_result{r.ec, guard{}};
       }
       if (r.acquired) {
         if (co_await cancelled()) {
-          give_back();
+          give_back(r.token);
           co_return acquire_result{asio::error::operation_aborted, guard{}};
         }
         acquired = true;
+        turn.won = true;
         co_return acquire_result{error_code{}, make_guard(c, *m, owner, r)};
       }
       pttl = r.pttl;
@@ -223,7 +266,7 @@ asio::awaitable<error_code> release_op(std::shared_ptr<lease> l) {
   l->mark_released();
   if (!c || c->closed)
     co_return error::closed;
-  co_return co_await release_in_redis(c, l->names, l->owner);
+  co_return co_await release_in_redis(c, l->names, l->owner, l->token);
 }
 
 } // namespace
@@ -255,8 +298,36 @@ const lock_options& mutex::options() const noexcept { return state_->opts; }
 
 void mutex::async_acquire_impl(clock::time_point deadline, bool try_only,
                                detail::handler<void(error_code, guard)> h) {
-  detail::spawn_op(state_->ex, detail::acquire_op(state_, deadline, try_only), std::move(h));
+  // One contender per lock and client; later callers park behind it (see local_line). A single
+  // attempt (try_acquire) never waits, so it never queues.
+  auto c = state_->client.lock();
+  if (!try_only && c && !c->closed && c->subs) {
+    auto& line = detail::lock_service::of(*c).line(state_->names->key);
+    if (line.busy()) {
+      line.park(state_, deadline, std::move(h));
+      return;
+    }
+    line.set_busy();
+    detail::spawn_op(state_->ex,
+                     detail::acquire_op(state_, deadline, false, false, {},
+                                        detail::line_turn(c, state_->names->key)),
+                     std::move(h));
+    return;
+  }
+  detail::spawn_op(state_->ex, detail::acquire_op(state_, deadline, try_only, false, {}, {}),
+                   std::move(h));
 }
+
+namespace detail {
+void start_contender(std::shared_ptr<mutex_state> m, clock::time_point deadline, bool won,
+                     queue_mark mark, handler<void(error_code, guard)> h) {
+  auto c = m->client.lock();
+  auto ex = m->ex;
+  line_turn turn = c ? line_turn(c, m->names->key) : line_turn();
+  spawn_op(ex, acquire_op(std::move(m), deadline, false, won, mark, std::move(turn)),
+           std::move(h));
+}
+} // namespace detail
 
 void mutex::async_reenter_impl(guard& held, detail::handler<void(error_code, guard)> h) {
   auto l = detail::guard_access::lease_of(held);
@@ -342,7 +413,7 @@ void guard::abandon() noexcept {
     auto c = lease_->client.lock();
     lease_->mark_released();
     if (c && !c->closed)
-      detail::release_detached(c, lease_->names, lease_->owner);
+      detail::release_detached(c, lease_->names, lease_->owner, lease_->token);
   } catch (...) {
     // Out of memory while scheduling: the lease's expiry frees the lock.
   }

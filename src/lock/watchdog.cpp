@@ -96,7 +96,8 @@ asio::awaitable<void> watchdog::run() {
     request req;
     auto shortest = batch.front()->ttl;
     for (auto& l : batch) {
-      req.push_script(renew_script(), {l->names->key}, {l->owner, std::to_string(l->ttl.count())});
+      req.push_script(renew_script(), {l->names->key},
+                      {std::to_string(l->token) + ' ' + l->owner, std::to_string(l->ttl.count())});
       shortest = std::min(shortest, l->ttl);
       l->next_renewal = now + retry_delay(l->ttl); // until the reply says otherwise
     }

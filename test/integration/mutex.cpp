@@ -62,10 +62,11 @@ BOOST_AUTO_TEST_CASE(acquire_release_and_try_acquire) {
 
 // A release whose reply is lost is sent again by the same owner: it must report success (2, "already
 // released by you"), not "not the owner" — and it must not touch a later holder's lock.
-request replay_release(const std::string& name, const std::string& owner) {
+request replay_release(const std::string& name, const std::string& owner, std::uint64_t token,
+                       const char* retry = "1") {
   request r;
   r.push_script(corolock::detail::release_script(), {"corolock:{" + name + "}", "corolock:{" + name + "}:fence"},
-                {owner, "corolock:{" + name + "}:ch", "publish"});
+                {owner, std::to_string(token), "corolock:{" + name + "}:ch", "publish", retry});
   return r;
 }
 
@@ -77,15 +78,21 @@ BOOST_AUTO_TEST_CASE(a_retried_release_is_idempotent) {
     corolock::mutex m(c, "idem");
     auto g = co_await m.acquire();
     std::string owner = g.owner();
+    auto token = g.fencing_token();
+    BOOST_TEST(server.command({"GET", "corolock:{idem}"}) == std::to_string(token) + " " + owner);
     co_await g.release();
-    auto again = co_await c.exec(replay_release("idem", owner));
+    auto again = co_await c.exec(replay_release("idem", owner, token));
     BOOST_TEST(again[0].integer == 2); // already released by this owner: success
-    auto stranger = co_await c.exec(replay_release("idem", "someone-else:1"));
-    BOOST_TEST(stranger[0].integer == 0); // never held: not the owner
+    auto first = co_await c.exec(replay_release("idem", owner, token, "0"));
+    BOOST_TEST(first[0].integer == 0); // not a retry: the lock is gone, the lease must have run out
+    // Tokens are unique per acquisition, so (owner, token) names this one; another never held it.
+    auto stranger = co_await c.exec(replay_release("idem", "someone-else:1", token + 1));
+    BOOST_TEST(stranger[0].integer == 0);
     auto next = co_await m.acquire();
-    auto late = co_await c.exec(replay_release("idem", owner)); // a very late retry
-    BOOST_TEST(late[0].integer != 1);
-    BOOST_TEST(server.command({"HEXISTS", "corolock:{idem}", next.owner()}) == "1");
+    auto late = co_await c.exec(replay_release("idem", owner, token)); // a very late retry
+    BOOST_TEST(late[0].integer == 0);
+    BOOST_TEST(server.command({"GET", "corolock:{idem}"}) ==
+               std::to_string(next.fencing_token()) + " " + next.owner());
     co_await next.release();
   });
   expect_clean(server);
@@ -199,21 +206,26 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_rejected) {
   expect_clean(server);
 }
 
+// A key of another type — or a string that is not a lock — under the lock's name.
 BOOST_AUTO_TEST_CASE(wrong_type_key_is_redis_error) {
   redis_server server;
   server.command({"SET", "corolock:{typed}", "a string"});
+  server.command({"RPUSH", "corolock:{listed}", "x"});
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     client c(ex, config_for(server));
     co_await c.connect();
-    corolock::mutex m(c, "typed");
-    auto [ec, g] = co_await m.acquire(tuple_awaitable);
-    BOOST_TEST(ec == error::redis_error);
-    BOOST_TEST(c.last_server_error().starts_with("WRONGTYPE"), c.last_server_error());
-    BOOST_TEST(!g);
-    auto [ec2, g2] = co_await m.try_acquire(tuple_awaitable);
-    BOOST_TEST(ec2 == error::redis_error);
+    for (std::string name : {"typed", "listed"}) {
+      corolock::mutex m(c, name);
+      auto [ec, g] = co_await m.acquire(tuple_awaitable);
+      BOOST_TEST(ec == error::redis_error, name);
+      BOOST_TEST(c.last_server_error().starts_with("WRONGTYPE"), c.last_server_error());
+      BOOST_TEST(!g);
+      auto [ec2, g2] = co_await m.try_acquire(tuple_awaitable);
+      BOOST_TEST(ec2 == error::redis_error);
+    }
+    BOOST_TEST(server.command({"GET", "corolock:{typed}"}) == "a string"); // left untouched
   });
-  server.command({"DEL", "corolock:{typed}"});
+  server.command({"DEL", "corolock:{typed}", "corolock:{listed}"});
   expect_clean(server);
 }
 
@@ -547,6 +559,117 @@ BOOST_AUTO_TEST_CASE(many_local_waiters_share_one_subscription) {
     co_await all.async_wait(tuple_awaitable);
     BOOST_TEST(done == 100);
     BOOST_TEST(std::is_sorted(order.begin(), order.end())); // local waiters are served FIFO
+  });
+  expect_clean(server);
+}
+
+// Callers that arrive together wait behind one contender per client: between them they send one
+// attempt, not one each, and each acquisition then costs its winning attempt and its release.
+BOOST_AUTO_TEST_CASE(callers_arriving_together_send_one_attempt_between_them) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), c(ex, config_for(server));
+    co_await a.connect();
+    co_await c.connect();
+    corolock::mutex held(a, "crowd"), m(c, "crowd");
+    auto g = co_await held.acquire();
+    const int n = 300;
+    int done = 0;
+    std::vector<int> order;
+    asio::steady_timer all(ex, asio::steady_timer::time_point::max());
+    auto before = c.stats().commands;
+    for (int i = 0; i < n; ++i) // all at once: no pause between them
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        auto mine = co_await m.acquire();
+        order.push_back(i);
+        co_await mine.release();
+        if (++done == n)
+          all.cancel();
+      }, asio::detached);
+    co_await sleep_for(100ms);
+    auto waiting = c.stats().commands - before;
+    BOOST_TEST(waiting <= 3u); // one attempt, the SUBSCRIBE, the attempt after subscribing
+    co_await g.release();
+    co_await all.async_wait(tuple_awaitable);
+    BOOST_TEST(done == n);
+    BOOST_TEST(std::is_sorted(order.begin(), order.end()));
+    auto total = c.stats().commands - before;
+    BOOST_TEST_MESSAGE("commands for " << n << " acquisitions: " << total);
+    BOOST_TEST(total <= 2u * n + 3u); // a winning attempt and a release each, plus the above
+  });
+  expect_clean(server);
+}
+
+// Parked callers (behind the contender) keep every promise of a waiting acquire: their deadline,
+// their cancellation, the client's close, and FIFO order for the rest.
+BOOST_AUTO_TEST_CASE(parked_callers_time_out_cancel_and_close_cleanly) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), c(ex, config_for(server)), d(ex, config_for(server));
+    co_await a.connect();
+    co_await c.connect();
+    co_await d.connect();
+    corolock::mutex held(a, "parked"), m(c, "parked"), md(d, "parked");
+    auto g = co_await held.acquire();
+
+    enum outcome { pending, acquired, timed_out, aborted, closed, other };
+    std::vector<outcome> out(40, pending);
+    std::vector<std::chrono::milliseconds> took(40);
+    std::vector<int> order;
+    auto t0 = std::chrono::steady_clock::now();
+    auto classify = [](error_code ec) {
+      return !ec ? acquired
+           : ec == error::timeout ? timed_out
+           : ec == asio::error::operation_aborted ? aborted
+           : ec == error::closed ? closed : other;
+    };
+    for (int i = 0; i < 40; ++i)
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        error_code ec;
+        guard mine;
+        if (i % 4 == 1) { // a deadline of its own
+          std::tie(ec, mine) = co_await m.acquire_for(150ms, tuple_awaitable);
+        } else if (i % 4 == 2) { // cancelled from outside
+          asio::steady_timer t(ex, 80ms);
+          auto r = co_await (m.acquire(tuple_awaitable) || t.async_wait(asio::use_awaitable));
+          if (r.index() == 1)
+            ec = asio::error::operation_aborted;
+          else
+            std::tie(ec, mine) = std::move(std::get<0>(r));
+        } else if (i % 4 == 3) { // on a client that will be closed
+          std::tie(ec, mine) = co_await md.acquire(tuple_awaitable);
+        } else {
+          std::tie(ec, mine) = co_await m.acquire(tuple_awaitable);
+        }
+        out[i] = classify(ec);
+        took[i] = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - t0);
+        if (!ec) {
+          order.push_back(i);
+          co_await mine.release();
+        }
+      }, asio::detached);
+    co_await sleep_for(300ms);
+    d.close();
+    co_await sleep_for(50ms);
+    for (int i = 0; i < 40; ++i) {
+      if (i % 4 == 1) {
+        BOOST_TEST(out[i] == timed_out, i);
+        BOOST_TEST((took[i] >= 150ms && took[i] < 290ms), i << ": " << took[i].count() << " ms");
+      } else if (i % 4 == 2) {
+        BOOST_TEST(out[i] == aborted, i);
+        BOOST_TEST(took[i] < 150ms, i << ": " << took[i].count() << " ms");
+      } else if (i % 4 == 3) {
+        BOOST_TEST(out[i] == closed, i);
+      } else {
+        BOOST_TEST(out[i] == pending, i);
+      }
+    }
+    co_await g.release();
+    for (int i = 0; i < 200 && order.size() < 10; ++i)
+      co_await sleep_for(10ms);
+    BOOST_TEST(order.size() == 10u);
+    BOOST_TEST(std::is_sorted(order.begin(), order.end()));
   });
   expect_clean(server);
 }
