@@ -41,6 +41,14 @@ local_line& lock_service::line(const std::string& key) {
   return *slot;
 }
 
+bool lock_service::contender_on_its_way(const std::string& key) const {
+  auto l = lines_.find(key);
+  if (l == lines_.end() || !l->second->busy())
+    return false;
+  auto q = queues_.find(key);
+  return q == queues_.end() || q->second->head() == nullptr;
+}
+
 void lock_service::line_may_be_idle(const std::string& key) {
   auto it = lines_.find(key);
   if (it != lines_.end() && it->second->idle())

@@ -36,6 +36,8 @@ public:
   /// The line of this client's callers for a lock, created on demand; an idle line is dropped by
   /// the sweep of idle queues.
   local_line& line(const std::string& key);
+  /// A contender for the lock was chosen (the line is busy) but has not reached its queue yet.
+  bool contender_on_its_way(const std::string& key) const;
   /// Call when a line may have become idle.
   void line_may_be_idle(const std::string& key);
 

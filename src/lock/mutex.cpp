@@ -2,6 +2,7 @@
 
 #include "detail/guard_access.hpp"
 #include "detail/spawn.hpp"
+#include "lock/hand_over.hpp"
 #include "lock/lock_service.hpp"
 #include "lock/scripts.hpp"
 
@@ -190,6 +191,8 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
   // the head's next attempt, so a release after that attempt always reaches us.
   auto& queue = service.queue(m->names);
   waiter w(c->ex);
+  w.owner = &owner;
+  w.lease = m->opts.lease;
   queue.join(w);
   // No need to try again if the queue's SUBSCRIBE went out before the attempt (or, after a local
   // win, before the winner's release can be sent), and nothing was published since.
@@ -203,21 +206,41 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
     waiter& w;
     const std::string& key;
     bool& acquired;
+    std::function<void(std::uint64_t)> give_back;
     ~leave_on_exit() {
+      if (auto offer = std::move(w.offer)) { // leaving with a hand-over under way or done
+        offer->to = nullptr;                  // pending: the giver gives it back when it lands
+        if (offer->st == hand_over_offer::state::granted && !acquired)
+          give_back(offer->token);
+      }
       queue.leave(w, acquired);
       service.release_queue_if_empty(key);
     }
-  } leave{service, queue, w, names.key, acquired};
+  } leave{service, queue, w, names.key, acquired, give_back};
 
   for (;;) {
     if (queue.closed() || c->closed)
       co_return acquire_result{error::closed, guard{}};
     if (co_await cancelled())
       co_return acquire_result{asio::error::operation_aborted, guard{}};
-    if (w.head && w.must_try) {
+    if (w.offer && w.offer->st == hand_over_offer::state::granted) {
+      attempt_result r;
+      r.acquired = true;
+      r.token = w.offer->token;
+      r.sent_at = w.offer->sent_at;
+      w.offer.reset();
+      acquired = true;
+      turn.won = true;
+      co_return acquire_result{error_code{}, make_guard(c, *m, owner, r)};
+    }
+    if (w.offer && w.offer->st == hand_over_offer::state::refused)
+      w.offer.reset(); // the giver had lost its lease; it set must_try
+    if (w.head && w.must_try && !w.offer) {
       w.must_try = false;
       auto seen = queue.notifications();
+      w.attempting = true;
       auto r = co_await attempt(*c, names, owner, lease_ms);
+      w.attempting = false;
       if (r.ec && r.ec != error::connection_lost)
         co_return acquire_result{r.ec, guard{}};
       if (r.ec) {
@@ -246,7 +269,7 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
     // Sleep until woken (unlock message, promotion to head, reconnect), until the holder's lease
     // would have run out (it may have crashed: no message will come), or until our deadline.
     auto wake = deadline;
-    if (w.head) {
+    if (w.head && !w.offer) { // (a pending hand-over wakes us itself)
       // pttl -1: no expiry on the key (not ours to judge; poll at our lease); -2: already gone.
       auto lease_left = pttl >= 0 ? std::chrono::milliseconds(pttl) : m->opts.lease;
       if (pttl == -2)
@@ -255,7 +278,7 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
     }
     w.cv.expires_at(wake);
     auto [ec] = co_await w.cv.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (!ec && w.head)
+    if (!ec && w.head && !w.offer)
       w.must_try = true; // the holder's lease ran out (or our deadline: checked above)
     pttl = -1;
   }
@@ -266,7 +289,7 @@ asio::awaitable<error_code> release_op(std::shared_ptr<lease> l) {
   l->mark_released();
   if (!c || c->closed)
     co_return error::closed;
-  co_return co_await release_in_redis(c, l->names, l->owner, l->token);
+  co_return co_await release_or_hand_over(c, l);
 }
 
 } // namespace
@@ -413,7 +436,7 @@ void guard::abandon() noexcept {
     auto c = lease_->client.lock();
     lease_->mark_released();
     if (c && !c->closed)
-      detail::release_detached(c, lease_->names, lease_->owner, lease_->token);
+      detail::release_or_hand_over_detached(c, lease_);
   } catch (...) {
     // Out of memory while scheduling: the lease's expiry frees the lock.
   }

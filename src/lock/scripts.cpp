@@ -8,6 +8,7 @@ namespace lua {
 extern const std::string_view acquire;
 extern const std::string_view release;
 extern const std::string_view renew;
+extern const std::string_view hand_over;
 } // namespace lua
 
 // Immutable after first use; the SHA1 is computed once per process.
@@ -21,6 +22,10 @@ const script& release_script() {
 }
 const script& renew_script() {
   static const script s{std::string(lua::renew)};
+  return s;
+}
+const script& hand_over_script() {
+  static const script s{std::string(lua::hand_over)};
   return s;
 }
 

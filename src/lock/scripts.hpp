@@ -8,5 +8,6 @@ namespace corolock::detail {
 const script& acquire_script();
 const script& release_script();
 const script& renew_script();
+const script& hand_over_script();
 
 } // namespace corolock::detail

@@ -10,16 +10,34 @@
 
 #include <cstdint>
 #include <list>
+#include <memory>
+#include <string>
 
 namespace corolock::detail {
 
 class subscriber;
+
+struct waiter;
+
+/// A holder in this process handing its lock straight to the waiting head (see hand_over.hpp).
+/// Shared by both sides, because either may be gone when the other looks.
+struct hand_over_offer {
+  enum class state { pending, granted, refused };
+  state st = state::pending;
+  std::uint64_t token = 0;
+  std::chrono::steady_clock::time_point sent_at{}; // the granted lease counts from here
+  waiter* to = nullptr; // null once the head stopped waiting: the giver then gives the lock back
+};
 
 struct waiter {
   explicit waiter(asio::any_io_executor ex) : cv(ex) {}
   asio::steady_timer cv;  // timer as condition variable: cancel() wakes the coroutine
   bool head = false;
   bool must_try = false;  // the head should attempt when it wakes (not just sleep on)
+  bool attempting = false; // an acquire attempt is in flight: no hand-over meanwhile
+  const std::string* owner = nullptr; // the head's owner id, which a hand-over names
+  std::chrono::milliseconds lease{0};
+  std::shared_ptr<hand_over_offer> offer;
   std::list<waiter*>::iterator pos;
 };
 
@@ -39,6 +57,9 @@ public:
   /// When the queue last became empty (for the lingering subscription).
   std::chrono::steady_clock::time_point idle_since() const noexcept { return idle_since_; }
   bool empty() const noexcept { return waiters_.empty(); }
+  waiter* head() const noexcept { return waiters_.empty() ? nullptr : waiters_.front(); }
+  /// Hand-overs since the lock last went through Redis (see hand_over.hpp).
+  int hand_overs_in_row = 0;
   std::size_t size() const noexcept { return waiters_.size(); }
 
   /// Bumped by every unlock message and every reconnect: a head compares it across an attempt to

@@ -674,4 +674,136 @@ BOOST_AUTO_TEST_CASE(parked_callers_time_out_cancel_and_close_cleanly) {
   expect_clean(server);
 }
 
+// A release with a waiter of the same client behind it hands the lock straight over: one script,
+// a fresh fencing token, nothing published.
+BOOST_AUTO_TEST_CASE(a_local_waiter_is_handed_the_lock_in_one_round_trip) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "handed");
+    auto publishes = [&] {
+      auto stats = server.command({"INFO", "commandstats"});
+      auto at = stats.find("cmdstat_publish:calls=");
+      return at == std::string::npos ? 0 : std::stoi(stats.substr(at + 22));
+    };
+    auto g = co_await m.acquire();
+    for (int round = 0; round < 2; ++round) { // the first round also loads the script (NOSCRIPT)
+      guard next;
+      asio::steady_timer got(ex, asio::steady_timer::time_point::max());
+      asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+        next = co_await m.acquire();
+        got.cancel();
+      }, asio::detached);
+      co_await sleep_for(50ms); // the waiter has tried, subscribed and tried again
+      auto before = c.stats().commands;
+      auto published = publishes();
+      co_await g.release();
+      co_await got.async_wait(tuple_awaitable);
+      BOOST_TEST(next.owns_lock());
+      if (round == 1)
+        BOOST_TEST(c.stats().commands - before == 1u);
+      BOOST_TEST(next.fencing_token() > g.fencing_token());
+      BOOST_TEST(server.command({"GET", "corolock:{handed}"}) ==
+                 std::to_string(next.fencing_token()) + " " + next.owner());
+      BOOST_TEST(publishes() == published);
+      g = std::move(next);
+    }
+    co_await g.release();
+  });
+  expect_clean(server);
+}
+
+// Hand-overs inside one client are bounded: another client (another process) waiting for the
+// same lock still gets it while the first keeps handing it round among 30 coroutines.
+BOOST_AUTO_TEST_CASE(hand_overs_leave_room_for_other_clients) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "busy"), mb(b, "busy");
+    bool stop = false;
+    int loops_done = 0, acquisitions = 0;
+    asio::steady_timer all(ex, asio::steady_timer::time_point::max());
+    for (int i = 0; i < 30; ++i)
+      asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+        while (!stop) {
+          auto g = co_await ma.acquire();
+          ++acquisitions;
+          co_await g.release();
+        }
+        if (++loops_done == 30)
+          all.cancel();
+      }, asio::detached);
+    co_await sleep_for(50ms);
+    auto t0 = std::chrono::steady_clock::now();
+    auto [ec, gb] = co_await mb.acquire_for(3s, tuple_awaitable);
+    auto waited = std::chrono::steady_clock::now() - t0;
+    BOOST_TEST(!ec);
+    BOOST_TEST((waited < 1s));
+    BOOST_TEST_MESSAGE("the other client waited "
+                       << std::chrono::duration_cast<std::chrono::microseconds>(waited).count()
+                       << " us while the first made " << acquisitions << " acquisitions");
+    if (gb)
+      co_await gb.release();
+    stop = true;
+    co_await all.async_wait(tuple_awaitable);
+  });
+  expect_clean(server);
+}
+
+// A waiter cancelled while a hand-over to it is on its way, or just after it landed: the lock is
+// given back, never left held.
+BOOST_AUTO_TEST_CASE(cancelling_a_waiter_around_its_hand_over_leaves_nothing_held) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "handcancel");
+    int won = 0, aborted = 0;
+    for (int i = 0; i < 40; ++i) {
+      auto g = co_await m.acquire();
+      bool finished = false;
+      asio::steady_timer done(ex, asio::steady_timer::time_point::max());
+      asio::cancellation_signal cancel;
+      asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+        auto [ec, mine] =
+            co_await m.acquire(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable));
+        if (!ec) {
+          ++won;
+          co_await mine.release();
+        } else {
+          BOOST_TEST(ec == asio::error::operation_aborted);
+          ++aborted;
+        }
+        finished = true;
+        done.cancel();
+      }, asio::detached);
+      co_await sleep_for(5ms); // waiting, as the head of its queue
+      // Cancel 0..390 us after the release starts: before, during and after the hand-over.
+      bool emitted = false;
+      asio::steady_timer emitted_timer(ex, asio::steady_timer::time_point::max());
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        if (i > 0)
+          co_await sleep_for(std::chrono::microseconds(i * 10));
+        cancel.emit(asio::cancellation_type::terminal);
+        emitted = true;
+        emitted_timer.cancel();
+      }, asio::detached);
+      co_await g.release();
+      if (!finished)
+        co_await done.async_wait(tuple_awaitable);
+      if (!emitted) // the signal must outlive its use
+        co_await emitted_timer.async_wait(tuple_awaitable);
+    }
+    BOOST_TEST_MESSAGE("waiters handed the lock before their cancellation: " << won << ", cancelled: "
+                                                                              << aborted);
+    BOOST_TEST(won + aborted == 40);
+    auto last = co_await m.acquire_for(1s); // nothing is held
+    co_await last.release();
+  });
+  expect_clean(server);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
