@@ -92,12 +92,15 @@ asio::awaitable<error_code> release_or_hand_over(std::shared_ptr<client_impl> c,
     co_return error_code{};
   }
   offer->st = hand_over_offer::state::refused;
-  wake(offer->to, true);
   if (ec != error::not_owner && ec != error::redis_error && !c->closed) {
-    // Outcome unknown: the lock may be ours still, or the waiter's. Both releases are owner-checked.
+    // Outcome unknown: the lock may be ours still, or the waiter's. Ours is released (owner-checked);
+    // a waiter still there resolves its part by trying (the acquire script gives an owner that holds
+    // its token back); if it is gone, its part is released too.
     release_detached(c, l->names, l->owner, l->token);
-    release_detached(c, l->names, to_owner, 0);
+    if (!offer->to)
+      release_detached(c, l->names, to_owner, 0);
   }
+  wake(offer->to, true);
   co_return ec;
 }
 

@@ -29,10 +29,6 @@ lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
 
 std::string worker() { return std::string(COROLOCK_TEST_BINARY_DIR) + "/corolock_lock_worker"; }
 
-void expect_clean(redis_server& server) {
-  auto left = leftovers(server);
-  BOOST_TEST(left.empty(), "left behind: " << (left.empty() ? "" : left.front()));
-}
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(mutex)

@@ -31,10 +31,6 @@ asio::awaitable<void> settle(client& c) {
   co_await c.exec(make("PING"));
 }
 
-void expect_clean(redis_server& server) {
-  auto left = leftovers(server);
-  BOOST_TEST(left.empty(), "left behind: " << (left.empty() ? "" : left.front()));
-}
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(segmented_lock)
