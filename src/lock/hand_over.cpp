@@ -64,7 +64,8 @@ asio::awaitable<error_code> release_or_hand_over(std::shared_ptr<client_impl> c,
     request req;
     req.push_script(hand_over_script(), {l->names->key, l->names->fence},
                     {l->owner, to_owner, lease_ms});
-    offer->sent_at = std::chrono::steady_clock::now();
+    if (attempt == 0) // a retry may find the first try's lease: count from the first try
+      offer->sent_at = std::chrono::steady_clock::now();
     auto [xec, replies] = co_await c->main.exec(std::move(req), no_cancel);
     ec = xec;
     if (ec)

@@ -57,7 +57,10 @@ asio::awaitable<attempt_result> attempt(client_impl& c, const lock_names& names,
   for (int tries = 0;; ++tries) {
     request req;
     req.push_script(acquire_script(), {names.key, names.fence}, {owner, lease_ms});
-    out.sent_at = clock::now();
+    // The first try's send time: if that try went through and only its reply was lost, the lease
+    // was set then, and a retry gets the same token back — counting from the retry would be late.
+    if (tries == 0)
+      out.sent_at = clock::now();
     auto [ec, replies] = co_await c.main.exec(std::move(req), no_cancel);
     if (ec == error::connection_lost && tries < 3 && !c.closed)
       continue;
@@ -371,8 +374,21 @@ void mutex::async_reenter_impl(guard& held, detail::handler<void(error_code, gua
 }
 
 asio::awaitable<void> mutex::with_lock(std::function<asio::awaitable<void>(guard&)> body) {
-  using namespace asio::experimental::awaitable_operators;
   auto g = co_await acquire();
+  co_await run_locked(std::move(g), std::move(body));
+}
+
+asio::awaitable<void> mutex::with_lock_for(clock::duration timeout,
+                                           std::function<asio::awaitable<void>(guard&)> body) {
+  auto [ec, g] = co_await acquire_for(timeout, asio::as_tuple(asio::use_awaitable));
+  if (ec)
+    throw boost::system::system_error(ec, "corolock::mutex::with_lock_for '" + name() + "'");
+  co_await run_locked(std::move(g), std::move(body));
+}
+
+asio::awaitable<void> mutex::run_locked(guard g,
+                                        std::function<asio::awaitable<void>(guard&)> body) {
+  using namespace asio::experimental::awaitable_operators;
   // The body races the lease: if the lease is lost first, the body is cancelled. Both sides finish
   // "successfully" (errors are carried out as values) so that either one ends the race.
   auto run_body = [&]() -> asio::awaitable<std::exception_ptr> {

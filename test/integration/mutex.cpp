@@ -416,6 +416,35 @@ BOOST_AUTO_TEST_CASE(with_lock_releases_on_every_path) {
   expect_clean(server);
 }
 
+BOOST_AUTO_TEST_CASE(with_lock_for_times_out_without_running_the_body) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "bounded"), mb(b, "bounded");
+    int ran = 0;
+    auto body = [&](guard& g) -> asio::awaitable<void> {
+      BOOST_TEST(g.owns_lock());
+      ++ran;
+      co_return;
+    };
+    auto g = co_await ma.acquire();
+    error_code ec;
+    try {
+      co_await mb.with_lock_for(100ms, body);
+    } catch (const boost::system::system_error& e) {
+      ec = e.code();
+    }
+    BOOST_TEST(ec == error::timeout);
+    BOOST_TEST(ran == 0);
+    co_await g.release();
+    co_await mb.with_lock_for(1s, body);
+    BOOST_TEST(ran == 1);
+  });
+  expect_clean(server);
+}
+
 BOOST_AUTO_TEST_CASE(with_lock_cancels_the_body_when_the_lease_is_lost) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {

@@ -88,6 +88,11 @@ public:
   /// body is rethrown after the release.
   asio::awaitable<void> with_lock(std::function<asio::awaitable<void>(guard&)> body);
 
+  /// with_lock that waits at most `timeout` for the lock: throws system_error(error::timeout)
+  /// without running the body if the lock is not had by then.
+  asio::awaitable<void> with_lock_for(clock::duration timeout,
+                                      std::function<asio::awaitable<void>(guard&)> body);
+
 private:
   template <typename CompletionToken>
   auto initiate_acquire(clock::time_point deadline, bool try_only, CompletionToken&& token) {
@@ -100,6 +105,7 @@ private:
   void async_acquire_impl(clock::time_point deadline, bool try_only,
                           detail::handler<void(error_code, guard)> h);
   void async_reenter_impl(guard& held, detail::handler<void(error_code, guard)> h);
+  asio::awaitable<void> run_locked(guard g, std::function<asio::awaitable<void>(guard&)> body);
 
   std::shared_ptr<detail::mutex_state> state_;
 };
