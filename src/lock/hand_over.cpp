@@ -5,8 +5,6 @@
 
 #include <corolock/error.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -55,9 +53,6 @@ asio::awaitable<error_code> release_or_hand_over(std::shared_ptr<client_impl> c,
   w->offer = offer;
   const std::string to_owner = *w->owner;
   const std::string lease_ms = std::to_string(w->lease.count());
-  // Like a release, it runs to the end whatever happens to the caller.
-  auto no_cancel = asio::bind_cancellation_slot(asio::cancellation_slot(),
-                                                asio::as_tuple(asio::use_awaitable));
   error_code ec = error::connection_lost;
   std::uint64_t token = 0;
   for (int attempt = 0; attempt < 3 && ec == error::connection_lost; ++attempt) {
@@ -66,21 +61,17 @@ asio::awaitable<error_code> release_or_hand_over(std::shared_ptr<client_impl> c,
                     {l->owner, to_owner, lease_ms});
     if (attempt == 0) // a retry may find the first try's lease: count from the first try
       offer->sent_at = std::chrono::steady_clock::now();
-    auto [xec, replies] = co_await c->main.exec(std::move(req), no_cancel);
+    // Like a release, it runs to the end whatever happens to the caller.
+    auto [xec, replies] = co_await c->main.exec(std::move(req), to_the_end());
     ec = xec;
     if (ec)
       continue; // connection_lost: the script is idempotent, ask again
-    const auto& r = replies.at(0);
-    if (r.is_error()) {
-      c->last_server_error = r.data;
-      ec = error::redis_error;
-    } else if (r.type != resp::type::integer) {
-      ec = error::unexpected_reply;
-    } else if (r.integer <= 0) {
+    std::int64_t given = 0;
+    ec = integer_reply(*c, replies.at(0), given);
+    if (!ec && given <= 0)
       ec = error::not_owner; // our lease was lost: the waiter must try for itself
-    } else {
-      token = static_cast<std::uint64_t>(r.integer);
-    }
+    else if (!ec)
+      token = static_cast<std::uint64_t>(given);
   }
 
   if (token != 0) {

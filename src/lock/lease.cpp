@@ -5,8 +5,6 @@
 
 #include <corolock/error.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
@@ -76,30 +74,35 @@ void lease::finish_lost_waiters(error_code ec) {
       complete_waiter(*w, ex, ec);
 }
 
+error_code integer_reply(client_impl& c, const resp::value& r, std::int64_t& out) {
+  if (r.is_error()) {
+    c.last_server_error = r.data;
+    return error::redis_error;
+  }
+  if (r.type != resp::type::integer)
+    return error::unexpected_reply;
+  out = r.integer;
+  return {};
+}
+
 asio::awaitable<error_code> release_in_redis(std::shared_ptr<client_impl> c,
                                              std::shared_ptr<const lock_names> names,
                                              std::string owner, std::uint64_t token) {
-  // Release must finish even if the caller is cancelled: it runs with no cancellation slot.
-  auto no_cancel = asio::bind_cancellation_slot(asio::cancellation_slot(),
-                                                asio::as_tuple(asio::use_awaitable));
   const std::string token_arg = token ? std::to_string(token) : std::string();
   for (int attempt = 0; attempt < 3; ++attempt) {
     request req;
     req.push_script(release_script(), {names->key, names->fence},
                     {owner, token_arg, names->channel, "publish", attempt > 0 ? "1" : "0"});
-    auto [ec, replies] = co_await c->main.exec(std::move(req), no_cancel);
+    // Release must finish even if the caller is cancelled.
+    auto [ec, replies] = co_await c->main.exec(std::move(req), to_the_end());
     if (ec == error::connection_lost)
       continue; // outcome unknown; the script is idempotent per owner, so ask again
     if (ec)
       co_return ec;
-    const auto& r = replies.at(0);
-    if (r.is_error()) {
-      c->last_server_error = r.data;
-      co_return error::redis_error;
-    }
-    if (r.type != resp::type::integer)
-      co_return error::unexpected_reply;
-    co_return r.integer == 0 ? error_code(error::not_owner) : error_code{};
+    std::int64_t released = 0;
+    if (auto rec = integer_reply(*c, replies.at(0), released))
+      co_return rec;
+    co_return released == 0 ? error_code(error::not_owner) : error_code{};
   }
   co_return error::connection_lost;
 }

@@ -7,6 +7,8 @@
 #include "detail/completion.hpp"
 #include "redis/client_impl.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
 #include <chrono>
@@ -67,6 +69,16 @@ private:
   static void complete_waiter(lost_waiter& w, const asio::any_io_executor& ex, error_code ec);
   std::vector<std::shared_ptr<lost_waiter>> lost_waiters_;
 };
+
+/// The completion token of a lock script that must run to the end whatever happens to its caller:
+/// no cancellation slot (a reply saying "acquired" or "released" must be seen), errors as values.
+inline auto to_the_end() {
+  return asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable));
+}
+
+/// Reads a lock script's integer reply into `out`: redis_error (the server's text kept in the
+/// client's last_server_error) or unexpected_reply when it is not one.
+error_code integer_reply(client_impl& c, const resp::value& r, std::int64_t& out);
 
 /// Sends the owner-checked release script. Retries when the outcome of an attempt is unknown (the
 /// connection dropped): a retry that finds the lock gone with nobody having taken it since `token`

@@ -20,9 +20,8 @@ void local_line::park(std::shared_ptr<mutex_state> m, clock::time_point deadline
   it->second.m = std::move(m);
   it->second.deadline = deadline;
   it->second.h.set(std::move(h));
-  if (deadline != clock::time_point::max()) {
+  if (it->second.has_deadline()) {
     it->second.timed = deadlines_.emplace(deadline, id);
-    it->second.has_deadline = true;
     if (deadline < timer_at_)
       arm_timer();
   }
@@ -39,7 +38,7 @@ void local_line::park(std::shared_ptr<mutex_state> m, clock::time_point deadline
 }
 
 void local_line::unlink(entry_it it) {
-  if (it->second.has_deadline)
+  if (it->second.has_deadline())
     deadlines_.erase(it->second.timed);
   parked_.erase(it);
 }
@@ -72,8 +71,9 @@ void local_line::contender_done(bool won, queue_mark mark) {
   auto h = e.h.take();
   unlink(it);
   // Not inline: this runs while the previous contender's coroutine ends.
-  asio::post(ex_, [m = std::move(m), deadline, won, mark, h = std::move(h)]() mutable {
-    start_contender(std::move(m), deadline, won, mark, std::move(h));
+  asio::post(ex_, [line = shared_from_this(), m = std::move(m), deadline, won, mark,
+                   h = std::move(h)]() mutable {
+    start_contender(std::move(line), std::move(m), deadline, won, mark, std::move(h));
   });
 }
 

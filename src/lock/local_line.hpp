@@ -32,8 +32,10 @@ struct queue_mark {
 /// Runs the acquisition of a caller that reached the front of its line (defined in mutex.cpp).
 /// `won`: the previous contender took the lock — held here, so there is no point trying before its
 /// release is published (as long as `mark` shows the queue was listening).
-void start_contender(std::shared_ptr<mutex_state> m, std::chrono::steady_clock::time_point deadline,
-                     bool won, queue_mark mark, handler<void(error_code, guard)> h);
+class local_line;
+void start_contender(std::shared_ptr<local_line> line, std::shared_ptr<mutex_state> m,
+                     std::chrono::steady_clock::time_point deadline, bool won, queue_mark mark,
+                     handler<void(error_code, guard)> h);
 
 class local_line : public std::enable_shared_from_this<local_line> {
 public:
@@ -62,8 +64,8 @@ private:
     clock::time_point deadline;
     stored_handler<handler<void(error_code, guard)>> h;
     asio::cancellation_slot slot;
-    std::multimap<clock::time_point, std::uint64_t>::iterator timed;
-    bool has_deadline = false;
+    std::multimap<clock::time_point, std::uint64_t>::iterator timed; // if it has a deadline
+    bool has_deadline() const noexcept { return deadline != clock::time_point::max(); }
   };
   // Keyed by arrival number: ordered (FIFO), and a cancellation handler finds its entry by number,
   // so a late signal for an entry that is gone finds nothing.

@@ -31,14 +31,14 @@ wait_queue* lock_service::find_queue(const std::string& key) {
   return it == queues_.end() ? nullptr : it->second.get();
 }
 
-local_line& lock_service::line(const std::string& key) {
+std::shared_ptr<local_line> lock_service::line(const std::string& key) {
   auto& slot = lines_[key];
   if (!slot) {
     slot = std::make_shared<local_line>(client.ex);
     if (closed_)
       slot->close();
   }
-  return *slot;
+  return slot;
 }
 
 bool lock_service::contender_on_its_way(const std::string& key) const {
@@ -49,10 +49,9 @@ bool lock_service::contender_on_its_way(const std::string& key) const {
   return q == queues_.end() || q->second->head() == nullptr;
 }
 
-void lock_service::line_may_be_idle(const std::string& key) {
-  auto it = lines_.find(key);
-  if (it != lines_.end() && it->second->idle())
-    schedule_sweep();
+queue_mark lock_service::listening_mark(const std::string& key) {
+  wait_queue* q = client.pubsub_ ? nullptr : find_queue(key);
+  return q ? queue_mark{q->id(), q->notifications()} : queue_mark{};
 }
 
 void lock_service::release_queue_if_empty(const std::string& key) {

@@ -35,11 +35,14 @@ public:
 
   /// The line of this client's callers for a lock, created on demand; an idle line is dropped by
   /// the sweep of idle queues.
-  local_line& line(const std::string& key);
+  std::shared_ptr<local_line> line(const std::string& key);
   /// A contender for the lock was chosen (the line is busy) but has not reached its queue yet.
   bool contender_on_its_way(const std::string& key) const;
-  /// Call when a line may have become idle.
-  void line_may_be_idle(const std::string& key);
+  /// Where the lock's queue stands, if it exists and its subscription shares the lock scripts'
+  /// connection (RESP3: a release sent after this point is surely published to it); else {}.
+  queue_mark listening_mark(const std::string& key);
+  /// Drops, a linger period from now, the queues and lines idle by then.
+  void schedule_sweep();
 
   void close();
 
@@ -48,7 +51,6 @@ public:
 
 private:
   void sweep_idle_queues();
-  void schedule_sweep();
 
   std::uint64_t acquisitions_ = 0;
   std::uint64_t queues_made_ = 0;

@@ -51,8 +51,6 @@ struct attempt_result {
 /// unknown, so the same owner asks again (the script returns its token if it already holds).
 asio::awaitable<attempt_result> attempt(client_impl& c, const lock_names& names,
                                         const std::string& owner, const std::string& lease_ms) {
-  auto no_cancel = asio::bind_cancellation_slot(asio::cancellation_slot(),
-                                                asio::as_tuple(asio::use_awaitable));
   attempt_result out;
   for (int tries = 0;; ++tries) {
     request req;
@@ -61,7 +59,7 @@ asio::awaitable<attempt_result> attempt(client_impl& c, const lock_names& names,
     // was set then, and a retry gets the same token back — counting from the retry would be late.
     if (tries == 0)
       out.sent_at = clock::now();
-    auto [ec, replies] = co_await c.main.exec(std::move(req), no_cancel);
+    auto [ec, replies] = co_await c.main.exec(std::move(req), to_the_end());
     if (ec == error::connection_lost && tries < 3 && !c.closed)
       continue;
     if (ec) {
@@ -107,25 +105,24 @@ guard make_guard(const std::shared_ptr<client_impl>& c, const mutex_state& m, st
 class line_turn {
 public:
   line_turn() = default;
-  line_turn(std::weak_ptr<client_impl> c, std::string key) : client_(std::move(c)), key_(std::move(key)) {}
+  line_turn(std::weak_ptr<client_impl> c, std::shared_ptr<local_line> line, std::string key)
+      : client_(std::move(c)), line_(std::move(line)), key_(std::move(key)) {}
   line_turn(line_turn&& o) noexcept
-      : client_(std::move(o.client_)), key_(std::move(o.key_)), won(o.won) {
-    o.client_.reset();
-  }
+      : client_(std::move(o.client_)), line_(std::move(o.line_)), key_(std::move(o.key_)),
+        won(o.won) {}
   line_turn& operator=(line_turn&&) = delete;
   ~line_turn() {
     auto c = client_.lock();
-    if (!c || !c->locks)
+    if (!c || !c->locks || !line_)
       return;
-    queue_mark mark;
-    if (auto* q = c->pubsub_ ? nullptr : c->locks->find_queue(key_); q && won)
-      mark = {q->id(), q->notifications()};
-    c->locks->line(key_).contender_done(won, mark);
-    c->locks->line_may_be_idle(key_);
+    line_->contender_done(won, won ? c->locks->listening_mark(key_) : queue_mark{});
+    if (line_->idle())
+      c->locks->schedule_sweep();
   }
 
 private:
   std::weak_ptr<client_impl> client_;
+  std::shared_ptr<local_line> line_; // never swept while busy, so it stays this lock's line
   std::string key_;
 
 public:
@@ -156,13 +153,9 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
   // If the lock's queue (so its subscription) exists before the first attempt, and the attempt
   // travels on the same connection as that SUBSCRIBE (RESP3), any release after the attempt is
   // published to us: no need to try again right after joining the queue.
-  wait_queue* existing = c->pubsub_ ? nullptr : service.find_queue(names.key);
-  std::uint64_t queue_before = existing ? existing->id() : 0; // ids start at 1
-  std::uint64_t seen_before = existing ? existing->notifications() : 0;
-  if (after_local_win) { // what counts is the queue as it was when the winner won
-    queue_before = mark.id;
-    seen_before = mark.notifications;
-  }
+  // After a local win, what counts is the queue as it was when the winner won. (Queue ids start
+  // at 1, so a mark of {} matches no queue.)
+  const queue_mark before = after_local_win ? mark : service.listening_mark(names.key);
   bool attempted = false;
   // Fast path: try straight away — unless the previous contender of this process just took the
   // lock: then it is surely held, and its release will be published to our queue.
@@ -199,7 +192,7 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<mutex_state> m,
   queue.join(w);
   // No need to try again if the queue's SUBSCRIBE went out before the attempt (or, after a local
   // win, before the winner's release can be sent), and nothing was published since.
-  bool subscribed_before = queue.id() == queue_before && queue.notifications() == seen_before;
+  bool subscribed_before = queue.id() == before.id && queue.notifications() == before.notifications;
   if (w.head && (attempted || after_local_win) && subscribed_before)
     w.must_try = false; // sleep until the unlock message or the holder's lease runs out
   bool acquired = false;
@@ -328,15 +321,15 @@ void mutex::async_acquire_impl(clock::time_point deadline, bool try_only,
   // attempt (try_acquire) never waits, so it never queues.
   auto c = state_->client.lock();
   if (!try_only && c && !c->closed && c->subs) {
-    auto& line = detail::lock_service::of(*c).line(state_->names->key);
-    if (line.busy()) {
-      line.park(state_, deadline, std::move(h));
+    auto line = detail::lock_service::of(*c).line(state_->names->key);
+    if (line->busy()) {
+      line->park(state_, deadline, std::move(h));
       return;
     }
-    line.set_busy();
+    line->set_busy();
     detail::spawn_op(state_->ex,
                      detail::acquire_op(state_, deadline, false, false, {},
-                                        detail::line_turn(c, state_->names->key)),
+                                        detail::line_turn(c, std::move(line), state_->names->key)),
                      std::move(h));
     return;
   }
@@ -345,11 +338,12 @@ void mutex::async_acquire_impl(clock::time_point deadline, bool try_only,
 }
 
 namespace detail {
-void start_contender(std::shared_ptr<mutex_state> m, clock::time_point deadline, bool won,
-                     queue_mark mark, handler<void(error_code, guard)> h) {
+void start_contender(std::shared_ptr<local_line> line, std::shared_ptr<mutex_state> m,
+                     clock::time_point deadline, bool won, queue_mark mark,
+                     handler<void(error_code, guard)> h) {
   auto c = m->client.lock();
   auto ex = m->ex;
-  line_turn turn = c ? line_turn(c, m->names->key) : line_turn();
+  line_turn turn = c ? line_turn(c, std::move(line), m->names->key) : line_turn();
   spawn_op(ex, acquire_op(std::move(m), deadline, false, won, mark, std::move(turn)),
            std::move(h));
 }

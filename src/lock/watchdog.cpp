@@ -6,7 +6,6 @@
 #include <corolock/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
@@ -62,8 +61,6 @@ void watchdog::close() {
 asio::awaitable<void> watchdog::run() {
   // Keep the client's state alive while renewing; stop when nothing is held.
   auto keep = client_.shared_from_this();
-  auto no_cancel = asio::bind_cancellation_slot(asio::cancellation_slot(),
-                                                asio::as_tuple(asio::use_awaitable));
   std::vector<std::shared_ptr<lease>> batch, expired;
   while (!closed_ && !leases_.empty()) {
     // Sleep until the earliest renewal (or, for a fixed lease, the earliest end).
@@ -105,7 +102,7 @@ asio::awaitable<void> watchdog::run() {
     // must not stall the loss detection of the other leases.
     req.opts().timeout = std::max(shortest / 3, std::chrono::milliseconds(1));
     auto sent_at = now;
-    auto [ec, replies] = co_await client_.main.exec(std::move(req), no_cancel);
+    auto [ec, replies] = co_await client_.main.exec(std::move(req), to_the_end());
     if (ec)
       continue; // each lease retries after retry_delay, or is lost at its local deadline
     for (std::size_t i = 0; i < batch.size() && i < replies.size(); ++i) {
