@@ -1,5 +1,6 @@
 #include "coordinator.hpp"
 
+#include "run_with_client.hpp"
 #include "worker.hpp"
 
 #include <corolock/corolock.hpp>
@@ -417,23 +418,11 @@ int run_demo(const demo_options& options) {
   }
   const fs::path dir = corolock::test::make_temp_dir("inventory_race-");
 
-  asio::io_context io;
-  corolock::client redis(io.get_executor(), url);
-  run_context ctx{options, redis, url, random_id(), dir, ::isatty(STDOUT_FILENO) == 1};
-  int status = 1;
-  asio::co_spawn(io, demo(ctx), [&](std::exception_ptr e, int rc) {
-    redis.close(); // after a failure too: a client left open would keep io.run() reconnecting
-    status = rc;
-    if (e) {
-      status = 1;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        fmt::print(stderr, "inventory_race failed: {}\n", ex.what());
-      }
-    }
+  std::optional<run_context> ctx;
+  int status = run_with_client(url, "inventory_race", [&](corolock::client& redis) {
+    ctx.emplace(run_context{options, redis, url, random_id(), dir, ::isatty(STDOUT_FILENO) == 1});
+    return demo(*ctx);
   });
-  io.run();
   std::error_code ignored;
   fs::remove_all(dir, ignored);
   fmt::print("total time {:.1f} s, exit code {}\n",

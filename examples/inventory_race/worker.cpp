@@ -1,6 +1,7 @@
 #include "worker.hpp"
 
 #include "local_mutex.hpp"
+#include "run_with_client.hpp"
 
 #include <corolock/corolock.hpp>
 
@@ -215,23 +216,8 @@ asio::awaitable<int> worker_main(corolock::client& redis, const worker_options& 
 } // namespace
 
 int run_worker(const worker_options& options) {
-  asio::io_context io;
-  corolock::client redis(io.get_executor(), options.url);
-  int status = 1;
-  asio::co_spawn(io, worker_main(redis, options), [&](std::exception_ptr e, int rc) {
-    redis.close(); // after a failure too: a client left open would keep io.run() reconnecting
-    status = rc;
-    if (e) {
-      status = 1;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        fmt::print(stderr, "worker failed: {}\n", ex.what());
-      }
-    }
-  });
-  io.run();
-  return status;
+  return run_with_client(options.url, "worker",
+                         [&](corolock::client& redis) { return worker_main(redis, options); });
 }
 
 } // namespace inventory_race
