@@ -1,9 +1,9 @@
 #include "coordinator.hpp"
 
-#include "run_with_client.hpp"
 #include "worker.hpp"
 
 #include <corolock/corolock.hpp>
+#include <support/run_with_client.hpp>
 #include <support/process.hpp>
 #include <support/redis_server.hpp>
 
@@ -419,7 +419,7 @@ int run_demo(const demo_options& options) {
   const fs::path dir = corolock::test::make_temp_dir("inventory_race-");
 
   std::optional<run_context> ctx;
-  int status = run_with_client(url, "inventory_race", [&](corolock::client& redis) {
+  int status = corolock::test::run_with_client(url, "inventory_race", [&](corolock::client& redis) {
     ctx.emplace(run_context{options, redis, url, random_id(), dir, ::isatty(STDOUT_FILENO) == 1});
     return demo(*ctx);
   });

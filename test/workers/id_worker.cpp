@@ -3,6 +3,7 @@
 // takes COUNT ids from the generator NAME — one next() at a time from 32 concurrent coroutines,
 // or in next_batch() calls of up to 1000 — and writes them to OUTFILE as raw 64-bit integers.
 #include <corolock/corolock.hpp>
+#include <support/run_with_client.hpp>
 
 #include <boost/asio.hpp>
 #include <fmt/core.h>
@@ -66,21 +67,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: id_worker URL NAME COUNT OUTFILE single|batch\n");
     return 2;
   }
-  asio::io_context io;
-  corolock::client redis(io.get_executor(), args[0]);
-  int status = 2;
-  asio::co_spawn(io, run(redis, args[1], std::stoul(args[2]), args[3], args[4] == "batch"),
-                 [&](std::exception_ptr e, int rc) {
-                   status = rc;
-                   if (e) {
-                     status = 1;
-                     try {
-                       std::rethrow_exception(e);
-                     } catch (const std::exception& ex) {
-                       fmt::print(stderr, "id_worker failed: {}\n", ex.what());
-                     }
-                   }
-                 });
-  io.run();
-  return status;
+  return corolock::test::run_with_client(args[0], "id_worker", [&](corolock::client& redis) {
+    return run(redis, args[1], std::stoul(args[2]), args[3], args[4] == "batch");
+  });
 }

@@ -6,6 +6,7 @@
 //       acquires NAME, records its token in NAME:holder, then waits; when told the lease is lost it
 //       records the token in NAME:lost and exits 3. Ends after 60 s at the most.
 #include <corolock/corolock.hpp>
+#include <support/run_with_client.hpp>
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -91,6 +92,16 @@ asio::awaitable<int> run_hold(corolock::client& redis, std::string name, int lea
   co_return 0;
 }
 
+/// The command line's job. (A function, not a lambda: a coroutine lambda's captures die with the
+/// temporary closure.)
+asio::awaitable<int> run_command(corolock::client& redis, std::vector<std::string> args) {
+  if (args[0] == "counter" && args.size() == 5)
+    co_return co_await run_counter(redis, args[2], std::stoi(args[3]), std::stoi(args[4]));
+  if (args[0] == "hold" && args.size() == 4)
+    co_return co_await run_hold(redis, args[2], std::stoi(args[3]));
+  co_return 2;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -99,27 +110,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: lock_worker counter|hold URL NAME ...\n");
     return 2;
   }
-  asio::io_context io;
-  corolock::client redis(io.get_executor(), args[1]);
-  int status = 2;
-  auto body = [&]() -> asio::awaitable<int> {
-    if (args[0] == "counter" && args.size() == 5)
-      co_return co_await run_counter(redis, args[2], std::stoi(args[3]), std::stoi(args[4]));
-    if (args[0] == "hold" && args.size() == 4)
-      co_return co_await run_hold(redis, args[2], std::stoi(args[3]));
-    co_return 2;
-  };
-  asio::co_spawn(io, body(), [&](std::exception_ptr e, int rc) {
-    status = rc;
-    if (e) {
-      status = 1;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        fmt::print(stderr, "lock_worker failed: {}\n", ex.what());
-      }
-    }
+  return corolock::test::run_with_client(args[1], "lock_worker", [&](corolock::client& redis) {
+    return run_command(redis, args);
   });
-  io.run();
-  return status;
 }

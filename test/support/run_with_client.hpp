@@ -1,5 +1,5 @@
-// What the coordinator and the workers do in main: run one coroutine with a corolock::client on
-// its own io_context, and turn how it ended into an exit code.
+// What the demos' and the tests' worker processes do in main: run one coroutine with a
+// corolock::client on its own io_context, and turn how it ended into an exit code.
 #pragma once
 
 #include <corolock/corolock.hpp>
@@ -10,7 +10,7 @@
 #include <exception>
 #include <string>
 
-namespace inventory_race {
+namespace corolock::test {
 
 /// Runs `program(client)` (an asio::awaitable<int>) to its end; returns its result, or 1 after
 /// reporting an exception as "`what` failed: ...". The client is closed either way: one left open
@@ -36,4 +36,4 @@ int run_with_client(const std::string& url, const char* what, Program program) {
   return status;
 }
 
-} // namespace inventory_race
+} // namespace corolock::test
