@@ -1,0 +1,79 @@
+// The mutex torture run: P worker processes (test/workers/torture_worker.cpp) x C coroutines on one
+// lock, each doing a fenced and an unfenced read-modify-write against a "resource" server while a
+// seeded chaos loop hits the lock server: CLIENT KILL, CLIENT PAUSE and DEBUG SLEEP stalls, SIGSTOP
+// of the current holder past its lease, one server restart. Afterwards everything is checked from
+// Redis and from what the workers saw, and a summary table is printed.
+//
+// The resource is a second redis-server that the chaos leaves alone, as a real database would
+// survive the lock server's troubles: so the fenced count is exact across a restart of the lock
+// server, and a fencing token that restarts low after that restart shows up as rejected writes from
+// holders that were never told they lost the lock.
+//
+// Used by the short ctest runs (test/integration/torture.cpp) and by corolock_torture, the long
+// run of scripts/torture.sh. Blocking code only (no Asio): the chaos loop is one thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corolock::test::torture {
+
+enum class chaos {
+  client_kill,   ///< CLIENT KILL TYPE normal (and pubsub): every worker reconnects
+  client_pause,  ///< CLIENT PAUSE <ms> ALL: the server answers nobody for a while
+  debug_sleep,   ///< DEBUG SLEEP <s>: the server itself blocks
+  sigstop,       ///< SIGSTOP the holder's process for 1.5-2.5 leases, then SIGCONT
+  restart,       ///< once per run: the lock server restarts with an empty dataset
+};
+
+/// "kill", "pause", "sleep", "stop", "restart".
+std::string_view to_string(chaos c);
+/// A comma-separated list of those names, "all" or "none"; nullopt if a name is unknown.
+std::optional<std::set<chaos>> parse_chaos(std::string_view list);
+std::set<chaos> all_chaos();
+
+struct config {
+  std::uint64_t seed = 1;
+  std::chrono::seconds duration{20};
+  int processes = 3;
+  int coroutines = 4;
+  std::set<chaos> faults = all_chaos();
+  std::chrono::milliseconds lease{1000};
+  std::chrono::milliseconds acquire_deadline{2000};
+  std::chrono::microseconds hold{3000};
+  /// Pause between two chaos events, drawn uniformly from this range.
+  std::chrono::milliseconds chaos_gap_min{300}, chaos_gap_max{1500};
+  /// An acquire_for may complete this late after its deadline, at most (2 cores, under load).
+  std::chrono::milliseconds overrun_bound{500};
+  /// Path of corolock_torture_worker.
+  std::string worker;
+  std::string lock_name = "torture";
+};
+
+struct check {
+  std::string name;
+  bool applicable = true;  ///< false: the run's faults make it meaningless; shown, not judged
+  bool passed = true;
+  std::string figures;
+};
+
+struct report {
+  std::vector<check> checks;
+  [[nodiscard]] bool passed() const;
+  /// The checks that apply and failed.
+  [[nodiscard]] std::vector<check> failures() const;
+  [[nodiscard]] const check* find(std::string_view name) const;
+};
+
+/// Runs the whole thing (start two servers, spawn the workers, chaos, collect, check) and prints
+/// progress and the summary table to `out`. Throws std::runtime_error if the harness itself cannot
+/// run (no server, no worker binary).
+report run(const config& cfg, std::ostream& out);
+
+} // namespace corolock::test::torture

@@ -1,0 +1,75 @@
+// corolock_torture: the long torture run (scripts/torture.sh). Prints the chaos as it happens, then
+// the summary table; exits 0 when every check passed, 1 when one failed, 2 on a usage error.
+#include "torture.hpp"
+
+#include <support/process.hpp>
+
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+namespace tt = corolock::test::torture;
+
+namespace {
+
+constexpr const char* usage =
+    "usage: corolock_torture [--seed N] [--duration SECONDS] [--processes P] [--coroutines C]\n"
+    "                        [--chaos all|none|kill,pause,sleep,stop,restart] [--lease MS]\n"
+    "                        [--deadline MS] [--hold US] [--overrun-bound MS] [--worker PATH]\n";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  tt::config cfg;
+  cfg.duration = std::chrono::seconds(180);
+  cfg.worker = (std::filesystem::path(corolock::test::self_exe()).parent_path() /
+                "corolock_torture_worker").string();
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--help" || arg == "-h") {
+        fmt::print("{}", usage);
+        return 0;
+      }
+      if (i + 1 >= argc)
+        throw std::invalid_argument(arg + " needs a value");
+      std::string value = argv[++i];
+      if (arg == "--seed")
+        cfg.seed = std::stoull(value);
+      else if (arg == "--duration")
+        cfg.duration = std::chrono::seconds(std::stol(value));
+      else if (arg == "--processes")
+        cfg.processes = std::stoi(value);
+      else if (arg == "--coroutines")
+        cfg.coroutines = std::stoi(value);
+      else if (arg == "--chaos") {
+        auto faults = tt::parse_chaos(value);
+        if (!faults)
+          throw std::invalid_argument("unknown chaos in '" + value + "'");
+        cfg.faults = *faults;
+      } else if (arg == "--lease")
+        cfg.lease = std::chrono::milliseconds(std::stol(value));
+      else if (arg == "--deadline")
+        cfg.acquire_deadline = std::chrono::milliseconds(std::stol(value));
+      else if (arg == "--hold")
+        cfg.hold = std::chrono::microseconds(std::stol(value));
+      else if (arg == "--overrun-bound")
+        cfg.overrun_bound = std::chrono::milliseconds(std::stol(value));
+      else if (arg == "--worker")
+        cfg.worker = value;
+      else
+        throw std::invalid_argument("unknown option " + arg);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "corolock_torture: {}\n{}", e.what(), usage);
+    return 2;
+  }
+  try {
+    return tt::run(cfg, std::cout).passed() ? 0 : 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "corolock_torture: {}\n", e.what());
+    return 2;
+  }
+}
