@@ -143,18 +143,20 @@ public:
   template <typename F>
   auto on_proxy_thread(F f) {
     using result = decltype(f());
-    std::promise<result> done;
-    auto future = done.get_future();
-    asio::post(io_, [&] {
+    // The handler owns the promise: the caller may return from get() while set_value is still
+    // finishing on the proxy's thread.
+    auto done = std::make_shared<std::promise<result>>();
+    auto future = done->get_future();
+    asio::post(io_, [&f, done] {
       try {
         if constexpr (std::is_void_v<result>) {
           f();
-          done.set_value();
+          done->set_value();
         } else {
-          done.set_value(f());
+          done->set_value(f());
         }
       } catch (...) {
-        done.set_exception(std::current_exception());
+        done->set_exception(std::current_exception());
       }
     });
     return future.get();
