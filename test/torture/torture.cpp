@@ -237,7 +237,9 @@ private:
       return;
     }
     target->signal(SIGSTOP);
-    // It held the lock while stopped if the lock still names the token it held before the stop.
+    // It held the lock while stopped if the lock still names the token it held before the stop,
+    // once what it may have sent just before (a release) has had time to land.
+    std::this_thread::sleep_for(20ms);
     auto held = lock_holder(lock_, key_);
     const bool holding = token != 0 && held && held->first == token;
     auto d = uniform(cfg_.lease * 3 / 2, cfg_.lease * 5 / 2);
