@@ -468,8 +468,9 @@ report run(const config& cfg, std::ostream& out) {
     std::vector<std::string> bad;
     for (auto& r : results)
       if (!r.clean_exit || !r.has_stats || r.num("stuck") != 0)
-        bad.push_back(fmt::format("{}: {}{}, {} stuck", r.pid, r.exit,
-                                  r.has_stats ? "" : ", no stats", r.num("stuck")));
+        bad.push_back(fmt::format("{}: {}{}, {} stuck{}", r.pid, r.exit,
+                                  r.has_stats ? "" : ", no stats", r.num("stuck"),
+                                  r.values.contains("stuck_in") ? " in " + r.values.at("stuck_in") : ""));
     rep.checks.push_back(make_check("workers exited by themselves", bad.empty(),
                                     bad.empty() ? "all exit code 0" : fmt::format("{}", fmt::join(bad, "; "))));
   }

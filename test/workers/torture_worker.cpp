@@ -84,6 +84,7 @@ struct stats {
   std::int64_t subscriptions_at_end = -1;  // the connection's sub= count once idle (-1: unknown)
   int running = -1;                    // section coroutines running (-1: not started yet)
   int stuck = 0;                       // coroutines still inside an operation at the hard stop
+  std::vector<const char*> phase;      // per coroutine: what it is doing now (for `stuck`)
 };
 
 std::string key_of(const error_code& ec) {
@@ -119,6 +120,16 @@ void write_stats(const settings& s, const stats& st) {
     line("max_overrun_ms", fmt::format("{:.1f}", st.max_overrun_ms));
     line("subscriptions_at_end", st.subscriptions_at_end);
     line("stuck", st.stuck);
+    if (st.stuck != 0) {
+      std::map<std::string, int> where;
+      for (const char* p : st.phase)
+        if (std::string_view(p) != "done")
+          ++where[p];
+      std::string text;
+      for (const auto& [phase, n] : where)
+        text += fmt::format("{}{}={}", text.empty() ? "" : " ", phase, n);
+      line("stuck_in", text);
+    }
     line("sections_per_coroutine", fmt::format("{}", fmt::join(st.sections_per_coroutine, " ")));
     line("told_tokens", fmt::format("{}", fmt::join(st.told_tokens, " ")));
   }
@@ -182,9 +193,12 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
                              stats& st, int index, steady::time_point end) {
   std::minstd_rand rng(s.seed * 131u + static_cast<unsigned>(index));
   auto& sections = st.sections_per_coroutine[static_cast<std::size_t>(index)];
+  auto& phase = st.phase[static_cast<std::size_t>(index)];
   while (steady::now() < end) {
     const auto start = steady::now();
+    phase = "acquire_for";
     auto [ec, g] = co_await m.acquire_for(s.deadline, tuple_awaitable);
+    phase = "between";
     const auto overrun = steady::now() - (start + s.deadline);
     if (overrun > steady::duration::zero()) {
       const double ms = std::chrono::duration<double, std::milli>(overrun).count();
@@ -216,9 +230,12 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
         *lost_signalled = true;
     });
     const auto rejected_before = st.fenced_rejected;
+    phase = "section";
     co_await critical_section(resource, g, s, st, rng, sections);
     bool told = g.lost() || *lost_signalled;
+    phase = "release";
     auto [rec] = co_await g.release(tuple_awaitable);
+    phase = "between";
     if (!rec) {
       ++st.release_ok;
     } else if (rec == corolock::error::lease_lost) {
@@ -236,6 +253,7 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
     if (st.fenced_rejected != rejected_before && !told)
       ++st.rejected_untold;
   }
+  phase = "done";
 }
 
 /// The sub= count of the lock client's connection (its subscriptions), once the library's idle
@@ -312,6 +330,7 @@ int main(int argc, char** argv) {
 
   stats st;
   st.sections_per_coroutine.assign(static_cast<std::size_t>(s.coroutines), 0);
+  st.phase.assign(static_cast<std::size_t>(s.coroutines), "starting");
   asio::io_context io;
   corolock::client lock_client(io.get_executor(), s.lock_url);
   corolock::client resource(io.get_executor(), s.resource_url);
