@@ -10,7 +10,7 @@
 //   hot_key                 P x C workers hand ONE key round-robin (turns via shared memory)
 //   hot_key_waiters         W one-shot requests at once on ONE key
 //   free_for_all            P x C coroutines loop acquire -> hold 100 µs -> release on ONE key
-//   fairness                4 x 8 coroutines loop acquire_for(10 s) -> hold 1 ms -> release
+//   fairness                4 x 8 coroutines loop acquire_for(10 s) -> hold 1 ms -> release, 6 s
 //   waiter_memory           10 000 coroutines wait on a held lock: resident size added
 // Every figure is the median of the repetitions, which are interleaved across configurations.
 #include "lock_bench.hpp"
@@ -652,7 +652,7 @@ settings parse_settings(int argc, char** argv) {
       "ffa-duration-ms", po::value(&s.ffa_duration_ms), "free_for_all: window")(
       "fair-shape", po::value(&fair), "fairness: PxC (4x8)")(
       "fair-hold-us", po::value(&s.fair_hold_us), "fairness: hold (1000)")(
-      "fair-duration-ms", po::value(&s.fair_duration_ms), "fairness: window (10000; quick 3000)")(
+      "fair-duration-ms", po::value(&s.fair_duration_ms), "fairness: window (6000; quick 3000)")(
       "fair-timeout-ms", po::value(&s.fair_timeout_ms), "fairness: acquire_for (10000)")(
       "memory-waiters", po::value(&s.memory_waiters), "waiter_memory: 10000");
   s.common = bench::parse_command_line(argc, argv, o, [&](bool q) {
@@ -677,7 +677,7 @@ settings parse_settings(int argc, char** argv) {
     fair = "4x8";
     s.fair_hold_us = 1000;
     s.fair_warmup_ms = q ? 200 : 500;
-    s.fair_duration_ms = q ? 3000 : 10000;
+    s.fair_duration_ms = q ? 3000 : 6000;
     s.fair_timeout_ms = 10000;
     s.memory_waiters = 10000;
   });

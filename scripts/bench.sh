@@ -45,6 +45,8 @@ else
   RB_EVALSHA_N=30000
   RB_EVALSHA_PIPELINED_N=300000
 fi
+# log with the seconds since the run began (the build excluded)
+step() { log "$* [$((SECONDS - ${run_start:-0})) s]"; }
 quick_flag=()
 ((quick)) && quick_flag=(--quick)
 
@@ -77,7 +79,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "machine"
+step "machine"
 "${REPORT[@]}" set --out "$parts/machine.jsonl" machine cores "$(nproc)"
 "${REPORT[@]}" set --out "$parts/machine.jsonl" machine cpu_model \
   "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)"
@@ -186,25 +188,25 @@ measure_baselines() {
 }
 
 "${REPORT[@]}" set --out "$parts/machine.jsonl" machine loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
-log "baselines: redis-benchmark, before the programs ($REPS runs each)"
+step "baselines: redis-benchmark, before the programs ($REPS runs each)"
 measure_baselines
 
 # ---------------------------------------------------------------------------------------------
 # The benchmark programs
 
 for program in "${BENCH_PROGRAMS[@]}"; do
-  log "$program"
+  step "$program"
   timeout "$PROGRAM_TIMEOUT" "$BIN/$program" "$REDIS_URL" "${quick_flag[@]}" \
     --repetitions "$REPS" --out "$parts/$program.jsonl"
 done
 
 if [[ ${BENCH_PEERS:-1} != 0 ]]; then
-  log "peers (bench/peers: redis-semaphore, redlock, redis-py)"
+  step "peers (bench/peers: redis-semaphore, redlock, redis-py)"
   timeout "$PROGRAM_TIMEOUT" /usr/bin/python3 "$COROLOCK_ROOT/bench/peers/run_peers.py" "$REDIS_URL" \
     "${quick_flag[@]}" --repetitions "$((REPS < 3 ? REPS : 3))" --out "$parts/peers.jsonl"
 fi
 
-log "baselines: redis-benchmark, after the programs ($REPS runs each)"
+step "baselines: redis-benchmark, after the programs ($REPS runs each)"
 measure_baselines
 import_baselines
 "${REPORT[@]}" set --out "$parts/machine.jsonl" machine loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -212,7 +214,7 @@ import_baselines
 stop_redis
 measured=$((SECONDS - run_start))
 
-log "report"
+step "report"
 parts_files=("$parts/machine.jsonl" "$baselines")
 for program in "${BENCH_PROGRAMS[@]}" peers; do
   [[ -f $parts/$program.jsonl ]] && parts_files+=("$parts/$program.jsonl")
@@ -220,4 +222,4 @@ done
 "${REPORT[@]}" set --out "$parts/machine.jsonl" machine run_seconds "$measured"
 "${REPORT[@]}" merge --json "$results/latest.json" --md "$results/latest.md" --charts "$results" \
   "${parts_files[@]}"
-log "wrote $results/latest.json, latest.md, latest-*.png (run: ${measured} s, build excluded)"
+step "wrote $results/latest.json, latest.md, latest-*.png (run: ${measured} s, build excluded)"
