@@ -250,12 +250,20 @@ def main():
     if "fairness" in wanted:
         configs.append(("fairness", "loop", 4, 8, 1000, 200 if q else 500, 3000 if q else 6000, 10000))
     results = {}
+    broken = set()
     for rep in range(1, a.repetitions + 1):
         for c in configs:
             name, job, P, C, hold_us, warmup_ms, duration_ms, timeout_ms = c
             for peer in peers:
-                reports, delta, start = run_once(a, r, peer, name, job, P, C, hold_us, warmup_ms,
-                                                 duration_ms, timeout_ms)
+                if peer in broken:
+                    continue
+                try:
+                    reports, delta, start = run_once(a, r, peer, name, job, P, C, hold_us,
+                                                     warmup_ms, duration_ms, timeout_ms)
+                except RuntimeError as e:  # a peer that fails costs its rows, not the others'
+                    print(f"run_peers: {e}; {peer} skipped from now on", flush=True)
+                    broken.add(peer)
+                    continue
                 f = (hot_key_figures(reports, delta, start, warmup_ms, duration_ms)
                      if job == "hot_key" else loop_figures(reports, delta, P, C, hold_us, duration_ms))
                 results.setdefault((c, peer), []).append(f)
@@ -266,6 +274,8 @@ def main():
                       flush=True)
     with open(a.out, "a") as out:
         for (c, peer), reps in results.items():
+            if peer in broken:
+                continue
             name, job, P, C, hold_us, _, _, timeout_ms = c
             extra = {"hold_us": hold_us}
             if name == "fairness":
