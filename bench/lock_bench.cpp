@@ -531,10 +531,7 @@ asio::awaitable<void> free_for_all(context& ctx) {
 
 asio::awaitable<void> fairness(context& ctx) {
   const auto& s = ctx.s;
-  std::vector<wait_mode> modes;
-  for (auto m : s.modes)
-    modes.push_back(m);
-  auto cs = configs(modes, {s.fair_shape});
+  auto cs = configs(s.modes, {s.fair_shape});
   auto reps = measure(ctx, "fairness", cs, [&](const config& c) {
     return run_loop(ctx, c, "fair", ms(s.fair_warmup_ms), ms(s.fair_duration_ms), s.fair_hold_us,
                     ms(s.fair_timeout_ms));
