@@ -1,753 +1,709 @@
 // lock_bench: corolock's distributed mutex against the ceilings redis-benchmark measures for the
-// same Lua script on the same server, and against polling (scripts/bench.sh runs it; the protocol
-// is /work/shared/BENCH.md).
+// same Lua script on the same server, and against polling (scripts/bench.sh runs it; protocol:
+// /work/shared/BENCH.md; what each scenario measures: bench/README.md; --help lists the options).
 //
-//   lock_bench <redis-url> [--quick] [--repetitions N] [--out FILE] [--baselines FILE]
-//              [--scenarios uncontended_latency,uncontended_throughput,hot_key,hot_key_waiters,
-//                           free_for_all,waiter_memory]
-//              [--modes pubsub,poll_30ms,poll_1ms] [--hold-us 100] [--hold-spin-us 0]
-//              [--latency-cycles N] [--tp-coroutines 1000] [--tp-keys 10000]
-//              [--tp-warmup-ms N] [--tp-duration-ms N]
-//              [--hot-shapes 4x16,4x1] [--hot-warmup-ms N] [--hot-duration-ms N]
-//              [--waiters 1,10,100,1000] [--waiter-processes 1,4] [--poll-waiters-cap N]
-//              [--waiters-limit-ms N]
-//              [--ffa-shapes 4x16] [--ffa-warmup-ms N] [--ffa-duration-ms N]
-//              [--memory-waiters 10000]
-//
-// Scenarios (rows; "mode" says how a contender waits: pubsub = corolock's mutex::acquire; poll_30ms
-// and poll_1ms = corolock's own try_acquire in a try / sleep / retry loop, so that only the
-// waiting strategy differs):
-//   uncontended_latency     one coroutine, acquire + release in a loop on one key: cycles/s and
-//                           p50/p99 per cycle. A cycle is two EVALSHA round trips, so it is
-//                           compared with redis-benchmark -c 1 EVALSHA of acquire.lua (row
-//                           evalsha_one_client): 0.50 of its ops/s is parity; the issue's target,
-//                           "within 1.3x of two EVALSHA round trips", is ratio >= 0.5/1.3.
-//   uncontended_throughput  1000 coroutines on one connection, 10 000 keys (each coroutine its
-//                           own 10, so nobody waits): cycles/s, against evalsha_pipelined
-//                           (-P 16 -c 50; 0.50 is parity, no target) and against the issue's
-//                           100 000 cycles/s (second row); client and Redis CPU (INFO cpu).
-//   hot_key                 P processes x C coroutines hand ONE key round-robin (BENCH.md "Why
-//                           hot_key takes turns"): worker k+1 starts requesting when worker k has
-//                           acquired; the turn goes through shared memory (plus a one-byte
-//                           datagram that wakes the next process); the holder holds `hold` and
-//                           releases. Hand-off = next acquire returning - previous release
-//                           returning. Targets at 4 x 1: pubsub >= 100x the acquisitions/s of
-//                           poll_30ms, hand-off p99 < 1 ms. Also: the cycle split into hold as the
-//                           timer gave it, release round trip and hand-off; waited_fraction (turns
-//                           whose requester was refused first: a real hand-off; the rest started
-//                           too late and found the lock free, which favours polling) and the
-//                           hand-off percentiles of those turns alone (waited_p50_us/p99_us).
-//   hot_key_waiters         W one-shot requests arrive at once, each takes the key once and holds
-//                           it `hold`; all in one process, or spread over several. Drain time vs
-//                           W x hold, commands per acquisition, hand-off p99. Targets at W = 1000:
-//                           <= 3 commands per acquisition in one process, <= 6 over 4.
-//   free_for_all            P x C coroutines loop acquire -> hold -> release on one key, no
-//                           turns: acquisitions/s, wait p50/p99/max, largest share of one worker,
-//                           commands per acquisition; BENCH.md: pubsub no worse than the best
-//                           polling mode.
-//   waiter_memory           10 000 coroutines wait on a lock another client holds: resident size
-//                           added (issue: < 20 MiB), then they drain. A fresh process per
-//                           repetition.
-// `hold` (100 µs) is a plain steady_timer, as a real holder would use; on this VM it fires 40-100 µs
-// late, and hold_actual_us reports what it gave. --hold-spin-us N sleeps hold - N and spins the
-// rest (exact holds, but then polling requesters often start too late to be refused once, so the
-// default is 0).
-// Commands per acquisition: the clients' own counters (commands written), summed over workers;
-// redis_calls_per_op: INFO commandstats difference (Redis 7 counts calls inside scripts too);
-// evalsha_per_op: its EVALSHA calls alone. client_cpu_us_per_op and client_switches_per_op (context
-// switches) cover every client process. Every figure is the median of the repetitions, which
-// are interleaved across configurations (a burst of load elsewhere spoils one repetition of each
-// rather than every repetition of one).
+// Scenarios (rows). "mode" says how a contender waits: pubsub = corolock's acquire; poll_30ms and
+// poll_1ms = corolock's own try_acquire in a try / sleep / retry loop (only the waiting differs);
+// setnx_30ms = the seeds' lock without corolock (SET NX PX, sleep 30 ms, compare-and-delete).
+//   uncontended_latency     1 coroutine, acquire + release on one key
+//   uncontended_throughput  1000 coroutines on one connection, 10 000 keys
+//   hot_key                 P x C workers hand ONE key round-robin (turns via shared memory)
+//   hot_key_waiters         W one-shot requests at once on ONE key
+//   free_for_all            P x C coroutines loop acquire -> hold 100 µs -> release on ONE key
+//   fairness                4 x 8 coroutines loop acquire_for(10 s) -> hold 1 ms -> release, 6 s
+//   waiter_memory           10 000 coroutines wait on a held lock: resident size added
+// Every figure is the median of the repetitions, which are interleaved across configurations.
 #include "lock_bench.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <stdexcept>
 
-#include <malloc.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 namespace lockbench {
 
-// ---------------------------------------------------------------------------------------------
-// Modes and helpers
+namespace {
 
-const char* mode_name(wait_mode m) {
-  switch (m) {
-  case wait_mode::pubsub: return "pubsub";
-  case wait_mode::poll_30ms: return "poll_30ms";
-  case wait_mode::poll_1ms: return "poll_1ms";
+struct shape {
+  int processes = 1, coroutines = 1; ///< coroutines per process
+};
+
+struct settings {
+  bench::common_options common;
+  std::vector<wait_mode> modes;
+  long long hold_us = 0;
+  long long latency_cycles = 0, latency_warmup = 0;
+  int tp_coroutines = 0, tp_keys = 0;
+  long long tp_warmup_ms = 0, tp_duration_ms = 0;
+  std::vector<shape> hot_shapes;
+  long long hot_warmup_ms = 0, hot_duration_ms = 0;
+  std::vector<long long> waiters;
+  std::vector<int> waiter_processes;
+  long long poll_waiters_cap = 0, waiters_limit_ms = 0;
+  std::vector<shape> ffa_shapes;
+  long long ffa_warmup_ms = 0, ffa_duration_ms = 0;
+  shape fair_shape;
+  long long fair_hold_us = 0, fair_warmup_ms = 0, fair_duration_ms = 0, fair_timeout_ms = 0;
+  long long memory_waiters = 0;
+};
+
+/// One configuration of a scenario: a row.
+struct config {
+  wait_mode mode = wait_mode::pubsub;
+  shape shp;
+  long long w = 0; ///< hot_key_waiters: W
+};
+
+struct context {
+  settings s;
+  bench::results_file* out = nullptr;
+  corolock::client* redis = nullptr;
+  int lock_seq = 0;
+  std::string lock_name(const std::string& scenario) {
+    return fmt::format("bench:{}:{}:{}", scenario, ::getpid(), ++lock_seq);
   }
-  return "?";
+};
+
+std::string shape_text(shape s) { return fmt::format("{}x{}", s.processes, s.coroutines); }
+
+/// Runs every configuration `repetitions` times, interleaved (repetition r of each before r + 1
+/// of any): a burst of load elsewhere spoils one repetition of several rows, not a whole row.
+template <typename Run>
+std::vector<bench::repetitions> measure(context& ctx, const std::string& scenario,
+                                        const std::vector<config>& cs, Run run) {
+  std::vector<bench::repetitions> reps(cs.size());
+  for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      auto f = run(cs[i]);
+      bench::print_rep(fmt::format("{} {} {}{}", scenario, mode_name(cs[i].mode),
+                                   shape_text(cs[i].shp), cs[i].w ? fmt::format(" W={}", cs[i].w) : ""),
+                       rep, f);
+      reps[i].add(std::move(f));
+    }
+  return reps;
 }
 
-wait_mode parse_mode(const std::string& s) {
-  if (s == "pubsub")
-    return wait_mode::pubsub;
-  if (s == "poll_30ms")
-    return wait_mode::poll_30ms;
-  if (s == "poll_1ms")
-    return wait_mode::poll_1ms;
-  throw std::invalid_argument("unknown mode '" + s + "' (pubsub, poll_30ms, poll_1ms)");
+std::vector<config> configs(const std::vector<wait_mode>& modes, const std::vector<shape>& shapes) {
+  std::vector<config> cs;
+  for (auto shp : shapes)
+    for (auto m : modes)
+      cs.push_back({m, shp, 0});
+  return cs;
 }
 
-ms poll_interval(wait_mode m) {
-  switch (m) {
-  case wait_mode::pubsub: return ms(0);
-  case wait_mode::poll_30ms: return ms(30);
-  case wait_mode::poll_1ms: return ms(1);
+// ---- in-process scenarios ------------------------------------------------------------------
+
+asio::awaitable<figures> run_latency(context& ctx) {
+  auto& redis = *ctx.redis;
+  corolock::mutex m(redis, ctx.lock_name("latency"));
+  for (long long i = 0; i < ctx.s.latency_warmup; ++i)
+    co_await (co_await m.acquire()).release();
+  auto info0 = co_await bench::read_commandstats(redis);
+  auto st0 = redis.stats();
+  double cpu0 = bench::process_cpu_seconds();
+  bench::samples lat;
+  auto t0 = steady::now();
+  for (long long i = 0; i < ctx.s.latency_cycles; ++i) {
+    auto t = steady::now();
+    co_await (co_await m.acquire()).release();
+    lat.add(bench::micros_since(t));
   }
-  return ms(0);
+  const double secs = bench::seconds(steady::now() - t0), n = static_cast<double>(ctx.s.latency_cycles);
+  const double cpu = bench::process_cpu_seconds() - cpu0;
+  auto st1 = redis.stats();
+  auto d = co_await bench::read_commandstats(redis) - info0;
+  auto sum = lat.summarize();
+  co_return figures{{"ops", n},
+                    {"seconds", secs},
+                    {"ops_per_s", per(n, secs)},
+                    {"p50_us", sum.p50},
+                    {"p99_us", sum.p99},
+                    {"max_us", sum.max},
+                    {"redis_cmds_per_op", per(static_cast<double>(st1.commands - st0.commands), n)},
+                    {"redis_calls_per_op", per(static_cast<double>(d.total()), n)},
+                    {"client_cpu_us_per_op", per(cpu * 1e6, n)}};
 }
 
-asio::awaitable<corolock::guard> take(corolock::mutex& m, wait_mode mode,
-                                      steady::time_point deadline, std::uint64_t& tries) {
-  if (mode == wait_mode::pubsub) {
-    ++tries;
-    auto [ec, g] = co_await m.acquire_until(deadline, bench::use_tuple);
-    if (ec == corolock::error::timeout)
-      co_return corolock::guard{};
-    if (ec)
-      throw boost::system::system_error(ec, "acquire");
-    co_return std::move(g);
-  }
-  const auto interval = poll_interval(mode);
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  for (;;) {
-    ++tries;
-    auto [ec, g] = co_await m.try_acquire(bench::use_tuple);
-    if (ec)
-      throw boost::system::system_error(ec, "try_acquire");
-    if (g)
-      co_return std::move(g);
-    if (steady::now() + interval > deadline)
-      co_return corolock::guard{};
-    timer.expires_after(interval);
-    co_await timer.async_wait(bench::use_tuple);
-  }
-}
+struct tp_state {
+  bool stop = false, measuring = false;
+  std::uint64_t total = 0, window = 0;
+  bench::samples lat;
+};
 
-asio::awaitable<void> give_back(corolock::guard& g) {
-  auto [ec] = co_await g.release(bench::use_tuple);
-  if (ec)
-    throw boost::system::system_error(ec, "release");
-}
-
-asio::awaitable<void> hold_until(asio::steady_timer& timer, steady::time_point until,
-                                 steady::duration spin) {
-  if (until - steady::now() > spin) {
-    timer.expires_at(until - spin);
-    co_await timer.async_wait(bench::use_tuple);
-  }
-  while (steady::now() < until) {
+/// Coroutine c takes keys c, c + C, c + 2C, ...: nobody waits.
+asio::awaitable<void> tp_loop(std::vector<corolock::mutex>& locks, std::size_t c, std::size_t C,
+                              tp_state& ts) {
+  for (std::size_t k = c; !ts.stop; k = k + C < locks.size() ? k + C : c) {
+    auto t = steady::now();
+    co_await (co_await locks[k].acquire()).release();
+    ++ts.total;
+    if (ts.measuring) {
+      ++ts.window;
+      ts.lat.add(bench::micros_since(t));
+    }
   }
 }
 
-asio::awaitable<void> sleep_for(steady::duration d) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, d);
-  co_await timer.async_wait(bench::use_tuple);
+asio::awaitable<figures> run_throughput(context& ctx) {
+  const auto& s = ctx.s;
+  auto& redis = *ctx.redis;
+  auto ex = co_await asio::this_coro::executor;
+  const std::string base = ctx.lock_name("tp");
+  std::vector<corolock::mutex> locks;
+  for (int k = 0; k < s.tp_keys; ++k)
+    locks.emplace_back(redis, base + ":" + std::to_string(k));
+  tp_state ts;
+  auto& [stop, measuring, total, window, lat] = ts;
+  auto info0 = co_await bench::read_commandstats(redis);
+  bench::wait_group wg(ex);
+  std::exception_ptr error;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(s.tp_coroutines); ++c)
+    bench::spawn_counted(ex, wg, error, tp_loop(locks, c, s.tp_coroutines, ts));
+  co_await bench::sleep_for(ms(s.tp_warmup_ms));
+  double rcpu0 = co_await bench::redis_cpu_seconds(redis);
+  auto st0 = redis.stats();
+  double cpu0 = bench::process_cpu_seconds();
+  measuring = true;
+  auto t0 = steady::now();
+  co_await bench::sleep_for(ms(s.tp_duration_ms));
+  measuring = false;
+  const double secs = bench::seconds(steady::now() - t0);
+  const double cpu = bench::process_cpu_seconds() - cpu0;
+  auto st1 = redis.stats();
+  double rcpu1 = co_await bench::redis_cpu_seconds(redis);
+  const double rsecs = bench::seconds(steady::now() - t0);
+  stop = true;
+  co_await wg.wait();
+  if (error)
+    std::rethrow_exception(error);
+  auto d = co_await bench::read_commandstats(redis) - info0;
+  const double ops = static_cast<double>(window), cmds = static_cast<double>(st1.commands - st0.commands);
+  auto sum = lat.summarize();
+  co_return figures{{"ops", ops},
+                    {"seconds", secs},
+                    {"ops_per_s", per(ops, secs)},
+                    {"p50_us", sum.p50},
+                    {"p99_us", sum.p99},
+                    {"max_us", sum.max},
+                    {"redis_cmds_per_op", per(cmds, ops)},
+                    {"redis_calls_per_op", per(static_cast<double>(d.total()), static_cast<double>(total))},
+                    {"pipelining_factor", per(cmds, static_cast<double>(st1.writes - st0.writes))},
+                    {"client_cpu_us_per_op", per(cpu * 1e6, ops)},
+                    {"client_cpu_pct", per(cpu * 100, secs)},
+                    {"redis_cpu_pct", per((rcpu1 - rcpu0) * 100, rsecs)}};
 }
 
-double per(double num, double den) { return den > 0 ? num / den : 0; }
+// ---- multi-process scenarios ------------------------------------------------------------------
 
-double rss_bytes() {
-  std::ifstream in("/proc/self/statm");
-  double size = 0, resident = 0;
-  in >> size >> resident;
-  return resident * static_cast<double>(::sysconf(_SC_PAGESIZE));
+/// A fresh shared region with the run's parameters.
+mp_state prepare(context& ctx, const std::string& scenario, job what, const config& c,
+                 ms warmup, ms duration, ms limit, std::size_t samples = 0) {
+  auto st = mp_state::create(static_cast<std::uint32_t>(c.shp.processes), samples);
+  auto& sh = st.shared();
+  sh.what = what;
+  sh.mode = c.mode;
+  sh.processes = c.shp.processes;
+  sh.coroutines = c.shp.coroutines;
+  sh.hold_ns = ctx.s.hold_us * 1000;
+  sh.warmup_ns = std::chrono::nanoseconds(warmup).count();
+  sh.duration_ns = std::chrono::nanoseconds(duration).count();
+  sh.limit_ns = std::chrono::nanoseconds(limit).count();
+  std::snprintf(sh.lock_name, sizeof sh.lock_name, "%s", ctx.lock_name(scenario).c_str());
+  return st;
 }
 
-double peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0)
-      return std::atof(line.c_str() + 6) * 1024.0; // "VmHWM:   1234 kB"
-  return 0;
+/// The figures every multi-process run reports: commands per acquisition (the clients' counters
+/// and the server's), CPU, timeouts.
+void common_figures(figures& f, const mp_state& st, double acquisitions) {
+  const auto& sh = st.shared();
+  double commands = 0, tries = 0, cpu = 0, writes = 0, timeouts = 0, dropped = 0, switches = 0;
+  for (std::uint32_t i = 0; i < st.workers(); ++i) {
+    const auto& r = st.result(i);
+    commands += static_cast<double>(r.commands);
+    writes += static_cast<double>(r.writes);
+    tries += static_cast<double>(r.tries);
+    cpu += r.cpu_s;
+    switches += r.context_switches;
+    timeouts += static_cast<double>(r.timeouts);
+    dropped += static_cast<double>(r.dropped_samples);
+  }
+  f["redis_cmds_per_op"] = per(commands, acquisitions);
+  f["tries_per_op"] = per(tries, acquisitions);
+  f["pipelining_factor"] = per(commands, writes);
+  f["client_cpu_us_per_op"] = per(cpu * 1e6, acquisitions);
+  f["client_switches_per_op"] = per(switches, acquisitions);
+  if (sh.info_ok) {
+    f["redis_calls_per_op"] = per(sh.info_calls, acquisitions);
+    f["evalsha_per_op"] = per(sh.info_evalsha, acquisitions);
+    f["subscribe_per_op"] = per(sh.info_subscribe, acquisitions);
+    f["redis_cpu_pct"] = per(sh.redis_cpu_s * 100, sh.redis_wall_s);
+    f["client_cpu_pct"] = per(cpu * 100, sh.redis_wall_s);
+  }
+  f["timeouts"] = timeouts;
+  if (dropped > 0)
+    f["dropped_samples"] = dropped;
 }
 
-double heap_in_use_bytes() {
-  struct mallinfo2 mi = ::mallinfo2();
-  return static_cast<double>(mi.uordblks + mi.hblkhd);
+void latency_figures(figures& f, bench::samples& xs) {
+  auto sum = xs.summarize();
+  f["p50_us"] = sum.p50;
+  f["p99_us"] = sum.p99;
+  f["max_us"] = sum.max;
+  f["mean_us"] = sum.mean;
 }
 
-double context_switches() {
-  struct rusage ru {};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_nvcsw + ru.ru_nivcsw);
+figures run_hot_key(context& ctx, const config& c) {
+  const auto& s = ctx.s;
+  const ms warmup(s.hot_warmup_ms), duration(s.hot_duration_ms);
+  auto st = prepare(ctx, "hot_key", job::hot_key, c, warmup, duration, warmup + duration + 5s);
+  auto& sh = st.shared();
+  const auto start = bench::mp::run_workers(st, {s.common.url}, warmup + duration + 5s);
+  const auto wb = bench::to_ns(start + warmup), end = bench::to_ns(start + warmup + duration);
+  bench::samples handoff, waited_handoff, bell;
+  double late = 0;
+  for (std::size_t i = 1; i < max_turns && sh.acq_ns[i] != 0 && sh.rel_ns[i] != 0; ++i) {
+    if (sh.acq_ns[i] < wb || sh.acq_ns[i] >= end)
+      continue;
+    const double h = static_cast<double>(sh.acq_ns[i] - sh.rel_ns[i - 1]) / 1000.0;
+    handoff.add(h);
+    if (sh.waited[i])
+      waited_handoff.add(h);
+    bell.add(static_cast<double>(sh.req_ns[i] - sh.acq_ns[i - 1]) / 1000.0);
+    late += sh.req_ns[i] > sh.rel_ns[i - 1];
+  }
+  double acquisitions = 0, hold = 0, release = 0, timed = 0, waited = 0;
+  for (std::uint32_t i = 0; i < st.workers(); ++i) {
+    const auto& r = st.result(i);
+    acquisitions += static_cast<double>(r.acquisitions);
+    hold += r.hold_us_sum;
+    release += r.release_us_sum;
+    timed += static_cast<double>(r.timed);
+    waited += static_cast<double>(r.waited);
+  }
+  const double n = static_cast<double>(handoff.size()), secs = bench::seconds(duration);
+  figures f{{"ops", n}, {"seconds", secs}, {"ops_per_s", per(n, secs)}};
+  latency_figures(f, handoff);
+  // Where one turn's time goes: cycle = hold (as the timer gave it) + release round trip +
+  // hand-off. The physical limit of any lock that must see a release before the next grant:
+  // one hold and one round trip per acquisition, both as measured here.
+  f["cycle_us"] = per(secs * 1e6, n);
+  f["hold_actual_us"] = per(hold, timed);
+  f["release_us"] = per(release, timed);
+  f["handoff_mean_us"] = f["mean_us"];
+  f["limit_ops_per_s"] = per(1e6, f["hold_actual_us"] + f["release_us"]);
+  f["of_limit"] = per(f["ops_per_s"], f["limit_ops_per_s"]);
+  // A turn is a hand-off to a waiting contender only if the requester's first attempt was
+  // refused; the others found the lock free (the requester started late).
+  f["waited_fraction"] = per(waited, timed);
+  if (!waited_handoff.empty()) {
+    f["waited_p50_us"] = waited_handoff.quantile(0.5);
+    f["waited_p99_us"] = waited_handoff.quantile(0.99);
+  }
+  f["bell_p50_us"] = bell.quantile(0.5);
+  f["late_start_fraction"] = per(late, n);
+  common_figures(f, st, acquisitions);
+  return f;
 }
 
-asio::awaitable<double> redis_cpu_seconds(corolock::client& redis) {
-  auto text = co_await bench::read_info(redis, "cpu");
-  auto info = bench::parse_info(text);
-  static const char* const keys[] = {"used_cpu_user", "used_cpu_sys"};
-  double s = 0;
-  for (const char* key : keys)
-    if (auto it = info.find(key); it != info.end())
-      s += std::atof(it->second.c_str());
-  co_return s;
+figures run_waiters(context& ctx, const config& c) {
+  const auto& s = ctx.s;
+  const ms limit(s.waiters_limit_ms);
+  auto st = prepare(ctx, "waiters", job::waiters, c, 0ms, 0ms, limit,
+                    2 * static_cast<std::size_t>(c.shp.coroutines));
+  st.shared().waiters = c.w;
+  const auto start = bench::mp::run_workers(st, {s.common.url}, limit);
+  std::vector<std::pair<double, double>> held; // (acquired, released) ns
+  double acquisitions = 0;
+  for (std::uint32_t i = 0; i < st.workers(); ++i) {
+    auto xs = st.samples_of(i);
+    for (std::size_t k = 0; k + 1 < xs.size(); k += 2)
+      held.emplace_back(xs[k], xs[k + 1]);
+    acquisitions += static_cast<double>(st.result(i).acquisitions);
+  }
+  std::sort(held.begin(), held.end());
+  bench::samples handoff;
+  for (std::size_t k = 1; k < held.size(); ++k)
+    handoff.add((held[k].first - held[k - 1].second) / 1000.0);
+  const double t0 = static_cast<double>(bench::to_ns(start));
+  double drain_s = 0;
+  for (const auto& h : held)
+    drain_s = std::max(drain_s, (h.second - t0) / 1e9);
+  const double ideal_s = static_cast<double>(c.w) * static_cast<double>(s.hold_us) / 1e6;
+  const double n = static_cast<double>(held.size());
+  figures f{{"ops", n}, {"seconds", drain_s}, {"ops_per_s", per(n, drain_s)}, {"waiters", double(c.w)},
+            {"drain_ms", drain_s * 1000}, {"ideal_ms", ideal_s * 1000},
+            {"drain_over_ideal", per(drain_s, ideal_s)}};
+  if (!handoff.empty())
+    latency_figures(f, handoff);
+  common_figures(f, st, acquisitions);
+  return f;
 }
+
+/// free_for_all and fairness: P x C coroutines loop on ONE key, no turns.
+figures run_loop(context& ctx, const config& c, const std::string& scenario, ms warmup,
+                 ms duration, long long hold_us, ms acquire_timeout) {
+  const auto limit = warmup + duration + acquire_timeout + 5s;
+  auto st = prepare(ctx, scenario, job::loop, c, warmup, duration, limit,
+                    static_cast<std::size_t>(duration.count()) * 20 + 1000);
+  auto& sh = st.shared();
+  sh.hold_ns = hold_us * 1000;
+  sh.acquire_timeout_ns = std::chrono::nanoseconds(acquire_timeout).count();
+  bench::mp::run_workers(st, {ctx.s.common.url}, limit);
+  double window = 0, acquisitions = 0, min_p = INFINITY, max_p = 0;
+  for (std::uint32_t i = 0; i < st.workers(); ++i) {
+    window += static_cast<double>(st.result(i).window_acquisitions);
+    acquisitions += static_cast<double>(st.result(i).acquisitions);
+  }
+  const int P = c.shp.processes, N = P * c.shp.coroutines;
+  figures f{{"ops", window},
+            {"seconds", bench::seconds(duration)},
+            {"ops_per_s", per(window, bench::seconds(duration))},
+            {"hold_us", static_cast<double>(hold_us)}};
+  // Shares relative to a fair share: 1 = exactly fair.
+  for (std::uint32_t i = 0; i < st.workers(); ++i) {
+    double r = per(static_cast<double>(st.result(i).window_acquisitions) * P, window);
+    f[fmt::format("share_ratio_p{}", i)] = r;
+    min_p = std::min(min_p, r);
+    max_p = std::max(max_p, r);
+  }
+  f["min_share_ratio"] = min_p;
+  f["max_share_ratio"] = max_p;
+  std::uint64_t top = 0;
+  for (int g = 0; g < N; ++g)
+    top = std::max(top, sh.worker_acq[g]);
+  f["max_share"] = per(static_cast<double>(top), window);
+  f["max_worker_share_ratio"] = per(static_cast<double>(top) * N, window);
+  auto waits = st.all_samples();
+  latency_figures(f, waits);
+  f["cycle_us"] = per(bench::seconds(duration) * 1e6, window);
+  f["wait_p99_limit_us"] = 2.0 * N * f["cycle_us"];
+  common_figures(f, st, acquisitions);
+  return f;
+}
+
+figures run_memory(context& ctx) {
+  config c{wait_mode::pubsub, {1, 1}, 0};
+  auto st = prepare(ctx, "memory", job::memory, c, 0ms, 0ms, 120s);
+  st.shared().waiters = ctx.s.memory_waiters;
+  bench::mp::run_workers(st, {ctx.s.common.url}, 60s);
+  const auto& r = st.result(0);
+  const double n = static_cast<double>(ctx.s.memory_waiters), mib = 1024.0 * 1024.0;
+  if (r.acquisitions != static_cast<std::uint64_t>(ctx.s.memory_waiters))
+    throw std::runtime_error("waiter_memory: not every waiter acquired");
+  figures f{{"ops", n},
+            {"seconds", r.drain_s},
+            {"ops_per_s", per(n, r.drain_s)},
+            {"rss_added_mib", (r.rss_waiting - r.rss_before) / mib},
+            {"bytes_per_waiter", per(r.rss_waiting - r.rss_before, n)},
+            {"heap_bytes_per_waiter", per(r.heap_waiting - r.heap_before, n)},
+            {"rss_after_drain_mib", r.rss_after / mib},
+            {"setup_cmds_per_waiter", per(static_cast<double>(r.setup_commands), n)},
+            {"redis_cmds_per_op", per(static_cast<double>(r.drain_commands), n)},
+            {"client_cpu_us_per_op", per(r.cpu_s * 1e6, n)}};
+  if (st.shared().info_ok)
+    f["redis_calls_per_op"] = per(st.shared().info_calls, n);
+  return f;
+}
+
+// ---- the scenario table: what runs, and what each row is judged against -------------------
+
+json::object row_of(const std::string& name, const config& c, const bench::repetitions& r) {
+  return bench::make_row(name, mode_name(c.mode), c.shp.processes, c.shp.coroutines, 1, r);
+}
+std::optional<double> median_of(const std::vector<config>& cs,
+                                const std::vector<bench::repetitions>& reps, wait_mode m,
+                                int shape_index, const std::string& fig, std::size_t per_shape) {
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    if (cs[i].mode == m && i / per_shape == static_cast<std::size_t>(shape_index))
+      return reps[i].median(fig);
+  return std::nullopt;
+}
+
+asio::awaitable<void> uncontended_latency(context& ctx) {
+  bench::repetitions reps;
+  for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep) {
+    auto f = co_await run_latency(ctx);
+    bench::print_rep("uncontended_latency", rep, f);
+    reps.add(std::move(f));
+  }
+  auto row = bench::make_row("uncontended_latency", "corolock", 1, 1, 1, reps);
+  bench::target_vs(row, "evalsha_one_client", "redis-benchmark", "ops_per_s", ">=", 0.5 / 1.3,
+                   "redis-benchmark -c 1 EVALSHA acquire.lua (a cycle is 2 EVALSHA round trips: "
+                   "0.50 = parity; issue: within 1.3x = 0.50/1.3)");
+  ctx.out->scenario(std::move(row));
+}
+
+asio::awaitable<void> uncontended_throughput(context& ctx) {
+  bench::repetitions reps;
+  for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep) {
+    auto f = co_await run_throughput(ctx);
+    bench::print_rep("uncontended_throughput", rep, f);
+    reps.add(std::move(f));
+  }
+  auto row = bench::make_row("uncontended_throughput", "corolock", 1, ctx.s.tp_coroutines,
+                             ctx.s.tp_keys, reps);
+  bench::target_abs(row, "ops_per_s", ">=", 100000, "issue: 100 000 cycles/s from one process");
+  bench::target_vs(row, "evalsha_pipelined", "redis-benchmark", "ops_per_s", ">=", std::nullopt,
+                   "redis-benchmark -P 16 -c 50 EVALSHA acquire.lua (a cycle is 2 EVALSHA: 0.50 "
+                   "= parity)");
+  ctx.out->scenario(std::move(row));
+}
+
+asio::awaitable<void> hot_key(context& ctx) {
+  const auto& s = ctx.s;
+  auto cs = configs(s.modes, s.hot_shapes);
+  auto reps = measure(ctx, "hot_key", cs, [&](const config& c) { return run_hot_key(ctx, c); });
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    auto row = row_of("hot_key", cs[i], reps[i]);
+    row["hold_us"] = s.hold_us;
+    if (cs[i].mode == wait_mode::pubsub) {
+      const int shape_index = static_cast<int>(i / s.modes.size());
+      auto poll30 = median_of(cs, reps, wait_mode::poll_30ms, shape_index, "ops_per_s", s.modes.size());
+      if (poll30 && *poll30 > 0) {
+        row["vs_poll_30ms"] = std::round(row["ops_per_s"].to_number<double>() / *poll30 * 10) / 10;
+        if (cs[i].shp.processes == 4 && cs[i].shp.coroutines == 1)
+          bench::target_abs(row, "vs_poll_30ms", ">=", 100,
+                            "issue: pubsub >= 100x the acquisitions/s of poll_30ms (4 x 1)");
+      }
+      bench::target_abs(row, "p99_us", "<", 1000, "issue: hand-off p99 < 1000 us");
+    }
+    ctx.out->scenario(std::move(row));
+  }
+  co_return;
+}
+
+asio::awaitable<void> hot_key_waiters(context& ctx) {
+  const auto& s = ctx.s;
+  std::vector<config> cs;
+  for (int p : s.waiter_processes)
+    for (auto m : s.modes)
+      for (long long w : s.waiters)
+        if (w >= p && m != wait_mode::setnx_30ms && (m == wait_mode::pubsub || w <= s.poll_waiters_cap))
+          cs.push_back({m, {p, static_cast<int>((w + p - 1) / p)}, w});
+  auto reps = measure(ctx, "hot_key_waiters", cs, [&](const config& c) { return run_waiters(ctx, c); });
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    auto row = row_of("hot_key_waiters", cs[i], reps[i]);
+    row["hold_us"] = s.hold_us;
+    if (cs[i].mode == wait_mode::pubsub && cs[i].w == 1000 && cs[i].shp.processes == 1)
+      bench::target_abs(row, "redis_cmds_per_op", "<=", 3,
+                        "issue: 1000 waiters in one process: <= 3 Redis commands per acquisition");
+    if (cs[i].mode == wait_mode::pubsub && cs[i].w == 1000 && cs[i].shp.processes == 4)
+      bench::target_abs(row, "redis_cmds_per_op", "<=", 6,
+                        "issue: 1000 waiters over 4 processes: <= 6 Redis commands per acquisition");
+    ctx.out->scenario(std::move(row));
+  }
+  co_return;
+}
+
+asio::awaitable<void> free_for_all(context& ctx) {
+  const auto& s = ctx.s;
+  auto cs = configs(s.modes, s.ffa_shapes);
+  auto reps = measure(ctx, "free_for_all", cs, [&](const config& c) {
+    return run_loop(ctx, c, "ffa", ms(s.ffa_warmup_ms), ms(s.ffa_duration_ms), s.hold_us, 0ms);
+  });
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    auto row = row_of("free_for_all", cs[i], reps[i]);
+    if (cs[i].mode == wait_mode::pubsub) {
+      double best = 0;
+      std::string best_mode;
+      const int shape_index = static_cast<int>(i / s.modes.size());
+      for (auto m : s.modes)
+        if (m != wait_mode::pubsub)
+          if (auto v = median_of(cs, reps, m, shape_index, "ops_per_s", s.modes.size()); v && *v > best) {
+            best = *v;
+            best_mode = mode_name(m);
+          }
+      if (best > 0) {
+        row["vs_best_poll"] = std::round(row["ops_per_s"].to_number<double>() / best * 1000) / 1000;
+        row["best_poll_mode"] = best_mode;
+        bench::target_abs(row, "vs_best_poll", ">=", 1,
+                          "BENCH.md: acquisitions/s no worse than the best polling mode (" +
+                              best_mode + ")");
+      }
+    }
+    ctx.out->scenario(std::move(row));
+  }
+  co_return;
+}
+
+asio::awaitable<void> fairness(context& ctx) {
+  const auto& s = ctx.s;
+  auto cs = configs(s.modes, {s.fair_shape});
+  auto reps = measure(ctx, "fairness", cs, [&](const config& c) {
+    return run_loop(ctx, c, "fair", ms(s.fair_warmup_ms), ms(s.fair_duration_ms), s.fair_hold_us,
+                    ms(s.fair_timeout_ms));
+  });
+  const int N = s.fair_shape.processes * s.fair_shape.coroutines;
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    auto row = row_of("fairness", cs[i], reps[i]);
+    row["acquire_timeout_ms"] = s.fair_timeout_ms;
+    if (cs[i].mode == wait_mode::pubsub) {
+      bench::target_abs(row, "min_share_ratio", ">=", 0.8, "issue: every process's share >= 0.8 x fair");
+      bench::target_abs(row, "max_share_ratio", "<=", 1.2, "issue: every process's share <= 1.2 x fair");
+      if (auto lim = reps[i].median("wait_p99_limit_us"))
+        bench::target_abs(row, "p99_us", "<=", *lim,
+                          fmt::format("issue: wait p99 <= 2 x {} coroutines x cycle", N));
+      bench::target_abs(row, "timeouts", "<=", 0, "issue: no acquire_for(10 s) times out");
+    }
+    ctx.out->scenario(std::move(row));
+  }
+  co_return;
+}
+
+asio::awaitable<void> waiter_memory(context& ctx) {
+  bench::repetitions reps;
+  for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep) {
+    auto f = run_memory(ctx);
+    bench::print_rep("waiter_memory", rep, f);
+    reps.add(std::move(f));
+  }
+  auto row = bench::make_row("waiter_memory", "pubsub", 1, static_cast<int>(ctx.s.memory_waiters),
+                             1, reps);
+  bench::target_abs(row, "rss_added_mib", "<", 20, "issue: 10 000 waiting coroutines add < 20 MiB resident");
+  ctx.out->scenario(std::move(row));
+  co_return;
+}
+
+const std::pair<const char*, asio::awaitable<void> (*)(context&)> scenarios[] = {
+    {"uncontended_latency", uncontended_latency}, {"uncontended_throughput", uncontended_throughput},
+    {"hot_key", hot_key},                         {"hot_key_waiters", hot_key_waiters},
+    {"free_for_all", free_for_all},               {"fairness", fairness},
+    {"waiter_memory", waiter_memory}};
 
 asio::awaitable<void> delete_bench_keys(corolock::client& redis) {
   std::string cursor = "0";
-  std::size_t deleted = 0;
   for (int round = 0; round < 10000; ++round) {
     corolock::request scan;
     scan.push("SCAN", cursor, "MATCH", "corolock:{bench:*", "COUNT", "1000");
-    auto replies = co_await redis.exec(std::move(scan), asio::use_awaitable);
-    const auto& r = replies.at(0);
-    if (r.type != corolock::resp::type::array || r.children.size() != 2)
+    auto r = co_await redis.exec(std::move(scan), asio::use_awaitable);
+    if (r.at(0).children.size() != 2)
       co_return;
-    cursor = r.children[0].data;
+    cursor = r[0].children[0].data;
     std::vector<std::string> keys;
-    for (const auto& k : r.children[1].children)
+    for (const auto& k : r[0].children[1].children)
       keys.push_back(k.data);
     if (!keys.empty()) {
       corolock::request del;
       del.push_range("UNLINK", keys);
       co_await redis.exec(std::move(del), asio::use_awaitable);
-      deleted += keys.size();
     }
     if (cursor == "0")
       break;
   }
-  fmt::print("lock_bench: deleted {} benchmark keys\n", deleted);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Rows
-
-std::string context::lock_name(const std::string& scenario) {
-  return fmt::format("bench:{}:{}:{}", scenario, ::getpid(), ++lock_seq);
-}
-
-namespace {
-/// The 1-minute load average (the machine is shared: every row says how busy it was).
-double loadavg_1m() {
-  std::ifstream in("/proc/loadavg");
-  double x = 0;
-  in >> x;
-  return x;
-}
-} // namespace
-
-void context::write(bench::scenario_row& row, const bench::comparison& c) {
-  row.extra["loadavg_1m"] = loadavg_1m();
-  bench::expect(row, c);
-  if (!baseline_rows.empty()) {
-    if (auto v = bench::evaluate(row, baseline_rows))
-      (*v ? met : missed)++;
-  }
-  out->scenario(row);
-}
-
-void context::write(bench::scenario_row& row, const bench::absolute_target& t) {
-  row.extra["loadavg_1m"] = loadavg_1m();
-  if (auto v = bench::expect_absolute(row, t))
-    (*v ? met : missed)++;
-  out->scenario(row);
-}
-
-void context::write(bench::scenario_row& row) {
-  row.extra["loadavg_1m"] = loadavg_1m();
-  out->scenario(row);
-}
-
-bench::comparison versus(std::string baseline_name, std::string label, std::string metric,
-                         bench::better direction, std::optional<double> target) {
-  bench::comparison c;
-  c.baseline_name = std::move(baseline_name);
-  c.label = std::move(label);
-  c.metric = std::move(metric);
-  c.direction = direction;
-  c.target = target;
-  return c;
-}
-
-bench::absolute_target at_most(std::string metric, double threshold, std::string label,
-                               bool strict) {
-  bench::absolute_target t;
-  t.metric = std::move(metric);
-  t.direction = bench::better::lower;
-  t.threshold = threshold;
-  t.strict = strict;
-  t.label = std::move(label);
-  return t;
-}
-
-bench::absolute_target at_least(std::string metric, double threshold, std::string label,
-                                bool strict) {
-  auto t = at_most(std::move(metric), threshold, std::move(label), strict);
-  t.direction = bench::better::higher;
-  return t;
-}
-
-void figure_reps::add(figures f) {
-  for (const auto& [k, v] : f)
-    if (std::find(names_.begin(), names_.end(), k) == names_.end())
-      names_.push_back(k);
-  reps_.add(std::move(f));
-}
-
-namespace {
-double rounded(double v) {
-  double a = std::fabs(v);
-  return bench::json::round_to(v, a >= 1000 ? 0 : a >= 10 ? 1 : 3);
-}
-} // namespace
-
-bench::scenario_row make_row(std::string name, std::string mode, int processes, int coroutines,
-                             int keys, const figure_reps& reps) {
-  bench::scenario_row row;
-  row.name = std::move(name);
-  row.mode = std::move(mode);
-  row.processes = processes;
-  row.coroutines = coroutines;
-  row.keys = keys;
-  row.ops = reps.median("ops").value_or(0);
-  row.seconds = reps.median("seconds").value_or(0);
-  row.ops_per_s = reps.median("ops_per_s").value_or(0);
-  row.p50_us = reps.median("p50_us");
-  row.p99_us = reps.median("p99_us");
-  row.redis_cmds_per_op = reps.median("redis_cmds_per_op");
-  row.repetitions = static_cast<int>(reps.count());
-  static const std::vector<std::string> fixed = {"ops",    "seconds", "ops_per_s",
-                                                 "p50_us", "p99_us",  "redis_cmds_per_op"};
-  for (const auto& k : reps.names()) {
-    if (std::find(fixed.begin(), fixed.end(), k) != fixed.end())
-      continue;
-    if (auto v = reps.median(k))
-      row.extra[k] = rounded(*v);
-  }
-  if (auto sp = reps.spread("ops_per_s"))
-    row.extra["ops_per_s_spread"] = bench::json::round_to(*sp, 3);
-  return row;
-}
-
-void print_rep(const std::string& what, int rep, const figures& f) {
-  std::string line = fmt::format("  {} rep {}:", what, rep);
-  auto add = [&](const char* key, const char* fmt_str) {
-    if (auto it = f.find(key); it != f.end())
-      line += fmt::format(fmt::runtime(fmt_str), it->second);
-  };
-  add("ops_per_s", " {:.0f} ops/s");
-  add("p50_us", ", p50 {:.1f} us");
-  add("p99_us", ", p99 {:.1f} us");
-  add("max_us", ", max {:.0f} us");
-  add("redis_cmds_per_op", ", cmds/op {:.2f}");
-  add("redis_calls_per_op", ", redis calls/op {:.2f}");
-  add("evalsha_per_op", ", evalsha/op {:.2f}");
-  add("client_cpu_us_per_op", ", client CPU {:.1f} us/op");
-  add("client_switches_per_op", " ({:.1f} context switches/op)");
-  add("redis_cpu_pct", ", redis CPU {:.0f}%");
-  add("cycle_us", ", cycle {:.0f} us");
-  add("hold_actual_us", " = hold {:.0f}");
-  add("release_us", " + release {:.0f} + hand-off");
-  add("bell_p50_us", ", bell p50 {:.0f} us");
-  add("late_start_fraction", ", late starts {:.3f}");
-  add("waited_fraction", ", waited {:.3f}");
-  add("max_share", ", max share {:.3f}");
-  add("drain_over_ideal", ", drain/(W*hold) {:.2f}");
-  add("completed", ", completed {:.0f}");
-  add("rss_added_mib", ", RSS +{:.2f} MiB");
-  add("bytes_per_waiter", " ({:.0f} B/waiter)");
-  add("heap_bytes_per_waiter", ", live heap {:.0f} B/waiter");
-  fmt::print("{}\n", line);
-  std::fflush(stdout);
-}
-
-// ---------------------------------------------------------------------------------------------
-// uncontended_latency
-
-asio::awaitable<void> uncontended_latency(corolock::client& redis, context& ctx) {
-  const auto& s = ctx.s;
-  corolock::mutex m(redis, ctx.lock_name("latency"));
-  fmt::print("uncontended_latency: 1 coroutine, acquire + release on one key, {} cycles per "
-             "repetition, {} repetitions\n",
-             s.latency_cycles, s.common.repetitions);
-  for (long long i = 0; i < s.latency_warmup; ++i) {
-    auto g = co_await m.acquire();
-    co_await g.release();
-  }
-  figure_reps reps;
-  const double n = static_cast<double>(s.latency_cycles);
-  for (int rep = 1; rep <= s.common.repetitions; ++rep) {
-    auto info0 = co_await bench::read_commandstats(redis);
-    auto st0 = redis.stats();
-    bench::samples lat;
-    lat.reserve(static_cast<std::size_t>(s.latency_cycles));
-    double cpu0 = bench::process_cpu_seconds();
-    auto t0 = steady::now();
-    for (long long i = 0; i < s.latency_cycles; ++i) {
-      auto t = steady::now();
-      auto g = co_await m.acquire();
-      co_await g.release();
-      lat.add(bench::micros_since(t));
+asio::awaitable<int> parent_main(settings s) {
+  bench::results_file out(s.common.out);
+  corolock::client redis(co_await asio::this_coro::executor, s.common.url);
+  co_await redis.connect();
+  context ctx{s, &out, &redis};
+  auto version = bench::info_field(co_await bench::read_info(redis, "server"), "redis_version");
+  out.machine("redis_version", bench::json::string(version));
+  fmt::print("lock_bench: {} (Redis {}), {} repetitions, hold {} us, load average {:.2f}\n",
+             s.common.url, version, s.common.repetitions, s.hold_us, bench::loadavg_1m());
+  for (const auto& [name, run] : scenarios)
+    if (s.common.wants(name)) {
+      auto t0 = steady::now();
+      co_await run(ctx); // the multi-process ones block this thread: this client idles
+      fmt::print("{}: {:.1f} s\n", name, bench::seconds(steady::now() - t0));
+      std::fflush(stdout);
     }
-    double secs = bench::seconds(steady::now() - t0);
-    double cpu = bench::process_cpu_seconds() - cpu0;
-    auto st1 = redis.stats();
-    auto info1 = co_await bench::read_commandstats(redis);
-    auto d = info1 - info0;
-    auto sum = lat.summarize();
-    figures f;
-    f["ops"] = n;
-    f["seconds"] = secs;
-    f["ops_per_s"] = per(n, secs);
-    f["p50_us"] = sum.p50;
-    f["p99_us"] = sum.p99;
-    f["max_us"] = sum.max;
-    f["mean_us"] = sum.mean;
-    f["redis_cmds_per_op"] = per(static_cast<double>(st1.commands - st0.commands), n);
-    f["redis_calls_per_op"] = per(static_cast<double>(d.total()), n);
-    f["evalsha_per_op"] = per(static_cast<double>(d.of("evalsha")), n);
-    f["client_cpu_us_per_op"] = per(cpu * 1e6, n);
-    print_rep("uncontended_latency", rep, f);
-    reps.add(std::move(f));
-  }
-  auto row = make_row("uncontended_latency", "corolock", 1, 1, 1, reps);
-  ctx.write(row, versus("evalsha_one_client",
-                        "redis-benchmark -c 1 EVALSHA acquire.lua (a cycle is 2 EVALSHA round "
-                        "trips: 0.50 = parity; issue: within 1.3x = 0.50/1.3)",
-                        "ops_per_s", bench::better::higher, 0.5 / 1.3));
+  co_await delete_bench_keys(redis);
+  redis.close();
+  co_return 0;
 }
-
-// ---------------------------------------------------------------------------------------------
-// uncontended_throughput
-
-namespace {
-
-struct tp_state {
-  bool stop = false;
-  bool measuring = false;
-  std::uint64_t total = 0, window = 0;
-  bench::samples latency_us;
-  std::string error;
-};
-
-/// One coroutine's loop over its own keys: first, first + stride, ... (nobody else uses them).
-asio::awaitable<void> tp_loop(std::vector<corolock::mutex>& locks, std::size_t first,
-                              std::size_t stride, tp_state& st) {
-  std::size_t k = first;
-  while (!st.stop) {
-    auto t = steady::now();
-    auto [ec, g] = co_await locks[k].acquire(bench::use_tuple);
-    if (!ec) {
-      auto [ec2] = co_await g.release(bench::use_tuple);
-      ec = ec2;
-    }
-    if (ec) {
-      if (st.error.empty())
-        st.error = ec.message();
-      st.stop = true;
-      co_return;
-    }
-    ++st.total;
-    if (st.measuring) {
-      ++st.window;
-      st.latency_us.add(bench::micros_since(t));
-    }
-    k += stride;
-    if (k >= locks.size())
-      k = first;
-  }
-}
-
-} // namespace
-
-asio::awaitable<void> uncontended_throughput(corolock::client& redis, context& ctx) {
-  const auto& s = ctx.s;
-  auto ex = co_await asio::this_coro::executor;
-  const std::string base = ctx.lock_name("tp");
-  std::vector<corolock::mutex> locks;
-  locks.reserve(static_cast<std::size_t>(s.tp_keys));
-  for (int k = 0; k < s.tp_keys; ++k)
-    locks.emplace_back(redis, base + ":" + std::to_string(k));
-  const auto C = static_cast<std::size_t>(s.tp_coroutines);
-  fmt::print("uncontended_throughput: {} coroutines, {} keys (each coroutine its own), one "
-             "connection, {} ms warm-up + {} ms, {} repetitions\n",
-             s.tp_coroutines, s.tp_keys, s.tp_warmup.count(), s.tp_duration.count(),
-             s.common.repetitions);
-  figure_reps reps;
-  for (int rep = 1; rep <= s.common.repetitions; ++rep) {
-    auto info0 = co_await bench::read_commandstats(redis);
-    tp_state st;
-    st.latency_us.reserve(static_cast<std::size_t>(s.tp_duration.count()) * 300 + 1000);
-    bench::wait_group wg(ex);
-    std::exception_ptr error;
-    for (std::size_t c = 0; c < C; ++c)
-      bench::spawn_counted(ex, wg, error, tp_loop(locks, c, C, st));
-    co_await sleep_for(s.tp_warmup);
-    double rcpu0 = co_await redis_cpu_seconds(redis);
-    auto st0 = redis.stats();
-    double cpu0 = bench::process_cpu_seconds();
-    st.measuring = true;
-    auto t0 = steady::now();
-    co_await sleep_for(s.tp_duration);
-    st.measuring = false;
-    auto t1 = steady::now();
-    double cpu = bench::process_cpu_seconds() - cpu0;
-    auto st1 = redis.stats();
-    double rcpu1 = co_await redis_cpu_seconds(redis);
-    auto t2 = steady::now();
-    st.stop = true;
-    co_await wg.wait();
-    if (error)
-      std::rethrow_exception(error);
-    if (!st.error.empty())
-      throw std::runtime_error("uncontended_throughput: " + st.error);
-    auto info1 = co_await bench::read_commandstats(redis);
-    auto d = info1 - info0;
-    double ops = static_cast<double>(st.window);
-    double secs = bench::seconds(t1 - t0);
-    double rsecs = bench::seconds(t2 - t0); // between the two INFO cpu replies (about)
-    auto sum = st.latency_us.summarize();
-    double cmds = static_cast<double>(st1.commands - st0.commands);
-    figures f;
-    f["ops"] = ops;
-    f["seconds"] = secs;
-    f["ops_per_s"] = per(ops, secs);
-    f["p50_us"] = sum.p50;
-    f["p99_us"] = sum.p99;
-    f["max_us"] = sum.max;
-    f["redis_cmds_per_op"] = per(cmds, ops);
-    f["redis_calls_per_op"] = per(static_cast<double>(d.total()), static_cast<double>(st.total));
-    f["evalsha_per_op"] =
-        per(static_cast<double>(d.of("evalsha")), static_cast<double>(st.total));
-    f["pipelining_factor"] = per(cmds, static_cast<double>(st1.writes - st0.writes));
-    f["client_cpu_us_per_op"] = per(cpu * 1e6, ops);
-    f["client_cpu_pct"] = per(cpu * 100, secs);
-    f["redis_cpu_pct"] = per((rcpu1 - rcpu0) * 100, rsecs);
-    f["redis_cpu_us_per_op"] = per((rcpu1 - rcpu0) * 1e6, per(ops, secs) * rsecs);
-    print_rep("uncontended_throughput", rep, f);
-    reps.add(std::move(f));
-  }
-  const int C_int = s.tp_coroutines;
-  auto row = make_row("uncontended_throughput", "corolock", 1, C_int, s.tp_keys, reps);
-  ctx.write(row, versus("evalsha_pipelined",
-                        "redis-benchmark -P 16 -c 50 EVALSHA acquire.lua (a cycle is 2 EVALSHA: "
-                        "0.50 = parity)",
-                        "ops_per_s", bench::better::higher, std::nullopt));
-  auto target_row = make_row("uncontended_throughput", "corolock", 1, C_int, s.tp_keys, reps);
-  ctx.write(target_row, at_least("ops_per_s", 100000, "issue: 100 000 cycles/s from one process"));
-}
-
-// ---------------------------------------------------------------------------------------------
-// waiter_memory (the measuring happens in a fresh worker process: see lock_contended.cpp)
-
-asio::awaitable<void> waiter_memory(context& ctx) {
-  const auto& s = ctx.s;
-  const double n = static_cast<double>(s.memory_waiters);
-  constexpr double mib = 1024.0 * 1024.0;
-  fmt::print("waiter_memory: {} coroutines wait on a lock another client holds (a fresh process "
-             "per repetition), then drain; {} repetitions\n",
-             s.memory_waiters, s.common.repetitions);
-  figure_reps reps;
-  for (int rep = 1; rep <= s.common.repetitions; ++rep) {
-    auto st = mp_state::create(1);
-    auto& sh = st.shared();
-    sh.job = static_cast<int>(job::memory);
-    sh.mode = static_cast<int>(wait_mode::pubsub);
-    sh.waiters = s.memory_waiters;
-    sh.limit_ns = std::chrono::nanoseconds(120s).count();
-    auto name = ctx.lock_name("memory");
-    std::snprintf(sh.lock_name, sizeof sh.lock_name, "%s", name.c_str());
-    run_workers(st, s.common.url, 60s);
-    const auto& r = st.result(0);
-    if (r.acquisitions != static_cast<std::uint64_t>(s.memory_waiters))
-      throw std::runtime_error(fmt::format("waiter_memory: {} of {} waiters acquired",
-                                           r.acquisitions, s.memory_waiters));
-    figures f;
-    f["ops"] = n;
-    f["seconds"] = r.drain_s;
-    f["ops_per_s"] = per(n, r.drain_s);
-    f["rss_added_mib"] = (r.rss_waiting - r.rss_before) / mib;
-    f["bytes_per_waiter"] = per(r.rss_waiting - r.rss_before, n);
-    f["rss_before_mib"] = r.rss_before / mib;
-    f["rss_waiting_mib"] = r.rss_waiting / mib;
-    f["rss_after_drain_mib"] = r.rss_after / mib;
-    f["rss_peak_mib"] = r.rss_peak / mib;
-    // Live heap per waiter (mallinfo2): what the waiters hold. The rest of the resident growth
-    // is memory malloc keeps after the first attempts of all waiters (sent at once) were freed.
-    f["heap_added_mib"] = (r.heap_waiting - r.heap_before) / mib;
-    f["heap_bytes_per_waiter"] = per(r.heap_waiting - r.heap_before, n);
-    f["setup_s"] = r.setup_s;
-    f["setup_cmds_per_waiter"] = per(static_cast<double>(r.setup_commands), n);
-    f["redis_cmds_per_op"] = per(static_cast<double>(r.drain_commands), n);
-    if (sh.info_ok)
-      f["redis_calls_per_op"] = per(sh.info_calls, n);
-    f["client_cpu_us_per_op"] = per(r.cpu_s * 1e6, n);
-    print_rep("waiter_memory", rep, f);
-    reps.add(std::move(f));
-  }
-  auto row = make_row("waiter_memory", "pubsub", 1, static_cast<int>(s.memory_waiters), 1, reps);
-  ctx.write(row, at_most("rss_added_mib", 20,
-                         "issue: 10 000 waiting coroutines add < 20 MiB resident", true));
-  co_return;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Settings
 
 std::vector<shape> parse_shapes(const std::string& text) {
   std::vector<shape> out;
-  std::string_view v = text;
-  while (!v.empty()) {
-    auto comma = v.find(',');
-    std::string one(v.substr(0, comma));
-    v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+  for (const auto& one : bench::split_list(text)) {
     auto x = one.find('x');
-    if (x == std::string::npos)
-      throw std::invalid_argument("a shape is PxC, e.g. 4x16: '" + one + "'");
-    shape sh;
-    sh.processes = std::stoi(one.substr(0, x));
-    sh.coroutines = std::stoi(one.substr(x + 1));
-    if (sh.processes < 1 || sh.processes > max_processes || sh.coroutines < 1 ||
+    shape sh{std::stoi(one.substr(0, x)), x == std::string::npos ? 0 : std::stoi(one.substr(x + 1))};
+    if (sh.processes < 1 || sh.processes > 16 || sh.coroutines < 1 ||
         sh.processes * sh.coroutines > max_workers)
-      throw std::invalid_argument("shape out of range: '" + one + "'");
+      throw std::invalid_argument("a shape is PxC, e.g. 4x16 (P <= 16, P x C <= 4096): " + one);
     out.push_back(sh);
   }
   return out;
 }
 
 settings parse_settings(int argc, char** argv) {
-  bench::cli args(argc, argv);
   settings s;
-  s.common = bench::common_options::parse(args);
-  const bool q = s.common.quick;
-  {
-    std::string modes = args.string("--modes", "pubsub,poll_30ms,poll_1ms");
-    std::string_view v = modes;
-    while (!v.empty()) {
-      auto comma = v.find(',');
-      s.modes.push_back(parse_mode(std::string(v.substr(0, comma))));
-      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
-    }
-  }
-  s.hold = std::chrono::microseconds(args.integer("--hold-us", 100));
-  s.hold_spin = std::chrono::microseconds(args.integer("--hold-spin-us", 0));
-  s.latency_cycles = args.integer("--latency-cycles", q ? 3000 : 10000);
-  s.latency_warmup = args.integer("--latency-warmup", q ? 300 : 1000);
-  s.tp_coroutines = static_cast<int>(args.integer("--tp-coroutines", 1000));
-  s.tp_keys = static_cast<int>(args.integer("--tp-keys", 10000));
-  s.tp_warmup = ms(args.integer("--tp-warmup-ms", q ? 300 : 1000));
-  s.tp_duration = ms(args.integer("--tp-duration-ms", q ? 1000 : 3000));
-  s.hot_shapes = parse_shapes(args.string("--hot-shapes", q ? "4x1" : "4x1,4x16"));
-  s.hot_target_shape = shape{4, 1};
-  s.hot_warmup = ms(args.integer("--hot-warmup-ms", q ? 100 : 300));
-  s.hot_duration = ms(args.integer("--hot-duration-ms", q ? 700 : 2000));
-  s.waiters = args.integers("--waiters", {1, 10, 100, 1000});
-  for (long long p : args.integers("--waiter-processes", {1, 4}))
-    s.waiter_processes.push_back(static_cast<int>(p));
-  s.poll_waiters_cap = args.integer("--poll-waiters-cap", q ? 10 : 1000);
-  s.waiters_limit = ms(args.integer("--waiters-limit-ms", q ? 5000 : 15000));
-  s.ffa_shapes = parse_shapes(args.string("--ffa-shapes", "4x16"));
-  s.ffa_warmup = ms(args.integer("--ffa-warmup-ms", q ? 100 : 300));
-  s.ffa_duration = ms(args.integer("--ffa-duration-ms", q ? 500 : 2000));
-  s.memory_waiters = args.integer("--memory-waiters", 10000);
-  args.finish();
-  if (s.modes.empty() || s.hold.count() < 0 || s.latency_cycles < 1 || s.tp_coroutines < 1 ||
-      s.tp_keys < s.tp_coroutines || s.memory_waiters < 1)
+  std::string modes, hot, ffa, fair, waiters, waiter_processes;
+  namespace po = bench::po;
+  po::options_description o("lock_bench");
+  o.add_options()("modes", po::value(&modes), "pubsub,poll_30ms,poll_1ms,setnx_30ms (quick: no setnx_30ms)")(
+      "hold-us", po::value(&s.hold_us), "hold (hot_key, hot_key_waiters, free_for_all): 100")(
+      "latency-cycles", po::value(&s.latency_cycles), "uncontended_latency: cycles per repetition")(
+      "tp-coroutines", po::value(&s.tp_coroutines), "uncontended_throughput: 1000")(
+      "tp-keys", po::value(&s.tp_keys), "uncontended_throughput: 10000")(
+      "tp-duration-ms", po::value(&s.tp_duration_ms), "uncontended_throughput: window")(
+      "hot-shapes", po::value(&hot), "hot_key: PxC list (4x1,4x16)")(
+      "hot-duration-ms", po::value(&s.hot_duration_ms), "hot_key: window")(
+      "waiters", po::value(&waiters), "hot_key_waiters: W list (1,10,100,1000)")(
+      "waiter-processes", po::value(&waiter_processes), "hot_key_waiters: P list (1,4)")(
+      "poll-waiters-cap", po::value(&s.poll_waiters_cap), "hot_key_waiters: polling up to this W")(
+      "ffa-shapes", po::value(&ffa), "free_for_all: PxC list (4x1,4x16)")(
+      "ffa-duration-ms", po::value(&s.ffa_duration_ms), "free_for_all: window")(
+      "fair-shape", po::value(&fair), "fairness: PxC (4x8)")(
+      "fair-hold-us", po::value(&s.fair_hold_us), "fairness: hold (1000)")(
+      "fair-duration-ms", po::value(&s.fair_duration_ms), "fairness: window (6000; quick 3000)")(
+      "fair-timeout-ms", po::value(&s.fair_timeout_ms), "fairness: acquire_for (10000)")(
+      "memory-waiters", po::value(&s.memory_waiters), "waiter_memory: 10000");
+  s.common = bench::parse_command_line(argc, argv, o, [&](bool q) {
+    modes = q ? "pubsub,poll_30ms,poll_1ms" : "pubsub,poll_30ms,poll_1ms,setnx_30ms";
+    s.hold_us = 100;
+    s.latency_cycles = q ? 3000 : 10000;
+    s.latency_warmup = q ? 300 : 1000;
+    s.tp_coroutines = 1000;
+    s.tp_keys = 10000;
+    s.tp_warmup_ms = q ? 300 : 1000;
+    s.tp_duration_ms = q ? 1000 : 3000;
+    hot = q ? "4x1" : "4x1,4x16";
+    s.hot_warmup_ms = q ? 100 : 300;
+    s.hot_duration_ms = q ? 700 : 2000;
+    waiters = "1,10,100,1000";
+    waiter_processes = "1,4";
+    s.poll_waiters_cap = q ? 10 : 1000;
+    s.waiters_limit_ms = q ? 5000 : 15000;
+    ffa = "4x1,4x16";
+    s.ffa_warmup_ms = q ? 100 : 300;
+    s.ffa_duration_ms = q ? 500 : 2000;
+    fair = "4x8";
+    s.fair_hold_us = 1000;
+    s.fair_warmup_ms = q ? 200 : 500;
+    s.fair_duration_ms = q ? 3000 : 6000;
+    s.fair_timeout_ms = 10000;
+    s.memory_waiters = 10000;
+  });
+  for (const auto& m : bench::split_list(modes))
+    s.modes.push_back(parse_mode(m));
+  s.hot_shapes = parse_shapes(hot);
+  s.ffa_shapes = parse_shapes(ffa);
+  s.fair_shape = parse_shapes(fair).at(0);
+  for (const auto& w : bench::split_list(waiters))
+    s.waiters.push_back(std::stoll(w));
+  for (const auto& p : bench::split_list(waiter_processes))
+    s.waiter_processes.push_back(std::stoi(p));
+  if (s.modes.empty() || s.hold_us < 0 || s.latency_cycles < 1 || s.tp_keys < s.tp_coroutines ||
+      s.memory_waiters < 1)
     throw std::invalid_argument("bad sizes (--tp-keys must be >= --tp-coroutines)");
-  for (long long w : s.waiters)
-    if (w < 1 || w > 1000000)
-      throw std::invalid_argument("--waiters: each between 1 and 1000000");
-  for (int p : s.waiter_processes)
-    if (p < 1 || p > max_processes)
-      throw std::invalid_argument("--waiter-processes: each between 1 and 16");
   return s;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-namespace {
-
-asio::awaitable<int> parent_main(settings s) {
-  bench::results_file out(s.common.out);
-  context ctx;
-  ctx.s = s;
-  ctx.out = &out;
-  if (!s.common.baselines.empty())
-    ctx.baseline_rows = bench::scenario_rows(bench::read_json_lines(s.common.baselines));
-
-  corolock::client redis(co_await asio::this_coro::executor, s.common.url);
-  co_await redis.connect();
-  auto version = co_await bench::read_info_field(redis, "server", "redis_version");
-  out.machine("redis_version", version);
-  fmt::print("lock_bench: {} (Redis {}), {} repetitions{}, hold {} us, load average {}\n",
-             s.common.url, version, s.common.repetitions, s.common.quick ? ", quick" : "",
-             std::chrono::duration_cast<std::chrono::microseconds>(s.hold).count(),
-             [] {
-               std::ifstream in("/proc/loadavg");
-               std::string a, b, c;
-               in >> a >> b >> c;
-               return a + " " + b + " " + c;
-             }());
-  std::fflush(stdout);
-
-  auto timed = [](const char* name, steady::time_point t0) {
-    fmt::print("{}: {:.1f} s\n", name, bench::seconds(steady::now() - t0));
-    std::fflush(stdout);
-  };
-  if (s.common.wants("uncontended_latency")) {
-    auto t0 = steady::now();
-    co_await uncontended_latency(redis, ctx);
-    timed("uncontended_latency", t0);
-  }
-  if (s.common.wants("uncontended_throughput")) {
-    auto t0 = steady::now();
-    co_await uncontended_throughput(redis, ctx);
-    timed("uncontended_throughput", t0);
-  }
-  // The multi-process scenarios block this thread while their workers run: this client idles.
-  if (s.common.wants("hot_key")) {
-    auto t0 = steady::now();
-    co_await hot_key(ctx);
-    timed("hot_key", t0);
-  }
-  if (s.common.wants("hot_key_waiters")) {
-    auto t0 = steady::now();
-    co_await hot_key_waiters(ctx);
-    timed("hot_key_waiters", t0);
-  }
-  if (s.common.wants("free_for_all")) {
-    auto t0 = steady::now();
-    co_await free_for_all(ctx);
-    timed("free_for_all", t0);
-  }
-  if (s.common.wants("waiter_memory")) {
-    auto t0 = steady::now();
-    co_await waiter_memory(ctx);
-    timed("waiter_memory", t0);
-  }
-
-  co_await delete_bench_keys(redis);
-  redis.close();
-  fmt::print("lock_bench: done; absolute targets: {} met, {} missed{}\n", ctx.met, ctx.missed,
-             ctx.baseline_rows.empty()
-                 ? " (targets against redis-benchmark rows are judged by `bench_report merge`)"
-                 : "");
-  co_return 0;
 }
 
 } // namespace
 } // namespace lockbench
 
 int main(int argc, char** argv) {
-  namespace bench = corolock::bench;
   try {
-    if (auto w = bench::mp::parse_worker_args(argc, argv)) {
-      auto wa = *w;
-      return bench::run_main([wa] { return lockbench::worker_main(wa); });
-    }
+    if (auto w = corolock::bench::mp::parse_worker_args(argc, argv))
+      return corolock::bench::run_main([wa = *w] { return lockbench::worker_main(wa); });
     auto s = lockbench::parse_settings(argc, argv);
-    return bench::run_main([s] { return lockbench::parent_main(s); });
+    return corolock::bench::run_main([s] { return lockbench::parent_main(s); });
   } catch (const std::exception& e) {
-    fmt::print(stderr, "lock_bench: {}\n", e.what());
+    std::fprintf(stderr, "lock_bench: %s\n", e.what());
     return 2;
   }
 }

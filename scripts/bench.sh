@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Runs the benchmarks (protocol: /work/shared/BENCH.md) and writes bench/results/latest.json,
-# latest.md and latest.svg.
+# Runs the benchmarks (protocol: /work/shared/BENCH.md; what they measure: bench/README.md) and
+# writes bench/results/latest.json, latest.md and the charts latest-*.png.
 # Usage: scripts/bench.sh [--quick]
-#   --quick  shorter runs: 3 repetitions, 1-2 minutes of measuring (the full run: 5 repetitions,
-#            5-10 minutes).
+#   --quick  shorter runs: 3 repetitions, under 3 minutes (the full run: 5 repetitions, the peers
+#            3, under 20 minutes).
 # Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_REPETITIONS (override),
-#              CMAKE_ARGS (passed to build.sh).
+#              BENCH_PEERS=0 (skip the peers), CMAKE_ARGS (passed to build.sh).
 #
-# Steps: deps.sh; Release build of the bench programs into their own build dir; a private
+# Steps: deps.sh --bench; Release build of the bench programs into their own build dir; a private
 # redis-server (persistence off) on a free loopback port; the baselines and ceilings with
-# redis-benchmark against that server, before and after every benchmark program (BENCH_PROGRAMS);
-# bench_report merges the parts, judges the targets and prints the markdown table.
-# Every program gets: <redis-url> [--quick] --repetitions N --out <part>; it records, per row, which
-# baseline row it is compared with, and bench_report merge judges the targets (MET/MISSED).
+# redis-benchmark against that server, before and after the programs (BENCH_PROGRAMS) and the
+# peers (bench/peers/run_peers.py); bench/report.py merges the parts, judges the targets, draws the
+# charts and prints the tables.
+# Every program gets: <redis-url> [--quick] --repetitions N --out <part>; its rows say what they are
+# judged against, and report.py merge judges them (MET/MISSED).
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -27,12 +28,12 @@ for arg in "$@"; do
 done
 
 # The benchmark programs, in the order they run. Each is a target in bench/CMakeLists.txt.
-BENCH_PROGRAMS=(connection_bench lock_bench) # lock_bench: added for the lock benchmarks
+BENCH_PROGRAMS=(connection_bench lock_bench)
 
 if ((quick)); then
   REPS=${BENCH_REPETITIONS:-3}
   RB_PING_N=20000        # redis-benchmark -c 1: ~1 s each on a 2-core VM
-  RB_PIPELINED_N=1000000 # -P 16 -c 50: ~2 s each
+  RB_PIPELINED_N=500000  # -P 16 -c 50: ~1 s each
   PROGRAM_TIMEOUT=240
   RB_EVALSHA_N=10000            # lock_bench ceilings (see the hook in measure_baselines)
   RB_EVALSHA_PIPELINED_N=200000
@@ -44,18 +45,20 @@ else
   RB_EVALSHA_N=30000
   RB_EVALSHA_PIPELINED_N=300000
 fi
+# log with the seconds since the run began (the build excluded)
+step() { log "$* [$((SECONDS - ${run_start:-0})) s]"; }
 quick_flag=()
 ((quick)) && quick_flag=(--quick)
 
-"$COROLOCK_ROOT/scripts/deps.sh"
+"$COROLOCK_ROOT/scripts/deps.sh" --bench
 
 # Release build in its own directory (build.sh: BUILD_DIR / BUILD_TYPE).
 BUILD_DIR=${BENCH_BUILD_DIR:-$COROLOCK_ROOT/build-release}
 BUILD_TYPE=Release
 export BUILD_DIR BUILD_TYPE
-"$COROLOCK_ROOT/scripts/build.sh" "${BENCH_PROGRAMS[@]}" bench_report
+nice -n 10 "$COROLOCK_ROOT/scripts/build.sh" "${BENCH_PROGRAMS[@]}"
 BIN=$BUILD_DIR/bench
-REPORT=$BIN/bench_report
+REPORT=("/usr/bin/python3" "$COROLOCK_ROOT/bench/report.py") # Debian's python3: matplotlib
 
 run_start=$SECONDS
 results=$COROLOCK_ROOT/bench/results
@@ -76,18 +79,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "machine"
-"$REPORT" set --out "$parts/machine.jsonl" machine cores "$(nproc)"
-"$REPORT" set --out "$parts/machine.jsonl" machine cpu_model \
+step "machine"
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine cores "$(nproc)"
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine cpu_model \
   "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)"
-"$REPORT" set --out "$parts/machine.jsonl" machine kernel "$(uname -sr)"
-"$REPORT" set --out "$parts/machine.jsonl" machine quick "$( ((quick)) && echo true || echo false)"
-"$REPORT" set --out "$parts/machine.jsonl" machine date_utc "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine kernel "$(uname -sr)"
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine quick "$( ((quick)) && echo true || echo false)"
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine date_utc "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 commit=$(git -C "$COROLOCK_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [[ -n $(git -C "$COROLOCK_ROOT" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
   commit+="+dirty"
 fi
-"$REPORT" set --out "$parts/machine.jsonl" machine commit "$commit"
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine commit "$commit"
 
 # ---------------------------------------------------------------------------------------------
 # redis-benchmark: the baselines and ceilings. They are measured twice, before and after the
@@ -98,7 +101,7 @@ rbdir=$work/redis-benchmark
 mkdir -p "$rbdir"
 : >"$rbdir/keys"
 
-# rb KEY <bench_report import options...> -- <redis-benchmark arguments...>
+# rb KEY <report.py import-rb options...> -- <redis-benchmark arguments...>
 # Runs redis-benchmark REPS times against the private server (CSV output, kept under KEY);
 # import_baselines turns every KEY into median rows (mode "redis-benchmark") and --ceiling entries.
 rb() {
@@ -129,7 +132,7 @@ import_baselines() {
   while read -r key; do
     readarray -t opts <"$rbdir/$key.opts"
     csvs=("$rbdir/$key".*.csv) # each with its .cpu beside it
-    "$REPORT" import-redis-benchmark --out "$baselines" "${opts[@]}" "${csvs[@]}"
+    "${REPORT[@]}" import-rb --out "$baselines" "${opts[@]}" "${csvs[@]}"
   done <"$rbdir/keys"
 }
 
@@ -184,33 +187,41 @@ measure_baselines() {
   # =============================================================================================
 }
 
-"$REPORT" set --out "$parts/machine.jsonl" machine loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
-log "baselines: redis-benchmark, before the programs ($REPS runs each)"
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+step "baselines: redis-benchmark, before the programs ($REPS runs each)"
 measure_baselines
 
 # ---------------------------------------------------------------------------------------------
 # The benchmark programs
 
 for program in "${BENCH_PROGRAMS[@]}"; do
-  log "$program"
+  step "$program"
   timeout "$PROGRAM_TIMEOUT" "$BIN/$program" "$REDIS_URL" "${quick_flag[@]}" \
     --repetitions "$REPS" --out "$parts/$program.jsonl"
 done
 
-log "baselines: redis-benchmark, after the programs ($REPS runs each)"
+if [[ ${BENCH_PEERS:-1} != 0 ]]; then
+  step "peers (bench/peers: redis-semaphore, redlock, redis-py)"
+  # A peer that fails costs its rows, not the run's.
+  timeout "$PROGRAM_TIMEOUT" /usr/bin/python3 "$COROLOCK_ROOT/bench/peers/run_peers.py" "$REDIS_URL" \
+    "${quick_flag[@]}" --repetitions "$((REPS < 3 ? REPS : 3))" --out "$parts/peers.jsonl" ||
+    log "peers failed (exit $?): no peer rows in this run"
+fi
+
+step "baselines: redis-benchmark, after the programs ($REPS runs each)"
 measure_baselines
 import_baselines
-"$REPORT" set --out "$parts/machine.jsonl" machine loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 stop_redis
 measured=$((SECONDS - run_start))
 
-log "report"
+step "report"
 parts_files=("$parts/machine.jsonl" "$baselines")
-for program in "${BENCH_PROGRAMS[@]}"; do
-  parts_files+=("$parts/$program.jsonl")
+for program in "${BENCH_PROGRAMS[@]}" peers; do
+  [[ -f $parts/$program.jsonl ]] && parts_files+=("$parts/$program.jsonl")
 done
-"$REPORT" set --out "$parts/machine.jsonl" machine run_seconds "$measured"
-"$REPORT" merge --json "$results/latest.json" --md "$results/latest.md" --svg "$results/latest.svg" \
+"${REPORT[@]}" set --out "$parts/machine.jsonl" machine run_seconds "$measured"
+"${REPORT[@]}" merge --json "$results/latest.json" --md "$results/latest.md" --charts "$results" \
   "${parts_files[@]}"
-log "wrote $results/latest.json, latest.md, latest.svg (run: ${measured} s, build excluded)"
+step "wrote $results/latest.json, latest.md, latest-*.png (run: ${measured} s, build excluded)"

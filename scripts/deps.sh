@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The one place packages are installed (Debian 12). Installs only what is missing, so a machine
 # that has everything costs one dpkg-query and no apt-get at all.
-# Usage: scripts/deps.sh [--fuzz]     --fuzz adds clang and libFuzzer for the fuzz targets.
+# Usage: scripts/deps.sh [--fuzz] [--bench]
+#   --fuzz   adds clang and libFuzzer for the fuzz targets.
+#   --bench  adds what scripts/bench.sh needs beyond the build: matplotlib and redis-py for Debian's
+#            /usr/bin/python3 (report, charts, the redis-py peer), Node.js and npm, and the Node
+#            peers (`npm ci` in bench/peers from its committed package-lock.json).
 set -euo pipefail
 
 packages=(
@@ -11,18 +15,41 @@ packages=(
   pkg-config
   libboost1.81-dev          # Asio, System (header-only) and the other Boost headers
   libboost-test1.81-dev     # Boost.Test, shared library
+  libboost-json1.81-dev     # bench/: results as JSON
+  libboost-program-options1.81-dev  # bench/: command lines
   libfmt-dev
   libssl-dev
   redis-server              # the tests start their own servers on free ports; the system one is unused
   redis-tools               # redis-cli, redis-benchmark
   redis-sentinel
 )
+bench=0
 for arg in "$@"; do
   case $arg in
     --fuzz) packages+=(clang libclang-rt-dev) ;;
-    *) echo "usage: $0 [--fuzz]" >&2; exit 2 ;;
+    --bench)
+      bench=1
+      packages+=(python3-matplotlib python3-redis)
+      # Node.js: Debian's, unless a node and npm are already on the machine (another build of
+      # node, e.g. from a vendor repository, conflicts with Debian's npm package).
+      if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        packages+=(nodejs npm)
+      fi
+      ;;
+    *) echo "usage: $0 [--fuzz] [--bench]" >&2; exit 2 ;;
   esac
 done
+
+# The Node peers of the benchmark: exactly the versions of the committed lockfile.
+npm_peers() {
+  local dir
+  dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bench/peers
+  if [[ -f $dir/package-lock.json && ( ! -f $dir/node_modules/.package-lock.json ||
+    $dir/package-lock.json -nt $dir/node_modules/.package-lock.json ) ]]; then
+    echo "deps.sh: npm ci in $dir" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,6 +58,7 @@ for p in "${packages[@]}"; do
   fi
 done
 if ((${#missing[@]} == 0)); then
+  if ((bench)); then npm_peers; fi
   exit 0
 fi
 
@@ -48,3 +76,4 @@ apt_opts=(-o DPkg::Lock::Timeout=600)
 "${sudo[@]}" apt-get "${apt_opts[@]}" update
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}"
+if ((bench)); then npm_peers; fi

@@ -1,0 +1,449 @@
+#!/usr/bin/python3
+"""Turns the parts a benchmark run writes into bench/results/latest.json, latest.md and charts.
+
+  report.py import-rb --out PART --name NAME [--connections N] [--pipeline N] [--keys N]
+                      [--requests N] [--command TEXT] [--ceiling KEY=FIELD ...] CSV...
+      redis-benchmark --csv outputs of the repetitions of one run: one row (mode
+      "redis-benchmark"), each figure the median over the files; --ceiling ping_rtt_us=p50_us
+      also records that figure as a ceiling.
+  report.py set --out PART machine|ceiling KEY VALUE
+  report.py merge --json OUT.json --md OUT.md [--charts DIR] PART...
+      assembles the document of /work/shared/BENCH.md, judges every target, prints the markdown.
+
+A part is JSON lines: {"kind": "scenario", "row": {...}}, {"kind": "machine"|"ceiling",
+"key": K, "value": V}. A row's "targets" list says what it is judged against (see
+bench/common/bench.hpp); merge writes each verdict into the target and the first one also into
+the row's flat fields (baseline, ratio_metric, better, target, target_ratio, ratio,
+ceiling_fraction, target_met) that earlier results had.
+Runs with Debian's /usr/bin/python3: only the standard library, and matplotlib for the charts.
+"""
+import argparse
+import csv
+import json
+import math
+import operator
+import os
+import statistics
+import sys
+
+OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+
+
+def append_line(path, obj):
+    with open(path, "a") as f:
+        f.write(json.dumps(obj) + "\n")
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+# ---- import-rb, set ---------------------------------------------------------------------------
+
+def import_rb(a):
+    runs = []  # per file: test -> {column: value}
+    order = []
+    for path in a.csv:
+        with open(path) as f:
+            rows = [r for r in csv.reader(f) if r]
+        header = next((r for r in rows if r[0] == "test"), None)
+        if header is None:
+            sys.exit(f"{path}: no redis-benchmark CSV header")
+        run = {}
+        for r in rows[rows.index(header) + 1:]:
+            if len(r) != len(header):
+                continue
+            vals = {}
+            for k, v in zip(header[1:], r[1:]):
+                try:
+                    vals[k] = float(v)
+                except ValueError:
+                    pass
+            run[r[0]] = vals
+            if r[0] not in order:
+                order.append(r[0])
+        cpu = path + ".cpu"  # "user system" seconds of that redis-benchmark, timed by bench.sh
+        if os.path.exists(cpu) and a.requests:
+            try:
+                user, system = map(float, open(cpu).read().split()[:2])
+                for vals in run.values():
+                    vals["client_cpu_us_per_op"] = (user + system) * 1e6 / a.requests
+            except ValueError:
+                pass
+        runs.append(run)
+    for i, test in enumerate(order):
+        reps = [r[test] for r in runs if test in r]
+        fig = lambda k, scale=1.0: (lambda m: None if m is None else round(m * scale, 1))(
+            median([r.get(k) for r in reps]))
+        ops = median([r.get("rps") for r in reps]) or 0
+        rps = [r["rps"] for r in reps if r.get("rps")]
+        row = {"name": a.name, "mode": "redis-benchmark", "processes": 1,
+               "coroutines": a.connections, "keys": a.keys, "ops": a.requests,
+               "seconds": round(a.requests / ops, 3) if ops else 0, "ops_per_s": round(ops),
+               "p50_us": fig("p50_latency_ms", 1000), "p99_us": fig("p99_latency_ms", 1000),
+               "redis_cmds_per_op": 1, "repetitions": len(reps), "connections": a.connections,
+               "pipeline": a.pipeline, "test": test, "command": a.command,
+               "mean_us": fig("avg_latency_ms", 1000), "max_us": fig("max_latency_ms", 1000),
+               "client_cpu_us_per_op": fig("client_cpu_us_per_op"),
+               "ops_per_s_spread": round(max(rps) / min(rps), 3) if rps else None}
+        append_line(a.out, {"kind": "scenario", "row": row})
+        print(f"redis-benchmark {a.name} ({test}): {ops:.0f} ops/s, p50 {row['p50_us']} us "
+              f"({len(reps)} runs)")
+        if i == 0:
+            for c in a.ceiling:
+                key, field = c.split("=", 1)
+                append_line(a.out, {"kind": "ceiling", "key": key, "value": row.get(field)})
+
+
+def set_entry(a):
+    try:
+        value = json.loads(a.value)
+    except ValueError:
+        value = a.value
+    append_line(a.out, {"kind": a.what, "key": a.key, "value": value})
+
+
+# ---- merge: judging -----------------------------------------------------------------------------
+
+def judge(row, rows):
+    """Evaluates row["targets"] in place; returns [(target, verdict)]."""
+    out = []
+    for t in row.get("targets", []):
+        mine = row.get(t["metric"])
+        op = t["op"]
+        t["measured"] = mine
+        met = None
+        if t["kind"] == "absolute":
+            limit = t["value"]
+            if isinstance(mine, (int, float)):
+                met = OPS[op](mine, limit)
+                t["ratio"] = round(mine / limit, 3) if limit else None
+        else:
+            base = [r for r in rows if r["name"] == t["baseline_name"]
+                    and r["mode"] == t["baseline_mode"]]
+            theirs = base[-1].get(t["metric"]) if base else None
+            t["baseline_value"] = theirs
+            if isinstance(mine, (int, float)) and theirs:
+                t["measured_ratio"] = round(mine / theirs, 3)
+                if t.get("ratio") is not None:
+                    met = OPS[op](mine / theirs, t["ratio"])
+        t["met"] = met
+        out.append((t, met))
+    # The flat fields of earlier results, from the first target.
+    if out:
+        t = out[0][0]
+        higher = t["op"].startswith(">")
+        if t["kind"] == "absolute":
+            ratio = t.get("ratio")
+            row.update(baseline=t["label"], target_kind="absolute", target_value=t["value"],
+                       target_ratio=1.0, target=f"{t['op']} 1.00")
+        else:
+            ratio = t.get("measured_ratio")
+            row.update(baseline=t["label"], baseline_name=t["baseline_name"],
+                       baseline_mode=t["baseline_mode"], target_ratio=t.get("ratio"),
+                       target=None if t.get("ratio") is None else f"{t['op']} {t['ratio']:.2f}")
+        row.update(ratio_metric=t["metric"], better="higher" if higher else "lower", ratio=ratio,
+                   ceiling_fraction=None if not ratio else round(ratio if higher else 1 / ratio, 3))
+        verdicts = [m for _, m in out if m is not None]
+        row["target_met"] = (all(verdicts) if verdicts else None) if any(
+            "value" in tt or tt.get("ratio") is not None for tt, _ in out) else None
+    return out
+
+
+def fmt_num(x, digits=0):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    if isinstance(x, str):
+        return x
+    if abs(x) >= 1000 or digits == 0:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}f}"
+
+
+def target_text(t):
+    verdict = {True: "MET", False: "MISSED", None: "NOT MEASURED"}[t.get("met")]
+    if t["kind"] == "absolute":
+        return (f"{t['metric']} {fmt_num(t.get('measured'), 2)} {t['op']} "
+                f"{fmt_num(t['value'], 2)} ({t['label']}) — {verdict}")
+    if t.get("ratio") is None:
+        return f"{t['metric']} {fmt_num(t.get('measured_ratio'), 2)}× {t['label']} (no target)"
+    return (f"{t['metric']} {fmt_num(t.get('measured_ratio'), 2)}× {t['label']}, target "
+            f"{t['op']} {t['ratio']:.2f} — {verdict}")
+
+
+# ---- merge: markdown --------------------------------------------------------------------------
+
+def col(header, key, digits=1):
+    return (header, lambda r: fmt_num(r.get(key), digits))
+
+
+PC = ("P×C", lambda r: f"{r.get('processes')}×{r.get('coroutines')}")
+MODE = ("mode", lambda r: r.get("mode", ""))
+CMDS = [col("cmds/acq", "redis_cmds_per_op", 2), col("Redis calls/acq", "redis_calls_per_op", 2)]
+SHARE = ("process share / fair", lambda r: f"{fmt_num(r.get('min_share_ratio'), 2)}–"
+         f"{fmt_num(r.get('max_share_ratio'), 2)}")
+VERDICT = ("targets", lambda r: " ".join(
+    {True: "MET", False: "**MISSED**", None: "—"}[t.get("met")] for t in r.get("targets", [])
+    if t["kind"] == "absolute" or t.get("ratio") is not None))
+
+# What each scenario's table shows (any other scenario gets DEFAULT).
+COLUMNS = {
+    "hot_key": [MODE, PC, col("acq/s", "ops_per_s", 0), col("hand-off p50 µs", "p50_us"),
+                col("p99 µs", "p99_us"), col("max µs", "max_us", 0),
+                col("hold µs", "hold_actual_us"), col("release µs", "release_us"),
+                col("hand-off mean µs", "handoff_mean_us"),
+                col("limit acq/s", "limit_ops_per_s", 0), col("of limit", "of_limit", 2),
+                *CMDS, VERDICT],
+    "free_for_all": [MODE, PC, col("acq/s", "ops_per_s", 0), col("wait p50 µs", "p50_us"),
+                     col("p99 µs", "p99_us", 0), col("max µs", "max_us", 0),
+                     col("top worker share", "max_share", 3), SHARE,
+                     col("timeouts", "timeouts", 0), *CMDS, VERDICT],
+    "fairness": [MODE, PC, col("acq/s", "ops_per_s", 0), SHARE, col("wait p50 µs", "p50_us", 0),
+                 col("p99 µs", "p99_us", 0), col("max µs", "max_us", 0),
+                 col("p99 limit µs", "wait_p99_limit_us", 0), col("timeouts", "timeouts", 0),
+                 *CMDS, VERDICT],
+    "hot_key_waiters": [MODE, ("P", lambda r: str(r.get("processes"))),
+                        col("W", "waiters", 0), col("drain ms", "drain_ms", 1),
+                        col("W × hold ms", "ideal_ms", 1), col("hand-off p99 µs", "p99_us"),
+                        *CMDS, VERDICT],
+}
+DEFAULT = [MODE, PC, col("ops/s", "ops_per_s", 0), col("p50 µs", "p50_us"),
+           col("p99 µs", "p99_us"), col("cmds/op", "redis_cmds_per_op", 2),
+           col("Redis calls/op", "redis_calls_per_op", 2),
+           col("pipelining", "pipelining_factor", 1),
+           col("client CPU µs/op", "client_cpu_us_per_op", 2), VERDICT]
+
+
+def table(rows, cols):
+    lines = ["| " + " | ".join(h for h, _ in cols) + " |",
+             "| " + " | ".join("---" if i < 2 else "---:" for i in range(len(cols))) + " |"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(f(r)).replace("|", "\\|") for _, f in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown(doc, charts):
+    m = doc["machine"]
+    out = ["# corolock benchmarks\n",
+           f"Produced by `scripts/bench.sh{' --quick' if m.get('quick') else ''}`: one private "
+           "redis-server on loopback; every figure the median of its repetitions; baselines and "
+           "peers measured against the same server in the same run. How to read the figures: "
+           "`bench/README.md`.\n",
+           "Machine: " + ", ".join(f"{k} {v if isinstance(v, str) else json.dumps(v)}"
+                                   for k, v in m.items()) + "\n",
+           "## Ceiling (redis-benchmark, same server, same run)\n",
+           table([{"k": k, "v": v} for k, v in doc["ceiling"].items()],
+                 [("figure", lambda r: f"`{r['k']}`"), ("value", lambda r: fmt_num(r["v"], 1))])]
+    names = []
+    for r in doc["scenarios"]:
+        if r["name"] not in names:
+            names.append(r["name"])
+    for name in names:
+        rows = [r for r in doc["scenarios"] if r["name"] == name]
+        out.append(f"## {name}\n")
+        out.append(table(rows, COLUMNS.get(name, DEFAULT)))
+    peers = {}
+    for r in doc["scenarios"]:
+        if r.get("library"):
+            peers[r["mode"]] = f"{r['library']} {r.get('library_version', '')}: {r.get('retry', '')}"
+    if peers:
+        out.append("## Peers\n")
+        out.append("".join(f"- `{k}`: {v}\n" for k, v in peers.items()))
+    targets = [(r, t) for r in doc["scenarios"] for t in r.get("targets", [])]
+    if targets:
+        out.append("\n## Targets\n")
+        out.append("".join(f"- `{r['name']}` ({r['mode']}, {r['processes']}×{r['coroutines']}): "
+                           f"{target_text(t)}\n" for r, t in targets))
+    for c in charts:
+        out.append(f"\n![{c[1]}]({c[0]})\n")
+    return "\n".join(out)
+
+
+# ---- merge: charts ----------------------------------------------------------------------------
+
+def charts(doc, directory, stem):
+    """PNG charts beside the results; returns [(file name, title)]."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report.py: no matplotlib for /usr/bin/python3 (scripts/deps.sh --bench): no charts",
+              file=sys.stderr)
+        return []
+    made = []
+    rows = doc["scenarios"]
+
+    def rows_of(name, shape=None):
+        return [r for r in rows if r["name"] == name and r.get("ops_per_s") is not None and
+                (shape is None or (r["processes"], r["coroutines"]) == shape)]
+
+    # 1. Contended: acquisitions/s and Redis commands per acquisition, every mode and peer.
+    panels = [(f"hot_key {p}×{c} (turns)", rows_of("hot_key", (p, c))) for p, c in [(4, 1)]]
+    panels += [(f"free_for_all {p}×{c}", rows_of("free_for_all", (p, c))) for p, c in
+               sorted({(r["processes"], r["coroutines"]) for r in rows_of("free_for_all")})]
+    panels += [(f"fairness {r0['processes']}×{r0['coroutines']}", rows_of("fairness"))
+               for r0 in rows_of("fairness")[:1]]
+    panels = [p for p in panels if p[1]]
+    if panels:
+        fig, axes = plt.subplots(2, len(panels), figsize=(4.2 * len(panels), 7.5), squeeze=False)
+        for i, (title, rs) in enumerate(panels):
+            labels = [r["mode"] for r in rs]
+            colors = ["#3c7dc4" if r["mode"] == "pubsub" else
+                      "#9aa5b1" if r["mode"].startswith(("poll", "setnx")) else "#d9914a"
+                      for r in rs]
+            for ax, key, what, digits in (
+                    (axes[0][i], "ops_per_s", "acquisitions/s (higher is better)", 0),
+                    (axes[1][i], "redis_cmds_per_op", "Redis commands sent per acquisition "
+                     "(lower is better)", 1)):
+                values = [r.get(key) or 0 for r in rs]
+                ax.barh(labels, values, color=colors)
+                positive = [v for v in values if v > 0]
+                log = positive and max(positive) / min(positive) > 20
+                if log:
+                    ax.set_xscale("log")
+                for y, v in enumerate(values):
+                    ax.text(v, y, f" {v:,.{digits}f}", va="center", fontsize=7)
+                ax.set_xlim(right=max(values or [1]) * (3 if log else 1.25))
+                ax.set_xlabel(what + (" — log scale" if log else ""), fontsize=8)
+                ax.invert_yaxis()
+                ax.tick_params(labelsize=8)
+            axes[0][i].set_title(title, fontsize=10)
+        fig.suptitle("One hot lock: corolock pubsub (blue), polling (grey), peers (orange)")
+        fig.tight_layout()
+        name = f"{stem}-contended.png"
+        fig.savefig(os.path.join(directory, name), dpi=90)
+        plt.close(fig)
+        made.append((name, "acquisitions/s and commands per acquisition on one hot lock"))
+
+    # 2. Fairness: each process's share of acquisitions relative to a fair share, and wait p99.
+    fair = rows_of("fairness")
+    if fair:
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+        P = fair[0]["processes"]
+        width = 0.8 / P
+        for p in range(P):
+            ax1.bar([i + p * width for i in range(len(fair))],
+                    [r.get(f"share_ratio_p{p}") or 0 for r in fair], width, label=f"process {p}")
+        ax1.axhspan(0.8, 1.2, color="#3c9a5f", alpha=0.15, label="target 0.8–1.2")
+        ax1.set_xticks([i + 0.4 - width / 2 for i in range(len(fair))])
+        ax1.set_xticklabels([r["mode"] for r in fair], rotation=30, ha="right", fontsize=8)
+        ax1.set_ylabel("share of acquisitions / fair share")
+        ax1.legend(fontsize=7)
+        ax1.set_title("fairness: share per process (1 = fair)", fontsize=10)
+        x = range(len(fair))
+        ax2.bar(x, [(r.get("p99_us") or 0) / 1000 for r in fair], color="#3c7dc4", label="wait p99")
+        ax2.scatter(x, [(r.get("wait_p99_limit_us") or 0) / 1000 for r in fair], color="black",
+                    marker="_", s=400, label="target: 2 × N × cycle")
+        ax2.set_yscale("log")
+        ax2.set_xticks(list(x))
+        ax2.set_xticklabels([r["mode"] for r in fair], rotation=30, ha="right", fontsize=8)
+        ax2.set_ylabel("ms (log)")
+        ax2.legend(fontsize=7)
+        ax2.set_title("fairness: wait p99 against its target", fontsize=10)
+        fig.tight_layout()
+        name = f"{stem}-fairness.png"
+        fig.savefig(os.path.join(directory, name), dpi=90)
+        plt.close(fig)
+        made.append((name, "fairness: share per process and wait p99"))
+
+    # 3. Targets: each judged figure as a fraction of its target (1 = just met).
+    bars = []
+    for r in rows:
+        for t in r.get("targets", []):
+            if t.get("met") is None:
+                continue
+            v = t.get("measured_ratio") if t["kind"] == "baseline" else t.get("measured")
+            limit = t["ratio"] if t["kind"] == "baseline" else t["value"]
+            if v is None:
+                continue
+            higher = t["op"].startswith(">")
+            frac = (v / limit if higher else (limit / v if v else 10)) if limit else (
+                1.0 if t["met"] else 0.0)
+            bars.append((f"{r['name']} {r['mode']} {r['processes']}×{r['coroutines']}: "
+                         f"{t['metric']}", min(frac, 10), t["met"]))
+    if bars:
+        fig, ax = plt.subplots(figsize=(10, 0.32 * len(bars) + 1.2))
+        ax.barh([b[0] for b in bars], [max(b[1], 1e-3) for b in bars],
+                color=["#3c9a5f" if b[2] else "#c8553d" for b in bars])
+        ax.axvline(1, color="black", linestyle="--", linewidth=1)
+        ax.set_xscale("log")
+        ax.invert_yaxis()
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("measured ÷ target, oriented so that ≥ 1 meets it (log; green met, red "
+                      "missed)", fontsize=8)
+        ax.set_title("corolock against its targets", fontsize=10)
+        fig.tight_layout()
+        name = f"{stem}-targets.png"
+        fig.savefig(os.path.join(directory, name), dpi=90)
+        plt.close(fig)
+        made.append((name, "every target: measured ÷ target"))
+    return made
+
+
+def merge(a):
+    doc = {"machine": {"cores": os.cpu_count(), "redis_version": None},
+           "ceiling": {"ping_rtt_us": None, "evalsha_one_client_per_s": None,
+                       "evalsha_pipelined_per_s": None},
+           "scenarios": []}
+    for part in a.parts:
+        with open(part) as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                obj = json.loads(line)
+                if obj["kind"] == "scenario":
+                    doc["scenarios"].append(obj["row"])
+                elif obj["kind"] in ("machine", "ceiling"):
+                    doc[obj["kind"]][obj["key"]] = obj["value"]
+                else:
+                    sys.exit(f"{part}:{n}: unknown kind {obj['kind']!r}")
+    counts = {True: 0, False: 0, None: 0}
+    for r in doc["scenarios"]:
+        for t, met in judge(r, doc["scenarios"]):
+            if t["kind"] == "absolute" or t.get("ratio") is not None:
+                counts[met] += 1
+                print(f"target: {r['name']} ({r['mode']}, {r['processes']}x{r['coroutines']}): "
+                      f"{target_text(t)}")
+    print(f"targets: {counts[True]} met, {counts[False]} missed, {counts[None]} not measured\n")
+    with open(a.json, "w") as f:
+        json.dump(doc, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    stem = os.path.splitext(os.path.basename(a.json))[0]
+    made = charts(doc, a.charts, stem) if a.charts else []
+    md = markdown(doc, made)
+    with open(a.md, "w") as f:
+        f.write(md)
+    print(md)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    i = sub.add_parser("import-rb")
+    i.add_argument("--out", required=True)
+    i.add_argument("--name", required=True)
+    i.add_argument("--connections", type=int, default=50)
+    i.add_argument("--pipeline", type=int, default=1)
+    i.add_argument("--keys", type=int, default=1)
+    i.add_argument("--requests", type=int, default=0)
+    i.add_argument("--command", default="")
+    i.add_argument("--ceiling", action="append", default=[])
+    i.add_argument("csv", nargs="+")
+    s = sub.add_parser("set")
+    s.add_argument("--out", required=True)
+    s.add_argument("what", choices=["machine", "ceiling"])
+    s.add_argument("key")
+    s.add_argument("value")
+    m = sub.add_parser("merge")
+    m.add_argument("--json", required=True)
+    m.add_argument("--md", required=True)
+    m.add_argument("--charts", help="directory for the PNG charts")
+    m.add_argument("parts", nargs="+")
+    a = p.parse_args()
+    {"import-rb": import_rb, "set": set_entry, "merge": merge}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
