@@ -1,11 +1,15 @@
 #include "redis/client_impl.hpp"
 
+#include "lock/lock_service.hpp"
+
+#include "detail/completion.hpp"
+
 #include <corolock/error.hpp>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <sys/random.h>
@@ -34,8 +38,16 @@ std::string random_id() {
   return out;
 }
 
+client_config lock_connection_config(client_config cfg) {
+  if (!cfg.client_name.empty())
+    cfg.client_name += "-locks";
+  return cfg;
+}
+
 client_impl::client_impl(asio::any_io_executor executor, client_config config)
-    : ex(executor), cfg(std::move(config)), id(random_id()), main(ex, cfg) {}
+    : ex(executor), cfg(std::move(config)), id(random_id()),
+      user(std::make_shared<connection_impl>(ex, cfg)),
+      locks(std::make_shared<connection_impl>(ex, lock_connection_config(cfg))) {}
 
 client_impl::~client_impl() { close(); }
 
@@ -43,13 +55,38 @@ void client_impl::close() {
   if (closed)
     return;
   closed = true;
+  request last;
   for (auto& hook : close_hooks)
-    hook();
-  if (subs)
-    subs->close_all();
-  main.close();
-  if (pubsub_)
-    pubsub_->close();
+    hook(last);
+  for (auto& subs : {user_subs, lock_subs})
+    if (subs)
+      subs->close_all();
+  user->close();
+  if (pubsub)
+    pubsub->close();
+  if (last.empty() || !connected_once) {
+    locks->close();
+    finish_close();
+    return;
+  }
+  // The lock layer's releases still go out; the connection closes once they are answered.
+  locks->close_after(std::move(last), [weak = weak_from_this()](error_code, response) {
+    if (auto self = weak.lock())
+      self->finish_close();
+  });
+}
+
+void client_impl::finish_close() {
+  fully_closed_ = true;
+  for (auto& h : std::exchange(close_waiters_, {}))
+    complete_later(ex, h.take(), {}, error_code{});
+}
+
+void client_impl::when_closed(handler<void(error_code)> h) {
+  if (fully_closed_)
+    complete_later(ex, std::move(h), {}, error_code{});
+  else
+    close_waiters_.emplace_back().set(std::move(h));
 }
 
 } // namespace detail
@@ -64,14 +101,16 @@ client::~client() { impl_->close(); }
 client::executor_type client::get_executor() const noexcept { return impl_->ex; }
 const client_config& client::config() const noexcept { return impl_->cfg; }
 void client::close() { impl_->close(); }
-bool client::is_connected() const noexcept { return impl_->main.is_connected(); }
+bool client::is_connected() const noexcept { return impl_->user->connected(); }
 const std::string& client::id() const noexcept { return impl_->id; }
 const std::string& client::last_server_error() const noexcept { return impl_->last_server_error; }
 
 connection_stats client::stats() const {
-  connection_stats s = impl_->main.stats();
-  if (impl_->pubsub_) {
-    const auto& p = impl_->pubsub_->stats();
+  connection_stats s;
+  for (const auto* c : {impl_->user.get(), impl_->locks.get(), impl_->pubsub.get()}) {
+    if (!c)
+      continue;
+    const auto& p = c->mux_.stats;
     s.requests += p.requests;
     s.commands += p.commands;
     s.writes += p.writes;
@@ -86,35 +125,71 @@ connection_stats client::stats() const {
 namespace {
 using namespace detail;
 
+asio::awaitable<error_code> connect_one(std::shared_ptr<connection_impl> c) {
+  // A named initiation: GCC 12 destroys a lambda temporary inside a co_await expression twice.
+  auto start = [c](auto handler) { c->start(std::move(handler)); };
+  constexpr auto token = asio::as_tuple(asio::use_awaitable);
+  auto [ec] = co_await asio::async_initiate<decltype(token), void(error_code)>(start, token);
+  co_return ec;
+}
+
+void route_pushes(connection_impl& carrier, const std::shared_ptr<subscriber>& subs) {
+  std::weak_ptr<subscriber> weak = subs;
+  carrier.on_push_ = [weak](resp::value&& v, steady::time_point after) {
+    if (auto s = weak.lock())
+      s->on_push(std::move(v), after);
+  };
+  carrier.on_connected_ = [weak](bool reconnect) {
+    if (auto s = weak.lock())
+      s->on_connected(reconnect);
+  };
+}
+
 asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
-  auto [ec] = co_await impl->main.connect(asio::as_tuple(asio::use_awaitable));
-  if (ec) {
-    impl->connect_started = false; // a failed first connect may be tried again
-    co_return ec;
-  }
-  connection* carrier = &impl->main;
-  if (impl->main.protocol() == 2) {
-    // A RESP2 connection that subscribes can do nothing else: pub/sub gets its own.
-    impl->pubsub_ = std::make_unique<connection>(impl->ex, impl->cfg);
-    auto [pec] = co_await impl->pubsub_->connect(asio::as_tuple(asio::use_awaitable));
-    if (pec) {
-      impl->main.close();
-      co_return pec;
+  // A failed connect may be tried again: with fresh connections.
+  auto fail = [&](error_code ec) {
+    for (auto* c : {&impl->user, &impl->locks, &impl->pubsub})
+      if (*c)
+        (*c)->close();
+    if (!impl->closed) {
+      impl->connect_started = false;
+      impl->user = std::make_shared<connection_impl>(impl->ex, impl->cfg);
+      impl->locks = std::make_shared<connection_impl>(impl->ex, lock_connection_config(impl->cfg));
+      impl->pubsub.reset();
     }
-    carrier = impl->pubsub_.get();
+    return ec;
+  };
+  if (auto ec = co_await connect_one(impl->user))
+    co_return fail(ec);
+  if (auto ec = co_await connect_one(impl->locks))
+    co_return fail(ec);
+  if (impl->user->protocol_ == 2) {
+    // A RESP2 connection that subscribes can do nothing else: pub/sub gets its own.
+    impl->pubsub = std::make_shared<connection_impl>(impl->ex, impl->cfg);
+    if (auto ec = co_await connect_one(impl->pubsub))
+      co_return fail(ec);
   }
   if (impl->closed)
-    co_return error::closed;
-  impl->subs.emplace(*carrier, false);
-  std::weak_ptr<client_impl> weak = impl;
-  carrier->set_push_handler([weak](resp::value&& v) {
-    if (auto c = weak.lock(); c && c->subs)
-      c->subs->on_push(std::move(v));
-  });
-  carrier->set_connected_handler([weak](bool reconnect) {
-    if (auto c = weak.lock(); c && c->subs)
-      c->subs->on_connected(reconnect);
-  });
+    co_return fail(error::closed);
+  impl->connected_once = true;
+  if (impl->pubsub) {
+    impl->user_subs = std::make_shared<subscriber>(*impl->pubsub, false);
+    impl->lock_subs = impl->user_subs;
+    route_pushes(*impl->pubsub, impl->user_subs);
+  } else {
+    impl->user_subs = std::make_shared<subscriber>(*impl->user, false);
+    impl->lock_subs = std::make_shared<subscriber>(*impl->locks, false);
+    route_pushes(*impl->user, impl->user_subs);
+    route_pushes(*impl->locks, impl->lock_subs);
+  }
+  // A lock connection that comes back may find a server that restarted and forgot our locks.
+  impl->locks->on_connected_ = [weak = std::weak_ptr<client_impl>(impl),
+                                subs = std::move(impl->locks->on_connected_)](bool reconnect) {
+    if (subs)
+      subs(reconnect);
+    if (auto c = weak.lock(); c && reconnect && c->lock_layer)
+      c->lock_layer->on_reconnect();
+  };
   co_return error_code{};
 }
 } // namespace
@@ -135,7 +210,12 @@ void client::async_connect_impl(detail::handler<void(error_code)> h) {
 }
 
 void client::async_exec_impl(request req, detail::handler<void(error_code, response)> h) {
-  impl_->main.async_exec_impl(std::move(req), std::move(h));
+  impl_->user->exec(std::move(req), std::move(h));
+}
+
+void client::async_shutdown_impl(detail::handler<void(error_code)> h) {
+  impl_->close();
+  impl_->when_closed(std::move(h));
 }
 
 } // namespace corolock

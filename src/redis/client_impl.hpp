@@ -1,12 +1,21 @@
 // Private: what a client owns. The lock layer reaches it through client_access.
+//
+// Connections: `user` carries exec() and the user's subscriptions; `locks` carries the lock
+// layer's scripts, renewals and waiting subscriptions, so that a slow or blocking command of the
+// user (BLPOP, a long script) never delays a lease renewal or a hand-off. On RESP2, where a
+// subscribed connection can do nothing else, both kinds of subscription share a third one.
 #pragma once
 
+#include "redis/connection_impl.hpp"
 #include "redis/subscriber.hpp"
 
 #include <corolock/redis/client.hpp>
 
+#include <functional>
+#include <list>
 #include <memory>
-#include <optional>
+#include <string>
+#include <vector>
 
 namespace corolock::detail {
 
@@ -17,29 +26,56 @@ public:
   client_impl(asio::any_io_executor ex, client_config cfg);
   ~client_impl();
 
+  /// Closes now; the lock layer's clean-up (releasing what this client holds) still goes out on
+  /// the lock connection, which closes once it is answered or request_timeout has passed.
   void close();
-  /// The connection that carries pub/sub: the main one on RESP3, a second one on RESP2.
-  connection& pubsub_connection() { return pubsub_ ? *pubsub_ : main; }
+  /// Completes `h` once every connection is closed (after close()).
+  void when_closed(handler<void(error_code)> h);
+
+  /// The lock layer's waiting subscriptions share the connection of its scripts (RESP3): a
+  /// SUBSCRIBE and an attempt sent after it reach the server in that order.
+  bool lock_pubsub_ordered() const noexcept { return !pubsub; }
+
+  /// Runs a request on the user connection with any completion token (for the library's own
+  /// helpers: segmented_lock, id_generator).
+  template <typename CompletionToken>
+  auto exec(request req, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code, response)>(
+        [this](auto h, request r) { user->exec(std::move(r), std::move(h)); }, token,
+        std::move(req));
+  }
 
   asio::any_io_executor ex;
   client_config cfg;
   std::string id;
-  connection main;
-  std::unique_ptr<connection> pubsub_;
-  std::optional<subscriber> subs; // set once connected
-  /// The lock layer's state (wait queues, watchdog), created by the first lock that needs it.
-  std::unique_ptr<lock_service, void (*)(lock_service*)> locks{nullptr, nullptr};
-  /// Run by close(), before the connections close (the lock layer wakes its waiters there).
-  std::vector<std::function<void()>> close_hooks;
+  std::shared_ptr<connection_impl> user;
+  std::shared_ptr<connection_impl> locks;
+  std::shared_ptr<connection_impl> pubsub; // RESP2 only
+  std::shared_ptr<subscriber> user_subs;   // set once connected
+  std::shared_ptr<subscriber> lock_subs;
+  /// The lock layer's state (waiting lines, watchdog), created by the first lock that needs it.
+  std::unique_ptr<lock_service, void (*)(lock_service*)> lock_layer{nullptr, nullptr};
+  /// Run by close(), before the connections close. Returns requests to send on the lock
+  /// connection before it closes (the lock layer's releases).
+  std::vector<std::function<void(request&)>> close_hooks;
   std::string last_server_error;
   bool connect_started = false;
+  bool connected_once = false;
   bool closed = false;
+
+private:
+  void finish_close();
+  std::list<stored_handler<handler<void(error_code)>>> close_waiters_;
+  bool fully_closed_ = false;
 };
 
 struct client_access {
   static client_impl& impl(client& c) { return *c.impl_; }
   static const std::shared_ptr<client_impl>& shared(client& c) { return c.impl_; }
 };
+
+/// The configuration of a client's lock connection (named "<client_name>-locks").
+client_config lock_connection_config(client_config cfg);
 
 /// 128 random bits from the operating system's CSPRNG, as 32 lower-case hex digits.
 std::string random_id();

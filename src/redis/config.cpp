@@ -141,8 +141,8 @@ client_config client_config::from_url(std::string_view url) {
 boost::system::error_code client_config::validate() const {
   bool ok = (unix_socket.empty() ? (!host.empty() && port != 0) : unix_socket.front() == '/') &&
             (protocol == 2 || protocol == 3) && database >= 0 && connect_timeout.count() > 0 &&
-            health_check_interval.count() >= 0 && reconnect_min.count() > 0 &&
-            reconnect_max >= reconnect_min;
+            request_timeout.count() > 0 && health_check_interval.count() >= 0 &&
+            reconnect_min.count() > 0 && reconnect_max >= reconnect_min;
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }
 

@@ -31,13 +31,6 @@ using namespace asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t initial_read_buffer = 64 * 1024;
 constexpr std::size_t max_batch_buffers = 4096; // bounded scatter/gather list per write
-
-bool equals_nocase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 } // namespace
 
 connection_impl::connection_impl(asio::any_io_executor ex, client_config cfg)
@@ -51,10 +44,10 @@ void connection_impl::start(handler<void(error_code)> on_first_connect) {
     asio::post(ex_, asio::append(std::move(on_first_connect), ec));
     return;
   }
-  if (phase_ != phase::idle) {
+  if (phase_ != phase::idle || closing_) {
     // Already connected (or connecting): a second connect() is a caller error, not a reconnect.
-    error_code ec = phase_ == phase::closed ? error_code(error::closed)
-                                            : error_code(error::invalid_argument);
+    error_code ec = phase_ == phase::closed || closing_ ? error_code(error::closed)
+                                                        : error_code(error::invalid_argument);
     asio::post(ex_, asio::append(std::move(on_first_connect), ec));
     return;
   }
@@ -75,8 +68,33 @@ void connection_impl::close() {
   write_cv_.cancel();
   if (was_running)
     stop_.emit(asio::cancellation_type::terminal);
-  fail_in_flight(error::closed);
-  fail_queued(error::closed, false);
+  mux_.fail_in_flight(error::closed);
+  mux_.fail_queued(error::closed, false);
+  deliver_completed();
+}
+
+void connection_impl::close_after(request last, handler<void(error_code, response)> h) {
+  if (phase_ == phase::closed || closing_ || phase_ == phase::idle) {
+    if (h)
+      complete_later(ex_, std::move(h), {}, error_code(error::closed), response{});
+    close();
+    return;
+  }
+  closing_ = true; // exec() refuses new requests from now on
+  mux_.fail_queued(error::closed, false);
+  // Still in flight: completed now, their replies read and discarded ahead of `last`'s.
+  mux_.complete_in_flight(error::closed);
+  deliver_completed();
+  // Weak: if the io_context stops first, nothing keeps the connection (and its socket) alive.
+  auto wrapped = [weak = weak_from_this(), h = std::move(h)](error_code ec, response r) mutable {
+    if (h)
+      std::move(h)(ec, std::move(r));
+    if (auto self = weak.lock())
+      self->close();
+  };
+  closing_ = false; // let this one request through
+  exec(std::move(last), std::move(wrapped));
+  closing_ = true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -88,18 +106,20 @@ void connection_impl::exec(request req, handler<void(error_code, response)> h, b
   p->resp.reserve(p->replies_left);
   p->req = std::move(req);
   p->h.set(std::move(h));
-  ++stats_.requests;
+  ++mux_.stats.requests;
 
-  if (phase_ == phase::closed || phase_ == phase::idle ||
-      (!connected_ && p->req.opts().cancel_if_not_connected)) {
-    complete(p, phase_ == phase::closed ? error_code(error::closed)
-                                        : error_code(error::not_connected));
-    return;
-  }
-  if (p->req.empty()) {
-    complete(p, {});
-    return;
-  }
+  auto fail_now = [&](error_code ec) {
+    mux_.complete(p, ec);
+    deliver_completed();
+  };
+  if (phase_ == phase::closed || closing_)
+    return fail_now(error::closed);
+  if (phase_ == phase::idle || (!connected_ && p->req.opts().cancel_if_not_connected))
+    return fail_now(error::not_connected);
+  if (p->req.unsupported())
+    return fail_now(error::invalid_argument);
+  if (p->req.empty())
+    return fail_now({});
 
   if (p->h) {
     p->slot = asio::get_associated_cancellation_slot(p->h.get());
@@ -114,132 +134,40 @@ void connection_impl::exec(request req, handler<void(error_code, response)> h, b
         if (q->written && (type & (asio::cancellation_type::terminal |
                                    asio::cancellation_type::partial)) == asio::cancellation_type::none)
           return;
-        s->cancel(q, asio::error::operation_aborted);
+        s->mux_.complete(q, asio::error::operation_aborted);
+        s->deliver_completed();
       });
     }
   }
-  if (auto timeout = p->req.opts().timeout; timeout.count() > 0) {
+  auto timeout = p->req.opts().timeout.count() == 0 ? cfg_.request_timeout : p->req.opts().timeout;
+  if (timeout != request::no_timeout) {
     p->timer.emplace(ex_);
     p->timer->expires_after(timeout);
     std::weak_ptr<pending> weak = p;
     p->timer->async_wait([self = weak_from_this(), weak](error_code ec) {
       auto s = self.lock();
       auto q = weak.lock();
-      if (!ec && s && q && !q->done)
-        s->cancel(q, error::timeout);
+      if (!ec && s && q && !q->done) {
+        s->mux_.complete(q, error::timeout);
+        s->deliver_completed();
+      }
     });
   }
-  enqueue(std::move(p), first);
-}
-
-void connection_impl::enqueue(pending_ptr p, bool first) {
-  if (first)
-    queue_.push_front(std::move(p));
-  else
-    queue_.push_back(std::move(p));
+  mux_.add(std::move(p), first);
   wake_writer();
 }
 
 void connection_impl::wake_writer() { write_cv_.cancel(); }
 
-void connection_impl::cancel(const pending_ptr& p, error_code ec) {
-  // Not yet written: the writer skips it. Written: the reader discards its replies.
-  complete(p, ec);
-}
-
-void connection_impl::complete(const pending_ptr& p, error_code ec) {
-  if (p->done)
-    return;
-  p->done = true;
-  if (p->timer)
-    p->timer->cancel();
-  if (p->parent) {
-    // A NOSCRIPT retry: put its replies where the originals were, then finish the original.
-    auto parent = std::move(p->parent);
-    if (!parent->done) {
-      if (ec) {
-        complete(parent, ec);
-      } else {
-        // The first replies are the SCRIPT LOADs; the retried commands follow.
-        std::size_t first = p->resp.size() - p->parent_slots.size();
-        for (std::size_t i = 0; i < p->parent_slots.size(); ++i)
-          parent->resp[p->parent_slots[i]] = std::move(p->resp[first + i]);
-        complete(parent, {});
-      }
-    }
-    return;
-  }
-  if (!p->h)
-    return;
-  auto slot = p->slot;
-  p->slot = {};
-  complete_later(ex_, p->h.take(), slot, ec, std::move(p->resp));
-}
-
-void connection_impl::finish(const pending_ptr& p) {
-  if (p->done)
-    return;
-  const auto& calls = p->req.script_calls();
-  if (!calls.empty() && !p->is_retry) {
-    std::vector<const request::script_call*> missing;
-    for (const auto& call : calls) {
-      const auto& reply = p->resp[call.reply_index];
-      if (reply.is_error() && reply.error_code() == "NOSCRIPT")
-        missing.push_back(&call);
-    }
-    if (!missing.empty()) {
-      // Load each script once, then replay only the commands that failed.
-      auto retry = std::make_shared<pending>();
-      retry->is_retry = true;
-      std::vector<const script*> loaded;
-      for (auto* call : missing) {
-        if (std::find(loaded.begin(), loaded.end(), call->code) != loaded.end())
-          continue;
-        loaded.push_back(call->code);
-        // A burst of NOSCRIPTs (many requests sent before the first load) loads once: a load
-        // queued after this request was written runs before this retry, which queues behind it.
-        auto it = load_queued_after_.find(call->code);
-        if (it != load_queued_after_.end() && it->second >= p->write_seq)
-          continue;
-        retry->req.push("SCRIPT", "LOAD", call->code->source());
-        load_queued_after_[call->code] = write_seq_;
-      }
-      for (auto* call : missing) {
-        retry->req.append_raw(std::string_view(p->req.payload()).substr(call->offset, call->length));
-        retry->parent_slots.push_back(call->reply_index);
-      }
-      retry->replies_left = retry->req.expected_replies();
-      retry->parent = p;
-      ++stats_.script_loads;
-      enqueue(std::move(retry), false);
-      return;
-    }
-  }
-  complete(p, {});
-}
-
-void connection_impl::fail_in_flight(error_code ec) {
-  auto in_flight = std::move(in_flight_);
-  in_flight_.clear();
-  for (auto& p : in_flight)
-    complete(p, ec);
-}
-
-void connection_impl::fail_queued(error_code ec, bool only_if_not_connected) {
-  std::deque<pending_ptr> keep;
-  auto queue = std::move(queue_);
-  queue_.clear();
-  for (auto& p : queue) {
-    if (p->done)
+void connection_impl::deliver_completed() {
+  for (auto& [p, ec] : mux_.take_completed()) {
+    if (p->timer)
+      p->timer->cancel();
+    if (!p->h)
       continue;
-    // A queued NOSCRIPT retry belongs to a written request whose outcome is now unknown.
-    if (!only_if_not_connected || p->req.opts().cancel_if_not_connected || p->is_retry)
-      complete(p, p->is_retry ? error_code(error::connection_lost) : ec);
-    else
-      keep.push_back(std::move(p));
+    auto slot = std::exchange(p->slot, {});
+    complete_later(ex_, p->h.take(), slot, ec, std::move(p->resp));
   }
-  for (auto& p : keep)
-    queue_.push_back(std::move(p));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -266,15 +194,16 @@ asio::awaitable<void> connection_impl::run(handler<void(error_code)> on_first_co
     } else {
       phase_ = phase::running;
       connected_ = true;
+      mux_.start_session(protocol_);
       delay.reset();
       if (first) {
         first = false;
         asio::post(ex_, asio::append(std::move(on_first_connect), error_code{}));
       } else {
-        ++stats_.reconnects;
+        ++mux_.stats.reconnects;
       }
       if (on_connected_)
-        on_connected_(stats_.reconnects > 0);
+        on_connected_(mux_.stats.reconnects > 0);
       wake_writer();
       co_await (reader() || writer() || health_check());
       connected_ = false;
@@ -282,7 +211,8 @@ asio::awaitable<void> connection_impl::run(handler<void(error_code)> on_first_co
       socket_.close(close_ignored);
       if (phase_ == phase::closed)
         break;
-      fail_in_flight(error::connection_lost);
+      mux_.fail_in_flight(error::connection_lost);
+      deliver_completed();
       if (on_disconnected_)
         on_disconnected_();
     }
@@ -290,7 +220,8 @@ asio::awaitable<void> connection_impl::run(handler<void(error_code)> on_first_co
       close();
       break;
     }
-    fail_queued(error::not_connected, true);
+    mux_.fail_queued(error::not_connected, true);
+    deliver_completed();
     backoff_timer_.expires_after(delay.next());
     co_await backoff_timer_.async_wait(use_tuple);
     if (phase_ == phase::closed)
@@ -299,10 +230,8 @@ asio::awaitable<void> connection_impl::run(handler<void(error_code)> on_first_co
 }
 
 asio::awaitable<error_code> connection_impl::connect_once() {
-  load_queued_after_.clear(); // a restarted server has no scripts; loads queued before are gone
   parser_.reset();
   rbegin_ = rend_ = 0;
-  subscribed_resp2_ = false;
 
   // One timer bounds connect + handshake: on expiry it closes the socket, failing what is pending.
   // Its state is shared, since its handler may already be queued when this attempt ends.
@@ -347,6 +276,7 @@ asio::awaitable<error_code> connection_impl::connect_once() {
       std::tie(ec) = co_await socket_.async_connect(entry.endpoint(), use_tuple);
       if (!ec) {
         socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+        socket_.set_option(asio::socket_base::keep_alive(true), ec);
         ec = {};
         break;
       }
@@ -368,8 +298,8 @@ asio::awaitable<error_code> connection_impl::handshake_exchange(const request& r
   auto [wec, n] = co_await asio::async_write(socket_, asio::buffer(req.payload()), use_tuple);
   if (wec)
     co_return error::connect_failed;
-  stats_.commands += req.commands();
-  ++stats_.writes;
+  mux_.stats.commands += req.commands();
+  ++mux_.stats.writes;
   while (out.size() < req.expected_replies()) {
     resp::value v;
     if (auto ec = co_await read_value(v))
@@ -493,7 +423,20 @@ asio::awaitable<void> connection_impl::reader() {
       rbegin_ += used;
       if (!parser_.ready())
         break;
-      on_value(parser_.take());
+      auto v = parser_.take();
+      switch (mux_.on_value(v)) {
+      case multiplexer::frame::reply:
+        deliver_completed();
+        if (mux_.has_queued())
+          wake_writer(); // a NOSCRIPT replay was queued
+        break;
+      case multiplexer::frame::push:
+        if (on_push_)
+          on_push_(std::move(v), mux_.answered_sent_at());
+        break;
+      case multiplexer::frame::out_of_step:
+        co_return; // reconnect rather than misroute
+      }
       if (!connected_)
         co_return;
     }
@@ -505,48 +448,10 @@ asio::awaitable<void> connection_impl::reader() {
   }
 }
 
-bool connection_impl::is_pubsub_reply(const resp::value& v) const {
-  if (v.type == resp::type::push)
-    return true;
-  if (!subscribed_resp2_ || v.type != resp::type::array || v.children.empty() ||
-      !v.children[0].is_string())
-    return false;
-  std::string_view kind = v.children[0].data;
-  for (std::string_view k : {"message", "pmessage", "smessage", "subscribe", "psubscribe",
-                             "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe"})
-    if (equals_nocase(kind, k))
-      return true;
-  return false;
-}
-
-void connection_impl::on_value(resp::value&& v) {
-  if (is_pubsub_reply(v)) {
-    ++stats_.pushes;
-    if (on_push_)
-      on_push_(std::move(v));
-    return;
-  }
-  ++stats_.replies;
-  if (in_flight_.empty()) {
-    // A reply nobody asked for: the stream is out of step. Reconnect rather than misroute.
-    drop();
-    return;
-  }
-  auto& p = in_flight_.front();
-  if (!p->done)
-    p->resp.push_back(std::move(v));
-  if (--p->replies_left == 0) {
-    auto finished = std::move(p);
-    in_flight_.pop_front();
-    finish(finished);
-  }
-}
-
 asio::awaitable<void> connection_impl::writer() {
   std::vector<asio::const_buffer> buffers;
-  std::vector<pending_ptr> batch;
   for (;;) {
-    while (queue_.empty() || !connected_) {
+    while (!mux_.has_queued() || !connected_) {
       if (!connected_)
         co_return;
       write_cv_.expires_at(asio::steady_timer::time_point::max());
@@ -556,36 +461,11 @@ asio::awaitable<void> connection_impl::writer() {
         co_return;
     }
     buffers.clear();
-    batch.clear();
-    while (!queue_.empty() && buffers.size() < max_batch_buffers) {
-      auto p = std::move(queue_.front());
-      queue_.pop_front();
-      if (p->done)
-        continue; // cancelled before it was written
-      p->written = true;
-      buffers.push_back(asio::buffer(p->req.payload()));
-      stats_.commands += p->req.commands();
-      if (protocol_ == 2 && p->req.has_subscribe())
-        subscribed_resp2_ = true;
-      if (p->replies_left > 0)
-        in_flight_.push_back(p);
-      batch.push_back(std::move(p));
-    }
-    if (buffers.empty())
+    if (mux_.prepare_write(buffers, steady::now(), max_batch_buffers) == 0)
       continue;
-    ++stats_.writes;
-    ++write_seq_;
-    for (auto& p : batch)
-      p->write_seq = write_seq_;
     auto [ec, n] = co_await asio::async_write(socket_, buffers, use_tuple);
     if (ec)
       co_return;
-    // Subscribe-family requests are answered out of band: done once written. (Not replies_left:
-    // the replies to this very write may already have been read, and a request waiting for its
-    // NOSCRIPT retry has none left either.)
-    for (auto& p : batch)
-      if (p->req.expected_replies() == 0)
-        complete(p, {});
   }
 }
 
@@ -608,24 +488,22 @@ asio::awaitable<void> connection_impl::health_check() {
       silent_ticks = 0;
       continue;
     }
-    if (in_flight_.empty() && queue_.empty()) {
+    if (mux_.idle()) {
       // Idle: ask for a sign of life.
       request ping;
       ping.push("PING");
-      exec(std::move(ping), {}, false);
+      exec(std::move(ping), {});
+      continue;
+    }
+    // A blocking command (BLPOP ...) keeps the server silent on purpose.
+    if (mux_.waiting_on_blocking()) {
+      silent_ticks = 0;
       continue;
     }
     // A reply is owed and nothing arrived for two whole intervals: the peer is gone.
     if (++silent_ticks >= 2)
       co_return;
   }
-}
-
-void connection_impl::drop() {
-  connected_ = false;
-  error_code ignored;
-  socket_.close(ignored);
-  write_cv_.cancel();
 }
 
 } // namespace detail
@@ -641,28 +519,16 @@ connection::~connection() { impl_->close(); }
 connection::executor_type connection::get_executor() const noexcept { return impl_->ex_; }
 const client_config& connection::config() const noexcept { return impl_->cfg_; }
 void connection::close() { impl_->close(); }
-bool connection::is_connected() const noexcept { return impl_->connected_; }
+bool connection::is_connected() const noexcept { return impl_->connected(); }
 int connection::protocol() const noexcept { return impl_->protocol_; }
-const connection_stats& connection::stats() const noexcept { return impl_->stats_; }
-
-void connection::set_push_handler(push_handler h) { impl_->on_push_ = std::move(h); }
-void connection::set_connected_handler(connected_handler h) { impl_->on_connected_ = std::move(h); }
-void connection::set_disconnected_handler(disconnected_handler h) {
-  impl_->on_disconnected_ = std::move(h);
-}
+const connection_stats& connection::stats() const noexcept { return impl_->mux_.stats; }
 
 void connection::async_connect_impl(detail::handler<void(error_code)> h) {
   impl_->start(std::move(h));
 }
 
 void connection::async_exec_impl(request req, detail::handler<void(error_code, response)> h) {
-  impl_->exec(std::move(req), std::move(h), false);
-}
-
-void connection::send(request req) { impl_->exec(std::move(req), {}, false); }
-
-void connection::exec_first(request req, detail::handler<void(error_code, response)> h) {
-  impl_->exec(std::move(req), std::move(h), true);
+  impl_->exec(std::move(req), std::move(h));
 }
 
 } // namespace corolock

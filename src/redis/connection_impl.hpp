@@ -1,57 +1,57 @@
-// Private: the state behind corolock::connection. One reader, one writer and one health-check
-// coroutine run per live socket; a run loop reconnects. Everything happens on one executor.
+// Private: the state behind corolock::connection. The multiplexer decides what is written and
+// what each frame read answers; this class does the I/O around it: one reader, one writer and one
+// health-check coroutine per live socket, and a run loop that reconnects. Everything happens on
+// one executor.
 #pragma once
 
 #include <corolock/redis/connection.hpp>
 #include <corolock/resp/parser.hpp>
 
-#include "detail/completion.hpp"
+#include "redis/multiplexer.hpp"
 
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <deque>
-#include <unordered_map>
-#include <optional>
+#include <functional>
 
 namespace corolock::detail {
-
-/// One exec() in progress.
-struct pending {
-  request req;
-  response resp;
-  stored_handler<handler<void(error_code, response)>> h;
-  asio::cancellation_slot slot;
-  std::optional<asio::steady_timer> timer;
-  std::size_t replies_left = 0;
-  bool written = false;
-  std::uint64_t write_seq = 0;    // which socket write carried it
-  bool done = false;              // completed (or cancelled): replies still owed are discarded
-  bool is_retry = false;          // a NOSCRIPT retry: never retried again
-  std::shared_ptr<pending> parent;        // for a NOSCRIPT retry: the request it completes
-  std::vector<std::size_t> parent_slots;  // where its replies go in the parent's response
-};
-using pending_ptr = std::shared_ptr<pending>;
 
 class connection_impl : public std::enable_shared_from_this<connection_impl> {
 public:
   using socket_type = asio::generic::stream_protocol::socket;
+  /// An out-of-band frame (pub/sub message or notice), with the send time of the latest request
+  /// answered before it (see multiplexer::answered_sent_at).
+  using push_handler = std::function<void(resp::value&&, steady::time_point published_after)>;
+  /// After every successful (re)connect, before queued requests are written.
+  using connected_handler = std::function<void(bool reconnect)>;
+  /// After a live connection dropped (not after close()).
+  using disconnected_handler = std::function<void()>;
 
   connection_impl(asio::any_io_executor ex, client_config cfg);
 
   void start(handler<void(error_code)> on_first_connect);
-  void exec(request req, handler<void(error_code, response)> h, bool first);
+  /// `first`: ahead of everything queued (restoring subscriptions).
+  void exec(request req, handler<void(error_code, response)> h, bool first = false);
+  /// Fire and forget.
+  void send(request req) { exec(std::move(req), {}); }
+  /// Fails everything pending with error::closed and closes the socket now.
   void close();
+  /// Graceful close: fails what is queued with error::closed (replies of what is in flight are read
+  /// and discarded), sends `last` (the lock layer's clean-up), and closes once it is answered or
+  /// its timeout passes. `h` (may be empty) gets its outcome.
+  void close_after(request last, handler<void(error_code, response)> h);
+
+  bool connected() const noexcept { return connected_; }
+  bool closing() const noexcept { return phase_ == phase::closed || closing_; }
 
   asio::any_io_executor ex_;
   client_config cfg_;
-  connection_stats stats_;
-  connection::push_handler on_push_;
-  connection::connected_handler on_connected_;
-  connection::disconnected_handler on_disconnected_;
+  push_handler on_push_;
+  connected_handler on_connected_;
+  disconnected_handler on_disconnected_;
   int protocol_ = 3;
-  bool connected_ = false;
+  multiplexer mux_;
 
 private:
   enum class phase { idle, connecting, running, closed };
@@ -68,33 +68,21 @@ private:
   /// Room at the end of the read buffer for the next read.
   asio::mutable_buffer read_space();
 
-  void enqueue(pending_ptr p, bool first);
-  void on_value(resp::value&& v);
-  void finish(const pending_ptr& p);
-  void complete(const pending_ptr& p, error_code ec);
-  void cancel(const pending_ptr& p, error_code ec);
-  void fail_in_flight(error_code ec);
-  void fail_queued(error_code ec, bool only_if_not_connected);
-  bool is_pubsub_reply(const resp::value& v) const;
+  /// Runs the handlers of the requests the multiplexer completed.
+  void deliver_completed();
   void wake_writer();
-  void drop(); // ends the live session: the run loop reconnects
 
   phase phase_ = phase::idle;
+  bool connected_ = false;
+  bool closing_ = false;
   socket_type socket_;
   asio::steady_timer write_cv_;     // timer as condition variable: the writer sleeps on it
   asio::steady_timer backoff_timer_;
   asio::cancellation_signal stop_;
-  std::deque<pending_ptr> queue_;      // not yet written
-  std::deque<pending_ptr> in_flight_;  // written, replies owed (in order)
   resp::parser parser_;
   std::vector<char> rbuf_;
   std::size_t rbegin_ = 0, rend_ = 0;
   std::uint64_t bytes_read_ = 0;
-  bool subscribed_resp2_ = false;   // RESP2 connection in pub/sub mode
-  std::uint64_t write_seq_ = 0;     // socket writes started on this connection
-  // For each script, the write sequence number before which a SCRIPT LOAD of it was queued: a
-  // NOSCRIPT for a request written earlier needs no second load (the queued one runs first).
-  std::unordered_map<const script*, std::uint64_t> load_queued_after_;
 };
 
 } // namespace corolock::detail

@@ -1,5 +1,8 @@
 #include <corolock/redis/request.hpp>
 #include <corolock/redis/script.hpp>
+#include <corolock/resp/parser.hpp>
+
+#include "redis/request_access.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,30 +10,67 @@
 namespace corolock {
 namespace {
 
-bool is_subscribe_family(std::string_view name) {
-  // Answered out of band in RESP3 (and by pub/sub arrays in RESP2): no ordinary reply follows.
-  static constexpr std::string_view names[] = {"SUBSCRIBE",   "UNSUBSCRIBE",  "PSUBSCRIBE",
-                                               "PUNSUBSCRIBE", "SSUBSCRIBE", "SUNSUBSCRIBE"};
+bool equals_upper(std::string_view name, std::string_view upper) {
+  return name.size() == upper.size() &&
+         std::equal(name.begin(), name.end(), upper.begin(), [](char a, char b) {
+           return std::toupper(static_cast<unsigned char>(a)) == b;
+         });
+}
+
+/// The confirmation kind of a subscribe-family command ("subscribe" for SUBSCRIBE ...), or empty.
+std::string_view pubsub_kind(std::string_view name) {
+  static constexpr std::pair<std::string_view, std::string_view> kinds[] = {
+      {"SUBSCRIBE", "subscribe"},     {"UNSUBSCRIBE", "unsubscribe"},
+      {"PSUBSCRIBE", "psubscribe"},   {"PUNSUBSCRIBE", "punsubscribe"},
+      {"SSUBSCRIBE", "ssubscribe"},   {"SUNSUBSCRIBE", "sunsubscribe"}};
   if (name.size() < 9 || name.size() > 12)
+    return {};
+  for (auto [command, kind] : kinds)
+    if (equals_upper(name, command))
+      return kind;
+  return {};
+}
+
+/// Commands that may keep the server from answering for long on purpose.
+bool is_blocking(std::string_view name) {
+  static constexpr std::string_view names[] = {
+      "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP",
+      "WAIT",  "WAITAOF", "XREAD",    "XREADGROUP"};
+  if (name.empty() || name.size() > 10)
     return false;
-  for (auto candidate : names) {
-    if (candidate.size() == name.size() &&
-        std::equal(name.begin(), name.end(), candidate.begin(), [](char a, char b) {
-          return std::toupper(static_cast<unsigned char>(a)) == b;
-        }))
+  for (auto candidate : names)
+    if (equals_upper(name, candidate))
       return true;
-  }
   return false;
 }
 
 } // namespace
 
-void request::begin_command(std::string_view name) {
+void request::end_command(std::string_view name, std::size_t offset) {
   ++commands_;
-  if (is_subscribe_family(name))
-    has_subscribe_ = true;
-  else
+  if (is_blocking(name))
+    blocking_ = true;
+  auto kind = pubsub_kind(name);
+  if (kind.empty()) {
     ++expected_replies_;
+    return;
+  }
+  // One confirmation per channel: read the channels back from the bytes just written.
+  resp::parser p;
+  boost::system::error_code ec;
+  p.consume(std::string_view(payload_).substr(offset), ec);
+  pubsub_command cmd{expected_replies_, std::string(kind), {}};
+  if (!ec && p.ready()) {
+    auto v = p.take();
+    for (std::size_t i = 1; i < v.children.size(); ++i)
+      cmd.channels.push_back(std::move(v.children[i].data));
+  }
+  if (cmd.channels.empty()) {
+    unsupported_ = true; // "UNSUBSCRIBE" alone: as many replies as channels the server knows
+    return;
+  }
+  expected_replies_ += cmd.channels.size();
+  pubsub_.push_back(std::move(cmd));
 }
 
 void request::append_raw(std::string_view encoded_command) {
@@ -40,11 +80,12 @@ void request::append_raw(std::string_view encoded_command) {
 }
 
 request& request::push_range(std::string_view command, const std::vector<std::string>& args) {
-  begin_command(command);
+  const std::size_t offset = payload_.size();
   resp::write_array_header(payload_, 1 + args.size());
   resp::write_bulk(payload_, command);
   for (const auto& arg : args)
     resp::write_bulk(payload_, arg);
+  end_command(command, offset);
   return *this;
 }
 
@@ -52,7 +93,6 @@ template <typename Keys, typename Args>
 request& request::push_script_impl(const script& s, const Keys& keys, const Args& args) {
   std::size_t offset = payload_.size();
   std::size_t reply_index = expected_replies_;
-  begin_command("EVALSHA");
   resp::write_array_header(payload_, 3 + keys.size() + args.size());
   resp::write_bulk(payload_, "EVALSHA");
   resp::write_bulk(payload_, s.sha1());
@@ -61,6 +101,7 @@ request& request::push_script_impl(const script& s, const Keys& keys, const Args
     resp::write_bulk(payload_, std::string_view(k));
   for (const auto& a : args)
     resp::write_bulk(payload_, std::string_view(a));
+  end_command("EVALSHA", offset);
   scripts_.push_back({reply_index, offset, payload_.size() - offset, &s});
   return *this;
 }
@@ -79,8 +120,10 @@ void request::clear() {
   payload_.clear();
   commands_ = 0;
   expected_replies_ = 0;
-  has_subscribe_ = false;
+  blocking_ = false;
+  unsupported_ = false;
   scripts_.clear();
+  pubsub_.clear();
 }
 
 } // namespace corolock

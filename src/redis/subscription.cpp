@@ -18,12 +18,23 @@ public:
   subscription_state(std::shared_ptr<client_impl> c, std::string ch)
       : client_(c), ex_(c->ex), channel_(std::move(ch)) {}
 
-  void on_message(std::string_view channel, std::string_view payload) override {
+  void on_message(std::string_view channel, std::string_view payload,
+                  steady::time_point) override {
     queue_.push_back(message{std::string(channel), std::string(payload), false});
     deliver();
   }
-  void on_resubscribed() override {
+  void on_subscribed(bool restored) override {
+    if (!restored)
+      return;
     queue_.push_back(message{channel_, {}, true});
+    deliver();
+  }
+  void on_refused(error_code ec, std::string_view text) override {
+    registered_ = false;
+    closed_ = true;
+    failure_ = ec;
+    if (auto c = client_.lock(); c && !text.empty())
+      c->last_server_error = std::string(text);
     deliver();
   }
   void on_closed() override {
@@ -52,8 +63,8 @@ public:
   void unsubscribe() {
     if (registered_) {
       registered_ = false;
-      if (auto c = client_.lock(); c && c->subs)
-        c->subs->remove(channel_, this);
+      if (auto c = client_.lock(); c && c->user_subs)
+        c->user_subs->remove(channel_, this);
     }
     closed_ = true;
     deliver();
@@ -72,7 +83,7 @@ private:
       queue_.pop_front();
       complete({}, std::move(m));
     } else if (closed_) {
-      complete(error::closed, {});
+      complete(failure_ ? failure_ : error_code(error::closed), {});
     }
   }
   void complete(error_code ec, message m) {
@@ -88,6 +99,7 @@ private:
   std::deque<message> queue_;
   stored_handler<handler<void(error_code, message)>> waiting_;
   asio::cancellation_slot slot_;
+  error_code failure_; // why the server ended the subscription, if it did
   bool registered_ = false;
   bool closed_ = false;
 };
@@ -136,11 +148,11 @@ void subscription::async_receive_impl(detail::handler<void(error_code, message)>
 subscription client::subscribe(std::string channel) {
   if (channel.empty())
     throw boost::system::system_error(error::invalid_argument, "empty channel name");
-  if (!impl_->subs)
+  if (!impl_->user_subs || impl_->closed)
     throw boost::system::system_error(impl_->closed ? error::closed : error::not_connected,
                                       "subscribe before connect");
   auto state = std::make_shared<detail::subscription_state>(impl_, std::move(channel));
-  impl_->subs->add(state->channel(), state.get());
+  impl_->user_subs->add(state->channel(), state.get());
   state->mark_registered();
   return subscription(std::move(state));
 }

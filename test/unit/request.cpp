@@ -19,12 +19,34 @@ BOOST_AUTO_TEST_CASE(counts_commands_and_replies) {
              "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*3\r\n$7\r\nPEXPIRE\r\n$1\r\nk\r\n$4\r\n3000\r\n");
 }
 
-BOOST_AUTO_TEST_CASE(subscribe_family_expects_no_ordinary_reply) {
+BOOST_AUTO_TEST_CASE(subscribe_family_expects_one_confirmation_per_channel) {
   corolock::request r;
-  r.push("subscribe", "a").push("SSUBSCRIBE", "b").push("PING").push_range("UNSUBSCRIBE", {"a"});
+  r.push("subscribe", "a", "b").push("SSUBSCRIBE", "c").push("PING").push_range("UNSUBSCRIBE", {"a"});
   BOOST_TEST(r.commands() == 4u);
-  BOOST_TEST(r.expected_replies() == 1u);
-  BOOST_TEST(r.has_subscribe());
+  BOOST_TEST(r.expected_replies() == 5u);
+  BOOST_REQUIRE_EQUAL(r.pubsub_commands().size(), 3u);
+  BOOST_TEST(r.pubsub_commands()[0].kind == "subscribe");
+  BOOST_TEST(r.pubsub_commands()[0].first_reply == 0u);
+  BOOST_TEST((r.pubsub_commands()[0].channels == std::vector<std::string>{"a", "b"}));
+  BOOST_TEST(r.pubsub_commands()[1].kind == "ssubscribe");
+  BOOST_TEST(r.pubsub_commands()[1].first_reply == 2u);
+  BOOST_TEST(r.pubsub_commands()[2].kind == "unsubscribe");
+  BOOST_TEST(r.pubsub_commands()[2].first_reply == 4u);
+  BOOST_TEST(!r.unsupported());
+}
+
+BOOST_AUTO_TEST_CASE(unsubscribe_from_everything_is_refused) {
+  corolock::request r;
+  r.push("UNSUBSCRIBE");
+  BOOST_TEST(r.unsupported()); // its replies cannot be counted
+}
+
+BOOST_AUTO_TEST_CASE(blocking_commands_are_marked) {
+  corolock::request a, b;
+  a.push("GET", "k");
+  b.push("GET", "k").push("blpop", "q", 10);
+  BOOST_TEST(!a.blocking());
+  BOOST_TEST(b.blocking());
 }
 
 BOOST_AUTO_TEST_CASE(script_calls_are_recorded_for_noscript_retry) {

@@ -55,10 +55,22 @@ public:
   }
 
   /// Subscribes to a channel. The SUBSCRIBE is queued at once (not awaited): any request this
-  /// client sends afterwards reaches the server after it.
+  /// client exec()s afterwards reaches the server after it (RESP3; on RESP2 subscriptions have a
+  /// connection of their own and no such order). If the server refuses it (an ACL user without
+  /// rights to the channel), receive() completes with error::redis_error.
   [[nodiscard]] subscription subscribe(std::string channel);
 
+  /// Closes the client (see above) without waiting for the release of its locks to be answered.
   void close();
+
+  /// close(), then completes once the locks of this client are released in Redis and every
+  /// connection is closed (at most about request_timeout later). Completes with no error.
+  template <typename CompletionToken = default_token>
+  auto shutdown(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_shutdown_impl(std::move(handler)); }, token);
+  }
+
   bool is_connected() const noexcept;
   /// The client's random 128-bit identity (32 hex digits): the prefix of every lock owner it makes.
   const std::string& id() const noexcept;
@@ -73,6 +85,7 @@ private:
   friend struct detail::client_access;
   void async_connect_impl(detail::handler<void(error_code)> h);
   void async_exec_impl(request req, detail::handler<void(error_code, response)> h);
+  void async_shutdown_impl(detail::handler<void(error_code)> h);
 
   std::shared_ptr<detail::client_impl> impl_;
 };

@@ -20,6 +20,11 @@ struct client_config {
   int protocol = 3;                ///< 3: HELLO 3, falling back to RESP2 if refused; 2: RESP2 only
 
   std::chrono::milliseconds connect_timeout{5000};
+  /// How long a request may take, from exec() to its last reply, connected or not, when it does not
+  /// set its own timeout (request::options::timeout): then it fails with error::timeout. Lock
+  /// operations use it for each of their round trips, so nothing waits forever on a server that is
+  /// down. Must be positive.
+  std::chrono::milliseconds request_timeout{5000};
   /// A PING is sent when the connection is idle this long; a connection that stays silent for two
   /// intervals while a reply is owed is declared dead and reconnected. Zero disables.
   std::chrono::milliseconds health_check_interval{2000};

@@ -7,7 +7,9 @@
 //   fallback, SELECT). After that the connection keeps itself alive: an idle PING detects a dead
 //   peer, and a dropped connection is re-established with capped exponential backoff and jitter.
 // - A drop fails every request already written with error::connection_lost (its outcome is
-//   unknown); requests not yet written wait for the reconnect, unless they asked not to.
+//   unknown); requests not yet written wait for the reconnect, unless they asked not to. Every
+//   request fails with error::timeout after its timeout (client_config::request_timeout unless
+//   the request sets its own), connected or not.
 // - Cancelling an exec (Asio cancellation slot) before its bytes are written removes it; after, its
 //   replies are read and discarded and the connection stays up.
 // - Not thread-safe: use it from its executor (one thread, or a strand).
@@ -20,7 +22,6 @@
 #include <corolock/resp/value.hpp>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -81,21 +82,7 @@ public:
   int protocol() const noexcept;
   const connection_stats& stats() const noexcept;
 
-  // For the subscriber (one per client): where out-of-band pushes go, and who to tell after every
-  // successful (re)connect so that subscriptions can be restored before queued requests are sent.
-  using push_handler = std::function<void(resp::value&&)>;
-  using connected_handler = std::function<void(bool reconnect)>;
-  using disconnected_handler = std::function<void()>;
-  void set_push_handler(push_handler h);
-  void set_connected_handler(connected_handler h);
-  void set_disconnected_handler(disconnected_handler h);
-  /// Like exec, but the request goes ahead of everything queued (used to restore subscriptions).
-  void exec_first(request req, detail::handler<void(error_code, response)> h);
-  /// Fire and forget: queue the request, ignore its replies (SUBSCRIBE, UNSUBSCRIBE, PUBLISH ...).
-  void send(request req);
-
 private:
-  friend class client; // forwards its handlers here without wrapping them twice
   void async_connect_impl(detail::handler<void(error_code)> h);
   void async_exec_impl(request req, detail::handler<void(error_code, response)> h);
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -14,7 +15,7 @@ namespace corolock {
 
 class script;
 namespace detail {
-class connection_impl;
+struct request_access;
 }
 
 class request {
@@ -22,10 +23,14 @@ public:
   struct options {
     /// Fail with error::not_connected instead of waiting for a reconnect.
     bool cancel_if_not_connected = false;
-    /// Fail with error::timeout if the replies have not all arrived by then; zero waits forever.
-    /// A request that times out after it was written has its replies read and discarded.
+    /// Fail with error::timeout if the replies have not all arrived by then, counted from exec().
+    /// Zero (the default) takes the client's client_config::request_timeout; no_timeout waits for
+    /// as long as it takes. A request that times out after it was written has its replies read
+    /// and discarded.
     std::chrono::milliseconds timeout{0};
   };
+  /// options::timeout value for a request that may wait forever (e.g. BLPOP key 0).
+  static constexpr std::chrono::milliseconds no_timeout = std::chrono::milliseconds::max();
 
   request() = default;
   explicit request(options opts) : opts_(opts) {}
@@ -33,8 +38,9 @@ public:
   /// Appends one command: req.push("SET", key, value, "PX", 3000).
   template <resp::command_arg... Args>
   request& push(const Args&... args) {
-    begin_command(first_word(args...));
+    const std::size_t offset = payload_.size();
     resp::write_command(payload_, args...);
+    end_command(first_word(args...), offset);
     return *this;
   }
 
@@ -50,8 +56,8 @@ public:
                        const std::vector<std::string>& args);
 
   std::size_t commands() const noexcept { return commands_; }
-  /// Replies the server will send. Subscribe-family commands are answered out of band (as pushes),
-  /// so they do not count.
+  /// Replies the server will send. A (P|S)SUBSCRIBE or (P|S)UNSUBSCRIBE of N channels is answered
+  /// by N confirmations, or by one error reply (e.g. NOPERM) that the response repeats N times.
   std::size_t expected_replies() const noexcept { return expected_replies_; }
   const std::string& payload() const noexcept { return payload_; }
   options& opts() noexcept { return opts_; }
@@ -66,8 +72,20 @@ public:
     const script* code;
   };
   const std::vector<script_call>& script_calls() const noexcept { return scripts_; }
-  /// True if the request holds a SUBSCRIBE-family command (the connection enters pub/sub mode).
-  bool has_subscribe() const noexcept { return has_subscribe_; }
+
+  /// A subscribe-family command: its replies are confirmation frames naming each channel.
+  struct pubsub_command {
+    std::size_t first_reply;          ///< index of its first reply among the expected replies
+    std::string kind;                 ///< the confirmation kind, lower case: "subscribe", ...
+    std::vector<std::string> channels;
+  };
+  const std::vector<pubsub_command>& pubsub_commands() const noexcept { return pubsub_; }
+  /// Holds a command that may block on the server for long (BLPOP, WAIT, XREAD ... BLOCK ...): a
+  /// silent connection is then not taken for a dead one.
+  bool blocking() const noexcept { return blocking_; }
+  /// Holds a command this connection cannot run (UNSUBSCRIBE without channels: its replies cannot
+  /// be counted); exec() refuses it with error::invalid_argument.
+  bool unsupported() const noexcept { return unsupported_; }
 
 private:
   template <typename First, typename... Rest>
@@ -77,8 +95,9 @@ private:
     else
       return {};
   }
-  friend class detail::connection_impl;
-  void begin_command(std::string_view name);
+  friend struct detail::request_access;
+  /// Accounts for the command just written at payload_[offset...].
+  void end_command(std::string_view name, std::size_t offset);
   template <typename Keys, typename Args>
   request& push_script_impl(const script& s, const Keys& keys, const Args& args);
   /// Appends one already-encoded command answered by one reply (a NOSCRIPT replay).
@@ -87,8 +106,10 @@ private:
   std::string payload_;
   std::size_t commands_ = 0;
   std::size_t expected_replies_ = 0;
-  bool has_subscribe_ = false;
+  bool blocking_ = false;
+  bool unsupported_ = false;
   std::vector<script_call> scripts_;
+  std::vector<pubsub_command> pubsub_;
   options opts_;
 };
 

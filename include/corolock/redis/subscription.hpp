@@ -30,7 +30,9 @@ public:
   ~subscription();
 
   /// The next message (or reconnect notice), in arrival order; messages are buffered between
-  /// calls. Completes with error::closed once unsubscribed or when the client closes.
+  /// calls. Completes with error::closed once unsubscribed or when the client closes, and with
+  /// error::redis_error if the server refused the subscription (client::last_server_error()
+  /// has its reply, e.g. "NOPERM ...").
   template <typename CompletionToken = default_token>
   auto receive(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, message)>(
