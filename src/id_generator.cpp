@@ -91,7 +91,7 @@ asio::awaitable<issued> issue(std::shared_ptr<id_generator_state> st, std::uint3
   auto c = st->client.lock();
   if (!c || c->closed)
     co_return issued{error::closed};
-  if (!c->subs)
+  if (!c->lock_subs)
     co_return issued{error::not_connected};
   // A retry never risks a duplicate: every INCRBY hands out fresh numbers (a lost reply only
   // wastes some). Another day than we guessed costs one more round trip, around midnight.
@@ -99,7 +99,7 @@ asio::awaitable<issued> issue(std::shared_ptr<id_generator_state> st, std::uint3
   for (int attempt = 0; attempt < 4; ++attempt) {
     const auto now = std::chrono::sys_seconds{std::chrono::seconds{st->server_now()}};
     const auto day = std::chrono::floor<std::chrono::days>(now);
-    auto [ec, replies] = co_await c->main.exec(next_id_request(*st, day, n),
+    auto [ec, replies] = co_await c->exec(next_id_request(*st, day, n),
                                                asio::as_tuple(asio::use_awaitable));
     if (ec == error::connection_lost && !c->closed) {
       failure = ec;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "detail/completion.hpp"
+#include "lock/lease_timing.hpp"
 #include "redis/client_impl.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -12,19 +13,21 @@
 #include <boost/asio/cancellation_signal.hpp>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace corolock::detail {
 
-/// The Redis names of one lock.
+/// The Redis names of one lock (all share the hash tag {name}, so one Cluster slot holds them).
 struct lock_names {
   lock_names(const std::string& prefix, std::string lock_name);
   std::string name;    // as the user gave it
   std::string key;     // prefix{name}        the string '<token> <owner>', the lease as its PX
-  std::string fence;   // prefix{name}:fence  the token counter, kept forever
-  std::string channel; // prefix{name}:ch     unlock notifications
+  std::string fence;   // prefix{name}:fence  the last fencing token handed out
+  std::string queue;   // prefix{name}:q      waiting owners, by arrival
+  std::string expiry;  // prefix{name}:qx     waiting owners, by when their entry expires
+  std::string channel; // prefix{name}:ch     grant announcements
 };
 
 class lease : public std::enable_shared_from_this<lease> {
@@ -32,14 +35,14 @@ public:
   using clock = std::chrono::steady_clock;
   enum class state { held, released, lost };
 
-  lease(std::shared_ptr<client_impl> client, std::shared_ptr<const lock_names> names,
-        std::string owner, std::chrono::milliseconds ttl, bool renew, std::uint64_t token,
-        clock::time_point sent_at);
+  lease(const std::shared_ptr<client_impl>& client, std::shared_ptr<const lock_names> names,
+        std::string owner, std::uint64_t token, lease_timing timing);
 
-  /// The lease is gone: signal the holder, stop renewing, and (politely, owner-checked) delete the
-  /// key in case it still exists. Idempotent.
-  void mark_lost();
-  /// The last level was released: stop renewing and release in Redis (see release_op).
+  /// The lease is gone: signal the holder, stop renewing, and (owner-checked) release the lock in
+  /// case it is still ours (lost by the local deadline while the server has not expired it yet).
+  /// Idempotent. `release` false: the caller takes care of Redis (the client is closing).
+  void mark_lost(bool release = true);
+  /// The last level was released: stop renewing (the caller releases in Redis).
   void mark_released();
   void add_lost_waiter(handler<void(error_code)> h);
 
@@ -47,18 +50,13 @@ public:
   asio::any_io_executor ex;
   std::shared_ptr<const lock_names> names;
   std::string owner;
-  std::chrono::milliseconds ttl;
-  bool renew;
   std::uint64_t token;
-  /// Local deadline: the lease surely ends by then unless renewed (measured from before the
-  /// request that set it was sent).
-  clock::time_point valid_until;
-  /// When the watchdog should renew next.
-  clock::time_point next_renewal;
+  lease_timing timing;
   int depth = 1;
   state st = state::held;
-  bool in_watchdog = false;
+  std::size_t dog_index = npos; // place in the watchdog's list; npos when not watched
   asio::cancellation_signal lost_signal;
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
 private:
   struct lost_waiter {
@@ -66,8 +64,10 @@ private:
     asio::cancellation_slot slot;
   };
   void finish_lost_waiters(error_code ec);
-  static void complete_waiter(lost_waiter& w, const asio::any_io_executor& ex, error_code ec);
-  std::vector<std::shared_ptr<lost_waiter>> lost_waiters_;
+  // By number: a cancelled waiter leaves at once (no pile-up over a long lease), and a late
+  // cancellation finds nothing.
+  std::map<std::uint64_t, lost_waiter> lost_waiters_;
+  std::uint64_t lost_waiter_ids_ = 0;
 };
 
 /// The completion token of a lock script that must run to the end whatever happens to its caller:
@@ -75,22 +75,5 @@ private:
 inline auto to_the_end() {
   return asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable));
 }
-
-/// Reads a lock script's integer reply into `out`: redis_error (the server's text kept in the
-/// client's last_server_error) or unexpected_reply when it is not one.
-error_code integer_reply(client_impl& c, const resp::value& r, std::int64_t& out);
-
-/// Sends the owner-checked release script. Retries when the outcome of an attempt is unknown (the
-/// connection dropped): a retry that finds the lock gone with nobody having taken it since `token`
-/// counts as released. `token` 0: unknown (an acquire whose reply was lost). Completes with
-/// success, not_owner, redis_error or the transport error.
-asio::awaitable<error_code> release_in_redis(std::shared_ptr<client_impl> client,
-                                             std::shared_ptr<const lock_names> names,
-                                             std::string owner, std::uint64_t token);
-
-/// Fire and forget: release_in_redis on the client's executor.
-void release_detached(const std::shared_ptr<client_impl>& client,
-                      std::shared_ptr<const lock_names> names, std::string owner,
-                      std::uint64_t token);
 
 } // namespace corolock::detail

@@ -1,110 +1,292 @@
 #include "lock/lock_service.hpp"
 
+#include "lock/scripts.hpp"
+#include "lock/waiting_line.hpp"
+
+#include <corolock/error.hpp>
+
+#include <set>
+
 namespace corolock::detail {
+
+namespace {
+
+/// Reads an acquire.lua reply: {1, token, pttl} or {0, pttl, rank}.
+void read_attempt(client_impl& c, const resp::value& r, attempt_outcome& out) {
+  if (r.is_error()) {
+    c.last_server_error = r.data; // e.g. WRONGTYPE: a key of another type under the lock's name
+    out.ec = error::redis_error;
+    return;
+  }
+  if (r.type != resp::type::array || r.children.size() != 3 ||
+      r.children[0].type != resp::type::integer || r.children[1].type != resp::type::integer ||
+      r.children[2].type != resp::type::integer) {
+    out.ec = error::unexpected_reply;
+    return;
+  }
+  out.acquired = r.children[0].integer == 1;
+  if (out.acquired) {
+    out.token = static_cast<std::uint64_t>(r.children[1].integer);
+    out.pttl = std::chrono::milliseconds(r.children[2].integer);
+  } else {
+    out.pttl = std::chrono::milliseconds(r.children[1].integer);
+    out.rank = r.children[2].integer;
+  }
+}
+
+/// A request that timed out while the connection was down failed for want of a connection.
+error_code transport_error(const client_impl& c, error_code ec) {
+  return ec == error::timeout && !c.locks->connected() ? error_code(error::not_connected) : ec;
+}
+
+} // namespace
+
+void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
+                  const line_machine::handoff* handoff, std::chrono::milliseconds handoff_lease,
+                  std::chrono::milliseconds waiter_ttl) {
+  req.push_script(release_script(), {names.key, names.fence, names.queue, names.expiry},
+                  {owner, retry ? "1" : "0", handoff ? handoff->owner : std::string(),
+                   std::to_string(handoff_lease.count()),
+                   handoff ? handoff->requeue : std::string(),
+                   std::to_string(waiter_ttl.count()), names.channel, "publish"});
+}
 
 lock_service::lock_service(client_impl& c) : client(c), dog(c), sweep_timer_(c.ex) {}
 
-lock_service::~lock_service() { close(); }
+lock_service::~lock_service() = default;
 
 lock_service& lock_service::of(client_impl& c) {
-  if (!c.locks) {
+  if (!c.lock_layer) {
     // Destroyed with the client_impl, which every lock operation keeps alive while it runs.
-    c.locks = {new lock_service(c), [](lock_service* s) { delete s; }};
-    c.close_hooks.push_back([&c] { c.locks->close(); });
+    c.lock_layer = {new lock_service(c), [](lock_service* s) { delete s; }};
+    c.close_hooks.push_back([&c](request& last) { c.lock_layer->close(last); });
   }
-  return *c.locks;
+  return *c.lock_layer;
 }
 
-std::string lock_service::new_owner() {
-  return client.id + ":" + std::to_string(++acquisitions_);
+std::string lock_service::new_owner(std::chrono::milliseconds grant_lease) {
+  std::string owner = client.id;
+  owner += ':';
+  owner += std::to_string(++acquisitions_);
+  owner += ':';
+  owner += std::to_string(grant_lease.count());
+  return owner;
 }
 
-wait_queue& lock_service::queue(const std::shared_ptr<const lock_names>& names) {
-  auto& slot = queues_[names->key];
+bool lock_service::ours(std::string_view owner) const noexcept {
+  return owner.size() > client.id.size() && owner.starts_with(client.id) &&
+         owner[client.id.size()] == ':';
+}
+
+std::shared_ptr<waiting_line> lock_service::line(const std::shared_ptr<const lock_names>& names,
+                                                 const lock_options& opts) {
+  auto& slot = lines_[names->key];
   if (!slot)
-    slot = std::make_unique<wait_queue>(*client.subs, names, ++queues_made_);
-  return *slot;
-}
-
-wait_queue* lock_service::find_queue(const std::string& key) {
-  auto it = queues_.find(key);
-  return it == queues_.end() ? nullptr : it->second.get();
-}
-
-std::shared_ptr<local_line> lock_service::line(const std::string& key) {
-  auto& slot = lines_[key];
-  if (!slot) {
-    slot = std::make_shared<local_line>(client.ex);
-    if (closed_)
-      slot->close();
-  }
+    slot = std::make_shared<waiting_line>(*this, names, opts);
   return slot;
 }
 
-bool lock_service::contender_on_its_way(const std::string& key) const {
-  auto l = lines_.find(key);
-  if (l == lines_.end() || !l->second->busy())
-    return false;
-  auto q = queues_.find(key);
-  return q == queues_.end() || q->second->head() == nullptr;
+waiting_line* lock_service::find_line(const std::string& key) {
+  auto it = lines_.find(key);
+  return it == lines_.end() ? nullptr : it->second.get();
 }
 
-queue_mark lock_service::listening_mark(const std::string& key) {
-  wait_queue* q = client.pubsub_ ? nullptr : find_queue(key);
-  return q ? queue_mark{q->id(), q->notifications()} : queue_mark{};
-}
-
-void lock_service::release_queue_if_empty(const std::string& key) {
-  auto it = queues_.find(key);
-  if (it == queues_.end() || !it->second->empty())
-    return;
-  if (closed_) {
-    queues_.erase(it);
-    return;
-  }
-  schedule_sweep();
-}
-
-void lock_service::schedule_sweep() {
+void lock_service::line_idle() {
   if (sweep_scheduled_ || closed_)
     return;
-  // One timer for all idle queues: it drops those idle for a whole linger period.
+  // One timer for all idle lines: it drops those idle for a whole linger period.
   sweep_scheduled_ = true;
   sweep_timer_.expires_after(linger);
   sweep_timer_.async_wait([weak = client.weak_from_this()](error_code ec) {
     auto c = weak.lock();
-    if (!ec && c && c->locks)
-      c->locks->sweep_idle_queues();
+    if (!ec && c && c->lock_layer)
+      c->lock_layer->sweep_idle_lines();
   });
 }
 
-void lock_service::sweep_idle_queues() {
+void lock_service::sweep_idle_lines() {
   sweep_scheduled_ = false;
-  auto now = std::chrono::steady_clock::now();
-  std::string any_left;
-  for (auto it = queues_.begin(); it != queues_.end();) {
-    if (it->second->empty() && now - it->second->idle_since() >= linger) {
-      it = queues_.erase(it);
+  const auto now = steady::now();
+  bool any_left = false;
+  for (auto it = lines_.begin(); it != lines_.end();) {
+    if (it->second->idle() && now - it->second->idle_since() >= linger) {
+      it = lines_.erase(it);
     } else {
-      if (it->second->empty())
-        any_left = it->first;
+      any_left = any_left || it->second->idle();
       ++it;
     }
   }
-  for (auto it = lines_.begin(); it != lines_.end();)
-    it = it->second->idle() ? lines_.erase(it) : std::next(it);
-  if (!any_left.empty())
-    schedule_sweep(); // again, for those idle only briefly
+  if (any_left)
+    line_idle(); // again, for those idle only briefly
 }
 
-void lock_service::close() {
+void lock_service::attempt(const lock_names& names, const std::string& owner,
+                           std::chrono::milliseconds lease, attempt_mode mode,
+                           std::chrono::milliseconds waiter_ttl,
+                           std::function<void(attempt_outcome)> done) {
+  request req;
+  req.push_script(acquire_script(), {names.key, names.fence, names.queue, names.expiry},
+                  {owner, std::to_string(lease.count()),
+                   mode == attempt_mode::queue ? "queue" : "try",
+                   std::to_string(waiter_ttl.count()), names.channel, "publish"});
+  const auto sent_at = steady::now();
+  client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at,
+                                      done = std::move(done)](error_code ec, response r) {
+    auto c = weak.lock();
+    if (!c)
+      return;
+    attempt_outcome out;
+    out.sent_at = sent_at;
+    if (ec)
+      out.ec = transport_error(*c, ec);
+    else
+      read_attempt(*c, r.at(0), out);
+    done(out);
+  });
+}
+
+void lock_service::track(const std::shared_ptr<const lock_names>& names,
+                         const std::string& owner) {
+  auto& u = unsettled_[owner];
+  u.names = names;
+  ++u.count;
+}
+
+void lock_service::untrack(const std::string& owner) {
+  auto it = unsettled_.find(owner);
+  if (it != unsettled_.end() && --it->second.count <= 0)
+    unsettled_.erase(it);
+}
+
+void lock_service::give_up(std::shared_ptr<const lock_names> names, std::string owner) {
+  if (closed_ || client.closed)
+    return; // close() releases everything still unsettled
+  send_release(std::move(names), std::move(owner), 0);
+}
+
+void lock_service::send_release(std::shared_ptr<const lock_names> names, std::string owner,
+                                int tries) {
+  track(names, owner);
+  request req;
+  push_release(req, *names, owner, tries > 0, nullptr, {}, {});
+  client.locks->exec(std::move(req), [weak = client.weak_from_this(), names, owner,
+                                      tries](error_code ec, response) {
+    auto c = weak.lock();
+    if (!c || !c->lock_layer)
+      return;
+    auto& self = *c->lock_layer;
+    self.untrack(owner);
+    // The outcome is unknown: ask again (release.lua is idempotent per owner).
+    if (ec == error::connection_lost && tries < 3 && !c->closed)
+      self.send_release(names, owner, tries + 1);
+  });
+}
+
+namespace {
+
+/// One release of a held lease, sent again while its outcome is unknown.
+struct release_op : std::enable_shared_from_this<release_op> {
+  std::shared_ptr<client_impl> c;
+  std::shared_ptr<lease> l;
+  std::shared_ptr<waiting_line> line; // this client's waiters for the lock, if any
+  std::optional<waiting_line::offer> offer;
+  stored_handler<handler<void(error_code)>> h; // never move-assigned (see completion.hpp)
+  int tries = 0;
+
+  void send() {
+    auto& svc = *c->lock_layer;
+    svc.track(l->names, l->owner);
+    request req;
+    push_release(req, *l->names, l->owner, tries > 0, offer ? &offer->handoff : nullptr,
+                 offer ? offer->lease : std::chrono::milliseconds(0),
+                 line ? line->waiter_ttl() : std::chrono::milliseconds(0));
+    const auto sent_at = steady::now();
+    c->locks->exec(std::move(req), [self = shared_from_this(), sent_at](error_code ec,
+                                                                         response r) {
+      self->done(ec, r, sent_at);
+    });
+  }
+
+  void done(error_code ec, const response& r, steady::time_point sent_at) {
+    c->lock_layer->untrack(l->owner);
+    if (ec == error::connection_lost && ++tries < 3 && !c->closed) {
+      send();
+      return;
+    }
+    if (ec)
+      return finish(transport_error(*c, ec), true);
+    const auto& v = r.at(0);
+    if (v.is_error()) {
+      c->last_server_error = v.data;
+      return finish(error::redis_error, false);
+    }
+    if (v.type != resp::type::array || v.children.empty() ||
+        v.children[0].type != resp::type::integer)
+      return finish(error::unexpected_reply, true);
+    const auto status = v.children[0].integer;
+    if (status == 2 && v.children.size() == 3 && offer) {
+      // Given to this client's own first waiter: at once, with its full lease.
+      line->handed(offer->handoff, static_cast<std::uint64_t>(v.children[1].integer), sent_at,
+                   std::chrono::milliseconds(v.children[2].integer));
+      offer.reset();
+      return finish({}, false);
+    }
+    // 0: not ours any more — the lease was lost, unnoticed until now.
+    finish(status == 0 ? error_code(error::lease_lost) : error_code{}, false);
+  }
+
+  void finish(error_code ec, bool unknown) {
+    if (offer)
+      line->handoff_declined(offer->handoff, unknown);
+    if (ec == error::lease_lost)
+      l->st = lease::state::lost;
+    if (h)
+      complete_later(l->ex, h.take(), {}, ec);
+  }
+};
+
+} // namespace
+
+void lock_service::release(std::shared_ptr<lease> l, handler<void(error_code)> h) {
+  auto op = std::make_shared<release_op>();
+  op->c = client.shared_from_this();
+  op->l = std::move(l);
+  op->h.set(std::move(h));
+  if (closed_) {
+    op->finish(error::closed, false);
+    return;
+  }
+  auto it = lines_.find(op->l->names->key);
+  if (it != lines_.end()) {
+    op->line = it->second;
+    op->offer = op->line->offer_handoff();
+  }
+  op->send();
+}
+
+void lock_service::on_reconnect() { dog.verify_all(); }
+
+void lock_service::close(request& last) {
   closed_ = true;
   sweep_timer_.cancel();
-  dog.close();
-  for (auto& [_, q] : queues_)
-    q->on_closed();
-  for (auto& [_, l] : lines_)
-    l->close();
+  // Everything this client holds, may have been granted, or waits for in Redis: one release each.
+  std::set<std::string> seen;
+  auto settle = [&](const std::shared_ptr<const lock_names>& names, const std::string& owner) {
+    if (seen.insert(owner).second)
+      push_release(last, *names, owner, false, nullptr, {}, {});
+  };
+  for (auto& l : dog.close())
+    settle(l->names, l->owner);
+  std::vector<std::string> owners;
+  for (auto& [_, line] : lines_) {
+    owners.clear();
+    line->close(owners);
+    for (auto& o : owners)
+      settle(line->names(), o);
+  }
+  for (auto& [owner, u] : unsettled_)
+    settle(u.names, owner);
+  unsettled_.clear();
 }
 
 } // namespace corolock::detail

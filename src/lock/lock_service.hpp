@@ -1,16 +1,20 @@
-// Private: the lock layer's per-client state — local wait queues, the watchdog, owner numbering.
+// Private: the lock layer's per-client state — the waiting lines, the watchdog, owner numbering,
+// the Redis requests every lock shares (attempt, release), and what a closing client releases.
 #pragma once
 
 #include "lock/lease.hpp"
-#include "lock/local_line.hpp"
-#include "lock/wait_queue.hpp"
+#include "lock/line_machine.hpp"
 #include "lock/watchdog.hpp"
+
+#include <corolock/lock/options.hpp>
 
 #include <memory>
 #include <string>
 #include <unordered_map>
 
 namespace corolock::detail {
+
+class waiting_line;
 
 class lock_service {
 public:
@@ -20,45 +24,65 @@ public:
   /// The service of a client, created on first use.
   static lock_service& of(client_impl& c);
 
-  /// A fresh owner: the client's random id and the next acquisition number.
-  std::string new_owner();
+  /// A fresh owner: '<client id>:<acquisition number>:<grant lease ms>'.
+  std::string new_owner(std::chrono::milliseconds grant_lease);
+  /// Whether `owner` is one of this client's.
+  bool ours(std::string_view owner) const noexcept;
 
-  /// The local queue of a lock, created (and subscribed) on demand.
-  wait_queue& queue(const std::shared_ptr<const lock_names>& names);
-  /// The queue of a lock if it exists (its subscription then exists too), else nullptr.
-  wait_queue* find_queue(const std::string& key);
-  /// Drops the queue (and its subscription) once nobody has waited in it for `linger`. Keeping
-  /// the subscription a little while saves a SUBSCRIBE/UNSUBSCRIBE pair per acquisition when a lock
-  /// is contended in bursts (a queue that empties at every hand-off).
-  void release_queue_if_empty(const std::string& key);
+  /// The line of this client's callers for a lock, created on demand.
+  std::shared_ptr<waiting_line> line(const std::shared_ptr<const lock_names>& names,
+                                     const lock_options& opts);
+  waiting_line* find_line(const std::string& key);
+  /// A line became idle: it goes a linger period later unless used again (keeping its
+  /// subscription saves a SUBSCRIBE/UNSUBSCRIBE pair per acquisition of a lock contended in bursts).
+  void line_idle();
   static constexpr std::chrono::milliseconds linger{1000};
 
-  /// The line of this client's callers for a lock, created on demand; an idle line is dropped by
-  /// the sweep of idle queues.
-  std::shared_ptr<local_line> line(const std::string& key);
-  /// A contender for the lock was chosen (the line is busy) but has not reached its queue yet.
-  bool contender_on_its_way(const std::string& key) const;
-  /// Where the lock's queue stands, if it exists and its subscription shares the lock scripts'
-  /// connection (RESP3: a release sent after this point is surely published to it); else {}.
-  queue_mark listening_mark(const std::string& key);
-  /// Drops, a linger period from now, the queues and lines idle by then.
-  void schedule_sweep();
+  /// One acquire.lua round trip for `owner`.
+  void attempt(const lock_names& names, const std::string& owner, std::chrono::milliseconds lease,
+               attempt_mode mode, std::chrono::milliseconds waiter_ttl,
+               std::function<void(attempt_outcome)> done);
+  /// release.lua for `owner`, fire and forget: leaves the queue and gives back what it may hold.
+  /// Sent again while its outcome is unknown; released by close() if still unanswered.
+  void give_up(std::shared_ptr<const lock_names> names, std::string owner);
+  /// Releases a held lease (already marked released): the lock goes to the first waiter, which
+  /// may be this client's own line (then at once, with nothing published). Completes with
+  /// success, error::lease_lost (Redis no longer lists the owner) or a transport error.
+  void release(std::shared_ptr<lease> l, handler<void(error_code)> h);
 
-  void close();
+  /// Owners with a request under way whose outcome close() must settle (tries in flight).
+  void track(const std::shared_ptr<const lock_names>& names, const std::string& owner);
+  void untrack(const std::string& owner);
+
+  /// The lock connection came back: every held lease is checked at once.
+  void on_reconnect();
+  /// The client closes: callers fail with error::closed, leases are marked lost, and `last` gets a
+  /// release for everything this client holds, is queued for, or may have just been granted.
+  void close(request& last);
 
   client_impl& client;
   watchdog dog;
 
 private:
-  void sweep_idle_queues();
+  void sweep_idle_lines();
+  void send_release(std::shared_ptr<const lock_names> names, std::string owner, int tries);
 
   std::uint64_t acquisitions_ = 0;
-  std::uint64_t queues_made_ = 0;
-  std::unordered_map<std::string, std::unique_ptr<wait_queue>> queues_;
-  std::unordered_map<std::string, std::shared_ptr<local_line>> lines_;
+  std::unordered_map<std::string, std::shared_ptr<waiting_line>> lines_;
+  struct unsettled {
+    std::shared_ptr<const lock_names> names;
+    int count = 0;
+  };
+  std::unordered_map<std::string, unsettled> unsettled_;
   asio::steady_timer sweep_timer_;
   bool sweep_scheduled_ = false;
   bool closed_ = false;
 };
+
+/// Builds release.lua for `owner`. `handoff` (may be null): this client's own waiting owner, its
+/// lease, and the owner to queue after it.
+void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
+                  const line_machine::handoff* handoff, std::chrono::milliseconds handoff_lease,
+                  std::chrono::milliseconds waiter_ttl);
 
 } // namespace corolock::detail

@@ -1,4 +1,5 @@
-// Private: the lock scripts, embedded from src/lua/*.lua at build time.
+// Private: the lock scripts, embedded from src/lua/*.lua at build time (each lock script is
+// lock_common.lua followed by its own file).
 #pragma once
 
 #include <corolock/redis/script.hpp>
@@ -8,6 +9,5 @@ namespace corolock::detail {
 const script& acquire_script();
 const script& release_script();
 const script& renew_script();
-const script& hand_over_script();
 
 } // namespace corolock::detail

@@ -293,7 +293,7 @@ asio::awaitable<error_code> refresh_now(std::shared_ptr<segmented_state> st, cli
   st->refreshing = true;
   const auto generation = st->generation;
   const auto sent = seg_clock::now();
-  auto [ec, replies] = co_await c.main.exec(smembers_request(st->empty_key, fail_fast),
+  auto [ec, replies] = co_await c.exec(smembers_request(st->empty_key, fail_fast),
                                             tuple_awaitable);
   st->refreshing = false;
   st->refresh_done.cancel();
@@ -395,7 +395,7 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
   auto c = st->client.lock();
   if (!c || c->closed)
     co_return acquire_result{error::closed, segment_guard{}};
-  if (!c->subs)
+  if (!c->lock_subs)
     co_return acquire_result{error::not_connected, segment_guard{}};
   if (auto ec = co_await ensure_fresh(st, *c, false))
     co_return acquire_result{ec, segment_guard{}};
@@ -488,7 +488,7 @@ asio::awaitable<error_code> mark_op(std::shared_ptr<segmented_state> st, std::si
   if (!c || c->closed) {
     ec = error::closed;
   } else {
-    auto [e, replies] = co_await c->main.exec(sadd_request(st->empty_key, i), tuple_awaitable);
+    auto [e, replies] = co_await c->exec(sadd_request(st->empty_key, i), tuple_awaitable);
     ec = e;
     if (!ec && replies.at(0).is_error())
       ec = error::redis_error;
@@ -511,7 +511,7 @@ asio::awaitable<error_code> reset_op(std::shared_ptr<segmented_state> st) {
     co_return error_code(error::closed);
   request req;
   req.push("DEL", st->empty_key);
-  auto [ec, replies] = co_await c->main.exec(std::move(req), tuple_awaitable);
+  auto [ec, replies] = co_await c->exec(std::move(req), tuple_awaitable);
   if (!ec && replies.at(0).is_error())
     ec = error::redis_error;
   co_return ec;

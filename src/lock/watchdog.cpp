@@ -5,121 +5,133 @@
 
 #include <corolock/error.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-
 #include <algorithm>
-#include <vector>
 
 namespace corolock::detail {
 
-namespace {
 using clock = lease::clock;
-
-// A renewal that failed (no reply, an error reply) is retried this soon, within the lease.
-std::chrono::milliseconds retry_delay(std::chrono::milliseconds ttl) {
-  return std::clamp(ttl / 10, std::chrono::milliseconds(5), std::chrono::milliseconds(1000));
-}
-} // namespace
 
 watchdog::watchdog(client_impl& c) : client_(c), timer_(c.ex) {}
 
 void watchdog::add(const std::shared_ptr<lease>& l) {
   if (closed_) {
-    l->mark_lost();
+    l->mark_lost(false);
     return;
   }
-  leases_.emplace(l.get(), l);
-  l->in_watchdog = true;
-  auto due = l->renew ? l->next_renewal : l->valid_until;
-  if (!running_) {
-    running_ = true;
-    sleeping_until_ = clock::time_point::max();
-    asio::co_spawn(client_.ex, run(), asio::detached);
-  } else if (due < sleeping_until_) {
-    timer_.cancel(); // wake up earlier than planned
-  }
+  l->dog_index = leases_.size();
+  leases_.push_back(l);
+  arm(l->timing.wake());
 }
 
 void watchdog::remove(lease& l) {
-  l.in_watchdog = false;
-  leases_.erase(&l);
+  auto i = l.dog_index;
+  if (i >= leases_.size() || leases_[i].get() != &l)
+    return;
+  l.dog_index = lease::npos;
+  if (i + 1 != leases_.size()) {
+    leases_[i] = std::move(leases_.back());
+    leases_[i]->dog_index = i;
+  }
+  leases_.pop_back();
 }
 
-void watchdog::close() {
+void watchdog::verify_all() {
+  if (closed_ || leases_.empty())
+    return;
+  verify_ = true;
+  arm(clock::now());
+}
+
+std::vector<std::shared_ptr<lease>> watchdog::close() {
   closed_ = true;
-  auto all = std::move(leases_);
-  leases_.clear();
-  for (auto& [_, l] : all) {
-    l->in_watchdog = false;
-    l->mark_lost();
-  }
   timer_.cancel();
+  auto all = std::exchange(leases_, {});
+  for (auto& l : all) {
+    l->dog_index = lease::npos;
+    l->mark_lost(false);
+  }
+  return all;
 }
 
-asio::awaitable<void> watchdog::run() {
-  // Keep the client's state alive while renewing; stop when nothing is held.
-  auto keep = client_.shared_from_this();
-  std::vector<std::shared_ptr<lease>> batch, expired;
-  while (!closed_ && !leases_.empty()) {
-    // Sleep until the earliest renewal (or, for a fixed lease, the earliest end).
-    auto wake = clock::time_point::max();
-    for (auto& [_, l] : leases_)
-      wake = std::min(wake, l->renew ? l->next_renewal : l->valid_until);
-    sleeping_until_ = wake;
-    timer_.expires_at(wake);
-    co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
-    sleeping_until_ = clock::time_point::max();
-    if (closed_)
-      break;
+void watchdog::arm(clock::time_point at) {
+  if (closed_ || at >= armed_at_)
+    return;
+  armed_at_ = at;
+  timer_.expires_at(at);
+  timer_.async_wait([weak = client_.weak_from_this()](error_code ec) {
+    auto c = weak.lock();
+    if (!ec && c && c->lock_layer)
+      c->lock_layer->dog.tick();
+  });
+}
 
-    // Renew what is due now, and what would fall due within the next sixth of its lease: leases
-    // taken at nearby moments share one round trip.
-    auto now = clock::now();
-    batch.clear();
-    expired.clear();
-    for (auto& [_, l] : leases_) {
-      if (now >= l->valid_until)
-        expired.push_back(l);
-      else if (l->renew && now + l->ttl / 6 >= l->next_renewal)
-        batch.push_back(l);
-    }
-    for (auto& l : expired)
-      l->mark_lost(); // renewals failed (or a fixed lease ran out) until the local deadline
-    if (batch.empty())
+void watchdog::tick() {
+  armed_at_ = clock::time_point::max();
+  if (closed_)
+    return;
+  const auto now = clock::now();
+  const bool verify = std::exchange(verify_, false);
+  std::vector<std::shared_ptr<lease>> batch, lost;
+  std::vector<bool> check_only;
+  auto wake = clock::time_point::max();
+  for (auto& l : leases_) {
+    auto due = l->timing.at(now);
+    if (due == lease_timing::due::lost) {
+      lost.push_back(l);
       continue;
-
-    request req;
-    auto shortest = batch.front()->ttl;
-    for (auto& l : batch) {
-      req.push_script(renew_script(), {l->names->key},
-                      {std::to_string(l->token) + ' ' + l->owner, std::to_string(l->ttl.count())});
-      shortest = std::min(shortest, l->ttl);
-      l->next_renewal = now + retry_delay(l->ttl); // until the reply says otherwise
     }
-    // Do not wait longer than a third of the shortest lease for an answer: a silent connection
-    // must not stall the loss detection of the other leases.
-    req.opts().timeout = std::max(shortest / 3, std::chrono::milliseconds(1));
-    auto sent_at = now;
-    auto [ec, replies] = co_await client_.main.exec(std::move(req), to_the_end());
-    if (ec)
-      continue; // each lease retries after retry_delay, or is lost at its local deadline
-    for (std::size_t i = 0; i < batch.size() && i < replies.size(); ++i) {
-      auto& l = batch[i];
-      if (l->st != lease::state::held)
-        continue; // released (or lost) while the renewal was in flight
-      const auto& r = replies[i];
-      if (r.type == resp::type::integer && r.integer == 1) {
-        l->valid_until = sent_at + l->ttl;
-        l->next_renewal = sent_at + l->ttl / 3;
-      } else if (r.type == resp::type::integer && r.integer == 0) {
-        l->mark_lost(); // the key is gone or names another owner
-      }
-      // An error reply (e.g. the server is loading): retried after retry_delay.
+    if (due == lease_timing::due::renew || (verify && !l->timing.renewing)) {
+      l->timing.renewing = true;
+      batch.push_back(l);
+      check_only.push_back(due != lease_timing::due::renew && !l->timing.renew);
     }
+    wake = std::min(wake, l->timing.wake());
   }
-  running_ = false;
+  for (auto& l : lost)
+    l->mark_lost(); // renewals failed (or a fixed lease ran out) until the local deadline
+  if (!batch.empty())
+    send(std::move(batch), std::move(check_only));
+  arm(wake);
+}
+
+void watchdog::send(std::vector<std::shared_ptr<lease>> batch, std::vector<bool> check_only) {
+  request req;
+  auto shortest = batch.front()->timing.ttl;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto& l = *batch[i];
+    req.push_script(renew_script(), {l.names->key},
+                    {std::to_string(l.token) + ' ' + l.owner,
+                     check_only[i] ? std::string("0") : std::to_string(l.timing.ttl.count())});
+    shortest = std::min(shortest, l.timing.ttl);
+  }
+  // Do not wait longer than a third of the shortest lease for an answer: its renewal is then
+  // retried (on a connection that may have come back meanwhile).
+  req.opts().timeout = std::min(client_.cfg.request_timeout,
+                                std::max(shortest / 3, std::chrono::milliseconds(1)));
+  const auto sent_at = clock::now();
+  client_.locks->exec(std::move(req), [batch = std::move(batch), check_only = std::move(check_only),
+                                       sent_at](error_code ec, response replies) {
+    const auto now = clock::now();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      auto& l = *batch[i];
+      if (l.st != lease::state::held)
+        continue; // released (or lost) while the renewal was in flight
+      const resp::value* r = i < replies.size() && !ec ? &replies[i] : nullptr;
+      if (r && r->type == resp::type::integer && r->integer == 1) {
+        if (check_only[i])
+          l.timing.renewing = false; // still ours; its deadline stays where it was
+        else
+          l.timing.renewed(sent_at);
+      } else if (r && r->type == resp::type::integer && r->integer == 0) {
+        l.mark_lost(); // the key is gone or names another owner
+        continue;
+      } else {
+        l.timing.renewal_failed(now); // no answer, or an error reply (a server loading, ...)
+      }
+      if (auto c = l.client.lock(); c && c->lock_layer)
+        c->lock_layer->dog.arm(l.timing.wake());
+    }
+  });
 }
 
 } // namespace corolock::detail

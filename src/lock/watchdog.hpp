@@ -1,8 +1,9 @@
-// Private: renews every held lease of a client from one timer. Leases due within the same window
-// are renewed in one pipelined request (one EVALSHA each), so the cost is a few round trips per
-// lease/3 however many locks are held. Renewal doubles as the ownership check: a lease whose key is
-// gone or names another owner is marked lost, and so is one whose renewals kept failing until its
-// local deadline.
+// Private: keeps every held lease of a client alive, and tells a holder as soon as its lease may
+// be gone. One timer for all leases; the leases falling due within the same window are renewed in
+// one pipelined request (one EVALSHA each), so the cost is a few round trips per lease/3 however
+// many locks are held. The timer never waits for a renewal's reply: a lease whose local deadline
+// passes is marked lost at that moment, whatever a renewal in flight may still say. A renewal
+// doubles as the ownership check: a lease whose key is gone or names another owner is marked lost.
 #pragma once
 
 #include "lock/lease.hpp"
@@ -10,7 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <memory>
-#include <unordered_map>
+#include <vector>
 
 namespace corolock::detail {
 
@@ -20,19 +21,25 @@ public:
 
   void add(const std::shared_ptr<lease>& l);
   void remove(lease& l);
-  /// Marks every lease lost (the client is closing: nothing will renew them).
-  void close();
+  /// Checks every lease at once (after the lock connection came back: the server may have
+  /// restarted and forgotten them). Fixed leases are checked without being extended.
+  void verify_all();
+  /// Marks every lease lost without touching Redis (the client is closing and releases them
+  /// itself); returns them.
+  std::vector<std::shared_ptr<lease>> close();
   std::size_t size() const noexcept { return leases_.size(); }
 
 private:
-  asio::awaitable<void> run();
+  void arm(lease::clock::time_point at);
+  void tick();
+  void send(std::vector<std::shared_ptr<lease>> batch, std::vector<bool> check_only);
 
   client_impl& client_;
   asio::steady_timer timer_;
-  std::unordered_map<lease*, std::shared_ptr<lease>> leases_;
-  bool running_ = false;
+  std::vector<std::shared_ptr<lease>> leases_;
+  lease::clock::time_point armed_at_ = lease::clock::time_point::max();
+  bool verify_ = false;
   bool closed_ = false;
-  lease::clock::time_point sleeping_until_ = lease::clock::time_point::max();
 };
 
 } // namespace corolock::detail

@@ -1,24 +1,28 @@
--- Takes the mutex for one owner, or reports how long the current holder's lease has left.
--- KEYS[1]  the lock    corolock:{N}        a string '<token> <owner>', with the lease as its PX
--- KEYS[2]  the fence   corolock:{N}:fence  the last fencing token handed out (kept forever)
--- ARGV[1]  owner (client id : acquisition number)
--- ARGV[2]  lease in milliseconds
--- Returns {1, token} when ARGV[1] holds the lock (freshly, or already: a retry of an acquire whose
--- reply was lost gets the same token back); {0, pttl} when another owner holds it.
--- A string rather than a hash 'owner -> count': re-entry is counted in the holding process, so one
--- GET and one SET do what EXISTS, HSET and PEXPIRE did (the common path is 3 calls).
+-- One attempt to take the lock; in 'queue' mode a caller that finds it taken waits in the queue.
+-- KEYS[1] the lock  KEYS[2] the fence  KEYS[3] the queue  KEYS[4] the queue's expiries
+-- ARGV[1] owner  ARGV[2] lease ms  ARGV[3] 'try' or 'queue'  ARGV[4] queue entry life ms
+-- ARGV[5] the lock's channel  ARGV[6] 'publish' ('spublish' on Redis Cluster)
+-- Returns {1, token, pttl} when ARGV[1] holds the lock: taken now, or held already (a retry whose
+--   reply was lost, or a grant whose message has not arrived: its lease is set to ARGV[2] again);
+-- {0, pttl, rank} when another owner holds it (pttl -1: no expiry) or was just granted it because
+--   it waited first; rank is ARGV[1]'s place in the queue (0 = next), -1 when it did not queue.
+-- A free lock goes to the first live waiter, never past it: waiting is first come, first served.
+local now_ms, now_us = clock()
+local lease = tonumber(ARGV[2])
 local held = redis.call('get', KEYS[1])
-if not held then
-  local token = redis.call('incr', KEYS[2])
-  redis.call('set', KEYS[1], token .. ' ' .. ARGV[1], 'px', ARGV[2])
-  return {1, token}
+if held then
+  local token, holder = holder_of(held, KEYS[1])
+  if holder == ARGV[1] then
+    redis.call('pexpire', KEYS[1], lease)
+    dequeue(KEYS[3], KEYS[4], ARGV[1])
+    return {1, token, lease}
+  end
+  prune(KEYS[3], KEYS[4], now_ms)
+elseif not grant_first(KEYS, ARGV[1], now_ms, now_us, ARGV[5], ARGV[6]) then
+  return {1, give(KEYS, ARGV[1], lease, now_us), lease}
 end
-local sep = string.find(held, ' ', 1, true)
-local token = sep and tonumber(string.sub(held, 1, sep - 1))
-if not token then
-  return redis.error_reply('WRONGTYPE corolock: ' .. KEYS[1] .. ' holds a value that is not a lock')
+local rank = -1
+if ARGV[3] == 'queue' then
+  rank = enqueue(KEYS[3], KEYS[4], ARGV[1], now_ms, tonumber(ARGV[4]))
 end
-if string.sub(held, sep + 1) == ARGV[1] then
-  return {1, token}
-end
-return {0, redis.call('pttl', KEYS[1])}
+return {0, redis.call('pttl', KEYS[1]), rank}

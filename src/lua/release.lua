@@ -1,23 +1,40 @@
--- Releases the mutex if ARGV[1] holds it, and wakes the waiters.
--- KEYS[1]  the lock    corolock:{N}        '<token> <owner>'
--- KEYS[2]  the fence   corolock:{N}:fence  the last token handed out
--- ARGV[1]  owner
--- ARGV[2]  the owner's fencing token ('' when unknown: an acquire whose outcome was lost)
--- ARGV[3]  the unlock channel  corolock:{N}:ch
--- ARGV[4]  'publish', or 'spublish' on Redis Cluster (the channel hashes to the lock's slot)
--- ARGV[5]  '1' when this is a retry of a release whose reply was lost, else '0'
--- Returns 1 when released now; 2 (retries only) when the lock is gone and nobody took it since this
--- owner's token: the first try released it (idempotent); 0 when ARGV[1] does not hold it.
+-- Releases the lock if ARGV[1] holds it and grants it to the first live waiter; takes ARGV[1] out
+-- of the queue in any case (a waiter that gives up).
+-- KEYS[1] the lock  KEYS[2] the fence  KEYS[3] the queue  KEYS[4] the queue's expiries
+-- ARGV[1] owner  ARGV[2] '1' for a retry of a release whose reply was lost, else '0'
+-- ARGV[3] the waiting owner of the releasing client ('' none)  ARGV[4] its lease ms
+-- ARGV[5] the releasing client's next waiting owner, queued if ARGV[3] gets the lock ('' none)
+-- ARGV[6] queue entry life ms  ARGV[7] the lock's channel  ARGV[8] 'publish' or 'spublish'
+-- Returns {1} released (and granted to another client's waiter, announced on the channel);
+-- {2, token, pttl} released and given to ARGV[3] (alive: it gets its full lease, unannounced);
+-- {0} ARGV[1] did not hold the lock (the lease ran out, or the lock was taken over). A retry gets
+-- {1} then, or {2, ...} if ARGV[3] holds it: it cannot tell whether its first try released it.
+local now_ms, now_us = clock()
 local held = redis.call('get', KEYS[1])
--- Owners are unique per acquisition (and hold no spaces), so the owner alone identifies the hold.
-if held and string.sub(held, -#ARGV[1] - 1) == ' ' .. ARGV[1] then
-  redis.call('del', KEYS[1])
-  redis.call(ARGV[4], ARGV[3], 'released')
-  return 1
+local token, holder
+if held then
+  token, holder = holder_of(held, KEYS[1])
 end
--- A first try that finds the lock gone means the lease ran out: that is not a release. A retry
--- cannot tell "my first try released it" from "it ran out", and reports the release done.
-if ARGV[5] == '1' and ARGV[2] ~= '' and not held and redis.call('get', KEYS[2]) == ARGV[2] then
-  return 2
+dequeue(KEYS[3], KEYS[4], ARGV[1])
+if holder ~= ARGV[1] then
+  if ARGV[2] ~= '1' then
+    return {0}
+  end
+  if holder and holder == ARGV[3] then
+    return {2, token, redis.call('pttl', KEYS[1])}
+  end
+  return {1}
 end
-return 0
+redis.call('del', KEYS[1])
+if grant_first(KEYS, ARGV[3], now_ms, now_us, ARGV[7], ARGV[8]) or ARGV[3] == '' then
+  return {1}
+end
+if first_waiter(KEYS[3]) ~= ARGV[3] then
+  return {1} -- nobody waits
+end
+local lease = tonumber(ARGV[4])
+token = give(KEYS, ARGV[3], lease, now_us)
+if ARGV[5] ~= '' then
+  enqueue(KEYS[3], KEYS[4], ARGV[5], now_ms, tonumber(ARGV[6]))
+end
+return {2, token, lease}

@@ -1,0 +1,298 @@
+#include "lock/waiting_line.hpp"
+
+#include "detail/guard_access.hpp"
+#include "lock/lock_service.hpp"
+#include "lock/scripts.hpp"
+
+#include <corolock/error.hpp>
+
+#include <charconv>
+
+namespace corolock::detail {
+
+namespace {
+
+/// "g <token> <owner>": who was granted the lock, with which fencing token.
+bool parse_grant(std::string_view payload, std::uint64_t& token, std::string_view& owner) {
+  if (payload.size() < 5 || payload.substr(0, 2) != "g ")
+    return false;
+  payload.remove_prefix(2);
+  auto space = payload.find(' ');
+  if (space == std::string_view::npos)
+    return false;
+  auto [end, ec] = std::from_chars(payload.data(), payload.data() + space, token);
+  if (ec != std::errc() || end != payload.data() + space)
+    return false;
+  owner = payload.substr(space + 1);
+  return !owner.empty();
+}
+
+/// The grant lease an owner carries as its last part.
+std::chrono::milliseconds grant_lease_of(std::string_view owner) {
+  auto colon = owner.rfind(':');
+  long long ms = 0;
+  if (colon != std::string_view::npos)
+    std::from_chars(owner.data() + colon + 1, owner.data() + owner.size(), ms);
+  return std::chrono::milliseconds(ms);
+}
+
+} // namespace
+
+waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_names> names,
+                           const lock_options& opts)
+    : service_(service), names_(std::move(names)), waiter_ttl_(opts.waiter_ttl),
+      machine_(line_machine::config{
+          [this] {
+            const auto& o = first_options();
+            return service_.new_owner(std::min(o.grant_lease, o.lease));
+          },
+          opts.waiter_ttl, service.client.lock_pubsub_ordered()}) {}
+
+waiting_line::~waiting_line() {
+  if (subscribed_ && service_.client.lock_subs)
+    service_.client.lock_subs->remove(names_->channel, this);
+}
+
+const lock_options& waiting_line::first_options() const {
+  return callers_.at(*machine_.first_caller()).m->opts;
+}
+
+void waiting_line::arrive(std::shared_ptr<mutex_state> m, steady::time_point deadline,
+                          handler<void(error_code, guard)> h) {
+  const auto id = ++arrivals_;
+  auto& c = callers_[id];
+  c.m = std::move(m);
+  c.deadline = deadline;
+  c.slot = asio::get_associated_cancellation_slot(h);
+  c.h.set(std::move(h));
+  if (c.slot.is_connected()) {
+    // Any cancellation type: a waiting caller has done nothing yet that needs undoing here (an
+    // attempt of the line that wins meanwhile goes to the next caller, or is given back).
+    c.slot.assign([weak = weak_from_this(), id](asio::cancellation_type) {
+      auto self = weak.lock();
+      if (!self)
+        return;
+      if (auto it = self->callers_.find(id); it != self->callers_.end() && it->second.claiming) {
+        it->second.cancelled = true; // settled when the claim returns
+        return;
+      }
+      self->machine_.leave(id, asio::error::operation_aborted, steady::now());
+      self->run();
+    });
+  }
+  machine_.arrive(id, deadline, steady::now());
+  run();
+}
+
+void waiting_line::run() {
+  if (running_)
+    return;
+  running_ = true;
+  auto keep = shared_from_this();
+  for (auto actions = machine_.take_actions(); !actions.empty();
+       actions = machine_.take_actions()) {
+    for (auto& a : actions) {
+      switch (a.what) {
+      case line_action::kind::attempt: {
+        const auto& o = first_options();
+        service_.attempt(*names_, a.owner, o.lease, a.mode, waiter_ttl_,
+                         [weak = weak_from_this(), owner = a.owner](attempt_outcome r) {
+                           auto self = weak.lock();
+                           if (!self)
+                             return;
+                           if (!r.ec && !r.acquired)
+                             self->last_queued_sent_ = std::max(self->last_queued_sent_, r.sent_at);
+                           self->machine_.attempt_done(owner, r, steady::now());
+                           self->run();
+                         });
+        break;
+      }
+      case line_action::kind::subscribe:
+        if (!subscribed_ && service_.client.lock_subs) {
+          subscribed_ = true;
+          service_.client.lock_subs->add(names_->channel, this);
+        }
+        break;
+      case line_action::kind::give_up:
+        service_.give_up(names_, a.owner);
+        break;
+      case line_action::kind::grant:
+        grant(a.caller, a);
+        break;
+      case line_action::kind::fail:
+        fail(a.caller, a.ec);
+        break;
+      case line_action::kind::wake_at:
+        arm(a.at);
+        break;
+      }
+    }
+  }
+  running_ = false;
+  if (machine_.idle()) {
+    idle_since_ = steady::now();
+    service_.line_idle();
+  }
+}
+
+void waiting_line::grant(std::uint64_t id, const line_action& a) {
+  auto it = callers_.find(id);
+  if (it == callers_.end() || !it->second.h) {
+    service_.give_up(names_, a.owner); // cannot happen: the machine only grants to callers here
+    return;
+  }
+  // A grant announced long after the last moment we can prove precedes it (a quiet connection)
+  // may have little of its short lease left: claim it before the caller relies on it.
+  if (a.at + a.px - steady::now() < a.px / 2) {
+    claim(id, a);
+    return;
+  }
+  complete_grant(id, a.owner, a.token, a.at, a.px);
+}
+
+void waiting_line::claim(std::uint64_t id, const line_action& a) {
+  auto& c = callers_.at(id);
+  c.claiming = true;
+  service_.track(names_, a.owner); // a closing client releases it
+  const auto lease_ms = c.m->opts.lease;
+  request req;
+  req.push_script(renew_script(), {names_->key},
+                  {std::to_string(a.token) + ' ' + a.owner, std::to_string(lease_ms.count())});
+  const auto sent_at = steady::now();
+  service_.client.locks->exec(
+      std::move(req), [weak = weak_from_this(), id, owner = a.owner, token = a.token, sent_at,
+                       lease_ms](error_code ec, response r) {
+        auto self = weak.lock();
+        if (!self)
+          return;
+        self->service_.untrack(owner);
+        auto it = self->callers_.find(id);
+        if (it == self->callers_.end())
+          return;
+        it->second.claiming = false;
+        const bool renewed = !ec && !r.empty() && r[0].type == resp::type::integer;
+        if (renewed && r[0].integer == 1 && !it->second.cancelled) {
+          self->complete_grant(id, owner, token, sent_at, lease_ms);
+          return;
+        }
+        if (!renewed || it->second.cancelled) {
+          self->service_.give_up(self->names_, owner); // whatever it holds, given back
+          self->fail(id, it->second.cancelled ? error_code(asio::error::operation_aborted)
+                                              : (ec ? ec : error_code(error::unexpected_reply)));
+          return;
+        }
+        // The grant ran out before it was claimed: back to the front of the line.
+        self->machine_.arrive(id, it->second.deadline, steady::now());
+        self->run();
+      });
+}
+
+void waiting_line::complete_grant(std::uint64_t id, const std::string& owner, std::uint64_t token,
+                                  steady::time_point from, std::chrono::milliseconds px) {
+  auto it = callers_.find(id);
+  auto m = it->second.m;
+  auto h = it->second.h.take();
+  auto slot = std::exchange(it->second.slot, {});
+  callers_.erase(it);
+  auto c = m->client.lock();
+  if (!c || c->closed) {
+    complete_later(m->ex, std::move(h), slot, error_code(error::closed), guard{});
+    return;
+  }
+  auto l = std::make_shared<lease>(c, names_, owner, token,
+                                   lease_timing::start(from, px, m->opts.lease, m->opts.watchdog));
+  service_.dog.add(l);
+  complete_later(m->ex, std::move(h), slot, error_code{}, guard_access::make(std::move(l)));
+}
+
+void waiting_line::fail(std::uint64_t id, error_code ec) {
+  auto it = callers_.find(id);
+  if (it == callers_.end())
+    return;
+  auto ex = it->second.m->ex;
+  auto slot = std::exchange(it->second.slot, {});
+  auto h = it->second.h.take();
+  callers_.erase(it);
+  complete_later(ex, std::move(h), slot, ec, guard{});
+}
+
+void waiting_line::arm(steady::time_point at) {
+  if (at == steady::time_point::max()) {
+    if (timer_)
+      timer_->cancel();
+    return;
+  }
+  if (!timer_)
+    timer_.emplace(service_.client.ex);
+  timer_->expires_at(at);
+  timer_->async_wait([weak = weak_from_this()](error_code ec) {
+    auto self = weak.lock();
+    if (!ec && self) {
+      self->machine_.timer(steady::now());
+      self->run();
+    }
+  });
+}
+
+std::optional<waiting_line::offer> waiting_line::offer_handoff() {
+  auto h = machine_.offer_handoff();
+  if (!h)
+    return std::nullopt;
+  return offer{std::move(*h), first_options().lease};
+}
+
+void waiting_line::handed(const line_machine::handoff& h, std::uint64_t token,
+                          steady::time_point from, std::chrono::milliseconds px) {
+  machine_.handed(h, token, from, px, steady::now());
+  run();
+}
+
+void waiting_line::handoff_declined(const line_machine::handoff& h, bool unknown) {
+  machine_.handoff_declined(h, unknown, steady::now());
+  run();
+}
+
+void waiting_line::on_message(std::string_view, std::string_view payload,
+                              steady::time_point published_after) {
+  std::uint64_t token = 0;
+  std::string_view owner;
+  if (!parse_grant(payload, token, owner) || !service_.ours(owner))
+    return; // another client's grant: its waiters are not here
+  // The grant happened after both moments: the latest reply read before its message, and the
+  // send time of our last attempt that found us still waiting.
+  auto from = std::max(published_after, last_queued_sent_);
+  machine_.granted(std::string(owner), token, from, grant_lease_of(owner), steady::now());
+  run();
+}
+
+void waiting_line::on_subscribed(bool restored) {
+  machine_.subscribed(restored, steady::now());
+  run();
+}
+
+void waiting_line::on_refused(error_code ec, std::string_view text) {
+  subscribed_ = false; // the subscriber forgot us
+  if (!text.empty())
+    service_.client.last_server_error = std::string(text);
+  machine_.refused(ec, steady::now());
+  run();
+}
+
+void waiting_line::on_closed() { subscribed_ = false; }
+
+void waiting_line::close(std::vector<std::string>& owners) {
+  if (!machine_.owner().empty())
+    owners.push_back(machine_.owner());
+  if (auto* o = machine_.attempt_owner(); o && *o != machine_.owner())
+    owners.push_back(*o);
+  machine_.close(error::closed);
+  for (auto& a : machine_.take_actions())
+    if (a.what == line_action::kind::fail)
+      fail(a.caller, a.ec);
+  while (!callers_.empty()) // callers whose grant was being claimed
+    fail(callers_.begin()->first, error::closed);
+  if (timer_)
+    timer_->cancel();
+}
+
+} // namespace corolock::detail

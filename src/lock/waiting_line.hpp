@@ -1,0 +1,91 @@
+// Private: drives a line_machine — the I/O around how one client waits for one lock. It keeps the
+// callers' handlers, runs the attempts and give-ups the machine asks for, listens to the lock's
+// channel for grants, arms the line's one timer, and turns a grant into a guard.
+#pragma once
+
+#include "detail/completion.hpp"
+#include "lock/line_machine.hpp"
+#include "lock/mutex_state.hpp"
+#include "redis/subscriber.hpp"
+
+#include <corolock/lock/guard.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+namespace corolock::detail {
+
+class lock_service;
+
+class waiting_line final : public listener, public std::enable_shared_from_this<waiting_line> {
+public:
+  waiting_line(lock_service& service, std::shared_ptr<const lock_names> names,
+               const lock_options& opts);
+  ~waiting_line() override;
+
+  /// A caller waits until `deadline`; `h` gets a guard, or the reason it did not.
+  void arrive(std::shared_ptr<mutex_state> m, steady::time_point deadline,
+              handler<void(error_code, guard)> h);
+
+  /// See line_machine::offer_handoff; `lease` is the first caller's lease.
+  struct offer {
+    line_machine::handoff handoff;
+    std::chrono::milliseconds lease;
+  };
+  std::optional<offer> offer_handoff();
+  void handed(const line_machine::handoff& h, std::uint64_t token, steady::time_point from,
+              std::chrono::milliseconds px);
+  void handoff_declined(const line_machine::handoff& h, bool unknown);
+
+  bool idle() const noexcept { return machine_.idle(); }
+  const std::shared_ptr<const lock_names>& names() const noexcept { return names_; }
+  steady::time_point idle_since() const noexcept { return idle_since_; }
+  std::chrono::milliseconds waiter_ttl() const noexcept { return waiter_ttl_; }
+  /// The client closes: callers fail with error::closed; `owners` gets what the line may hold.
+  void close(std::vector<std::string>& owners);
+
+  // listener
+  void on_message(std::string_view channel, std::string_view payload,
+                  steady::time_point published_after) override;
+  void on_subscribed(bool restored) override;
+  void on_refused(error_code ec, std::string_view text) override;
+  void on_closed() override;
+
+private:
+  struct caller {
+    std::shared_ptr<mutex_state> m;
+    stored_handler<handler<void(error_code, guard)>> h;
+    asio::cancellation_slot slot;
+    steady::time_point deadline;
+    bool claiming = false;  // granted; its claim is under way (see grant())
+    bool cancelled = false; // cancelled while claiming
+  };
+
+  /// Carries out what the machine asked for.
+  void run();
+  void grant(std::uint64_t id, const line_action& a);
+  /// Renews a grant whose lease may be nearly over before handing it to the caller.
+  void claim(std::uint64_t id, const line_action& a);
+  void complete_grant(std::uint64_t id, const std::string& owner, std::uint64_t token,
+                      steady::time_point from, std::chrono::milliseconds px);
+  void fail(std::uint64_t id, error_code ec);
+  void arm(steady::time_point at);
+  const lock_options& first_options() const;
+
+  lock_service& service_;
+  std::shared_ptr<const lock_names> names_;
+  std::chrono::milliseconds waiter_ttl_;
+  line_machine machine_;
+  std::unordered_map<std::uint64_t, caller> callers_;
+  std::uint64_t arrivals_ = 0;
+  std::optional<asio::steady_timer> timer_; // made on first use: most lines never need one
+  steady::time_point last_queued_sent_{}; // our last attempt that found the line still waiting
+  bool subscribed_ = false;
+  bool running_ = false; // run() is on the stack: actions appended meanwhile are run by it
+  steady::time_point idle_since_{};
+};
+
+} // namespace corolock::detail

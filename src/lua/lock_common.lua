@@ -1,0 +1,102 @@
+-- Shared by the lock scripts: prepended to each of them when the library is built.
+--
+-- A held lock is the string '<token> <owner>' under KEYS[1], with the lease as its PX. An owner is
+-- '<client id>:<acquisition>:<grant ms>': the last part is how long a lock granted to that owner
+-- while it waits is kept for it before its client claims it (a waiter that died costs no more).
+-- Waiting owners queue beside the lock, one entry per waiting client: KEYS[3] orders them by
+-- arrival, KEYS[4] holds when each entry expires unless its client refreshes it (server clock, ms).
+-- Fencing tokens never go below the server's clock in microseconds, so a counter lost to a restart
+-- or a failover starts again above every token handed out before (KEYS[2] only breaks ties).
+
+local function clock()
+  local t = redis.call('time')
+  local s, us = tonumber(t[1]), tonumber(t[2])
+  return s * 1000 + math.floor(us / 1000), s * 1000000 + us
+end
+
+local function digits(n)
+  return string.format('%.0f', n)
+end
+
+local function not_a_lock(key)
+  error({err = 'WRONGTYPE corolock: ' .. key .. ' holds a value that is not a lock'})
+end
+
+-- The token and owner of a held lock.
+local function holder_of(value, key)
+  local token, owner = string.match(value, '^(%d+) (%x+:%d+:%d+)$')
+  if not token then
+    not_a_lock(key)
+  end
+  return tonumber(token), owner
+end
+
+local function grant_ms(owner)
+  return tonumber(string.match(owner, ':(%d+)$')) or 2000
+end
+
+-- Drops the queue entries whose clients stopped refreshing them.
+local function prune(q, qx, now_ms)
+  local gone = redis.call('zrangebyscore', qx, '-inf', now_ms)
+  for i = 1, #gone, 1000 do
+    redis.call('zrem', q, unpack(gone, i, math.min(i + 999, #gone)))
+  end
+  if #gone > 0 then
+    redis.call('zremrangebyscore', qx, '-inf', now_ms)
+  end
+end
+
+local function first_waiter(q)
+  return redis.call('zrange', q, 0, 0)[1]
+end
+
+local function dequeue(q, qx, owner)
+  redis.call('zrem', q, owner)
+  redis.call('zrem', qx, owner)
+end
+
+-- Adds `owner` at the end of the queue, or keeps its place and renews its entry. Returns its rank.
+local function enqueue(q, qx, owner, now_ms, ttl)
+  if not redis.call('zscore', q, owner) then
+    local last = redis.call('zrange', q, -1, -1, 'withscores')
+    redis.call('zadd', q, last[2] and tonumber(last[2]) + 1 or 1, owner)
+  end
+  redis.call('zadd', qx, now_ms + ttl, owner)
+  if redis.call('pttl', q) < ttl then -- the sets vanish with their last live entry
+    redis.call('pexpire', q, ttl)
+    redis.call('pexpire', qx, ttl)
+  end
+  return redis.call('zrank', q, owner)
+end
+
+-- Sets the lock in `owner`'s name for `px` ms with a fresh fencing token; `owner` leaves the queue.
+local function give(keys, owner, px, now_us)
+  local last = redis.call('get', keys[2])
+  local token = math.max((tonumber(last or '0') or 0) + 1, now_us)
+  redis.call('set', keys[2], digits(token), 'px', math.max(3600000, 2 * px))
+  redis.call('set', keys[1], digits(token) .. ' ' .. owner, 'px', px)
+  dequeue(keys[3], keys[4], owner)
+  return token
+end
+
+-- Tells the waiting clients that `owner` was granted the lock. A user without rights to the
+-- channel grants silently: the grantee's client then finds out by refreshing its queue entry.
+local function announce(channel, publish, token, owner)
+  local message = 'g ' .. digits(token) .. ' ' .. owner
+  if redis.acl_check_cmd == nil or redis.acl_check_cmd(publish, channel, message) then
+    redis.call(publish, channel, message)
+  end
+end
+
+-- The lock is free: the first live waiter gets it (granted, announced), unless that is `owner` or
+-- nobody waits. Returns the first waiter that was granted it, or nil when `owner` may take it.
+local function grant_first(keys, owner, now_ms, now_us, channel, publish)
+  prune(keys[3], keys[4], now_ms)
+  local first = first_waiter(keys[3])
+  if not first or first == owner then
+    return nil
+  end
+  announce(channel, publish, give(keys, first, grant_ms(first), now_us), first)
+  return first
+end
+
