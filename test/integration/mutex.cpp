@@ -58,11 +58,11 @@ BOOST_AUTO_TEST_CASE(acquire_release_and_try_acquire) {
 
 // A release whose reply is lost is sent again by the same owner: it must report success (2, "already
 // released by you"), not "not the owner" — and it must not touch a later holder's lock.
-request replay_release(const std::string& name, const std::string& owner, std::uint64_t token,
-                       const char* retry = "1") {
+request replay_release(const std::string& name, const std::string& owner, bool retry) {
+  const std::string key = "corolock:{" + name + "}";
   request r;
-  r.push_script(corolock::detail::release_script(), {"corolock:{" + name + "}", "corolock:{" + name + "}:fence"},
-                {owner, std::to_string(token), "corolock:{" + name + "}:ch", "publish", retry});
+  r.push_script(corolock::detail::release_script(), {key, key + ":fence", key + ":q", key + ":qx"},
+                {owner, retry ? "1" : "0", "", "0", "", "10000", key + ":ch", "publish"});
   return r;
 }
 
@@ -77,16 +77,16 @@ BOOST_AUTO_TEST_CASE(a_retried_release_is_idempotent) {
     auto token = g.fencing_token();
     BOOST_TEST(server.command({"GET", "corolock:{idem}"}) == std::to_string(token) + " " + owner);
     co_await g.release();
-    auto again = co_await c.exec(replay_release("idem", owner, token));
-    BOOST_TEST(again[0].integer == 2); // already released by this owner: success
-    auto first = co_await c.exec(replay_release("idem", owner, token, "0"));
-    BOOST_TEST(first[0].integer == 0); // not a retry: the lock is gone, the lease must have run out
-    // Tokens are unique per acquisition, so (owner, token) names this one; another never held it.
-    auto stranger = co_await c.exec(replay_release("idem", "someone-else:1", token + 1));
-    BOOST_TEST(stranger[0].integer == 0);
+    auto again = co_await c.exec(replay_release("idem", owner, true));
+    BOOST_TEST(again[0].children.at(0).integer == 1); // a retry cannot tell: success
+    auto first = co_await c.exec(replay_release("idem", owner, false));
+    BOOST_TEST(first[0].children.at(0).integer == 0); // not a retry: the lease must have run out
     auto next = co_await m.acquire();
-    auto late = co_await c.exec(replay_release("idem", owner, token)); // a very late retry
-    BOOST_TEST(late[0].integer == 0);
+    auto late = co_await c.exec(replay_release("idem", owner, true)); // a very late retry
+    BOOST_TEST(late[0].children.at(0).integer == 1);
+    auto stranger = co_await c.exec(replay_release("idem", "00ff:1:2000", false));
+    BOOST_TEST(stranger[0].children.at(0).integer == 0);
+    // Neither touched the later holder's lock.
     BOOST_TEST(server.command({"GET", "corolock:{idem}"}) ==
                std::to_string(next.fencing_token()) + " " + next.owner());
     co_await next.release();
@@ -259,8 +259,8 @@ BOOST_AUTO_TEST_CASE(waiter_is_woken_by_the_release_not_by_polling) {
     };
     auto holder = [&]() -> asio::awaitable<void> {
       co_await sleep_for(100ms);
+      released = std::chrono::steady_clock::now(); // the grant may reach b before a hears back
       co_await g.release();
-      released = std::chrono::steady_clock::now();
     };
     auto commands_before = b.stats().commands;
     co_await (waiter() && holder());
@@ -491,8 +491,8 @@ BOOST_AUTO_TEST_CASE(client_kill_of_the_holder_mid_hold) {
     };
     auto holder = [&]() -> asio::awaitable<void> {
       co_await sleep_for(100ms);
+      released = std::chrono::steady_clock::now(); // the grant may reach b before a hears back
       co_await g.release();
-      released = std::chrono::steady_clock::now();
     };
     co_await (waiter() && holder());
   });
@@ -567,21 +567,21 @@ BOOST_AUTO_TEST_CASE(many_local_waiters_share_one_subscription) {
     auto g = co_await m.acquire();
     int done = 0;
     std::vector<int> order;
-    asio::steady_timer all(ex, asio::steady_timer::time_point::max());
+    event all(ex);
     for (int i = 0; i < 100; ++i) {
       asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
         auto mine = co_await m.acquire();
         order.push_back(i);
         co_await mine.release();
         if (++done == 100)
-          all.cancel();
+          all.set();
       }, asio::detached);
       co_await sleep_for(1ms);
     }
     auto channels = server.command({"PUBSUB", "NUMSUB", "corolock:{queue}:ch"});
     BOOST_TEST(channels == "corolock:{queue}:ch\n1");
     co_await g.release();
-    co_await all.async_wait(tuple_awaitable);
+    co_await all.wait();
     BOOST_TEST(done == 100);
     BOOST_TEST(std::is_sorted(order.begin(), order.end())); // local waiters are served FIFO
   });
@@ -601,7 +601,7 @@ BOOST_AUTO_TEST_CASE(callers_arriving_together_send_one_attempt_between_them) {
     const int n = 300;
     int done = 0;
     std::vector<int> order;
-    asio::steady_timer all(ex, asio::steady_timer::time_point::max());
+    event all(ex);
     auto before = c.stats().commands;
     for (int i = 0; i < n; ++i) // all at once: no pause between them
       asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
@@ -609,13 +609,13 @@ BOOST_AUTO_TEST_CASE(callers_arriving_together_send_one_attempt_between_them) {
         order.push_back(i);
         co_await mine.release();
         if (++done == n)
-          all.cancel();
+          all.set();
       }, asio::detached);
     co_await sleep_for(100ms);
     auto waiting = c.stats().commands - before;
     BOOST_TEST(waiting <= 3u); // one attempt, the SUBSCRIBE, the attempt after subscribing
     co_await g.release();
-    co_await all.async_wait(tuple_awaitable);
+    co_await all.wait();
     BOOST_TEST(done == n);
     BOOST_TEST(std::is_sorted(order.begin(), order.end()));
     auto total = c.stats().commands - before;
@@ -715,16 +715,16 @@ BOOST_AUTO_TEST_CASE(a_local_waiter_is_handed_the_lock_in_one_round_trip) {
     auto g = co_await m.acquire();
     for (int round = 0; round < 2; ++round) { // the first round also loads the script (NOSCRIPT)
       guard next;
-      asio::steady_timer got(ex, asio::steady_timer::time_point::max());
+      event got(ex);
       asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
         next = co_await m.acquire();
-        got.cancel();
+        got.set();
       }, asio::detached);
       co_await sleep_for(50ms); // the waiter has tried, subscribed and tried again
       auto before = c.stats().commands;
       auto published = publishes();
       co_await g.release();
-      co_await got.async_wait(tuple_awaitable);
+      co_await got.wait();
       BOOST_TEST(next.owns_lock());
       if (round == 1)
         BOOST_TEST(c.stats().commands - before == 1u);
@@ -750,7 +750,7 @@ BOOST_AUTO_TEST_CASE(hand_overs_leave_room_for_other_clients) {
     corolock::mutex ma(a, "busy"), mb(b, "busy");
     bool stop = false;
     int loops_done = 0, acquisitions = 0;
-    asio::steady_timer all(ex, asio::steady_timer::time_point::max());
+    event all(ex);
     for (int i = 0; i < 30; ++i)
       asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
         while (!stop) {
@@ -759,7 +759,7 @@ BOOST_AUTO_TEST_CASE(hand_overs_leave_room_for_other_clients) {
           co_await g.release();
         }
         if (++loops_done == 30)
-          all.cancel();
+          all.set();
       }, asio::detached);
     co_await sleep_for(50ms);
     auto t0 = std::chrono::steady_clock::now();
@@ -773,7 +773,7 @@ BOOST_AUTO_TEST_CASE(hand_overs_leave_room_for_other_clients) {
     if (gb)
       co_await gb.release();
     stop = true;
-    co_await all.async_wait(tuple_awaitable);
+    co_await all.wait();
   });
   expect_clean(server);
 }

@@ -361,7 +361,7 @@ BOOST_AUTO_TEST_CASE(a_crowd_of_local_waiters_does_not_stampede_redis) {
     co_await sb.refresh();
     constexpr int crowd = 200;
     int got = 0, done = 0, failed = 0, inside = 0, max_inside = 0;
-    asio::steady_timer all(ex, asio::steady_timer::time_point::max());
+    event all(ex);
     auto before = b.stats().commands;
     for (int k = 0; k < crowd; ++k)
       asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
@@ -374,7 +374,7 @@ BOOST_AUTO_TEST_CASE(a_crowd_of_local_waiters_does_not_stampede_redis) {
       }, [&](std::exception_ptr e) {
         failed += e != nullptr;
         if (++done == crowd)
-          all.cancel();
+          all.set();
       });
     co_await sleep_for(200ms); // everyone has arrived and sleeps
     auto arriving = b.stats().commands - before;
@@ -384,7 +384,7 @@ BOOST_AUTO_TEST_CASE(a_crowd_of_local_waiters_does_not_stampede_redis) {
     BOOST_TEST(arriving <= 20u);
     for (auto& g : held)
       co_await g.release();
-    co_await all.async_wait(tuple_awaitable);
+    co_await all.wait();
     BOOST_TEST(failed == 0);
     BOOST_TEST(got == crowd);
     BOOST_TEST(max_inside > 1); // the four segments served the crowd side by side
@@ -477,15 +477,15 @@ BOOST_AUTO_TEST_CASE(stock_split_over_segments_is_never_oversold) {
     int failures = 0;
     auto crowd = [&](client& c, corolock::segmented_lock& s) -> asio::awaitable<void> {
       int done = 0;
-      asio::steady_timer all(ex, asio::steady_timer::time_point::max());
+      event all(ex);
       for (int k = 0; k < 75; ++k)
         asio::co_spawn(ex, buyer(c, s), [&](std::exception_ptr e) {
           if (e)
             ++failures;
           if (++done == 75)
-            all.cancel();
+            all.set();
         });
-      co_await all.async_wait(tuple_awaitable);
+      co_await all.wait();
     };
     co_await (crowd(a, sa) && crowd(b, sb));
     BOOST_TEST(failures == 0);

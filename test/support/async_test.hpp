@@ -48,4 +48,24 @@ inline asio::awaitable<bool> eventually(std::function<bool()> condition,
   co_return true;
 }
 
+/// A one-shot event a coroutine can wait for, set before or after the wait begins (a timer
+/// cancelled before anyone waits on it would lose the wake-up).
+class event {
+public:
+  explicit event(asio::any_io_executor ex) : timer_(ex, asio::steady_timer::time_point::max()) {}
+  void set() {
+    set_ = true;
+    timer_.cancel();
+  }
+  bool is_set() const noexcept { return set_; }
+  asio::awaitable<void> wait() {
+    while (!set_)
+      co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+
+private:
+  asio::steady_timer timer_;
+  bool set_ = false;
+};
+
 } // namespace corolock::test
