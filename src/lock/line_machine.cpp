@@ -209,6 +209,8 @@ void line_machine::handed(const handoff& h, std::uint64_t token, steady::time_po
     // The line gave that owner up meanwhile (the give-up, sent after the release, frees it).
     if (!h.requeue.empty())
       give_up(h.requeue);
+    if (!queued_ && !flight_)
+      start(now); // a caller that arrived meanwhile waited for the offer to settle
     after_event(now);
     return;
   }
@@ -294,7 +296,8 @@ void line_machine::close(error_code why) {
 void line_machine::after_event(steady::time_point now) {
   (void)now;
   auto wake = deadlines_.empty() ? steady::time_point::max() : deadlines_.begin()->first;
-  if (queued_ && !flight_)
+  // While an offer is out, timer() sends nothing: the refresh is armed again once it settles.
+  if (queued_ && !flight_ && !offered_)
     wake = std::min({wake, refresh_at_, holder_until_});
   if (wake != armed_at_) {
     armed_at_ = wake;

@@ -56,9 +56,9 @@ struct line_action {
   enum class kind { attempt, subscribe, give_up, grant, fail, wake_at };
   kind what;
   std::uint64_t caller = 0;   ///< grant, fail
-  std::string owner;          ///< attempt, give_up, grant
+  std::string owner{};        ///< attempt, give_up, grant
   attempt_mode mode{};        ///< attempt
-  error_code ec;              ///< fail
+  error_code ec{};            ///< fail
   std::uint64_t token = 0;    ///< grant
   /// grant: the lease runs `px` from `at` (a moment before the server set it); wake_at: when.
   steady::time_point at{};

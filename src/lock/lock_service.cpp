@@ -191,7 +191,23 @@ struct release_op : std::enable_shared_from_this<release_op> {
   std::shared_ptr<waiting_line> line; // this client's waiters for the lock, if any
   std::optional<waiting_line::offer> offer;
   stored_handler<handler<void(error_code)>> h; // never move-assigned (see completion.hpp)
+  asio::cancellation_slot slot;
   int tries = 0;
+
+  /// Cancellation (any type) stops the caller's wait, not the release: the guard is released
+  /// either way, and the request goes on (and is retried) in the background.
+  void watch_cancellation() {
+    if (!h)
+      return; // a dropped guard's release: nobody waits
+    slot = asio::get_associated_cancellation_slot(h.get());
+    if (!slot.is_connected())
+      return;
+    slot.assign([weak = weak_from_this()](asio::cancellation_type) {
+      if (auto self = weak.lock(); self && self->h)
+        complete_later(self->l->ex, self->h.take(), std::exchange(self->slot, {}),
+                       error_code(asio::error::operation_aborted));
+    });
+  }
 
   void send() {
     auto& svc = *c->lock_layer;
@@ -241,7 +257,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
     if (ec == error::lease_lost)
       l->st = lease::state::lost;
     if (h)
-      complete_later(l->ex, h.take(), {}, ec);
+      complete_later(l->ex, h.take(), std::exchange(slot, {}), ec);
   }
 };
 
@@ -252,6 +268,7 @@ void lock_service::release(std::shared_ptr<lease> l, handler<void(error_code)> h
   op->c = client.shared_from_this();
   op->l = std::move(l);
   op->h.set(std::move(h));
+  op->watch_cancellation();
   if (closed_) {
     op->finish(error::closed, false);
     return;

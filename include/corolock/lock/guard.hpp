@@ -50,16 +50,20 @@ public:
   int depth() const noexcept;
 
   /// Releases this level. Completes with error::already_released if this guard released before
-  /// (or holds nothing), error::lease_lost if the lease was lost (nothing in Redis is touched),
-  /// error::not_owner if Redis no longer lists this owner.
+  /// (or holds nothing), error::lease_lost if the lease was lost or Redis no longer lists this
+  /// owner (nothing of another owner is touched), error::not_connected / error::timeout if Redis
+  /// did not answer within the client's request_timeout (the lease then runs out on its own).
+  /// Cancellation (any type) ends the wait with asio::error::operation_aborted; the guard is
+  /// released all the same and the request goes on in the background.
   template <typename CompletionToken = default_token>
   auto release(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
         [this](auto handler) { async_release_impl(std::move(handler)); }, token);
   }
 
-  /// Completes with error::lease_lost when the lease is lost, or with
-  /// asio::error::operation_aborted when the guard is released first.
+  /// Completes with error::lease_lost when the lease is lost (by its local deadline: at the latest
+  /// when the server's key could expire), or with asio::error::operation_aborted when the guard is
+  /// released first or the wait is cancelled (any type).
   template <typename CompletionToken = default_token>
   auto wait_lost(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(

@@ -1,0 +1,583 @@
+// The mutex under the faults a lock library is chosen for: a user without channel rights, a server
+// that is down, restarted, stalled or slow, a client that closes, and every cancellation type.
+// One test per promise of the README's "Faults tried" table; each prints the figure it measured.
+#include <corolock/corolock.hpp>
+
+#include "lock/scripts.hpp" // to replay an attempt exactly as a line would
+
+#include <support/async_test.hpp>
+#include <support/client_helpers.hpp>
+#include <support/fault_proxy.hpp>
+#include <support/lock_checks.hpp>
+#include <support/redis_server.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <random>
+
+using namespace corolock;
+using namespace corolock::test;
+using namespace boost::asio::experimental::awaitable_operators;
+namespace asio = boost::asio;
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
+  lock_options o;
+  o.lease = lease;
+  o.watchdog = watchdog;
+  return o;
+}
+
+long long ms_since(steady::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
+}
+
+client_config through(const fault_proxy& proxy) {
+  auto cfg = client_config::from_url(proxy.url());
+  cfg.reconnect_min = std::chrono::milliseconds(10);
+  cfg.reconnect_max = std::chrono::milliseconds(100);
+  return cfg;
+}
+
+/// Awaits `op` (bound to `signal`'s slot) while `type` is emitted on `signal` `delay` after it
+/// started (0: as soon as the initiation has run), and returns its result once both are done.
+template <typename T>
+asio::awaitable<T> cancelled_after(asio::awaitable<T> op, asio::cancellation_signal& signal,
+                                   std::chrono::microseconds delay, asio::cancellation_type type) {
+  auto ex = co_await asio::this_coro::executor;
+  event emitted(ex);
+  auto emitter = [&]() -> asio::awaitable<void> { // named: it outlives the coroutine it makes
+    if (delay.count() > 0)
+      co_await sleep_for(delay);
+    signal.emit(type);
+    emitted.set();
+  };
+  asio::co_spawn(ex, emitter(), asio::detached);
+  T result = co_await std::move(op);
+  co_await emitted.wait();
+  co_return result;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(faults)
+
+// Item 1. An ACL user without channel rights gets -NOPERM for SUBSCRIBE: a wait that needs the
+// channel fails with that text, every other reply still reaches its own request, and what does not
+// need the channel (a free lock, a release) works. Its release grants the next waiter silently;
+// that waiter learns of the grant when it refreshes its queue entry.
+BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_nothing_misrouted) {
+  redis_server server;
+  BOOST_REQUIRE(server.command({"ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all"}) == "OK");
+  for (int protocol : {3, 2}) {
+    BOOST_TEST_CONTEXT("RESP" << protocol) {
+      run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+        auto cfg = config_for(server);
+        cfg.username = "app";
+        cfg.password = "pw";
+        cfg.protocol = protocol;
+        client a(ex, config_for(server)), u(ex, cfg);
+        co_await a.connect();
+        co_await u.connect();
+        lock_options waits;
+        waits.waiter_ttl = std::chrono::milliseconds(600); // refreshed every 200 ms
+        corolock::mutex ma(a, "acl", waits), mu(u, "acl");
+        auto g = co_await ma.acquire();
+        auto [ec, none] = co_await mu.acquire_for(std::chrono::seconds(2), tuple_awaitable);
+        BOOST_TEST(ec == error::redis_error);
+        BOOST_TEST(u.last_server_error().find("NOPERM") != std::string::npos,
+                   u.last_server_error());
+        // Every later reply goes to its own request.
+        auto replies = co_await u.exec(make("SET", "acl:k", "v"));
+        BOOST_TEST(replies[0].data == "OK");
+        replies = co_await u.exec(make("GET", "acl:k"));
+        BOOST_TEST(replies[0].data == "v");
+        replies = co_await u.exec(make("INCR", "acl:n"));
+        BOOST_TEST(replies[0].integer == 1);
+        BOOST_TEST(!(co_await mu.try_acquire())); // taken: an empty guard, no error
+        co_await g.release();
+        // Free: no channel needed. Its release cannot publish: the waiter refreshes and finds it.
+        auto gu = co_await mu.acquire_for(std::chrono::seconds(2));
+        auto wait_start = steady::now();
+        bool granted = false;
+        auto waiter = [&]() -> asio::awaitable<void> {
+          auto g2 = co_await ma.acquire_for(std::chrono::seconds(3));
+          granted = true;
+          BOOST_TEST_MESSAGE("RESP" << protocol << ": silent grant found after "
+                                    << ms_since(wait_start) << " ms");
+          co_await g2.release();
+        };
+        auto holder = [&]() -> asio::awaitable<void> {
+          co_await sleep_for(std::chrono::milliseconds(50));
+          co_await gu.release(); // no error: the lock is given, only the message is left out
+        };
+        co_await (waiter() && holder());
+        BOOST_TEST(granted);
+        server.command({"DEL", "acl:k", "acl:n"});
+      });
+      expect_clean(server);
+    }
+  }
+}
+
+// Item 2. Every operation honours its deadline and its cancellation with no server at all, and
+// nothing waits forever by default (request_timeout).
+BOOST_AUTO_TEST_CASE(deadlines_and_cancellation_hold_while_the_server_is_down) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = config_for(server);
+    cfg.request_timeout = std::chrono::milliseconds(300);
+    client c(ex, cfg);
+    co_await c.connect();
+    corolock::mutex m(c, "down"), m2(c, "down2");
+    auto held = co_await m.acquire();
+    auto held2 = co_await m2.acquire();
+    server.kill();
+    const auto slack = std::chrono::milliseconds(400);
+
+    auto t = steady::now();
+    auto [e1, g1] = co_await m.acquire_for(std::chrono::milliseconds(200), tuple_awaitable);
+    BOOST_TEST_MESSAGE("acquire_for(200ms): " << ms_since(t) << " ms, " << e1.message());
+    BOOST_TEST(e1 == error::timeout);
+    BOOST_TEST((steady::now() - t < std::chrono::milliseconds(200) + slack));
+
+    t = steady::now();
+    auto [e2, g2] =
+        co_await m.acquire_until(steady::now() + std::chrono::milliseconds(200), tuple_awaitable);
+    BOOST_TEST(e2 == error::timeout);
+    BOOST_TEST((steady::now() - t < std::chrono::milliseconds(200) + slack));
+
+    t = steady::now();
+    auto [e3, g3] = co_await m.try_acquire(tuple_awaitable);
+    BOOST_TEST_MESSAGE("try_acquire: " << ms_since(t) << " ms, " << e3.message());
+    BOOST_TEST((e3 == error::not_connected || e3 == error::timeout));
+    BOOST_TEST((steady::now() - t < cfg.request_timeout + slack));
+
+    t = steady::now();
+    auto either = co_await (m.acquire() || sleep_for(std::chrono::milliseconds(200)));
+    BOOST_TEST(either.index() == 1u); // the timer won; the acquire was cancelled
+    BOOST_TEST((steady::now() - t < std::chrono::milliseconds(200) + slack));
+
+    t = steady::now();
+    auto [e4, g4] = co_await m.acquire(tuple_awaitable); // no deadline: request_timeout bounds it
+    BOOST_TEST_MESSAGE("acquire(): " << ms_since(t) << " ms, " << e4.message());
+    BOOST_TEST((e4 == error::not_connected || e4 == error::timeout));
+    BOOST_TEST((steady::now() - t < cfg.request_timeout + slack));
+
+    t = steady::now();
+    auto [e5] = co_await held.release(tuple_awaitable);
+    BOOST_TEST_MESSAGE("release: " << ms_since(t) << " ms, " << e5.message());
+    BOOST_TEST((e5 == error::not_connected || e5 == error::timeout));
+    BOOST_TEST((steady::now() - t < cfg.request_timeout + slack));
+
+    asio::cancellation_signal cancel;
+    t = steady::now();
+    auto [e6] = co_await cancelled_after(
+        held2.release(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable)), cancel,
+        std::chrono::milliseconds(50), asio::cancellation_type::terminal);
+    BOOST_TEST_MESSAGE("cancelled release: " << ms_since(t) << " ms, " << e6.message());
+    BOOST_TEST((steady::now() - t < std::chrono::milliseconds(50 + 150)));
+    BOOST_TEST(e6 == asio::error::operation_aborted); // the release itself goes on
+
+    // with_lock: the body never runs, and the call ends by request_timeout.
+    t = steady::now();
+    bool ran = false;
+    error_code e7;
+    try {
+      co_await m.with_lock([&](guard&) -> asio::awaitable<void> {
+        ran = true;
+        co_return;
+      });
+    } catch (const boost::system::system_error& e) {
+      e7 = e.code();
+    }
+    BOOST_TEST(!ran);
+    BOOST_TEST(!!e7);
+    BOOST_TEST((steady::now() - t < cfg.request_timeout + slack));
+
+    // Back up: the same client works again.
+    server.restart();
+    auto again = co_await m.acquire_for(std::chrono::seconds(5));
+    BOOST_TEST(again.owns_lock());
+    co_await again.release();
+  });
+  expect_clean(server);
+}
+
+// Item 2, stalled rather than down: a link that answers nothing (the connection stays open).
+BOOST_AUTO_TEST_CASE(deadlines_hold_on_a_stalled_link) {
+  redis_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = through(proxy);
+    cfg.request_timeout = std::chrono::milliseconds(300);
+    client c(ex, cfg), other(ex, config_for(server));
+    co_await c.connect();
+    co_await other.connect();
+    corolock::mutex m(c, "stall"), mo(other, "stall");
+    auto g = co_await mo.acquire();
+    proxy.blackhole(direction::both, true);
+    auto t = steady::now();
+    auto [ec, none] = co_await m.acquire_for(std::chrono::milliseconds(200), tuple_awaitable);
+    BOOST_TEST_MESSAGE("acquire_for(200ms) on a stalled link: " << ms_since(t) << " ms");
+    BOOST_TEST(ec == error::timeout);
+    BOOST_TEST((steady::now() - t < std::chrono::milliseconds(600)));
+    t = steady::now();
+    auto [e2, none2] = co_await m.try_acquire(tuple_awaitable);
+    BOOST_TEST(!!e2);
+    BOOST_TEST((steady::now() - t < std::chrono::milliseconds(700)));
+    proxy.heal();
+    co_await g.release();
+    auto mine = co_await m.acquire_for(std::chrono::seconds(5));
+    BOOST_TEST(mine.owns_lock());
+    co_await mine.release();
+  });
+  expect_clean(server);
+}
+
+// Item 3. A restart without persistence loses every key: the holder is told at the reconnect,
+// and the next holder's fencing token is still above the old one.
+BOOST_AUTO_TEST_CASE(a_restart_never_sends_fencing_tokens_back_and_tells_the_holder) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server));
+    co_await a.connect();
+    corolock::mutex ma(a, "restart");
+    guard g;
+    for (int i = 0; i < 5; ++i) { // a few tokens, so a fresh counter would be far below
+      if (g)
+        co_await g.release();
+      g = co_await ma.acquire();
+    }
+    auto fence_ttl = std::stoll(server.command({"PTTL", "corolock:{restart}:fence"}));
+    BOOST_TEST(fence_ttl > 0); // bounded: 100 000 locks do not leave 100 000 keys for ever
+    BOOST_TEST(fence_ttl <= 3600 * 1000);
+    const auto old_token = g.fencing_token();
+    auto restart_at = steady::now();
+    server.restart();
+    client b(ex, config_for(server));
+    co_await b.connect();
+    corolock::mutex mb(b, "restart");
+    auto gb = co_await mb.acquire_for(std::chrono::seconds(1)); // the key is gone: at once
+    BOOST_TEST(gb.fencing_token() > old_token);
+    BOOST_TEST(co_await eventually([&] { return g.lost(); }, std::chrono::seconds(3)));
+    BOOST_TEST_MESSAGE("old holder told " << ms_since(restart_at) << " ms after the restart began");
+    co_await gb.release();
+    auto [ec] = co_await g.release(tuple_awaitable);
+    BOOST_TEST(ec == error::lease_lost);
+  });
+  expect_clean(server);
+}
+
+// Item 4. close() gives back everything the client holds or waits for, at once; shutdown() waits
+// until Redis has it.
+BOOST_AUTO_TEST_CASE(close_and_shutdown_release_what_the_client_holds) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    for (bool graceful : {false, true}) {
+      client a(ex, config_for(server)), b(ex, config_for(server)), other(ex, config_for(server));
+      co_await a.connect();
+      co_await b.connect();
+      co_await other.connect();
+      corolock::mutex held(a, "c1"), dropped(a, "c2"), waiting(a, "c3"), busy(other, "c3");
+      auto g1 = co_await held.acquire();
+      {
+        auto g2 = co_await dropped.acquire(); // dropped: its release is on its way at close
+      }
+      auto g3 = co_await busy.acquire();
+      auto wait = [&]() -> asio::awaitable<void> {
+        auto [ec, g] = co_await waiting.acquire(tuple_awaitable);
+        BOOST_TEST(ec == error::closed);
+      };
+      asio::co_spawn(ex, wait(), asio::detached);
+      co_await sleep_for(std::chrono::milliseconds(50)); // queued in Redis
+      auto t = steady::now();
+      if (graceful) {
+        co_await a.shutdown();
+        BOOST_TEST(server.command({"EXISTS", "corolock:{c1}", "corolock:{c2}", "corolock:{c3}:q"}) ==
+                   "0"); // done when shutdown completes
+      } else {
+        a.close();
+      }
+      BOOST_TEST(g1.lost());
+      corolock::mutex b1(b, "c1"), b2(b, "c2");
+      auto x = co_await b1.acquire_for(std::chrono::seconds(1));
+      auto y = co_await b2.acquire_for(std::chrono::seconds(1));
+      BOOST_TEST_MESSAGE((graceful ? "shutdown" : "close") << ": the locks were free again after "
+                                                           << ms_since(t) << " ms");
+      co_await g3.release(); // with nobody left in the queue: the lock goes
+      co_await x.release();
+      co_await y.release();
+      auto [ec] = co_await g1.release(tuple_awaitable);
+      BOOST_TEST(!!ec);
+    }
+  });
+  expect_clean(server);
+}
+
+// Item 5. lost() flips by the local deadline when renewals stop coming back, whatever a renewal in
+// flight does, and before another process can take the lock. A short fixed lease beside a long
+// renewed one is not held back by it.
+BOOST_AUTO_TEST_CASE(lost_flips_by_the_local_deadline_on_a_stalled_link) {
+  redis_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, through(proxy)), other(ex, config_for(server));
+    co_await c.connect();
+    co_await other.connect();
+    corolock::mutex renewed(c, "stalled", lease_of(std::chrono::milliseconds(300))),
+        fixed(c, "stalled-fixed", lease_of(std::chrono::milliseconds(200), false)),
+        long_one(c, "stalled-long", lease_of(std::chrono::seconds(10)));
+    corolock::mutex rival(other, "stalled");
+    auto gl = co_await long_one.acquire();
+    auto g = co_await renewed.acquire();
+    co_await sleep_for(std::chrono::milliseconds(250)); // a renewal or two have landed
+    auto gf = co_await fixed.acquire();
+    const auto fixed_from = steady::now();
+    proxy.blackhole(direction::both, true);
+    const auto stall = steady::now();
+    steady::time_point lost_at{}, fixed_lost_at{}, rival_at{};
+    auto watch = [&]() -> asio::awaitable<void> {
+      co_await g.wait_lost(tuple_awaitable);
+      lost_at = steady::now();
+    };
+    auto watch_fixed = [&]() -> asio::awaitable<void> {
+      co_await gf.wait_lost(tuple_awaitable);
+      fixed_lost_at = steady::now();
+    };
+    auto take = [&]() -> asio::awaitable<void> {
+      auto r = co_await rival.acquire_for(std::chrono::seconds(5));
+      rival_at = steady::now();
+      co_await r.release();
+    };
+    co_await (watch() && watch_fixed() && take());
+    auto ms = [](steady::duration d) {
+      return std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 1000.0;
+    };
+    BOOST_TEST_MESSAGE("renewed 300 ms lease: lost() " << ms(lost_at - stall)
+                                                       << " ms after the stall, the other process "
+                                                       << ms(rival_at - stall) << " ms after it");
+    BOOST_TEST_MESSAGE("fixed 200 ms lease: lost() " << ms(fixed_lost_at - fixed_from)
+                                                     << " ms after it was acquired");
+    BOOST_TEST((lost_at <= rival_at)); // never "held" while another holds it
+    BOOST_TEST((lost_at - stall < std::chrono::milliseconds(300 + 100)));
+    BOOST_TEST((fixed_lost_at - fixed_from < std::chrono::milliseconds(200 + 100)));
+    proxy.heal();
+    co_await gl.release(tuple_awaitable);
+    co_await g.release(tuple_awaitable);
+    co_await gf.release(tuple_awaitable);
+  });
+  expect_clean(server);
+}
+
+// Item 6. An attempt by an owner that already holds the lock (a retry whose reply was lost, or a
+// grant whose message has not arrived) renews the lease it reports: the client counts from the
+// retry's send time, and so does Redis.
+BOOST_AUTO_TEST_CASE(an_owner_that_already_holds_gets_a_lease_counted_from_its_retry) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    const std::string key = "corolock:{again}";
+    auto attempt = [&](const char* owner, const char* lease) {
+      request r;
+      r.push_script(corolock::detail::acquire_script(), {key, key + ":fence", key + ":q", key + ":qx"},
+                    {owner, lease, "queue", "10000", key + ":ch", "publish"});
+      return r;
+    };
+    auto first = co_await c.exec(attempt("00aa:1:50", "50")); // a short grant-like lease
+    BOOST_TEST(first[0].children.at(0).integer == 1);
+    co_await sleep_for(std::chrono::milliseconds(30));
+    auto retry = co_await c.exec(attempt("00aa:1:50", "5000"));
+    BOOST_TEST(retry[0].children.at(0).integer == 1);
+    BOOST_TEST(retry[0].children.at(1).integer == first[0].children.at(1).integer); // same token
+    BOOST_TEST(retry[0].children.at(2).integer == 5000);
+    auto pttl = std::stoll(server.command({"PTTL", key}));
+    BOOST_TEST(pttl > 4000); // Redis counts from the retry too
+    server.command({"DEL", key});
+  });
+  expect_clean(server);
+}
+
+// Item 7. RESP2: the subscription lives on its own connection, so a release between the waiter's
+// first look and its queued attempt must not be missed (the waiter would sleep the holder's lease).
+BOOST_AUTO_TEST_CASE(resp2_waiters_never_miss_a_release) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg2 = config_for(server);
+    cfg2.protocol = 2;
+    client a(ex, config_for(server)), b(ex, cfg2);
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "resp2"), mb(b, "resp2");
+    std::mt19937 random(7);
+    long long worst = 0;
+    for (int i = 0; i < 30; ++i) {
+      auto g = co_await ma.acquire();
+      steady::time_point released{};
+      auto waiter = [&]() -> asio::awaitable<void> {
+        auto mine = co_await mb.acquire_for(std::chrono::seconds(10));
+        worst = std::max(worst, ms_since(released));
+        co_await mine.release();
+      };
+      auto holder = [&]() -> asio::awaitable<void> {
+        co_await sleep_for(std::chrono::microseconds(random() % 3000));
+        released = steady::now();
+        co_await g.release();
+      };
+      co_await (waiter() && holder());
+    }
+    BOOST_TEST_MESSAGE("RESP2: slowest hand-off " << worst << " ms");
+    BOOST_TEST(worst < 1000); // the holder's lease is 30 s; a queue refresh 3.3 s
+  });
+  expect_clean(server);
+}
+
+// Item 8. A blocking command on the client's connection does not hold up the locks: they have a
+// connection of their own, and renewals and acquisitions go on meanwhile.
+BOOST_AUTO_TEST_CASE(a_blocking_command_does_not_stall_the_locks) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "beside-blpop", lease_of(std::chrono::milliseconds(300))), n(c, "other");
+    auto g = co_await m.acquire();
+    long long acquire_ms = -1;
+    auto blocking = [&]() -> asio::awaitable<void> {
+      auto r = co_await c.exec(make("BLPOP", "nothing-comes", "2"));
+      BOOST_TEST((r[0].type == resp::type::null));
+    };
+    auto locking = [&]() -> asio::awaitable<void> {
+      co_await sleep_for(std::chrono::milliseconds(200));
+      auto t = steady::now();
+      auto h = co_await n.acquire_for(std::chrono::seconds(1));
+      acquire_ms = ms_since(t);
+      co_await h.release();
+    };
+    co_await (blocking() && locking());
+    BOOST_TEST_MESSAGE("an acquisition during BLPOP took " << acquire_ms << " ms");
+    BOOST_TEST(acquire_ms >= 0);
+    BOOST_TEST(acquire_ms < 200);
+    BOOST_TEST(!g.lost()); // renewed throughout the 2 s, beyond six leases
+    co_await g.release();
+  });
+  expect_clean(server);
+}
+
+// Item 9. Bad names and values are refused with invalid_argument or a clear server error, and
+// leave nothing behind; a release after an unnoticed loss says lease_lost.
+BOOST_AUTO_TEST_CASE(bad_names_foreign_values_and_unnoticed_losses) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    auto refused = [&](std::string name, lock_options o = {}) {
+      try {
+        corolock::mutex m(c, std::move(name), std::move(o));
+      } catch (const boost::system::system_error& e) {
+        return e.code() == error::invalid_argument;
+      }
+      return false;
+    };
+    BOOST_TEST(refused("a{b}"));
+    BOOST_TEST(refused("a}b"));
+    BOOST_TEST(refused(""));
+    BOOST_TEST(refused(std::string(1025, 'x')));
+    BOOST_TEST(!refused(std::string(1024, 'x')));
+    lock_options braces;
+    braces.prefix = "app{1}:";
+    BOOST_TEST(refused("ok", braces));
+    BOOST_TEST(refused("ok", lease_of(std::chrono::milliseconds(3))));
+
+    // A value that merely looks like a lock ("12 foo") is not taken for one.
+    server.command({"SET", "corolock:{foreign}", "12 foo"});
+    corolock::mutex f(c, "foreign");
+    auto [ec, g] = co_await f.acquire_for(std::chrono::milliseconds(300), tuple_awaitable);
+    BOOST_TEST(ec == error::redis_error);
+    BOOST_TEST(c.last_server_error().find("WRONGTYPE") != std::string::npos);
+    BOOST_TEST(server.command({"GET", "corolock:{foreign}"}) == "12 foo"); // untouched
+    server.command({"DEL", "corolock:{foreign}"});
+
+    // The lease went unnoticed (deleted under us): the release says so.
+    corolock::mutex m(c, "unnoticed");
+    auto held = co_await m.acquire();
+    server.command({"DEL", "corolock:{unnoticed}"});
+    auto [rel] = co_await held.release(tuple_awaitable);
+    BOOST_TEST(rel == error::lease_lost);
+    error_code thrown;
+    try {
+      co_await m.with_lock([&](guard&) -> asio::awaitable<void> {
+        server.command({"DEL", "corolock:{unnoticed}"});
+        co_return;
+      });
+    } catch (const boost::system::system_error& e) {
+      thrown = e.code();
+    }
+    BOOST_TEST(thrown == error::lease_lost);
+  });
+  expect_clean(server);
+}
+
+// Item 10. Every cancellation type stops a waiting acquire, a first attempt and wait_lost, and
+// none leaves the lock held or a queue entry behind.
+BOOST_AUTO_TEST_CASE(every_cancellation_type_at_every_place) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "cancel"), mb(b, "cancel");
+    for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                      asio::cancellation_type::total}) {
+      BOOST_TEST_CONTEXT("cancellation type " << static_cast<int>(type)) {
+        // Waiting in the queue.
+        auto g = co_await ma.acquire();
+        asio::cancellation_signal cancel;
+        auto observe = [&]() -> asio::awaitable<void> {
+          co_await sleep_for(std::chrono::milliseconds(40));
+          BOOST_TEST(server.command({"ZCARD", "corolock:{cancel}:q"}) == "1"); // it waits in Redis
+        };
+        asio::co_spawn(ex, observe(), asio::detached);
+        auto [ec, none] = co_await cancelled_after(
+            mb.acquire(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable)), cancel,
+            std::chrono::milliseconds(60), type);
+        BOOST_TEST(ec == asio::error::operation_aborted);
+        BOOST_TEST(!none);
+        BOOST_TEST(co_await eventually(
+            [&] { return server.command({"EXISTS", "corolock:{cancel}:q"}) == "0"; }));
+        co_await g.release();
+        BOOST_TEST(server.command({"EXISTS", "corolock:{cancel}"}) == "0"); // not granted to it
+
+        // The first attempt in flight: cancelled at once, whatever it won is given back.
+        for (int i = 0; i < 10; ++i) {
+          asio::cancellation_signal now;
+          auto [tec, tg] = co_await cancelled_after(
+              mb.try_acquire(asio::bind_cancellation_slot(now.slot(), tuple_awaitable)), now,
+              std::chrono::microseconds(i * 30), type);
+          if (tg)
+            co_await tg.release();
+          else
+            BOOST_TEST(tec == asio::error::operation_aborted);
+          BOOST_TEST(co_await eventually(
+              [&] { return server.command({"EXISTS", "corolock:{cancel}"}) == "0"; }));
+        }
+
+        // wait_lost: cancelled, the guard still holds.
+        auto h = co_await mb.acquire();
+        asio::cancellation_signal stop;
+        auto [wec] = co_await cancelled_after(
+            h.wait_lost(asio::bind_cancellation_slot(stop.slot(), tuple_awaitable)), stop,
+            std::chrono::milliseconds(20), type);
+        BOOST_TEST(wec == asio::error::operation_aborted);
+        BOOST_TEST(!h.lost());
+        co_await h.release();
+      }
+    }
+  });
+  expect_clean(server);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
