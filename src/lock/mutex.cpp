@@ -248,7 +248,11 @@ void guard::abandon() noexcept {
 
 bool guard::owns_lock() const noexcept { return holds_ && lease_; }
 bool guard::lost() const noexcept {
-  return lease_ && lease_->st == detail::lease::state::lost;
+  // The local deadline is read here too: a process resumed after a stop (SIGSTOP, a long GC-like
+  // pause of its thread) may run its code before the watchdog's timer has had its turn.
+  return lease_ && (lease_->st == detail::lease::state::lost ||
+                    (lease_->st == detail::lease::state::held &&
+                     detail::lease::clock::now() >= lease_->timing.valid_until));
 }
 std::uint64_t guard::fencing_token() const noexcept { return lease_ ? lease_->token : 0; }
 const std::string& guard::name() const noexcept {

@@ -27,13 +27,13 @@ tt::config short_run(std::set<tt::chaos> faults, std::uint64_t seed) {
   return cfg;
 }
 
-/// The chaos runs fail on today's library; they run only with COROLOCK_TORTURE_CHAOS=1 until the
-/// fixes land. (disabled() would not do: ctest runs --run_test=torture, which enables the suite's
-/// disabled cases again.)
+/// The run with paused holders and a restart still fails one check now and then (see the case);
+/// it runs only with COROLOCK_TORTURE_CHAOS=1. (disabled() would not do: ctest runs
+/// --run_test=torture, which enables the suite's disabled cases again.)
 boost::test_tools::assertion_result chaos_runs_enabled(boost::unit_test::test_unit_id) {
   const char* on = std::getenv("COROLOCK_TORTURE_CHAOS");
   boost::test_tools::assertion_result r(on != nullptr && std::string(on) == "1");
-  r.message() << "fails on today's library; set COROLOCK_TORTURE_CHAOS=1 to run it";
+  r.message() << "fails now and then (issue 8 note); set COROLOCK_TORTURE_CHAOS=1 to run it";
   return r;
 }
 
@@ -57,14 +57,9 @@ BOOST_AUTO_TEST_CASE(without_chaos_every_check_holds) {
   BOOST_TEST(r.find("unfenced count == completed sections")->applicable);
 }
 
-// The two chaos runs fail on today's library (acquire_for overruns its deadline during a server
-// stall; fencing tokens restart low after a server restart), so they are skipped on this branch
-// unless COROLOCK_TORTURE_CHAOS=1: drop the precondition once the fixes land.
-
 // No holder is paused and the server keeps its data, so mutual exclusion must hold exactly: every
 // unfenced read-modify-write that a holder completed is in the count.
-BOOST_AUTO_TEST_CASE(killed_connections_and_server_stalls_lose_no_update,
-                     *boost::unit_test::precondition(chaos_runs_enabled)) {
+BOOST_AUTO_TEST_CASE(killed_connections_and_server_stalls_lose_no_update) {
   auto r = tt::run(short_run({tt::chaos::client_kill, tt::chaos::client_pause, tt::chaos::debug_sleep}, 1),
                    std::cout);
   expect_every_check(r);
@@ -72,7 +67,10 @@ BOOST_AUTO_TEST_CASE(killed_connections_and_server_stalls_lose_no_update,
 }
 
 // Everything, paused holders and a server restart included: exclusion may break (the lease cannot
-// stop a paused holder, a restart loses the lock), and the fence must catch it.
+// stop a paused holder, a restart loses the lock), and the fence must catch it. Open: about one run
+// in three has one fenced write rejected from a holder whose guard never said lost() (the fence
+// caught it, as designed; what is missing is the signal to that holder). Until that is explained
+// and fixed, this case runs only with COROLOCK_TORTURE_CHAOS=1.
 BOOST_AUTO_TEST_CASE(paused_holders_and_a_restart_are_fenced_off,
                      *boost::unit_test::precondition(chaos_runs_enabled)) {
   auto r = tt::run(short_run(tt::all_chaos(), 2), std::cout);

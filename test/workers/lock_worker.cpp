@@ -5,6 +5,10 @@
 //   hold URL NAME LEASE_MS
 //       acquires NAME, records its token in NAME:holder, then waits; when told the lease is lost it
 //       records the token in NAME:lost and exits 3. Ends after 60 s at the most.
+//   share URL NAME COROUTINES MILLISECONDS HOLD_US
+//       counts itself in NAME:ready, waits for NAME:go, then each coroutine loops acquire_for(10 s),
+//       hold, release for MILLISECONDS; adds its acquisitions to NAME:acquired:<pid>, its timeouts
+//       to NAME:timeouts and its longest wait in microseconds to the sorted set NAME:max_wait.
 #include <corolock/corolock.hpp>
 #include <support/run_with_client.hpp>
 
@@ -92,6 +96,56 @@ asio::awaitable<int> run_hold(corolock::client& redis, std::string name, int lea
   co_return 0;
 }
 
+asio::awaitable<void> share_coroutine(corolock::mutex& m, std::chrono::steady_clock::time_point end,
+                                      std::chrono::microseconds hold, long& acquired,
+                                      long& timeouts, long long& max_wait_us) {
+  while (std::chrono::steady_clock::now() < end) {
+    auto start = std::chrono::steady_clock::now();
+    auto [ec, g] = co_await m.acquire_for(10s, asio::as_tuple(asio::use_awaitable));
+    auto waited = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - start);
+    max_wait_us = std::max<long long>(max_wait_us, waited.count());
+    if (ec) {
+      ++timeouts;
+      continue;
+    }
+    ++acquired;
+    co_await sleep_for(hold);
+    co_await g.release();
+  }
+}
+
+asio::awaitable<int> run_share(corolock::client& redis, std::string name, int coroutines,
+                               int milliseconds, int hold_us) {
+  co_await redis.connect();
+  corolock::mutex m(redis, name);
+  co_await redis.exec(cmd("INCR", name + ":ready"));
+  while ((co_await redis.exec(cmd("EXISTS", name + ":go")))[0].integer == 0)
+    co_await sleep_for(2ms);
+  auto ex = co_await asio::this_coro::executor;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(milliseconds);
+  long acquired = 0, timeouts = 0;
+  long long max_wait_us = 0;
+  int finished = 0;
+  asio::steady_timer done(ex, asio::steady_timer::time_point::max());
+  for (int k = 0; k < coroutines; ++k)
+    asio::co_spawn(ex,
+                   share_coroutine(m, end, std::chrono::microseconds(hold_us), acquired, timeouts,
+                                   max_wait_us),
+                   [&](std::exception_ptr) {
+                     if (++finished == coroutines)
+                       done.cancel();
+                   });
+  while (finished < coroutines)
+    co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
+  const auto pid = std::to_string(getpid());
+  co_await redis.exec(cmd("SET", name + ":acquired:" + pid, std::to_string(acquired)));
+  co_await redis.exec(cmd("INCRBY", name + ":timeouts", std::to_string(timeouts)));
+  co_await redis.exec(cmd("ZADD", name + ":max_wait", std::to_string(max_wait_us), pid));
+  redis.close();
+  co_return 0;
+}
+
 /// The command line's job. (A function, not a lambda: a coroutine lambda's captures die with the
 /// temporary closure.)
 asio::awaitable<int> run_command(corolock::client& redis, std::vector<std::string> args) {
@@ -99,6 +153,9 @@ asio::awaitable<int> run_command(corolock::client& redis, std::vector<std::strin
     co_return co_await run_counter(redis, args[2], std::stoi(args[3]), std::stoi(args[4]));
   if (args[0] == "hold" && args.size() == 4)
     co_return co_await run_hold(redis, args[2], std::stoi(args[3]));
+  if (args[0] == "share" && args.size() == 6)
+    co_return co_await run_share(redis, args[2], std::stoi(args[3]), std::stoi(args[4]),
+                                 std::stoi(args[5]));
   co_return 2;
 }
 
@@ -107,7 +164,7 @@ asio::awaitable<int> run_command(corolock::client& redis, std::vector<std::strin
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() < 3) {
-    fmt::print(stderr, "usage: lock_worker counter|hold URL NAME ...\n");
+    fmt::print(stderr, "usage: lock_worker counter|hold|share URL NAME ...\n");
     return 2;
   }
   return corolock::test::run_with_client(args[1], "lock_worker", [&](corolock::client& redis) {

@@ -40,6 +40,8 @@ public:
   bool owns_lock() const noexcept;
   explicit operator bool() const noexcept { return owns_lock(); }
 
+  /// True once the lease may have ended: the watchdog found it gone, or its local deadline (counted
+  /// from a moment before Redis set or renewed it) has passed, even if no timer has run since.
   bool lost() const noexcept;
   std::uint64_t fencing_token() const noexcept;
   /// The lock's name, as given to the mutex.
