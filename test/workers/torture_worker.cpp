@@ -41,16 +41,17 @@ constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 // KEYS[1] the highest token accepted so far, KEYS[2] the count of accepted writes; ARGV[1] token.
-// Returns 1 (accepted: the token is newer than every one seen) or 0 (rejected: a stale holder).
+// Returns 1 (accepted: the token is newer than every one seen) or, rejected (a stale holder), the
+// newer token seen, as a string (for the diagnostic line).
 constexpr const char* fenced_write = R"(
-local seen = tonumber(redis.call('get', KEYS[1]) or '0')
+local seen = redis.call('get', KEYS[1]) or '0'
 local token = tonumber(ARGV[1])
-if token > seen then
+if token > tonumber(seen) then
   redis.call('set', KEYS[1], ARGV[1])
   redis.call('incr', KEYS[2])
   return 1
 end
-return 0
+return seen
 )";
 
 struct settings {
@@ -72,6 +73,7 @@ struct stats {
   std::uint64_t abandoned = 0;         // sections that skipped the unfenced write: lease lost
   std::uint64_t fenced_accepted = 0, fenced_rejected = 0;
   std::uint64_t rejected_untold = 0;   // rejected, and the guard never said the lease was lost
+  std::string last_rejected_by;        // the newer token that the resource had seen
   std::uint64_t told = 0;              // sections whose guard reported the lease lost
   std::uint64_t resource_errors = 0;   // a command to the resource failed
   std::uint64_t release_ok = 0, release_lease_lost = 0, release_not_owner = 0, release_other = 0;
@@ -173,10 +175,12 @@ asio::awaitable<void> critical_section(corolock::client& resource, corolock::gua
   co_await sleep_for(s.hold / 2 + std::chrono::microseconds(rng() % (s.hold.count() + 1)));
   auto fenced = co_await on_resource(
       resource, cmd("EVAL", fenced_write, "2", "torture:fence_seen", "torture:fenced", token), st);
-  if (fenced && fenced->integer == 1)
+  if (fenced && fenced->type == corolock::resp::type::integer && fenced->integer == 1) {
     ++st.fenced_accepted;
-  else if (fenced)
+  } else if (fenced) {
     ++st.fenced_rejected;
+    st.last_rejected_by = fenced->data;
+  }
   // A holder that is told in time stays out; one paused past its lease cannot know, and only the
   // fence protects the resource from it.
   if (g.lost()) {
@@ -250,8 +254,18 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
       ++st.told;
       st.told_tokens.push_back(token);
     }
-    if (st.fenced_rejected != rejected_before && !told)
+    if (st.fenced_rejected != rejected_before && !told) {
       ++st.rejected_untold;
+      // What the coordinator cannot see: enough to tell which path let two holders overlap.
+      fmt::print(stderr,
+                 "torture_worker {}: fenced write rejected, holder not told: token {} owner {}, "
+                 "newer token seen {} ({} us later on the server clock), acquired {} ms before "
+                 "the release, release said {}\n",
+                 getpid(), token, g.owner(), st.last_rejected_by,
+                 static_cast<long long>(std::stoull(st.last_rejected_by) - token),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start).count(),
+                 rec ? rec.message() : std::string("ok"));
+    }
   }
   phase = "done";
 }
