@@ -12,6 +12,7 @@
 //   free_for_all            P x C coroutines loop acquire -> hold 100 µs -> release on ONE key
 //   fairness                4 x 8 coroutines loop acquire_for(10 s) -> hold 1 ms -> release, 6 s
 //   waiter_memory           10 000 coroutines wait on a held lock: resident size added
+//   held_memory             100 000 locks held at once by one client: resident size per lock
 // Every figure is the median of the repetitions, which are interleaved across configurations.
 #include "lock_bench.hpp"
 
@@ -48,6 +49,7 @@ struct settings {
   shape fair_shape;
   long long fair_hold_us = 0, fair_warmup_ms = 0, fair_duration_ms = 0, fair_timeout_ms = 0;
   long long memory_waiters = 0;
+  long long memory_held = 0;
 };
 
 /// One configuration of a scenario: a row.
@@ -384,6 +386,22 @@ figures run_loop(context& ctx, const config& c, const std::string& scenario, ms 
   return f;
 }
 
+figures run_held_memory(context& ctx) {
+  config c{wait_mode::pubsub, {1, 1}, 0};
+  auto st = prepare(ctx, "held", job::held_memory, c, 0ms, 0ms, 300s);
+  st.shared().waiters = ctx.s.memory_held;
+  bench::mp::run_workers(st, {ctx.s.common.url}, 240s);
+  const auto& r = st.result(0);
+  const double n = static_cast<double>(ctx.s.memory_held), mib = 1024.0 * 1024.0;
+  if (r.acquisitions != static_cast<std::uint64_t>(ctx.s.memory_held))
+    throw std::runtime_error("held_memory: not every lock was acquired");
+  return {{"ops", n},
+          {"rss_added_mib", (r.rss_waiting - r.rss_before) / mib},
+          {"bytes_per_held_lock", per(r.rss_waiting - r.rss_before, n)},
+          {"heap_bytes_per_held_lock", per(r.heap_waiting - r.heap_before, n)},
+          {"release_all_s", r.drain_s}};
+}
+
 figures run_memory(context& ctx) {
   config c{wait_mode::pubsub, {1, 1}, 0};
   auto st = prepare(ctx, "memory", job::memory, c, 0ms, 0ms, 120s);
@@ -567,11 +585,25 @@ asio::awaitable<void> waiter_memory(context& ctx) {
   co_return;
 }
 
+asio::awaitable<void> held_memory(context& ctx) {
+  bench::repetitions reps;
+  for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep) {
+    auto f = run_held_memory(ctx);
+    bench::print_rep("held_memory", rep, f);
+    reps.add(std::move(f));
+  }
+  auto row = bench::make_row("held_memory", "pubsub", 1, static_cast<int>(ctx.s.memory_held), 1, reps);
+  bench::target_abs(row, "bytes_per_held_lock", "<=", 1024,
+                    "issue: a held lock costs <= 1 KB in the client (resident size)");
+  ctx.out->scenario(std::move(row));
+  co_return;
+}
+
 const std::pair<const char*, asio::awaitable<void> (*)(context&)> scenarios[] = {
     {"uncontended_latency", uncontended_latency}, {"uncontended_throughput", uncontended_throughput},
     {"hot_key", hot_key},                         {"hot_key_waiters", hot_key_waiters},
     {"free_for_all", free_for_all},               {"fairness", fairness},
-    {"waiter_memory", waiter_memory}};
+    {"waiter_memory", waiter_memory},             {"held_memory", held_memory}};
 
 asio::awaitable<void> delete_bench_keys(corolock::client& redis) {
   std::string cursor = "0";
@@ -651,7 +683,8 @@ settings parse_settings(int argc, char** argv) {
       "fair-hold-us", po::value(&s.fair_hold_us), "fairness: hold (1000)")(
       "fair-duration-ms", po::value(&s.fair_duration_ms), "fairness: window (6000; quick 3000)")(
       "fair-timeout-ms", po::value(&s.fair_timeout_ms), "fairness: acquire_for (10000)")(
-      "memory-waiters", po::value(&s.memory_waiters), "waiter_memory: 10000");
+      "memory-waiters", po::value(&s.memory_waiters), "waiter_memory: 10000")(
+      "memory-held", po::value(&s.memory_held), "held_memory: locks held at once (100000; quick 20000)");
   s.common = bench::parse_command_line(argc, argv, o, [&](bool q) {
     modes = q ? "pubsub,poll_30ms,poll_1ms" : "pubsub,poll_30ms,poll_1ms,setnx_30ms";
     s.hold_us = 100;
@@ -677,6 +710,7 @@ settings parse_settings(int argc, char** argv) {
     s.fair_duration_ms = q ? 3000 : 6000;
     s.fair_timeout_ms = 10000;
     s.memory_waiters = 10000;
+    s.memory_held = q ? 20000 : 100000;
   });
   for (const auto& m : bench::split_list(modes))
     s.modes.push_back(parse_mode(m));
@@ -688,7 +722,7 @@ settings parse_settings(int argc, char** argv) {
   for (const auto& p : bench::split_list(waiter_processes))
     s.waiter_processes.push_back(std::stoi(p));
   if (s.modes.empty() || s.hold_us < 0 || s.latency_cycles < 1 || s.tp_keys < s.tp_coroutines ||
-      s.memory_waiters < 1)
+      s.memory_waiters < 1 || s.memory_held < 1)
     throw std::invalid_argument("bad sizes (--tp-keys must be >= --tp-coroutines)");
   return s;
 }

@@ -50,7 +50,7 @@ asio::awaitable<void> give_back(corolock::client& c, const std::string& name, he
 inline constexpr std::size_t max_turns = std::size_t{1} << 17;
 inline constexpr int max_workers = 4096; // processes x coroutines
 
-enum class job : int { hot_key, loop, waiters, memory };
+enum class job : int { hot_key, loop, waiters, memory, held_memory };
 
 /// The shared region of one run: parameters from the parent, coordination, per-turn records.
 struct mp_shared {

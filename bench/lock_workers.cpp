@@ -9,6 +9,8 @@
 // for `hold` and releases. Nothing of the turn-taking goes through Redis.
 #include "lock_bench.hpp"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include <fstream>
@@ -346,6 +348,61 @@ asio::awaitable<void> memory_job(const worker_ctx& w, const std::string& url) {
   holder.close();
 }
 
+// ---- held_memory ------------------------------------------------------------------------------
+
+/// Takes the locks [from, to) and keeps their guards; each mutex object goes once acquired (a
+/// server holding many locks keeps guards, not one mutex per lock).
+asio::awaitable<void> take_range(const worker_ctx& w, std::vector<corolock::guard>& held,
+                                 std::size_t from, std::size_t to) {
+  for (auto i = from; i < to; ++i) {
+    corolock::mutex m(w.client, w.name + ":held:" + std::to_string(i));
+    held[i] = co_await m.acquire();
+  }
+}
+
+asio::awaitable<void> release_range(std::vector<corolock::guard>& held, std::size_t from,
+                                    std::size_t to) {
+  for (auto i = from; i < to; ++i)
+    co_await held[i].release();
+}
+
+/// N locks held at once by one client (watchdog on): resident size and heap before and after.
+asio::awaitable<void> held_memory_job(const worker_ctx& w) {
+  auto& res = w.res();
+  auto ex = co_await asio::this_coro::executor;
+  const auto n = static_cast<std::size_t>(w.sh().waiters);
+  const std::size_t lanes = std::min<std::size_t>(500, n);
+  std::vector<corolock::guard> held(n); // allocated before the first measurement
+  co_await bench::sleep_for(20ms);
+  res.rss_before = rss_bytes();
+  res.heap_before = heap_in_use_bytes();
+  std::exception_ptr error;
+  {
+    bench::wait_group wg(ex);
+    for (std::size_t l = 0; l < lanes; ++l)
+      bench::spawn_counted(ex, wg, error, take_range(w, held, n * l / lanes, n * (l + 1) / lanes));
+    co_await wg.wait();
+  }
+  if (error)
+    std::rethrow_exception(error);
+  co_await bench::sleep_for(50ms);
+  res.rss_waiting = rss_bytes();
+  res.heap_waiting = heap_in_use_bytes();
+  res.acquisitions = static_cast<std::uint64_t>(
+      std::count_if(held.begin(), held.end(), [](const corolock::guard& g) { return g.owns_lock(); }));
+  auto t1 = steady::now();
+  {
+    bench::wait_group wg(ex);
+    for (std::size_t l = 0; l < lanes; ++l)
+      bench::spawn_counted(ex, wg, error, release_range(held, n * l / lanes, n * (l + 1) / lanes));
+    co_await wg.wait();
+  }
+  if (error)
+    std::rethrow_exception(error);
+  res.drain_s = bench::seconds(steady::now() - t1);
+  res.rss_after = rss_bytes();
+}
+
 } // namespace
 
 asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
@@ -416,6 +473,9 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
   }
   case job::memory:
     co_await memory_job(w, url);
+    break;
+  case job::held_memory:
+    co_await held_memory_job(w);
     break;
   }
   if (error)
