@@ -154,9 +154,10 @@ evalsha_ceiling() {
     -- -P 16 -c 50 -n "$RB_PIPELINED_N" -r 1000000 EVALSHA "$sha" "$@"
 }
 
-# load_script FILE: SCRIPT LOAD on the private server; prints the SHA1.
+# load_script FILE...: SCRIPT LOAD of the files joined (as src/lock/scripts.cpp joins
+# lock_common.lua and a lock script) on the private server; prints the SHA1.
 load_script() {
-  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$1")"
+  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$@")"
 }
 
 measure_baselines() {
@@ -171,18 +172,19 @@ measure_baselines() {
     -- -P 16 -c 50 -n "$RB_PIPELINED_N" -t set
 
   # ======================= HOOK for the lock benchmarks =======================================
-  # (lock_bench) EVALSHA of src/lua/acquire.lua exactly as an uncontended acquire sends it: 2 keys
-  # — the lock hash, new on every call (two __rand_int__ make 10^12 names, so no call finds a key
-  # an earlier one left: every call is a fresh acquisition), and the fence hash, which exists in
-  # steady state as it does for any lock taken before — then the owner (client id:number) and the
-  # lease (30000 ms, the default). Fewer requests than PING/SET (RB_EVALSHA_*): each call leaves a
-  # key with a 30 s lease, and FLUSHALL SYNC removes them afterwards (the private server keeps
-  # nothing else) so that their expiry does not load the server while the programs run.
+  # (lock_bench) EVALSHA of the acquire script (src/lua/lock_common.lua + acquire.lua) exactly as
+  # an uncontended first look sends it: 4 keys — the lock, new on every call (two __rand_int__
+  # make 10^12 names, so every call is a fresh acquisition), and the fence and the two queue keys,
+  # shared as a lock's are — then owner, lease (30000 ms, the default), 'try', waiter_ttl, channel
+  # and 'publish'. Fewer requests than PING/SET (RB_EVALSHA_*): each call leaves a key with a 30 s
+  # lease, and FLUSHALL SYNC removes them afterwards (the private server keeps nothing else) so
+  # that their expiry does not load the server while the programs run.
   local acquire_sha
-  acquire_sha=$(load_script "$COROLOCK_ROOT/src/lua/acquire.lua")
+  acquire_sha=$(load_script "$COROLOCK_ROOT/src/lua/lock_common.lua" "$COROLOCK_ROOT/src/lua/acquire.lua")
   RB_PING_N=$RB_EVALSHA_N RB_PIPELINED_N=$RB_EVALSHA_PIPELINED_N evalsha_ceiling "$acquire_sha" \
-    2 'corolock:{bench:ceiling:__rand_int__:__rand_int__}' 'corolock:{bench:ceiling}:fence' \
-    0123456789abcdef0123456789abcdef:1 30000
+    4 'corolock:{bench:ceiling:__rand_int__:__rand_int__}' 'corolock:{bench:ceiling}:fence' \
+    'corolock:{bench:ceiling}:q' 'corolock:{bench:ceiling}:qx' \
+    0123456789abcdef0123456789abcdef:1:2000 30000 try 10000 'corolock:{bench:ceiling}:ch' publish
   redis-cli -h 127.0.0.1 -p "$REDIS_PORT" FLUSHALL SYNC >/dev/null
   # =============================================================================================
 }
