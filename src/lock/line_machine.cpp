@@ -194,6 +194,13 @@ void line_machine::granted(const std::string& owner, std::uint64_t token,
   after_event(now);
 }
 
+void line_machine::granted_elsewhere(std::chrono::milliseconds grant_lease, steady::time_point now) {
+  // An attempt in flight, or the one after an offer, learns the new holder's lease by itself.
+  if (queued_)
+    holder_until_ = now + grant_lease + std::chrono::milliseconds(1);
+  after_event(now);
+}
+
 std::optional<line_machine::handoff> line_machine::offer_handoff() {
   if (!queued_ || callers_.empty() || offered_ || owner_.empty())
     return std::nullopt;

@@ -11,7 +11,8 @@
 //   arrive / leave (cancel, deadline)         attempt(owner, try | queue)   one acquire.lua round trip
 //   attempt_done(reply or error)              subscribe                     to the lock's channel
 //   granted (a message names our owner)       give_up(owner)                release.lua: leave the queue,
-//   handed (our own release gave it to us)                                  give back what it may hold
+//   granted_elsewhere (another client's)                                     give back what it may hold
+//   handed (our own release gave it to us)
 //   subscribed / refused                      grant(caller, token, until)   the caller has the lock
 //   timer(now)                                fail(caller, error)
 //   close                                     wake_at(time)                 arm the line's one timer
@@ -95,6 +96,9 @@ public:
   /// `from` (a moment before the grant), unless claimed.
   void granted(const std::string& owner, std::uint64_t token, steady::time_point from,
                std::chrono::milliseconds px, steady::time_point now);
+  /// A message says another client's waiter was granted the lock: until that client claims it, it
+  /// is kept `grant_lease` at most. If that waiter died, look again once it runs out.
+  void granted_elsewhere(std::chrono::milliseconds grant_lease, steady::time_point now);
   /// This client is about to release the lock: the line's queued owner may take it at once if it
   /// is first in the queue. nullopt when the line has nothing queued (or an offer is out).
   std::optional<handoff> offer_handoff();

@@ -256,8 +256,14 @@ void waiting_line::on_message(std::string_view, std::string_view payload,
                               steady::time_point published_after) {
   std::uint64_t token = 0;
   std::string_view owner;
-  if (!parse_grant(payload, token, owner) || !service_.ours(owner))
-    return; // another client's grant: its waiters are not here
+  if (!parse_grant(payload, token, owner))
+    return;
+  if (!service_.ours(owner)) {
+    // Another client's waiter has it now: if that client died, it is free after the grant lease.
+    machine_.granted_elsewhere(grant_lease_of(owner), steady::now());
+    run();
+    return;
+  }
   // The grant happened after both moments: the latest reply read before its message, and the
   // send time of our last attempt that found us still waiting.
   auto from = std::max(published_after, last_queued_sent_);

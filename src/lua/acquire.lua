@@ -9,17 +9,22 @@
 -- A free lock goes to the first live waiter, never past it: waiting is first come, first served.
 local now_ms, now_us = clock()
 local lease = tonumber(ARGV[2])
+local queued = has_queue(KEYS)
 local held = redis.call('get', KEYS[1])
 if held then
   local token, holder = holder_of(held, KEYS[1])
   if holder == ARGV[1] then
     redis.call('pexpire', KEYS[1], lease)
-    dequeue(KEYS[3], KEYS[4], ARGV[1])
+    if queued then
+      dequeue(KEYS[3], KEYS[4], ARGV[1])
+    end
     return {1, token, lease}
   end
-  prune(KEYS[3], KEYS[4], now_ms)
-elseif not grant_first(KEYS, ARGV[1], now_ms, now_us, ARGV[5], ARGV[6]) then
-  return {1, give(KEYS, ARGV[1], lease, now_us), lease}
+  if queued then
+    prune(KEYS[3], KEYS[4], now_ms)
+  end
+elseif not (queued and grant_first(KEYS, ARGV[1], now_ms, now_us, ARGV[5], ARGV[6])) then
+  return {1, give(KEYS, ARGV[1], lease, now_us, queued), lease}
 end
 local rank = -1
 if ARGV[3] == 'queue' then

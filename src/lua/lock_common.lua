@@ -69,13 +69,22 @@ local function enqueue(q, qx, owner, now_ms, ttl)
   return redis.call('zrank', q, owner)
 end
 
--- Sets the lock in `owner`'s name for `px` ms with a fresh fencing token; `owner` leaves the queue.
-local function give(keys, owner, px, now_us)
+-- Whether anyone waits: the uncontended paths skip every queue command when nobody does (the
+-- queue's two sets exist together: the same entries, the same expiry).
+local function has_queue(keys)
+  return redis.call('exists', keys[3]) == 1
+end
+
+-- Sets the lock in `owner`'s name for `px` ms with a fresh fencing token; `owner` leaves the queue
+-- (`queued`: the queue exists).
+local function give(keys, owner, px, now_us, queued)
   local last = redis.call('get', keys[2])
   local token = math.max((tonumber(last or '0') or 0) + 1, now_us)
   redis.call('set', keys[2], digits(token), 'px', math.max(3600000, 2 * px))
   redis.call('set', keys[1], digits(token) .. ' ' .. owner, 'px', px)
-  dequeue(keys[3], keys[4], owner)
+  if queued then
+    dequeue(keys[3], keys[4], owner)
+  end
   return token
 end
 
@@ -88,15 +97,15 @@ local function announce(channel, publish, token, owner)
   end
 end
 
--- The lock is free: the first live waiter gets it (granted, announced), unless that is `owner` or
--- nobody waits. Returns the first waiter that was granted it, or nil when `owner` may take it.
+-- The lock is free and the queue exists: the first live waiter gets it (granted, announced),
+-- unless that is `owner` or nobody waits any more. Returns the first waiter that was granted it, or nil when `owner` may take it.
 local function grant_first(keys, owner, now_ms, now_us, channel, publish)
   prune(keys[3], keys[4], now_ms)
   local first = first_waiter(keys[3])
   if not first or first == owner then
     return nil
   end
-  announce(channel, publish, give(keys, first, grant_ms(first), now_us), first)
+  announce(channel, publish, give(keys, first, grant_ms(first), now_us, true), first)
   return first
 end
 

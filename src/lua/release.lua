@@ -9,13 +9,15 @@
 -- {2, token, pttl} released and given to ARGV[3] (alive: it gets its full lease, unannounced);
 -- {0} ARGV[1] did not hold the lock (the lease ran out, or the lock was taken over). A retry gets
 -- {1} then, or {2, ...} if ARGV[3] holds it: it cannot tell whether its first try released it.
-local now_ms, now_us = clock()
 local held = redis.call('get', KEYS[1])
 local token, holder
 if held then
   token, holder = holder_of(held, KEYS[1])
 end
-dequeue(KEYS[3], KEYS[4], ARGV[1])
+local queued = has_queue(KEYS)
+if queued then
+  dequeue(KEYS[3], KEYS[4], ARGV[1])
+end
 if holder ~= ARGV[1] then
   if ARGV[2] ~= '1' then
     return {0}
@@ -26,6 +28,10 @@ if holder ~= ARGV[1] then
   return {1}
 end
 redis.call('del', KEYS[1])
+if not queued then
+  return {1} -- nobody waits, ARGV[3] included
+end
+local now_ms, now_us = clock()
 if grant_first(KEYS, ARGV[3], now_ms, now_us, ARGV[7], ARGV[8]) or ARGV[3] == '' then
   return {1}
 end
@@ -33,7 +39,7 @@ if first_waiter(KEYS[3]) ~= ARGV[3] then
   return {1} -- nobody waits
 end
 local lease = tonumber(ARGV[4])
-token = give(KEYS, ARGV[3], lease, now_us)
+token = give(KEYS, ARGV[3], lease, now_us, true)
 if ARGV[5] ~= '' then
   enqueue(KEYS[3], KEYS[4], ARGV[5], now_ms, tonumber(ARGV[6]))
 end

@@ -29,6 +29,26 @@ lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
 
 std::string worker() { return COROLOCK_TEST_BINARY_DIR "/corolock_lock_worker"; }
 
+/// `waiting` waits for the lock (5 s at most) while `held` is released once `before_release` is
+/// done: the time from the start of the release to the waiter's acquisition.
+asio::awaitable<std::chrono::steady_clock::duration>
+next_in_line(corolock::mutex& waiting, guard& held,
+             std::function<asio::awaitable<void>()> before_release) {
+  std::chrono::steady_clock::time_point released, acquired;
+  auto waiter = [&]() -> asio::awaitable<void> {
+    auto g = co_await waiting.acquire_for(5s);
+    acquired = std::chrono::steady_clock::now();
+    co_await g.release();
+  };
+  auto holder = [&]() -> asio::awaitable<void> {
+    co_await before_release();
+    released = std::chrono::steady_clock::now();
+    co_await held.release();
+  };
+  co_await (waiter() && holder());
+  co_return acquired - released;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(mutex)
@@ -174,6 +194,64 @@ BOOST_AUTO_TEST_CASE(four_processes_share_a_hot_lock_fairly) {
                                                  << " us");
   BOOST_TEST(server.command({"GET", "fair:timeouts"}) == "0");
   server.command({"FLUSHALL"});
+  expect_clean(server);
+}
+
+// A waiting process that dies is granted the lock by the next release (the server cannot know it
+// died): the lock is kept for it only its grant lease, then the next waiter gets it.
+BOOST_AUTO_TEST_CASE(a_dead_waiter_holds_up_the_line_for_its_grant_lease_only) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), c(ex, config_for(server));
+    co_await a.connect();
+    co_await c.connect();
+    corolock::mutex ma(a, "deadq"), mc(c, "deadq");
+    auto g = co_await ma.acquire();
+    // Grant lease 300 ms; its place is refreshed every 10 s / 3, so it is alive at the release.
+    process dead({worker(), "hold", server.url(), "deadq", "30000", "300", "10000"});
+    BOOST_REQUIRE(co_await eventually(
+        [&] { return server.command({"ZCARD", "corolock:{deadq}:q"}) == "1"; }));
+    dead.signal(SIGKILL);
+    BOOST_REQUIRE(dead.wait_for(5s).has_value());
+    const auto waited = co_await next_in_line(mc, g, [&]() -> asio::awaitable<void> {
+      BOOST_REQUIRE(co_await eventually(
+          [&] { return server.command({"ZCARD", "corolock:{deadq}:q"}) == "2"; }));
+    });
+    BOOST_TEST_MESSAGE("the waiter behind a dead one got the lock "
+                       << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                       << " ms after the release (grant lease 300 ms)");
+    // Not sooner: the release granted it to the dead process, whose grant lease had to run out.
+    BOOST_TEST((waited >= 250ms && waited < 800ms));
+  });
+  expect_clean(server);
+}
+
+// A dead process's place in the queue expires by the server's clock when it stops refreshing it:
+// a release after that passes the dead entry over.
+BOOST_AUTO_TEST_CASE(a_dead_waiters_place_expires_unless_refreshed) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), c(ex, config_for(server));
+    co_await a.connect();
+    co_await c.connect();
+    corolock::mutex ma(a, "deadq"), mc(c, "deadq");
+    auto g = co_await ma.acquire();
+    // Place refreshed every 100 ms while alive, dropped 300 ms after the last refresh.
+    process dead({worker(), "hold", server.url(), "deadq", "30000", "2000", "300"});
+    BOOST_REQUIRE(co_await eventually(
+        [&] { return server.command({"ZCARD", "corolock:{deadq}:q"}) == "1"; }));
+    co_await sleep_for(400ms); // alive: still in line after more than one entry life
+    BOOST_TEST(server.command({"ZCARD", "corolock:{deadq}:q"}) == "1");
+    dead.signal(SIGKILL);
+    BOOST_REQUIRE(dead.wait_for(5s).has_value());
+    co_await sleep_for(400ms);
+    const auto waited =
+        co_await next_in_line(mc, g, []() -> asio::awaitable<void> { co_await sleep_for(50ms); });
+    BOOST_TEST_MESSAGE("the waiter behind an expired place got the lock "
+                       << std::chrono::duration_cast<std::chrono::microseconds>(waited).count()
+                       << " us after the release");
+    BOOST_TEST((waited < 100ms));
+  });
   expect_clean(server);
 }
 

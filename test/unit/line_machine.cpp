@@ -393,6 +393,27 @@ BOOST_AUTO_TEST_CASE(holder_lease_running_out_brings_a_new_attempt) {
   BOOST_TEST(l.acts() == "grant 1 o1 #3 @1011+30000");
 }
 
+BOOST_AUTO_TEST_CASE(grant_to_another_client_brings_a_new_attempt_after_its_grant_lease) {
+  line l;
+  l.queue_first(); // holder's lease 60 s: refreshes every 3 s until then
+  // Another client's waiter (maybe dead) is granted it for at most 300 ms unless it claims it.
+  l.m.granted_elsewhere(milliseconds(300), at(100));
+  BOOST_TEST(l.acts() == "wake_at 401");
+  l.m.timer(at(401));
+  BOOST_TEST(l.acts() == "attempt o1 queue; wake_at never");
+  // It claimed it (a full lease): wait for that one, or for the next message.
+  l.m.attempt_done("o1", taken(milliseconds(30000), at(401)), at(403));
+  BOOST_TEST(l.acts() == "wake_at 3401");
+}
+
+BOOST_AUTO_TEST_CASE(grant_to_another_client_while_not_queued_changes_nothing) {
+  line l;
+  l.m.arrive(1, forever, at(0));
+  BOOST_TEST(l.acts() == "attempt o1 try");
+  l.m.granted_elsewhere(milliseconds(300), at(1));
+  BOOST_TEST(l.acts() == "");
+}
+
 BOOST_AUTO_TEST_CASE(holder_without_expiry_only_brings_refreshes) {
   line l;
   l.m.arrive(1, forever, at(0));

@@ -2,9 +2,10 @@
 //   counter URL NAME COROUTINES INCREMENTS
 //       each coroutine increments the counter key NAME:counter INCREMENTS times under the mutex NAME
 //       with a non-atomic GET, pause, SET, and appends its fencing token to NAME:tokens;
-//   hold URL NAME LEASE_MS
+//   hold URL NAME LEASE_MS [GRANT_LEASE_MS WAITER_TTL_MS]
 //       acquires NAME, records its token in NAME:holder, then waits; when told the lease is lost it
-//       records the token in NAME:lost and exits 3. Ends after 60 s at the most.
+//       records the token in NAME:lost and exits 3. Ends after 60 s at the most. (The tests of dead
+//       waiters kill it while it waits in the lock's queue.)
 //   share URL NAME COROUTINES MILLISECONDS HOLD_US
 //       counts itself in NAME:ready, waits for NAME:go, then each coroutine loops acquire_for(10 s),
 //       hold, release for MILLISECONDS; adds its acquisitions to NAME:acquired:<pid>, its timeouts
@@ -76,10 +77,15 @@ asio::awaitable<int> run_counter(corolock::client& redis, std::string name, int 
   co_return failed == 0 ? 0 : 1;
 }
 
-asio::awaitable<int> run_hold(corolock::client& redis, std::string name, int lease_ms) {
+asio::awaitable<int> run_hold(corolock::client& redis, std::string name, int lease_ms,
+                              int grant_lease_ms, int waiter_ttl_ms) {
   co_await redis.connect();
   corolock::lock_options opts;
   opts.lease = std::chrono::milliseconds(lease_ms);
+  if (grant_lease_ms > 0)
+    opts.grant_lease = std::chrono::milliseconds(grant_lease_ms);
+  if (waiter_ttl_ms > 0)
+    opts.waiter_ttl = std::chrono::milliseconds(waiter_ttl_ms);
   corolock::mutex m(redis, name, opts);
   auto g = co_await m.acquire();
   co_await redis.exec(cmd("SET", name + ":holder", std::to_string(g.fencing_token())));
@@ -151,8 +157,10 @@ asio::awaitable<int> run_share(corolock::client& redis, std::string name, int co
 asio::awaitable<int> run_command(corolock::client& redis, std::vector<std::string> args) {
   if (args[0] == "counter" && args.size() == 5)
     co_return co_await run_counter(redis, args[2], std::stoi(args[3]), std::stoi(args[4]));
-  if (args[0] == "hold" && args.size() == 4)
-    co_return co_await run_hold(redis, args[2], std::stoi(args[3]));
+  if (args[0] == "hold" && (args.size() == 4 || args.size() == 6))
+    co_return co_await run_hold(redis, args[2], std::stoi(args[3]),
+                                args.size() == 6 ? std::stoi(args[4]) : 0,
+                                args.size() == 6 ? std::stoi(args[5]) : 0);
   if (args[0] == "share" && args.size() == 6)
     co_return co_await run_share(redis, args[2], std::stoi(args[3]), std::stoi(args[4]),
                                  std::stoi(args[5]));
