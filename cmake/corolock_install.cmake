@@ -17,3 +17,9 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/corolockConfigVersi
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/corolockConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/corolockConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/corolock)
+
+# For builds that do not use CMake: pkg-config --cflags --libs corolock
+file(RELATIVE_PATH COROLOCK_PC_PREFIX_FROM_PCDIR
+  ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+configure_file(cmake/corolock.pc.in ${CMAKE_CURRENT_BINARY_DIR}/corolock.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/corolock.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -11,7 +11,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/system/system_error.hpp>
 
-#include <fmt/format.h>
+#include <cstdio>
 
 namespace corolock {
 
@@ -30,8 +30,10 @@ const script& next_id_script() {
 
 std::string yyyymmdd(std::chrono::sys_days day) {
   std::chrono::year_month_day ymd{day};
-  return fmt::format("{:04}{:02}{:02}", static_cast<int>(ymd.year()),
-                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()));
+  char text[16];
+  const int n = std::snprintf(text, sizeof text, "%04d%02u%02u", static_cast<int>(ymd.year()),
+                              static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()));
+  return std::string(text, static_cast<std::size_t>(n));
 }
 
 } // namespace

@@ -2,6 +2,5 @@
 #pragma once
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <fmt/format.h>
 #include <string>
 #include <vector>
