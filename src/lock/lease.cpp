@@ -7,8 +7,7 @@
 namespace corolock::detail {
 
 lock_names::lock_names(const std::string& prefix, std::string lock_name)
-    : name(std::move(lock_name)), key(prefix + "{" + name + "}"), fence(key + ":fence"),
-      queue(key + ":q"), expiry(key + ":qx"), channel(key + ":ch") {}
+    : name(std::move(lock_name)), key(prefix + "{" + name + "}") {}
 
 lease::lease(const std::shared_ptr<client_impl>& c, std::shared_ptr<const lock_names> n,
              std::string o, std::uint64_t tok, lease_timing t)

@@ -20,14 +20,20 @@
 namespace corolock::detail {
 
 /// The Redis names of one lock (all share the hash tag {name}, so one Cluster slot holds them).
+/// Only the name and the key are stored (every held lock keeps one of these): the others are
+/// made when a request needs them.
 struct lock_names {
   lock_names(const std::string& prefix, std::string lock_name);
-  std::string name;    // as the user gave it
-  std::string key;     // prefix{name}        the string '<token> <owner>', the lease as its PX
-  std::string fence;   // prefix{name}:fence  the last fencing token handed out
-  std::string queue;   // prefix{name}:q      waiting owners, by arrival
-  std::string expiry;  // prefix{name}:qx     waiting owners, by when their entry expires
-  std::string channel; // prefix{name}:ch     grant announcements
+  std::string name; // as the user gave it
+  std::string key;  // prefix{name}        the string '<token> <owner>', the lease as its PX
+  /// prefix{name}:fence  the last fencing token handed out
+  std::string fence() const { return key + ":fence"; }
+  /// prefix{name}:q      waiting owners, by arrival
+  std::string queue() const { return key + ":q"; }
+  /// prefix{name}:qx     waiting owners, by when their entry expires
+  std::string expiry() const { return key + ":qx"; }
+  /// prefix{name}:ch     grant announcements
+  std::string channel() const { return key + ":ch"; }
 };
 
 class lease : public std::enable_shared_from_this<lease> {

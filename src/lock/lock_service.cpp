@@ -44,11 +44,11 @@ error_code transport_error(const client_impl& c, error_code ec) {
 void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
                   const line_machine::handoff* handoff, std::chrono::milliseconds handoff_lease,
                   std::chrono::milliseconds waiter_ttl) {
-  req.push_script(release_script(), {names.key, names.fence, names.queue, names.expiry},
+  req.push_script(release_script(), {names.key, names.fence(), names.queue(), names.expiry()},
                   {owner, retry ? "1" : "0", handoff ? handoff->owner : std::string(),
                    std::to_string(handoff_lease.count()),
                    handoff ? handoff->requeue : std::string(),
-                   std::to_string(waiter_ttl.count()), names.channel, "publish"});
+                   std::to_string(waiter_ttl.count()), names.channel(), "publish"});
 }
 
 lock_service::lock_service(client_impl& c) : client(c), dog(c), sweep_timer_(c.ex) {}
@@ -125,10 +125,10 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
                            std::chrono::milliseconds waiter_ttl,
                            std::function<void(attempt_outcome)> done) {
   request req;
-  req.push_script(acquire_script(), {names.key, names.fence, names.queue, names.expiry},
+  req.push_script(acquire_script(), {names.key, names.fence(), names.queue(), names.expiry()},
                   {owner, std::to_string(lease.count()),
                    mode == attempt_mode::queue ? "queue" : "try",
-                   std::to_string(waiter_ttl.count()), names.channel, "publish"});
+                   std::to_string(waiter_ttl.count()), names.channel(), "publish"});
   const auto sent_at = steady::now();
   client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at,
                                       done = std::move(done)](error_code ec, response r) {
@@ -193,6 +193,10 @@ struct release_op : std::enable_shared_from_this<release_op> {
   stored_handler<handler<void(error_code)>> h; // never move-assigned (see completion.hpp)
   asio::cancellation_slot slot;
   int tries = 0;
+  // The local deadline had passed when the release began (lost() was already true): whatever
+  // Redis says, the holder hears lease_lost. This also settles a retry that cannot tell whether
+  // its first try released the lock or found it expired.
+  bool past_deadline = false;
 
   /// Cancellation (any type) stops the caller's wait, not the release: the guard is released
   /// either way, and the request goes on (and is retried) in the background.
@@ -245,10 +249,10 @@ struct release_op : std::enable_shared_from_this<release_op> {
       line->handed(offer->handoff, static_cast<std::uint64_t>(v.children[1].integer), sent_at,
                    std::chrono::milliseconds(v.children[2].integer));
       offer.reset();
-      return finish({}, false);
+      return finish(past_deadline ? error_code(error::lease_lost) : error_code{}, false);
     }
     // 0: not ours any more — the lease was lost, unnoticed until now.
-    finish(status == 0 ? error_code(error::lease_lost) : error_code{}, false);
+    finish(status == 0 || past_deadline ? error_code(error::lease_lost) : error_code{}, false);
   }
 
   void finish(error_code ec, bool unknown) {
@@ -268,6 +272,7 @@ void lock_service::release(std::shared_ptr<lease> l, handler<void(error_code)> h
   op->c = client.shared_from_this();
   op->l = std::move(l);
   op->h.set(std::move(h));
+  op->past_deadline = steady::now() >= op->l->timing.valid_until;
   op->watch_cancellation();
   if (closed_) {
     op->finish(error::closed, false);

@@ -50,7 +50,7 @@ waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_nam
 
 waiting_line::~waiting_line() {
   if (subscribed_ && service_.client.lock_subs)
-    service_.client.lock_subs->remove(names_->channel, this);
+    service_.client.lock_subs->remove(names_->channel(), this);
 }
 
 const lock_options& waiting_line::first_options() const {
@@ -110,7 +110,7 @@ void waiting_line::run() {
       case line_action::kind::subscribe:
         if (!subscribed_ && service_.client.lock_subs) {
           subscribed_ = true;
-          service_.client.lock_subs->add(names_->channel, this);
+          service_.client.lock_subs->add(names_->channel(), this);
         }
         break;
       case line_action::kind::give_up:

@@ -12,6 +12,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <csignal>
+#include <thread>
 
 using namespace corolock;
 using namespace corolock::test;
@@ -475,6 +476,26 @@ BOOST_AUTO_TEST_CASE(fixed_lease_shorter_than_the_work_is_reported_lost) {
     BOOST_TEST(ec == error::lease_lost);
     BOOST_TEST(server.command({"EXISTS", "corolock:{short}"}) == "1"); // the new holder untouched
     co_await next.release();
+  });
+  expect_clean(server);
+}
+
+// A holder whose thread stalled past its lease's local deadline (a stop, a long pause) may call
+// release() before the watchdog's timer has had its turn, while Redis still has the key (here a
+// longer expiry set by hand): the release frees it and reports lease_lost, as lost() said already.
+BOOST_AUTO_TEST_CASE(a_release_begun_past_the_local_deadline_reports_lease_lost) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server));
+    co_await a.connect();
+    corolock::mutex ma(a, "stalled", lease_of(300ms));
+    auto g = co_await ma.acquire();
+    server.command({"PEXPIRE", "corolock:{stalled}", "10000"});
+    std::this_thread::sleep_for(400ms); // the event loop stalls: no renewal, no timer
+    BOOST_TEST(g.lost());
+    auto [ec] = co_await g.release(tuple_awaitable);
+    BOOST_TEST(ec == error::lease_lost);
+    BOOST_TEST(server.command({"EXISTS", "corolock:{stalled}"}) == "0"); // still ours: freed
   });
   expect_clean(server);
 }

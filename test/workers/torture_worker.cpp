@@ -73,7 +73,6 @@ struct stats {
   std::uint64_t abandoned = 0;         // sections that skipped the unfenced write: lease lost
   std::uint64_t fenced_accepted = 0, fenced_rejected = 0;
   std::uint64_t rejected_untold = 0;   // rejected, and the guard never said the lease was lost
-  std::string last_rejected_by;        // the newer token that the resource had seen
   std::uint64_t told = 0;              // sections whose guard reported the lease lost
   std::uint64_t resource_errors = 0;   // a command to the resource failed
   std::uint64_t release_ok = 0, release_lease_lost = 0, release_not_owner = 0, release_other = 0;
@@ -82,6 +81,13 @@ struct stats {
   std::uint64_t late = 0;              // acquire_for completions more than 100 ms past the deadline
   std::uint64_t late_acquired = 0;     // ... of which acquired the lock (the others failed late)
   double max_overrun_ms = 0;           // the largest (completion - deadline), 0 if none was late
+  // The same for completions whose wait spanned a stall of this process (a SIGSTOP from the chaos
+  // loop: no timer of a stopped process can fire), reported apart and not judged.
+  std::uint64_t late_stopped = 0;
+  double max_overrun_stopped_ms = 0;
+  bool beating = true;                          // the heartbeat runs until the end
+  steady::time_point last_beat = steady::now(); // the heartbeat's last turn
+  std::vector<std::pair<steady::time_point, steady::time_point>> stalls; // gaps > 100 ms
   std::vector<std::uint64_t> told_tokens;
   std::int64_t subscriptions_at_end = -1;  // the connection's sub= count once idle (-1: unknown)
   int running = -1;                    // section coroutines running (-1: not started yet)
@@ -120,6 +126,8 @@ void write_stats(const settings& s, const stats& st) {
     line("late", st.late);
     line("late_acquired", st.late_acquired);
     line("max_overrun_ms", fmt::format("{:.1f}", st.max_overrun_ms));
+    line("late_stopped", st.late_stopped);
+    line("max_overrun_stopped_ms", fmt::format("{:.1f}", st.max_overrun_stopped_ms));
     line("subscriptions_at_end", st.subscriptions_at_end);
     line("stuck", st.stuck);
     if (st.stuck != 0) {
@@ -162,14 +170,46 @@ asio::awaitable<std::optional<corolock::resp::value>> on_resource(corolock::clie
   co_return std::move(replies[0]);
 }
 
-asio::awaitable<void> critical_section(corolock::client& resource, corolock::guard& g,
+constexpr auto stall_threshold = 100ms;
+
+/// Notes every gap in this process's event loop longer than stall_threshold (it was stopped).
+asio::awaitable<void> heartbeat(stats& st) {
+  asio::steady_timer t(co_await asio::this_coro::executor);
+  while (st.beating) {
+    t.expires_after(10ms);
+    co_await t.async_wait(tuple_awaitable);
+    const auto now = steady::now();
+    if (now - st.last_beat > stall_threshold)
+      st.stalls.emplace_back(st.last_beat, now);
+    st.last_beat = now;
+  }
+}
+
+/// Whether the process stalled between `from` and now: a gap the heartbeat saw, or one it has
+/// not had its turn to see yet (this code ran first after the stop).
+bool stalled_since(const stats& st, steady::time_point from) {
+  if (steady::now() - st.last_beat > stall_threshold)
+    return true;
+  for (auto it = st.stalls.rbegin(); it != st.stalls.rend() && it->second > from; ++it)
+    return true;
+  return false;
+}
+
+/// What a critical section's fenced write met: rejected (a newer token seen) or not.
+struct fenced_outcome {
+  bool rejected = false;
+  std::string newer_token; // when rejected
+};
+
+asio::awaitable<fenced_outcome> critical_section(corolock::client& resource, corolock::guard& g,
                                        const settings& s, stats& st, std::minstd_rand& rng,
                                        std::uint64_t& sections) {
+  fenced_outcome out;
   const auto token = std::to_string(g.fencing_token());
   co_await on_resource(resource, cmd("SET", "torture:holder", token + " " + std::to_string(getpid())), st);
   auto got = co_await on_resource(resource, cmd("GET", "torture:unfenced"), st);
   if (!got)
-    co_return;
+    co_return out;
   const long value = got->is_null() ? 0 : std::stol(got->data);
   // Hold between half and one and a half times the hold time: the window a SIGSTOP aims at.
   co_await sleep_for(s.hold / 2 + std::chrono::microseconds(rng() % (s.hold.count() + 1)));
@@ -179,18 +219,19 @@ asio::awaitable<void> critical_section(corolock::client& resource, corolock::gua
     ++st.fenced_accepted;
   } else if (fenced) {
     ++st.fenced_rejected;
-    st.last_rejected_by = fenced->data;
+    out = {true, fenced->data};
   }
   // A holder that is told in time stays out; one paused past its lease cannot know, and only the
   // fence protects the resource from it.
   if (g.lost()) {
     ++st.abandoned;
-    co_return;
+    co_return out;
   }
   if (co_await on_resource(resource, cmd("SET", "torture:unfenced", std::to_string(value + 1)), st)) {
     ++st.sections;
     ++sections;
   }
+  co_return out;
 }
 
 asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, const settings& s,
@@ -206,10 +247,15 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
     const auto overrun = steady::now() - (start + s.deadline);
     if (overrun > steady::duration::zero()) {
       const double ms = std::chrono::duration<double, std::milli>(overrun).count();
-      st.max_overrun_ms = std::max(st.max_overrun_ms, ms);
-      if (overrun > 100ms) {
-        ++st.late;
-        st.late_acquired += ec ? 0 : 1;
+      if (stalled_since(st, start)) {
+        st.max_overrun_stopped_ms = std::max(st.max_overrun_stopped_ms, ms);
+        st.late_stopped += overrun > 100ms ? 1 : 0;
+      } else {
+        st.max_overrun_ms = std::max(st.max_overrun_ms, ms);
+        if (overrun > 100ms) {
+          ++st.late;
+          st.late_acquired += ec ? 0 : 1;
+        }
       }
     }
     if (ec == corolock::error::timeout) {
@@ -233,9 +279,10 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
       if (e == corolock::error::lease_lost)
         *lost_signalled = true;
     });
-    const auto rejected_before = st.fenced_rejected;
     phase = "section";
-    co_await critical_section(resource, g, s, st, rng, sections);
+    // Its own write: the other coroutines of this process write meanwhile too (a stopped
+    // holder's rejected write lands during the next holder's section).
+    const auto fenced = co_await critical_section(resource, g, s, st, rng, sections);
     bool told = g.lost() || *lost_signalled;
     phase = "release";
     auto [rec] = co_await g.release(tuple_awaitable);
@@ -254,15 +301,15 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
       ++st.told;
       st.told_tokens.push_back(token);
     }
-    if (st.fenced_rejected != rejected_before && !told) {
+    if (fenced.rejected && !told) {
       ++st.rejected_untold;
       // What the coordinator cannot see: enough to tell which path let two holders overlap.
       fmt::print(stderr,
                  "torture_worker {}: fenced write rejected, holder not told: token {} owner {}, "
                  "newer token seen {} ({} us later on the server clock), acquired {} ms before "
                  "the release, release said {}\n",
-                 getpid(), token, g.owner(), st.last_rejected_by,
-                 static_cast<long long>(std::stoull(st.last_rejected_by) - token),
+                 getpid(), token, g.owner(), fenced.newer_token,
+                 static_cast<long long>(std::stoull(fenced.newer_token) - token),
                  std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start).count(),
                  rec ? rec.message() : std::string("ok"));
     }
@@ -305,6 +352,8 @@ asio::awaitable<void> run(corolock::client& lock_client, corolock::client& resou
   const auto end = steady::now() + s.duration;
   st.running = s.coroutines;
   asio::steady_timer done(ex, steady::time_point::max());
+  st.last_beat = steady::now();
+  asio::co_spawn(ex, heartbeat(st), asio::detached);
   for (int k = 0; k < s.coroutines; ++k)
     asio::co_spawn(ex, worker(resource, m, s, st, k, end),
                    [&](std::exception_ptr e) {
@@ -323,6 +372,7 @@ asio::awaitable<void> run(corolock::client& lock_client, corolock::client& resou
   co_await done.async_wait(tuple_awaitable);
   st.subscriptions_at_end = co_await subscriptions_left(lock_client);
   all_done = true;
+  st.beating = false;
 }
 
 } // namespace
@@ -358,6 +408,7 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "torture_worker {}: {}\n", getpid(), ex.what());
       }
     }
+    st.beating = false;
     lock_client.close();
     resource.close();
   });
