@@ -399,6 +399,8 @@ figures run_held_memory(context& ctx) {
           {"rss_added_mib", (r.rss_waiting - r.rss_before) / mib},
           {"bytes_per_held_lock", per(r.rss_waiting - r.rss_before, n)},
           {"heap_bytes_per_held_lock", per(r.heap_waiting - r.heap_before, n)},
+          {"bytes_per_held_lock_settled", per(r.rss_settled - r.rss_before, n)},
+          {"heap_bytes_per_held_lock_settled", per(r.heap_settled - r.heap_before, n)},
           {"release_all_s", r.drain_s}};
 }
 

@@ -92,6 +92,7 @@ struct mp_result {
   std::uint64_t timed = 0, waited = 0;
   // waiter_memory
   double rss_before = 0, rss_waiting = 0, rss_after = 0, heap_before = 0, heap_waiting = 0;
+  double rss_settled = 0, heap_settled = 0; // held_memory: once idle waiting lines are dropped
   double drain_s = 0;
   std::uint64_t setup_commands = 0, drain_commands = 0;
 };
