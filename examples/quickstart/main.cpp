@@ -1,83 +1,75 @@
-// quickstart: connect, SET/GET, 10 000 pipelined commands from concurrent coroutines, and a
-// pub/sub round trip — over one corolock connection.
+// quickstart: the README's example, runnable. Five coroutines place orders on the same order id at
+// once; each takes the order's lock and writes through a store that checks the fencing token (a
+// small Lua compare-and-set standing in for your database). Public API and the standard library
+// only: copy it.
 //
-//   quickstart redis://127.0.0.1:6379
+//   quickstart redis://127.0.0.1:6379        (scripts/with_redis.sh starts a private server)
 #include <corolock/corolock.hpp>
 
 #include <boost/asio.hpp>
-#include <fmt/core.h>
 
-#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <string>
 
 namespace asio = boost::asio;
-using namespace std::chrono_literals;
 
-asio::awaitable<void> demo(corolock::client& redis) {
-  co_await redis.connect();
-  fmt::print("connected, client id {}\n", redis.id());
+// The store keeps the highest token it has accepted and refuses older ones: a holder that paused
+// past its lease (and lost the lock to another) cannot overwrite newer work.
+constexpr const char* fenced_set = R"(
+local seen = tonumber(redis.call('hget', KEYS[1], 'token') or '0')
+if tonumber(ARGV[1]) <= seen then return 0 end
+redis.call('hset', KEYS[1], 'token', ARGV[1], 'placed_by', ARGV[2])
+return 1)";
 
-  // One request, two commands, two replies.
+asio::awaitable<bool> write_order(corolock::client& redis, int order_id, std::uint64_t token,
+                                  int buyer) {
   corolock::request req;
-  req.push("SET", "quickstart:greeting", "hello from corolock").push("GET", "quickstart:greeting");
-  auto replies = co_await redis.exec(req);
-  fmt::print("SET -> {}, GET -> {}\n", corolock::resp::to_debug_string(replies[0]),
-             corolock::resp::to_debug_string(replies[1]));
+  req.push("EVAL", fenced_set, "1", "quickstart:order:" + std::to_string(order_id),
+           std::to_string(token), std::to_string(buyer));
+  auto reply = co_await redis.exec(std::move(req));
+  co_return reply.at(0).integer == 1;
+}
 
-  // 10 000 INCRs from 100 coroutines at once: they leave in a few large writes.
-  auto before = redis.stats();
-  auto start = std::chrono::steady_clock::now();
-  auto ex = co_await asio::this_coro::executor;
-  int done = 0;
-  asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
-  for (int c = 0; c < 100; ++c) {
-    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-      for (int i = 0; i < 100; ++i) {
-        corolock::request incr;
-        incr.push("INCR", "quickstart:counter");
-        co_await redis.exec(std::move(incr));
-      }
-      if (++done == 100)
-        all_done.cancel();
-    }, asio::detached);
-  }
-  co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
-  auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto after = redis.stats();
-  corolock::request get;
-  get.push("GET", "quickstart:counter").push("DEL", "quickstart:counter", "quickstart:greeting");
-  auto counter = co_await redis.exec(get);
-  fmt::print("10000 pipelined INCRs: counter = {}, {:.0f} commands/s, {} socket writes\n",
-             counter[0].data, 10000 / elapsed, after.writes - before.writes);
-
-  // Pub/sub round trip on the same connection (RESP3 push frames).
-  auto sub = redis.subscribe("quickstart:news");
-  corolock::request pub;
-  pub.push("PUBLISH", "quickstart:news", "corolock says hi");
-  start = std::chrono::steady_clock::now();
-  co_await redis.exec(pub);
-  auto msg = co_await sub.receive();
-  auto rtt = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start);
-  fmt::print("pub/sub: received '{}' on '{}' in {:.0f} us\n", msg.payload, msg.channel,
-             rtt.count());
-  sub.unsubscribe();
-  redis.close();
+asio::awaitable<void> place_order(corolock::client& redis, int order_id, int buyer, int& accepted) {
+  corolock::mutex m{redis, "order:" + std::to_string(order_id)}; // lease 30 s, renewed every 10 s
+  auto g = co_await m.acquire();            // woken by the release, not by a retry loop
+  if (co_await write_order(redis, order_id, g.fencing_token(), buyer))
+    ++accepted;
+  std::cout << "buyer " << buyer << " held order " << order_id << " with token "
+            << g.fencing_token() << '\n';
+  co_await g.release();
 }
 
 int main(int argc, char** argv) {
-  const char* url = argc > 1 ? argv[1] : "redis://127.0.0.1:6379";
   asio::io_context io;
-  corolock::client redis(io.get_executor(), url);
-  int status = 0;
-  asio::co_spawn(io, demo(redis), [&](std::exception_ptr e) {
-    if (!e)
-      return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      fmt::print(stderr, "quickstart failed: {}\n", ex.what());
-      status = 1;
+  corolock::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
+  int accepted = 0, finished = 0, failed = 0;
+  asio::co_spawn(io, redis.connect(), [&](std::exception_ptr e) {
+    if (e) {
+      ++failed;
+      return redis.close();
     }
+    for (int buyer = 1; buyer <= 5; ++buyer)
+      asio::co_spawn(io, place_order(redis, 42, buyer, accepted), [&](std::exception_ptr e) {
+        if (e) {
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& ex) {
+            std::cerr << "quickstart: " << ex.what() << '\n';
+          }
+          ++failed;
+        }
+        if (++finished == 5) { // tidy up, then let io.run() return
+          corolock::request del;
+          del.push("DEL", "quickstart:order:42");
+          redis.exec(std::move(del), [&](boost::system::error_code, corolock::response) {
+            redis.close();
+          });
+        }
+      });
   });
   io.run();
-  return status;
+  std::cout << accepted << " of 5 fenced writes accepted\n";
+  return failed == 0 && accepted == 5 ? 0 : 1;
 }
