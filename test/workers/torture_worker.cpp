@@ -188,11 +188,10 @@ asio::awaitable<void> heartbeat(stats& st) {
 /// Whether the process stalled between `from` and now: a gap the heartbeat saw, or one it has
 /// not had its turn to see yet (this code ran first after the stop).
 bool stalled_since(const stats& st, steady::time_point from) {
-  if (steady::now() - st.last_beat > stall_threshold)
-    return true;
-  for (auto it = st.stalls.rbegin(); it != st.stalls.rend() && it->second > from; ++it)
-    return true;
-  return false;
+  // The stalls are in time order: the last one is the only one that can have ended after `from`
+  // if any did.
+  return steady::now() - st.last_beat > stall_threshold ||
+         (!st.stalls.empty() && st.stalls.back().second > from);
 }
 
 /// What a critical section's fenced write met: rejected (a newer token seen) or not.
