@@ -14,3 +14,5 @@
 #include <corolock/lock/mutex.hpp>
 #include <corolock/lock/options.hpp>
 #include <corolock/lock/segmented_lock.hpp>
+#include <corolock/lock/semaphore.hpp>
+#include <corolock/lock/shared_mutex.hpp>

@@ -9,6 +9,13 @@ namespace corolock::detail {
 lock_names::lock_names(const std::string& prefix, std::string lock_name)
     : name(std::move(lock_name)), key(prefix + "{" + name + "}") {}
 
+lock_names::lock_names(const std::string& prefix, std::string lock_name, std::string_view suffix,
+                       std::int64_t permits)
+    : name(std::move(lock_name)), key(prefix + "{" + name + "}"), kind(lock_kind::permits),
+      default_permits(permits) {
+  key += suffix;
+}
+
 lease::lease(const std::shared_ptr<client_impl>& c, std::shared_ptr<const lock_names> n,
              std::string o, std::uint64_t tok, lease_timing t)
     : client(c), ex(c->ex), names(std::move(n)), owner(std::move(o)), token(tok), timing(t) {}

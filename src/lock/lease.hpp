@@ -16,24 +16,46 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace corolock::detail {
+
+/// What a lock's Redis data is: a mutex (one holder), or permits (a semaphore, a shared_mutex).
+enum class lock_kind : std::uint8_t { mutex, permits };
 
 /// The Redis names of one lock (all share the hash tag {name}, so one Cluster slot holds them).
 /// Only the name and the key are stored (every held lock keeps one of these): the others are
 /// made when a request needs them.
 struct lock_names {
+  /// A mutex: prefix{name}.
   lock_names(const std::string& prefix, std::string lock_name);
+  /// Permits: prefix{name}<suffix> (":sem", ":rw": apart from a mutex of the same name), with
+  /// `default_permits` where no count was set at run time.
+  lock_names(const std::string& prefix, std::string lock_name, std::string_view suffix,
+             std::int64_t default_permits);
   std::string name; // as the user gave it
-  std::string key;  // prefix{name}        the string '<token> <owner>', the lease as its PX
-  /// prefix{name}:fence  the last fencing token handed out
+  std::string key;  // mutex: the string '<token> <owner>', the lease as its PX
+                    // permits: hash owner -> '<permits> <token>' (see permits_common.lua)
+  lock_kind kind = lock_kind::mutex;
+  std::int64_t default_permits = 1;
+  /// key:fence  the last fencing token handed out
   std::string fence() const { return key + ":fence"; }
-  /// prefix{name}:q      waiting owners, by arrival
+  /// key:q      waiting owners, by arrival
   std::string queue() const { return key + ":q"; }
-  /// prefix{name}:qx     waiting owners, by when their entry expires
+  /// key:qx     waiting owners, by when their entry expires
   std::string expiry() const { return key + ":qx"; }
-  /// prefix{name}:ch     grant announcements
+  /// key:ch     grant announcements
   std::string channel() const { return key + ":ch"; }
+  /// Permits: key:hx  holders, by when their lease ends; key:qn  what each waiter wants;
+  /// key:cap  the permit count set at run time.
+  std::string holder_ends() const { return key + ":hx"; }
+  std::string wants() const { return key + ":qn"; }
+  std::string permit_count() const { return key + ":cap"; }
+  /// The KEYS of every permit script, in their order.
+  std::vector<std::string> permit_keys() const {
+    return {key, fence(), queue(), expiry(), holder_ends(), wants(), permit_count()};
+  }
 };
 
 class lease : public std::enable_shared_from_this<lease> {
@@ -59,6 +81,7 @@ public:
   std::uint64_t token;
   lease_timing timing;
   int depth = 1;
+  std::int64_t permits = 1; ///< permits held (a mutex: 1)
   state st = state::held;
   std::size_t dog_index = npos; // place in the watchdog's list; npos when not watched
   asio::cancellation_signal lost_signal;

@@ -11,11 +11,20 @@ namespace corolock::detail {
 
 namespace {
 
-/// Reads an acquire.lua reply: {1, token, pttl} or {0, pttl, rank}.
+/// Reads an acquire.lua (or acquire_permits.lua) reply: {1, token, pttl}, {0, pttl, rank}, or
+/// {-1, permit count}.
 void read_attempt(client_impl& c, const resp::value& r, attempt_outcome& out) {
   if (r.is_error()) {
     c.last_server_error = r.data; // e.g. WRONGTYPE: a key of another type under the lock's name
     out.ec = error::redis_error;
+    return;
+  }
+  if (r.type == resp::type::array && r.children.size() == 2 &&
+      r.children[0].type == resp::type::integer && r.children[0].integer == -1) {
+    // More permits wanted than the semaphore has (acquire_permits.lua).
+    c.last_server_error = "corolock: wants more permits than the semaphore's " +
+                          std::to_string(r.children[1].integer);
+    out.ec = error::invalid_argument;
     return;
   }
   if (r.type != resp::type::array || r.children.size() != 3 ||
@@ -41,14 +50,47 @@ error_code transport_error(const client_impl& c, error_code ec) {
 
 } // namespace
 
+void push_attempt(request& req, const lock_names& names, const std::string& owner,
+                  std::chrono::milliseconds lease, attempt_mode mode,
+                  std::chrono::milliseconds waiter_ttl, std::int64_t permits) {
+  const char* how = mode == attempt_mode::queue ? "queue" : "try";
+  if (names.kind == lock_kind::mutex) {
+    req.push_script(acquire_script(), {names.key, names.fence(), names.queue(), names.expiry()},
+                    {owner, std::to_string(lease.count()), how,
+                     std::to_string(waiter_ttl.count()), names.channel(), "publish"});
+    return;
+  }
+  req.push_script(acquire_permits_script(), names.permit_keys(),
+                  {owner, std::to_string(lease.count()), how, std::to_string(waiter_ttl.count()),
+                   names.channel(), "publish", std::to_string(permits),
+                   std::to_string(names.default_permits)});
+}
+
 void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
                   const line_machine::handoff* handoff, std::chrono::milliseconds handoff_lease,
                   std::chrono::milliseconds waiter_ttl) {
+  if (names.kind == lock_kind::permits) {
+    // No hand-off: this client's own waiters hear of their grants like anyone else's.
+    req.push_script(release_permits_script(), names.permit_keys(),
+                    {owner, retry ? "1" : "0", names.channel(), "publish",
+                     std::to_string(names.default_permits)});
+    return;
+  }
   req.push_script(release_script(), {names.key, names.fence(), names.queue(), names.expiry()},
                   {owner, retry ? "1" : "0", handoff ? handoff->owner : std::string(),
                    std::to_string(handoff_lease.count()),
                    handoff ? handoff->requeue : std::string(),
                    std::to_string(waiter_ttl.count()), names.channel(), "publish"});
+}
+
+void push_renew(request& req, const lock_names& names, const std::string& owner,
+                std::uint64_t token, std::chrono::milliseconds lease) {
+  if (names.kind == lock_kind::permits)
+    req.push_script(renew_permits_script(), {names.key, names.holder_ends()},
+                    {owner, std::to_string(token), std::to_string(lease.count())});
+  else
+    req.push_script(renew_script(), {names.key},
+                    {std::to_string(token) + ' ' + owner, std::to_string(lease.count())});
 }
 
 lock_service::lock_service(client_impl& c) : client(c), dog(c), sweep_timer_(c.ex) {}
@@ -79,10 +121,14 @@ bool lock_service::ours(std::string_view owner) const noexcept {
 }
 
 std::shared_ptr<waiting_line> lock_service::line(const std::shared_ptr<const lock_names>& names,
-                                                 const lock_options& opts) {
-  auto& slot = lines_[names->key];
+                                                 const lock_options& opts, std::int64_t permits) {
+  // Permit callers wanting different counts wait in different lines (an owner queues for one
+  // count); a mutex's key names its one line, which a release looks up for a hand-off.
+  auto key = names->kind == lock_kind::mutex ? names->key
+                                             : names->key + '#' + std::to_string(permits);
+  auto& slot = lines_[key];
   if (!slot)
-    slot = std::make_shared<waiting_line>(*this, names, opts);
+    slot = std::make_shared<waiting_line>(*this, names, opts, permits);
   return slot;
 }
 
@@ -122,13 +168,10 @@ void lock_service::sweep_idle_lines() {
 
 void lock_service::attempt(const lock_names& names, const std::string& owner,
                            std::chrono::milliseconds lease, attempt_mode mode,
-                           std::chrono::milliseconds waiter_ttl,
+                           std::chrono::milliseconds waiter_ttl, std::int64_t permits,
                            std::function<void(attempt_outcome)> done) {
   request req;
-  req.push_script(acquire_script(), {names.key, names.fence(), names.queue(), names.expiry()},
-                  {owner, std::to_string(lease.count()),
-                   mode == attempt_mode::queue ? "queue" : "try",
-                   std::to_string(waiter_ttl.count()), names.channel(), "publish"});
+  push_attempt(req, names, owner, lease, mode, waiter_ttl, permits);
   const auto sent_at = steady::now();
   client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at,
                                       done = std::move(done)](error_code ec, response r) {

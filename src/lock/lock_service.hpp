@@ -30,17 +30,18 @@ public:
   bool ours(std::string_view owner) const noexcept;
 
   /// The line of this client's callers for a lock, created on demand.
+  /// `permits`: how many a permit lock's callers of this line want (a mutex: 1).
   std::shared_ptr<waiting_line> line(const std::shared_ptr<const lock_names>& names,
-                                     const lock_options& opts);
+                                     const lock_options& opts, std::int64_t permits);
   waiting_line* find_line(const std::string& key);
   /// A line became idle: it goes a linger period later unless used again (keeping its
   /// subscription saves a SUBSCRIBE/UNSUBSCRIBE pair per acquisition of a lock contended in bursts).
   void line_idle();
   static constexpr std::chrono::milliseconds linger{1000};
 
-  /// One acquire.lua round trip for `owner`.
+  /// One acquire.lua (acquire_permits.lua) round trip for `owner`.
   void attempt(const lock_names& names, const std::string& owner, std::chrono::milliseconds lease,
-               attempt_mode mode, std::chrono::milliseconds waiter_ttl,
+               attempt_mode mode, std::chrono::milliseconds waiter_ttl, std::int64_t permits,
                std::function<void(attempt_outcome)> done);
   /// release.lua for `owner`, fire and forget: leaves the queue and gives back what it may hold.
   /// Sent again while its outcome is unknown; released by close() if still unanswered.
@@ -79,7 +80,17 @@ private:
   bool closed_ = false;
 };
 
-/// Builds release.lua for `owner`. `handoff` (may be null): this client's own waiting owner, its
+/// Builds acquire.lua (acquire_permits.lua for `permits`) for `owner`.
+void push_attempt(request& req, const lock_names& names, const std::string& owner,
+                  std::chrono::milliseconds lease, attempt_mode mode,
+                  std::chrono::milliseconds waiter_ttl, std::int64_t permits);
+
+/// Builds renew.lua (renew_permits.lua): renews `owner`'s lease if it still holds under `token`;
+/// a zero `lease` only checks.
+void push_renew(request& req, const lock_names& names, const std::string& owner,
+                std::uint64_t token, std::chrono::milliseconds lease);
+
+/// Builds release.lua (release_permits.lua) for `owner`. `handoff` (may be null): this client's own waiting owner, its
 /// lease, and the owner to queue after it.
 void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
                   const line_machine::handoff* handoff, std::chrono::milliseconds handoff_lease,

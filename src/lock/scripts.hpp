@@ -9,5 +9,11 @@ namespace corolock::detail {
 const script& acquire_script();
 const script& release_script();
 const script& renew_script();
+// Permits (semaphore, shared_mutex): lock_common.lua, permits_common.lua, then their own file.
+const script& acquire_permits_script();
+const script& release_permits_script();
+const script& renew_permits_script();
+const script& set_permits_script();
+const script& permits_status_script();
 
 } // namespace corolock::detail

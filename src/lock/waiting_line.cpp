@@ -6,6 +6,7 @@
 
 #include <corolock/error.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 namespace corolock::detail {
@@ -39,12 +40,20 @@ std::chrono::milliseconds grant_lease_of(std::string_view owner) {
 } // namespace
 
 waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_names> names,
-                           const lock_options& opts)
+                           const lock_options& opts, std::int64_t permits)
     : service_(service), names_(std::move(names)), waiter_ttl_(opts.waiter_ttl),
+      permits_(permits),
       machine_(line_machine::config{
           [this] {
             const auto& o = first_options();
-            return service_.new_owner(std::min(o.grant_lease, o.lease));
+            auto owner = service_.new_owner(std::min(o.grant_lease, o.lease));
+            if (names_->kind == lock_kind::permits) {
+              // Other lines of this client share the channel: remember whose grants are ours.
+              if (recent_owners_.size() == max_recent_owners)
+                recent_owners_.pop_front();
+              recent_owners_.push_back(owner);
+            }
+            return owner;
           },
           opts.waiter_ttl, service.client.lock_pubsub_ordered()}) {}
 
@@ -57,7 +66,7 @@ const lock_options& waiting_line::first_options() const {
   return callers_.at(*machine_.first_caller()).m->opts;
 }
 
-void waiting_line::arrive(std::shared_ptr<mutex_state> m, steady::time_point deadline,
+void waiting_line::arrive(std::shared_ptr<handle_state> m, steady::time_point deadline,
                           handler<void(error_code, guard)> h) {
   const auto id = ++arrivals_;
   auto& c = callers_[id];
@@ -95,7 +104,7 @@ void waiting_line::run() {
       switch (a.what) {
       case line_action::kind::attempt: {
         const auto& o = first_options();
-        service_.attempt(*names_, a.owner, o.lease, a.mode, waiter_ttl_,
+        service_.attempt(*names_, a.owner, o.lease, a.mode, waiter_ttl_, permits_,
                          [weak = weak_from_this(), owner = a.owner](attempt_outcome r) {
                            auto self = weak.lock();
                            if (!self)
@@ -156,8 +165,7 @@ void waiting_line::claim(std::uint64_t id, const line_action& a) {
   service_.track(names_, a.owner); // a closing client releases it
   const auto lease_ms = c.m->opts.lease;
   request req;
-  req.push_script(renew_script(), {names_->key},
-                  {std::to_string(a.token) + ' ' + a.owner, std::to_string(lease_ms.count())});
+  push_renew(req, *names_, a.owner, a.token, lease_ms);
   const auto sent_at = steady::now();
   service_.client.locks->exec(
       std::move(req), [weak = weak_from_this(), id, owner = a.owner, token = a.token, sent_at,
@@ -201,6 +209,7 @@ void waiting_line::complete_grant(std::uint64_t id, const std::string& owner, st
   }
   auto l = std::make_shared<lease>(c, names_, owner, token,
                                    lease_timing::start(from, px, m->opts.lease, m->opts.watchdog));
+  l->permits = permits_;
   service_.dog.add(l);
   complete_later(m->ex, std::move(h), slot, error_code{}, guard_access::make(std::move(l)));
 }
@@ -258,6 +267,9 @@ void waiting_line::on_message(std::string_view, std::string_view payload,
   std::string_view owner;
   if (!parse_grant(payload, token, owner))
     return;
+  if (names_->kind == lock_kind::permits && service_.ours(owner) &&
+      std::find(recent_owners_.begin(), recent_owners_.end(), owner) == recent_owners_.end())
+    return; // another line's of this client (another permit count)
   if (!service_.ours(owner)) {
     // Another client's waiter has it now: if that client died, it is free after the grant lease.
     machine_.granted_elsewhere(grant_lease_of(owner), steady::now());

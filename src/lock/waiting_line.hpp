@@ -5,13 +5,14 @@
 
 #include "detail/completion.hpp"
 #include "lock/line_machine.hpp"
-#include "lock/mutex_state.hpp"
+#include "lock/handle_state.hpp"
 #include "redis/subscriber.hpp"
 
 #include <corolock/lock/guard.hpp>
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -22,12 +23,13 @@ class lock_service;
 
 class waiting_line final : public listener, public std::enable_shared_from_this<waiting_line> {
 public:
+  /// `permits`: how many each caller wants (a permit lock; a mutex: 1).
   waiting_line(lock_service& service, std::shared_ptr<const lock_names> names,
-               const lock_options& opts);
+               const lock_options& opts, std::int64_t permits);
   ~waiting_line() override;
 
   /// A caller waits until `deadline`; `h` gets a guard, or the reason it did not.
-  void arrive(std::shared_ptr<mutex_state> m, steady::time_point deadline,
+  void arrive(std::shared_ptr<handle_state> m, steady::time_point deadline,
               handler<void(error_code, guard)> h);
 
   /// See line_machine::offer_handoff; `lease` is the first caller's lease.
@@ -56,7 +58,7 @@ public:
 
 private:
   struct caller {
-    std::shared_ptr<mutex_state> m;
+    std::shared_ptr<handle_state> m;
     stored_handler<handler<void(error_code, guard)>> h;
     asio::cancellation_slot slot;
     steady::time_point deadline;
@@ -78,6 +80,11 @@ private:
   lock_service& service_;
   std::shared_ptr<const lock_names> names_;
   std::chrono::milliseconds waiter_ttl_;
+  std::int64_t permits_;
+  // A permit lock's owners made by this line, newest last (a grant message naming an older one
+  // comes too late to matter: its give-up was sent long ago).
+  std::deque<std::string> recent_owners_;
+  static constexpr std::size_t max_recent_owners = 16;
   line_machine machine_;
   std::unordered_map<std::uint64_t, caller> callers_;
   std::uint64_t arrivals_ = 0;

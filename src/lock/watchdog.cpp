@@ -99,9 +99,8 @@ void watchdog::send(std::vector<std::shared_ptr<lease>> batch, std::vector<bool>
   auto shortest = batch.front()->timing.ttl;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto& l = *batch[i];
-    req.push_script(renew_script(), {l.names->key},
-                    {std::to_string(l.token) + ' ' + l.owner,
-                     check_only[i] ? std::string("0") : std::to_string(l.timing.ttl.count())});
+    push_renew(req, *l.names, l.owner, l.token,
+               check_only[i] ? std::chrono::milliseconds(0) : l.timing.ttl);
     shortest = std::min(shortest, l.timing.ttl);
   }
   // Do not wait longer than a third of the shortest lease for an answer: its renewal is then

@@ -35,15 +35,22 @@ local function grant_ms(owner)
   return tonumber(string.match(owner, ':(%d+)$')) or 2000
 end
 
--- Drops the queue entries whose clients stopped refreshing them.
+-- Removes `members` from the sorted set or hash `key` (`command` zrem or hdel), in chunks that
+-- unpack() can take.
+local function remove_all(command, key, members)
+  for i = 1, #members, 1000 do
+    redis.call(command, key, unpack(members, i, math.min(i + 999, #members)))
+  end
+end
+
+-- Drops the queue entries whose clients stopped refreshing them; returns their owners.
 local function prune(q, qx, now_ms)
   local gone = redis.call('zrangebyscore', qx, '-inf', now_ms)
-  for i = 1, #gone, 1000 do
-    redis.call('zrem', q, unpack(gone, i, math.min(i + 999, #gone)))
-  end
   if #gone > 0 then
+    remove_all('zrem', q, gone)
     redis.call('zremrangebyscore', qx, '-inf', now_ms)
   end
+  return gone
 end
 
 local function first_waiter(q)
@@ -75,12 +82,18 @@ local function has_queue(keys)
   return redis.call('exists', keys[3]) == 1
 end
 
+-- The next fencing token of the fence `fence`, for a lease of `px` ms.
+local function next_token(fence, px, now_us)
+  local last = redis.call('get', fence)
+  local token = math.max((tonumber(last or '0') or 0) + 1, now_us)
+  redis.call('set', fence, digits(token), 'px', math.max(3600000, 2 * px))
+  return token
+end
+
 -- Sets the lock in `owner`'s name for `px` ms with a fresh fencing token; `owner` leaves the queue
 -- (`queued`: the queue exists).
 local function give(keys, owner, px, now_us, queued)
-  local last = redis.call('get', keys[2])
-  local token = math.max((tonumber(last or '0') or 0) + 1, now_us)
-  redis.call('set', keys[2], digits(token), 'px', math.max(3600000, 2 * px))
+  local token = next_token(keys[2], px, now_us)
   redis.call('set', keys[1], digits(token) .. ' ' .. owner, 'px', px)
   if queued then
     dequeue(keys[3], keys[4], owner)

@@ -24,13 +24,6 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
-  lock_options o;
-  o.lease = lease;
-  o.watchdog = watchdog;
-  return o;
-}
-
 long long ms_since(steady::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
 }

@@ -21,14 +21,6 @@ namespace asio = boost::asio;
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
 namespace {
-lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
-  lock_options o;
-  o.lease = lease;
-  o.watchdog = watchdog;
-  return o;
-}
-
-std::string worker() { return COROLOCK_TEST_BINARY_DIR "/corolock_lock_worker"; }
 
 /// `waiting` waits for the lock (5 s at most) while `held` is released once `before_release` is
 /// done: the time from the start of the release to the waiter's acquisition.
@@ -143,7 +135,7 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_of_200_coroutines_across_4_processes) {
   redis_server server;
   std::vector<process> workers;
   for (int p = 0; p < 4; ++p)
-    workers.emplace_back(std::vector<std::string>{worker(), "counter", server.url(), "inventory", "50", "5"});
+    workers.emplace_back(std::vector<std::string>{lock_worker(), "counter", server.url(), "inventory", "50", "5"});
   for (auto& w : workers) {
     auto st = w.wait_for(120s);
     BOOST_REQUIRE(st.has_value());
@@ -167,7 +159,7 @@ BOOST_AUTO_TEST_CASE(four_processes_share_a_hot_lock_fairly) {
   std::vector<process> workers;
   for (int p = 0; p < 4; ++p)
     workers.emplace_back(
-        std::vector<std::string>{worker(), "share", server.url(), "fair", "8", "3000", "1000"});
+        std::vector<std::string>{lock_worker(), "share", server.url(), "fair", "8", "3000", "1000"});
   for (int i = 0; i < 1000 && server.command({"GET", "fair:ready"}) != "4"; ++i)
     std::this_thread::sleep_for(10ms);
   BOOST_REQUIRE(server.command({"GET", "fair:ready"}) == "4");
@@ -209,7 +201,7 @@ BOOST_AUTO_TEST_CASE(a_dead_waiter_holds_up_the_line_for_its_grant_lease_only) {
     corolock::mutex ma(a, "deadq"), mc(c, "deadq");
     auto g = co_await ma.acquire();
     // Grant lease 300 ms; its place is refreshed every 10 s / 3, so it is alive at the release.
-    process dead({worker(), "hold", server.url(), "deadq", "30000", "300", "10000"});
+    process dead({lock_worker(), "hold", server.url(), "deadq", "30000", "300", "10000"});
     BOOST_REQUIRE(co_await eventually(
         [&] { return server.command({"ZCARD", "corolock:{deadq}:q"}) == "1"; }));
     dead.signal(SIGKILL);
@@ -238,7 +230,7 @@ BOOST_AUTO_TEST_CASE(a_dead_waiters_place_expires_unless_refreshed) {
     corolock::mutex ma(a, "deadq"), mc(c, "deadq");
     auto g = co_await ma.acquire();
     // Place refreshed every 100 ms while alive, dropped 300 ms after the last refresh.
-    process dead({worker(), "hold", server.url(), "deadq", "30000", "2000", "300"});
+    process dead({lock_worker(), "hold", server.url(), "deadq", "30000", "2000", "300"});
     BOOST_REQUIRE(co_await eventually(
         [&] { return server.command({"ZCARD", "corolock:{deadq}:q"}) == "1"; }));
     co_await sleep_for(400ms); // alive: still in line after more than one entry life
@@ -502,7 +494,7 @@ BOOST_AUTO_TEST_CASE(a_release_begun_past_the_local_deadline_reports_lease_lost)
 
 BOOST_AUTO_TEST_CASE(stopped_holder_is_told_its_lease_was_lost) {
   redis_server server;
-  process holder({worker(), "hold", server.url(), "paused", "300"});
+  process holder({lock_worker(), "hold", server.url(), "paused", "300"});
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     BOOST_REQUIRE(co_await eventually([&] { return server.command({"EXISTS", "paused:holder"}) == "1"; }));
     holder.signal(SIGSTOP); // a GC pause, a swapped-out VM ...

@@ -3,6 +3,7 @@
 
 #include "redis_server.hpp"
 
+#include <corolock/lock/options.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/redis/request.hpp>
 
@@ -18,6 +19,22 @@ inline client_config config_for(const redis_server& server) {
   cfg.reconnect_min = std::chrono::milliseconds(10);
   cfg.reconnect_max = std::chrono::milliseconds(100);
   return cfg;
+}
+
+/// Lock options with this lease (and watchdog on or off).
+inline lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
+  lock_options o;
+  o.lease = lease;
+  o.watchdog = watchdog;
+  return o;
+}
+
+/// The worker process of the multi-process lock tests (test/workers/lock_worker.cpp).
+inline std::string lock_worker() { return COROLOCK_TEST_BINARY_DIR "/corolock_lock_worker"; }
+
+/// Whole milliseconds since `t`.
+inline std::chrono::milliseconds since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t);
 }
 
 /// One command as a request. Variadic rather than an initializer_list: GCC 12 rejects braced lists

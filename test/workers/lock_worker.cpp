@@ -10,6 +10,14 @@
 //       counts itself in NAME:ready, waits for NAME:go, then each coroutine loops acquire_for(10 s),
 //       hold, release for MILLISECONDS; adds its acquisitions to NAME:acquired:<pid>, its timeouts
 //       to NAME:timeouts and its longest wait in microseconds to the sorted set NAME:max_wait.
+//   permits URL NAME COROUTINES ROUNDS PERMITS
+//       each coroutine takes 1..3 permits of the semaphore NAME (PERMITS of them) ROUNDS times and,
+//       holding them, adds them to NAME:in_use, keeping the highest sum seen in NAME:max_in_use;
+//   rw URL NAME COROUTINES ROUNDS
+//       each coroutine takes the shared_mutex NAME ROUNDS times, as the writer one time in four:
+//       readers count themselves in NAME:readers, writers in NAME:writers; a reader that sees a
+//       writer, or a writer that sees anyone else, counts NAME:violations; writers append their
+//       fencing tokens to NAME:writer_tokens.
 #include <corolock/corolock.hpp>
 #include <support/run_with_client.hpp>
 
@@ -152,6 +160,93 @@ asio::awaitable<int> run_share(corolock::client& redis, std::string name, int co
   co_return 0;
 }
 
+// Adds `n` to NAME:in_use and keeps the highest sum in NAME:max_in_use, atomically.
+constexpr const char* count_in = R"(
+local now = redis.call('incrby', KEYS[1], ARGV[1])
+if now > tonumber(redis.call('get', KEYS[2]) or '0') then redis.call('set', KEYS[2], now) end
+return now)";
+
+// A reader (ARGV[1] 'r') or writer ('w') enters: counts itself and any violation it sees.
+constexpr const char* rw_enter = R"(
+local readers = tonumber(redis.call('get', KEYS[1]) or '0')
+local writers = tonumber(redis.call('get', KEYS[2]) or '0')
+if writers > 0 or (ARGV[1] == 'w' and readers > 0) then redis.call('incr', KEYS[3]) end
+redis.call('incr', ARGV[1] == 'w' and KEYS[2] or KEYS[1])
+return 1)";
+
+template <typename Body>
+asio::awaitable<int> run_coroutines(int coroutines, Body body) {
+  auto ex = co_await asio::this_coro::executor;
+  int finished = 0, failed = 0;
+  asio::steady_timer done(ex, asio::steady_timer::time_point::max());
+  for (int k = 0; k < coroutines; ++k)
+    asio::co_spawn(ex, body(k), [&](std::exception_ptr e) {
+      if (e) {
+        ++failed;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& what) {
+          fmt::print(stderr, "worker coroutine failed: {}\n", what.what());
+        }
+      }
+      if (++finished == coroutines)
+        done.cancel();
+    });
+  while (finished < coroutines)
+    co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
+  co_return failed == 0 ? 0 : 1;
+}
+
+asio::awaitable<int> run_permits(corolock::client& redis, std::string name, int coroutines,
+                                 int rounds, int permits) {
+  co_await redis.connect();
+  corolock::semaphore sem(redis, name, permits);
+  auto rc = co_await run_coroutines(coroutines, [&](int k) -> asio::awaitable<void> {
+    std::minstd_rand rng(1000u * getpid() + k);
+    for (int i = 0; i < rounds; ++i) {
+      const int n = 1 + static_cast<int>(rng() % 3);
+      auto g = co_await sem.acquire(n);
+      corolock::request in;
+      in.push("EVAL", count_in, "2", name + ":in_use", name + ":max_in_use", std::to_string(n));
+      co_await redis.exec(std::move(in));
+      co_await sleep_for(std::chrono::microseconds(rng() % 2000));
+      co_await redis.exec(cmd("DECRBY", name + ":in_use", std::to_string(n)));
+      co_await g.release();
+    }
+  });
+  redis.close();
+  co_return rc;
+}
+
+asio::awaitable<int> run_rw(corolock::client& redis, std::string name, int coroutines,
+                            int rounds) {
+  co_await redis.connect();
+  corolock::shared_mutex rw(redis, name);
+  auto rc = co_await run_coroutines(coroutines, [&](int k) -> asio::awaitable<void> {
+    std::minstd_rand rng(1000u * getpid() + k);
+    for (int i = 0; i < rounds; ++i) {
+      const bool writer = rng() % 4 == 0;
+      corolock::guard g;
+      if (writer)
+        g = co_await rw.acquire();
+      else
+        g = co_await rw.acquire_shared();
+      corolock::request enter;
+      enter.push("EVAL", rw_enter, "3", name + ":readers", name + ":writers", name + ":violations",
+                 writer ? "w" : "r");
+      co_await redis.exec(std::move(enter));
+      if (writer)
+        co_await redis.exec(
+            cmd("RPUSH", name + ":writer_tokens", std::to_string(g.fencing_token())));
+      co_await sleep_for(std::chrono::microseconds(rng() % 2000));
+      co_await redis.exec(cmd("DECR", name + (writer ? ":writers" : ":readers")));
+      co_await g.release();
+    }
+  });
+  redis.close();
+  co_return rc;
+}
+
 /// The command line's job. (A function, not a lambda: a coroutine lambda's captures die with the
 /// temporary closure.)
 asio::awaitable<int> run_command(corolock::client& redis, std::vector<std::string> args) {
@@ -161,6 +256,11 @@ asio::awaitable<int> run_command(corolock::client& redis, std::vector<std::strin
     co_return co_await run_hold(redis, args[2], std::stoi(args[3]),
                                 args.size() == 6 ? std::stoi(args[4]) : 0,
                                 args.size() == 6 ? std::stoi(args[5]) : 0);
+  if (args[0] == "permits" && args.size() == 6)
+    co_return co_await run_permits(redis, args[2], std::stoi(args[3]), std::stoi(args[4]),
+                                   std::stoi(args[5]));
+  if (args[0] == "rw" && args.size() == 5)
+    co_return co_await run_rw(redis, args[2], std::stoi(args[3]), std::stoi(args[4]));
   if (args[0] == "share" && args.size() == 6)
     co_return co_await run_share(redis, args[2], std::stoi(args[3]), std::stoi(args[4]),
                                  std::stoi(args[5]));

@@ -34,7 +34,7 @@ namespace corolock {
 class client;
 
 namespace detail {
-class mutex_state;
+class handle_state;
 }
 
 class mutex {
@@ -105,9 +105,8 @@ private:
   void async_acquire_impl(clock::time_point deadline, bool try_only,
                           detail::handler<void(error_code, guard)> h);
   void async_reenter_impl(guard& held, detail::handler<void(error_code, guard)> h);
-  asio::awaitable<void> run_locked(guard g, std::function<asio::awaitable<void>(guard&)> body);
 
-  std::shared_ptr<detail::mutex_state> state_;
+  std::shared_ptr<detail::handle_state> state_;
 };
 
 } // namespace corolock

@@ -1,4 +1,4 @@
-// Private: what a corolock::mutex handle points to.
+// Private: what a lock handle (mutex, semaphore, shared_mutex) points to.
 #pragma once
 
 #include "lock/lease.hpp"
@@ -9,11 +9,11 @@
 
 namespace corolock::detail {
 
-class mutex_state {
+class handle_state {
 public:
-  mutex_state(const std::shared_ptr<client_impl>& c, std::string name, lock_options o)
-      : client(c), ex(c->ex), names(std::make_shared<lock_names>(o.prefix, std::move(name))),
-        opts(std::move(o)) {}
+  handle_state(const std::shared_ptr<client_impl>& c, std::shared_ptr<const lock_names> n,
+               lock_options o)
+      : client(c), ex(c->ex), names(std::move(n)), opts(std::move(o)) {}
 
   std::weak_ptr<client_impl> client;
   asio::any_io_executor ex;

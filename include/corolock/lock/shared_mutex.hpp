@@ -1,0 +1,133 @@
+// A distributed read-write lock on Redis: many readers, or one writer.
+//
+//   corolock::shared_mutex prices{redis, "prices"};
+//   auto r = co_await prices.acquire_shared();   // with other readers
+//   auto w = co_await prices.acquire();          // alone; its fencing token orders the writes
+//
+// - No writer starvation: waiting is first come, first served across every process, so a writer
+//   that waits stops readers arriving after it from entering; it gets in once the readers before it
+//   are done (each at most its lease, if it dies). Readers behind it then enter together.
+// - Each reader's lease is its own, renewed by the watchdog while its guard lives; a holder that
+//   dies frees its share when its lease runs out (server clock).
+// - Every acquisition, shared or not, gets a fresh fencing token from one counter of the lock's
+//   name: a writer's token is above every token handed out before it, so a store that keeps the
+//   highest writer token it has seen rejects a stale writer.
+// - Re-entry through a held guard: acquire(writer_guard) or acquire_shared(reader_guard). There is
+//   no upgrade (reader to writer): two readers trying it would wait for each other for ever.
+// - Cancellation (any type) leaves nothing held. A cheap handle; it must not outlive its client.
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/lock/guard.hpp>
+#include <corolock/lock/options.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace corolock {
+
+class client;
+
+namespace detail {
+class handle_state;
+}
+
+class shared_mutex {
+public:
+  using clock = std::chrono::steady_clock;
+  /// The most readers at once.
+  static constexpr std::int64_t max_readers = std::int64_t{1} << 30;
+
+  /// Throws system_error(error::invalid_argument) for a bad name or options.
+  shared_mutex(client& c, std::string name, lock_options options = {});
+  ~shared_mutex();
+  shared_mutex(shared_mutex&&) noexcept;
+  shared_mutex& operator=(shared_mutex&&) noexcept;
+
+  const std::string& name() const noexcept;
+  const lock_options& options() const noexcept;
+
+  // Exclusive (writer) -------------------------------------------------------------------------
+
+  template <typename CompletionToken = default_token>
+    requires asio::completion_token_for<CompletionToken, void(error_code, guard)>
+  auto acquire(CompletionToken&& token = {}) {
+    return initiate(false, clock::time_point::max(), false, std::forward<CompletionToken>(token));
+  }
+  /// Re-enters a writer guard: error::invalid_argument for a reader's or another lock's guard.
+  template <typename CompletionToken = default_token>
+  auto acquire(guard& held, CompletionToken&& token = {}) {
+    return reenter(false, held, std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken = default_token>
+  auto try_acquire(CompletionToken&& token = {}) {
+    return initiate(false, clock::time_point::min(), true, std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken = default_token>
+  auto acquire_for(clock::duration timeout, CompletionToken&& token = {}) {
+    return initiate(false, clock::now() + timeout, false, std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken = default_token>
+  auto acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
+    return initiate(false, deadline, false, std::forward<CompletionToken>(token));
+  }
+
+  // Shared (reader) ----------------------------------------------------------------------------
+
+  template <typename CompletionToken = default_token>
+    requires asio::completion_token_for<CompletionToken, void(error_code, guard)>
+  auto acquire_shared(CompletionToken&& token = {}) {
+    return initiate(true, clock::time_point::max(), false, std::forward<CompletionToken>(token));
+  }
+  /// Re-enters a reader guard, even while a writer waits (it holds already: making it wait for
+  /// that writer, which waits for it, would deadlock).
+  template <typename CompletionToken = default_token>
+  auto acquire_shared(guard& held, CompletionToken&& token = {}) {
+    return reenter(true, held, std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken = default_token>
+  auto try_acquire_shared(CompletionToken&& token = {}) {
+    return initiate(true, clock::time_point::min(), true, std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken = default_token>
+  auto acquire_shared_for(clock::duration timeout, CompletionToken&& token = {}) {
+    return initiate(true, clock::now() + timeout, false, std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken = default_token>
+  auto acquire_shared_until(clock::time_point deadline, CompletionToken&& token = {}) {
+    return initiate(true, deadline, false, std::forward<CompletionToken>(token));
+  }
+
+  /// Runs `body` as the writer (with_lock) or as a reader (with_shared_lock), releasing on every
+  /// exit path; throws system_error(error::lease_lost) if the lease was lost (the body is cancelled).
+  asio::awaitable<void> with_lock(std::function<asio::awaitable<void>(guard&)> body);
+  asio::awaitable<void> with_shared_lock(std::function<asio::awaitable<void>(guard&)> body);
+
+private:
+  template <typename CompletionToken>
+  auto initiate(bool shared, clock::time_point deadline, bool try_only, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code, guard)>(
+        [this](auto handler, bool s, clock::time_point d, bool t) {
+          async_acquire_impl(s, d, t, std::move(handler));
+        },
+        token, shared, deadline, try_only);
+  }
+  template <typename CompletionToken>
+  auto reenter(bool shared, guard& held, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code, guard)>(
+        [this](auto handler, bool s, guard* g) { async_reenter_impl(s, *g, std::move(handler)); },
+        token, shared, &held);
+  }
+  void async_acquire_impl(bool shared, clock::time_point deadline, bool try_only,
+                          detail::handler<void(error_code, guard)> h);
+  void async_reenter_impl(bool shared, guard& held, detail::handler<void(error_code, guard)> h);
+
+  std::shared_ptr<detail::handle_state> state_;
+};
+
+} // namespace corolock

@@ -1,0 +1,174 @@
+#include "lock/acquire.hpp"
+
+#include "detail/guard_access.hpp"
+#include "lock/lock_service.hpp"
+#include "lock/waiting_line.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/system/system_error.hpp>
+
+namespace corolock::detail {
+
+namespace {
+
+/// One attempt that never waits (try_acquire, or a deadline already past). Cancellation (any
+/// type) completes it at once; an attempt that wins after that is given back.
+struct single_attempt : std::enable_shared_from_this<single_attempt> {
+  std::shared_ptr<client_impl> c;
+  std::shared_ptr<handle_state> m;
+  std::string owner;
+  std::int64_t permits = 1;
+  stored_handler<handler<void(error_code, guard)>> h;
+  asio::cancellation_slot slot;
+  error_code when_taken; // empty guard (try) or error::timeout (a deadline already past)
+  int unknown_outcomes = 0;
+
+  void start() {
+    slot = asio::get_associated_cancellation_slot(h.get());
+    if (slot.is_connected()) {
+      slot.assign([weak = weak_from_this()](asio::cancellation_type) {
+        if (auto self = weak.lock(); self && self->h)
+          self->complete(asio::error::operation_aborted, guard{});
+      });
+    }
+    send();
+  }
+
+  void send() {
+    auto& svc = lock_service::of(*c);
+    svc.track(m->names, owner);
+    svc.attempt(*m->names, owner, m->opts.lease, attempt_mode::try_only, m->opts.waiter_ttl, permits,
+                [self = shared_from_this()](attempt_outcome r) { self->done(r); });
+  }
+
+  void done(const attempt_outcome& r) {
+    auto& svc = *c->lock_layer;
+    svc.untrack(owner);
+    if (r.ec == error::connection_lost && ++unknown_outcomes <= 3 && !c->closed) {
+      send(); // the outcome is unknown: the same owner asks again
+      return;
+    }
+    if (r.ec) {
+      svc.give_up(m->names, owner); // whatever it did, undone
+      return complete(r.ec, guard{});
+    }
+    if (!r.acquired)
+      return complete(when_taken, guard{});
+    if (!h) { // cancelled meanwhile
+      svc.give_up(m->names, owner);
+      return;
+    }
+    auto l = std::make_shared<lease>(
+        c, m->names, owner, r.token,
+        lease_timing::start(r.sent_at, r.pttl, m->opts.lease, m->opts.watchdog));
+    l->permits = permits;
+    svc.dog.add(l);
+    complete({}, guard_access::make(std::move(l)));
+  }
+
+  void complete(error_code ec, guard g) {
+    if (!h)
+      return;
+    // From the slot's own handler the slot is cleared later, by complete_later.
+    complete_later(m->ex, h.take(), std::exchange(slot, {}), ec, std::move(g));
+  }
+};
+
+} // namespace
+
+void check_lock_arguments(std::string_view name, const lock_options& o, const char* what) {
+  if (lock_options::validate_name(name))
+    throw boost::system::system_error(
+        error::invalid_argument,
+        std::string(what) + ": a lock name is 1 to 1024 bytes without '{' or '}'");
+  if (auto ec = o.validate())
+    throw boost::system::system_error(
+        ec, std::string(what) +
+                ": lease 10 ms..24 h, grant_lease >= 10 ms, waiter_ttl 100 ms..24 h, "
+                "prefix <= 256 bytes without '{' or '}'");
+}
+
+void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t permits,
+                   steady::time_point deadline, bool try_only,
+                   handler<void(error_code, guard)> h) {
+  auto c = state->client.lock();
+  error_code ec;
+  if (!c || c->closed)
+    ec = error::closed;
+  else if (!c->lock_subs)
+    ec = error::not_connected;
+  if (ec) {
+    complete_later(state->ex, std::move(h), {}, ec, guard{});
+    return;
+  }
+  auto& service = lock_service::of(*c);
+  if (try_only || deadline <= steady::now()) {
+    auto op = std::make_shared<single_attempt>();
+    op->c = std::move(c);
+    op->m = state;
+    op->permits = permits;
+    op->owner = service.new_owner(std::min(state->opts.grant_lease, state->opts.lease));
+    op->h.set(std::move(h));
+    op->when_taken = try_only ? error_code{} : error_code(error::timeout);
+    op->start();
+    return;
+  }
+  // Callers of one client queue in its line for the lock (see waiting_line).
+  service.line(state->names, state->opts, permits)->arrive(state, deadline, std::move(h));
+}
+
+void reenter(const handle_state& state, guard& held, std::int64_t permits,
+             handler<void(error_code, guard)> h) {
+  auto l = guard_access::lease_of(held);
+  error_code ec;
+  if (!l || l->names->key != state.names->key || l->permits != permits)
+    ec = error::invalid_argument;
+  else if (!held.owns_lock())
+    ec = error::already_released;
+  else if (l->st == lease::state::lost)
+    ec = error::lease_lost;
+  if (ec) {
+    complete_later(state.ex, std::move(h), {}, ec, guard{});
+    return;
+  }
+  ++l->depth;
+  complete_later(state.ex, std::move(h), {}, error_code{}, guard_access::make(std::move(l)));
+}
+
+asio::awaitable<void> run_locked(guard g, std::function<asio::awaitable<void>(guard&)> body,
+                                 std::string what) {
+  using namespace asio::experimental::awaitable_operators;
+  // The body races the lease: if the lease is lost first, the body is cancelled. Both sides finish
+  // "successfully" (errors are carried out as values) so that either one ends the race.
+  auto run_body = [&]() -> asio::awaitable<std::exception_ptr> {
+    try {
+      co_await body(g);
+    } catch (...) {
+      co_return std::current_exception();
+    }
+    co_return nullptr;
+  };
+  auto wait_lost = [&]() -> asio::awaitable<void> {
+    co_await g.wait_lost(asio::as_tuple(asio::use_awaitable));
+  };
+  std::exception_ptr failure;
+  bool lost = false;
+  {
+    auto outcome = co_await (run_body() || wait_lost());
+    if (outcome.index() == 0)
+      failure = std::get<0>(outcome);
+    lost = g.lost();
+  }
+  auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
+  if (lost || ec == error::lease_lost)
+    throw boost::system::system_error(error::lease_lost, what);
+  if (failure)
+    std::rethrow_exception(failure);
+  if (ec)
+    throw boost::system::system_error(ec, what + " (release)");
+}
+
+} // namespace corolock::detail

@@ -1,0 +1,35 @@
+// Private: what every lock handle does the same way — start an acquisition (one attempt, or a
+// place in this client's waiting line), re-enter a held guard, and run a body under a guard.
+#pragma once
+
+#include "lock/handle_state.hpp"
+#include "lock/line_machine.hpp"
+
+#include <corolock/lock/guard.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace corolock::detail {
+
+/// Acquires `permits` of the handle's lock (a mutex: 1) until `deadline`; `try_only` makes one
+/// attempt and completes with an empty guard if the lock is taken.
+void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t permits,
+                   steady::time_point deadline, bool try_only,
+                   handler<void(error_code, guard)> h);
+
+/// A nested guard on `held`, which must hold `permits` of the handle's lock.
+void reenter(const handle_state& state, guard& held, std::int64_t permits,
+             handler<void(error_code, guard)> h);
+
+/// Runs `body` under `g` and releases it on every exit path: the body is cancelled if the lease is
+/// lost (then system_error(error::lease_lost) is thrown); the body's exception is rethrown after
+/// the release. `what` names the operation in exceptions.
+asio::awaitable<void> run_locked(guard g, std::function<asio::awaitable<void>(guard&)> body,
+                                 std::string what);
+
+/// Throws system_error(error::invalid_argument) with `what` for a bad name or bad options.
+void check_lock_arguments(std::string_view name, const lock_options& o, const char* what);
+
+} // namespace corolock::detail

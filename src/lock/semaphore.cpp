@@ -1,0 +1,112 @@
+#include <corolock/lock/semaphore.hpp>
+
+#include "detail/spawn.hpp"
+#include "lock/acquire.hpp"
+#include "lock/scripts.hpp"
+
+#include <corolock/error.hpp>
+#include <corolock/redis/client.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/system/system_error.hpp>
+
+namespace corolock {
+
+namespace detail {
+namespace {
+
+bool valid_count(std::int64_t n, std::int64_t least) {
+  return n >= least && n <= semaphore::max_permits;
+}
+
+/// Runs set_permits.lua ({count, in use}) or permits_status.lua ({count, in use, waiting}).
+asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
+    std::shared_ptr<handle_state> st, std::optional<std::int64_t> new_count) {
+  using result = std::pair<error_code, semaphore_status>;
+  auto c = st->client.lock();
+  if (!c || c->closed)
+    co_return result{error::closed, semaphore_status{}};
+  const auto& n = *st->names;
+  request req;
+  if (new_count)
+    req.push_script(set_permits_script(), n.permit_keys(),
+                    {std::to_string(*new_count), n.channel(), "publish"});
+  req.push_script(permits_status_script(), n.permit_keys(), {std::to_string(n.default_permits)});
+  // A set_permits whose reply was lost may be sent again: setting a count twice is harmless.
+  for (int tries = 0;; ++tries) {
+    auto tok = asio::as_tuple(asio::use_awaitable);
+    auto [ec, replies] = co_await asio::async_initiate<decltype(tok), void(error_code, response)>(
+        [&](auto h) { c->locks->exec(req, std::move(h)); }, tok);
+    if (ec == error::connection_lost && tries < 2 && !c->closed)
+      continue;
+    if (ec)
+      co_return result{ec, semaphore_status{}};
+    for (const auto& r : replies)
+      if (r.is_error()) {
+        c->last_server_error = r.data;
+        co_return result{error::redis_error, semaphore_status{}};
+      }
+    const auto& s = replies.back();
+    if (s.type != resp::type::array || s.children.size() != 3)
+      co_return result{error::unexpected_reply, semaphore_status{}};
+    for (const auto& v : s.children)
+      if (v.type != resp::type::integer)
+        co_return result{error::unexpected_reply, semaphore_status{}};
+    co_return result{error_code{}, semaphore_status{s.children[0].integer, s.children[1].integer,
+                                                    s.children[2].integer}};
+  }
+}
+
+} // namespace
+} // namespace detail
+
+semaphore::semaphore(client& c, std::string name, std::int64_t permits, lock_options options) {
+  detail::check_lock_arguments(name, options, "corolock::semaphore");
+  if (!detail::valid_count(permits, 0))
+    throw boost::system::system_error(error::invalid_argument,
+                                      "corolock::semaphore: permits 0 .. 2^40");
+  auto names = std::make_shared<const detail::lock_names>(options.prefix, std::move(name), ":sem",
+                                                          permits);
+  state_ = std::make_shared<detail::handle_state>(detail::client_access::shared(c),
+                                                  std::move(names), std::move(options));
+}
+
+semaphore::~semaphore() = default;
+semaphore::semaphore(semaphore&&) noexcept = default;
+semaphore& semaphore::operator=(semaphore&&) noexcept = default;
+
+const std::string& semaphore::name() const noexcept { return state_->names->name; }
+const lock_options& semaphore::options() const noexcept { return state_->opts; }
+
+void semaphore::async_acquire_impl(std::int64_t n, clock::time_point deadline, bool try_only,
+                                   detail::handler<void(error_code, guard)> h) {
+  if (!detail::valid_count(n, 1)) {
+    detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
+                           guard{});
+    return;
+  }
+  detail::start_acquire(state_, n, deadline, try_only, std::move(h));
+}
+
+void semaphore::async_set_permits_impl(std::int64_t permits,
+                                       detail::handler<void(error_code, semaphore_status)> h) {
+  if (!detail::valid_count(permits, 0)) {
+    detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
+                           semaphore_status{});
+    return;
+  }
+  detail::spawn_op(state_->ex, detail::permits_op(state_, permits), std::move(h));
+}
+
+void semaphore::async_status_impl(detail::handler<void(error_code, semaphore_status)> h) {
+  detail::spawn_op(state_->ex, detail::permits_op(state_, std::nullopt), std::move(h));
+}
+
+asio::awaitable<void> semaphore::with_permits(std::int64_t n,
+                                              std::function<asio::awaitable<void>(guard&)> body) {
+  auto g = co_await acquire(n);
+  co_await detail::run_locked(std::move(g), std::move(body),
+                              "corolock::semaphore::with_permits '" + name() + "'");
+}
+
+} // namespace corolock
