@@ -13,6 +13,8 @@
 //   fairness                4 x 8 coroutines loop acquire_for(10 s) -> hold 1 ms -> release, 6 s
 //   waiter_memory           10 000 coroutines wait on a held lock: resident size added
 //   held_memory             100 000 locks held at once by one client: resident size per lock
+//   family                  mutex, semaphore, shared_mutex (writer, reader) uncontended, and
+//                           on a hot key (4 x 1) against each one's own try / sleep / retry
 // Every figure is the median of the repetitions, which are interleaved across configurations.
 #include "lock_bench.hpp"
 
@@ -57,6 +59,7 @@ struct config {
   wait_mode mode = wait_mode::pubsub;
   shape shp;
   long long w = 0; ///< hot_key_waiters: W
+  primitive prim = primitive::mutex;
 };
 
 struct context {
@@ -98,11 +101,19 @@ std::vector<config> configs(const std::vector<wait_mode>& modes, const std::vect
 
 // ---- in-process scenarios ------------------------------------------------------------------
 
-asio::awaitable<figures> run_latency(context& ctx) {
+/// One acquire + release of `m`, which nobody else wants.
+asio::awaitable<void> cycle(bench_lock& m) {
+  auto [ec, g] = co_await m.acquire_until(steady::time_point::max());
+  if (ec)
+    throw boost::system::system_error(ec, "acquire");
+  co_await g.release(asio::use_awaitable);
+}
+
+asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::mutex) {
   auto& redis = *ctx.redis;
-  corolock::mutex m(redis, ctx.lock_name("latency"));
+  bench_lock m(redis, ctx.lock_name("latency"), prim);
   for (long long i = 0; i < ctx.s.latency_warmup; ++i)
-    co_await (co_await m.acquire()).release();
+    co_await cycle(m);
   auto info0 = co_await bench::read_commandstats(redis);
   auto st0 = redis.stats();
   double cpu0 = bench::process_cpu_seconds();
@@ -110,7 +121,7 @@ asio::awaitable<figures> run_latency(context& ctx) {
   auto t0 = steady::now();
   for (long long i = 0; i < ctx.s.latency_cycles; ++i) {
     auto t = steady::now();
-    co_await (co_await m.acquire()).release();
+    co_await cycle(m);
     lat.add(bench::micros_since(t));
   }
   const double secs = bench::seconds(steady::now() - t0), n = static_cast<double>(ctx.s.latency_cycles);
@@ -207,6 +218,7 @@ mp_state prepare(context& ctx, const std::string& scenario, job what, const conf
   auto& sh = st.shared();
   sh.what = what;
   sh.mode = c.mode;
+  sh.prim = c.prim;
   sh.processes = c.shp.processes;
   sh.coroutines = c.shp.coroutines;
   sh.hold_ns = ctx.s.hold_us * 1000;
@@ -601,11 +613,50 @@ asio::awaitable<void> held_memory(context& ctx) {
   co_return;
 }
 
+/// The lock family side by side: each primitive uncontended (one coroutine, acquire + release
+/// cycles), and on a hot key (4 x 1 taking turns, as hot_key) against its own polling form.
+asio::awaitable<void> family(context& ctx) {
+  const primitive all[] = {primitive::mutex, primitive::semaphore, primitive::shared_writer,
+                           primitive::shared_reader};
+  for (auto prim : all) {
+    bench::repetitions reps;
+    for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep) {
+      auto f = co_await run_latency(ctx, prim);
+      bench::print_rep(fmt::format("family_uncontended {}", primitive_name(prim)), rep, f);
+      reps.add(std::move(f));
+    }
+    auto row = bench::make_row("family_uncontended", "pubsub", 1, 1, 1, reps);
+    row["primitive"] = primitive_name(prim);
+    ctx.out->scenario(std::move(row));
+  }
+  // Readers never wait for readers: a hot key of readers is no contention, so no row for them.
+  for (auto prim : {primitive::mutex, primitive::semaphore, primitive::shared_writer}) {
+    std::vector<config> cs;
+    for (auto m : ctx.s.modes)
+      if (m != wait_mode::setnx_30ms)
+        cs.push_back({m, {4, 1}, 0, prim});
+    const auto scenario = fmt::format("family_hot_key:{}", primitive_name(prim));
+    auto reps = measure(ctx, scenario, cs, [&](const config& c) { return run_hot_key(ctx, c); });
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      auto row = row_of("family_hot_key", cs[i], reps[i]);
+      row["primitive"] = primitive_name(prim);
+      row["hold_us"] = ctx.s.hold_us;
+      if (cs[i].mode == wait_mode::pubsub)
+        for (auto poll : {wait_mode::poll_30ms, wait_mode::poll_1ms})
+          if (auto p = median_of(cs, reps, poll, 0, "ops_per_s", cs.size()); p && *p > 0)
+            row[std::string("vs_") + mode_name(poll)] =
+                std::round(row["ops_per_s"].to_number<double>() / *p * 10) / 10;
+      ctx.out->scenario(std::move(row));
+    }
+  }
+}
+
 const std::pair<const char*, asio::awaitable<void> (*)(context&)> scenarios[] = {
     {"uncontended_latency", uncontended_latency}, {"uncontended_throughput", uncontended_throughput},
     {"hot_key", hot_key},                         {"hot_key_waiters", hot_key_waiters},
     {"free_for_all", free_for_all},               {"fairness", fairness},
-    {"waiter_memory", waiter_memory},             {"held_memory", held_memory}};
+    {"waiter_memory", waiter_memory},             {"held_memory", held_memory},
+    {"family", family}};
 
 asio::awaitable<void> delete_bench_keys(corolock::client& redis) {
   std::string cursor = "0";

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <string>
+#include <tuple>
+#include <variant>
 #include <vector>
 
 namespace lockbench {
@@ -31,6 +33,28 @@ enum class wait_mode : int {
 const char* mode_name(wait_mode m);
 wait_mode parse_mode(const std::string& s);
 
+/// Which lock a row measures (the `family` scenario; every other scenario uses the mutex).
+enum class primitive : int {
+  mutex,
+  semaphore,    ///< a semaphore of 1 permit, taken one at a time
+  shared_writer, ///< shared_mutex::acquire
+  shared_reader, ///< shared_mutex::acquire_shared (never waits for another reader)
+};
+const char* primitive_name(primitive p);
+
+/// One lock of any primitive, with the two calls the benchmark makes.
+class bench_lock {
+public:
+  bench_lock(corolock::client& c, const std::string& name, primitive p);
+  asio::awaitable<std::tuple<corolock::error_code, corolock::guard>>
+  acquire_until(steady::time_point deadline);
+  asio::awaitable<corolock::guard> try_acquire();
+
+private:
+  primitive p_;
+  std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex> lock_;
+};
+
 /// One held lock, whichever way it was taken.
 struct held {
   corolock::guard guard;
@@ -41,7 +65,7 @@ struct held {
 
 /// One acquisition in `mode`, giving up at `deadline` (an empty `held`). Counts attempts in
 /// `tries`. Throws on any other error.
-asio::awaitable<held> take(corolock::client& c, corolock::mutex& m, const std::string& name,
+asio::awaitable<held> take(corolock::client& c, bench_lock& m, const std::string& name,
                            wait_mode mode, steady::time_point deadline, std::uint64_t& tries);
 asio::awaitable<void> give_back(corolock::client& c, const std::string& name, held& h);
 
@@ -56,6 +80,7 @@ enum class job : int { hot_key, loop, waiters, memory, held_memory };
 struct mp_shared {
   job what = job::loop;
   wait_mode mode = wait_mode::pubsub;
+  primitive prim = primitive::mutex;
   int processes = 1, coroutines = 1;
   std::int64_t waiters = 0; ///< hot_key_waiters / waiter_memory: in all
   std::int64_t hold_ns = 0;

@@ -35,6 +35,59 @@ wait_mode parse_mode(const std::string& s) {
   throw std::invalid_argument("unknown mode '" + s + "' (pubsub, poll_30ms, poll_1ms, setnx_30ms)");
 }
 
+const char* primitive_name(primitive p) {
+  static const char* const names[] = {"mutex", "semaphore", "shared_writer", "shared_reader"};
+  return names[static_cast<int>(p)];
+}
+
+namespace {
+auto make_lock(corolock::client& c, const std::string& name, primitive p)
+    -> std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex> {
+  switch (p) {
+  case primitive::mutex:
+    return corolock::mutex(c, name);
+  case primitive::semaphore:
+    return corolock::semaphore(c, name, 1);
+  default:
+    return corolock::shared_mutex(c, name);
+  }
+}
+} // namespace
+
+bench_lock::bench_lock(corolock::client& c, const std::string& name, primitive p)
+    : p_(p), lock_(make_lock(c, name, p)) {}
+
+asio::awaitable<std::tuple<corolock::error_code, corolock::guard>>
+bench_lock::acquire_until(steady::time_point deadline) {
+  switch (p_) {
+  case primitive::mutex:
+    co_return co_await std::get<corolock::mutex>(lock_).acquire_until(deadline, bench::use_tuple);
+  case primitive::semaphore:
+    co_return co_await std::get<corolock::semaphore>(lock_).acquire_until(1, deadline,
+                                                                           bench::use_tuple);
+  case primitive::shared_writer:
+    co_return co_await std::get<corolock::shared_mutex>(lock_).acquire_until(deadline,
+                                                                              bench::use_tuple);
+  default:
+    co_return co_await std::get<corolock::shared_mutex>(lock_).acquire_shared_until(
+        deadline, bench::use_tuple);
+  }
+}
+
+asio::awaitable<corolock::guard> bench_lock::try_acquire() {
+  switch (p_) {
+  case primitive::mutex:
+    co_return co_await std::get<corolock::mutex>(lock_).try_acquire(asio::use_awaitable);
+  case primitive::semaphore:
+    co_return co_await std::get<corolock::semaphore>(lock_).try_acquire(1, asio::use_awaitable);
+  case primitive::shared_writer:
+    co_return co_await std::get<corolock::shared_mutex>(lock_).try_acquire(asio::use_awaitable);
+  default:
+    co_return co_await std::get<corolock::shared_mutex>(lock_).try_acquire_shared(
+        asio::use_awaitable);
+  }
+}
+
 namespace {
 
 const corolock::script compare_and_delete(
@@ -43,11 +96,11 @@ const corolock::script compare_and_delete(
 std::string setnx_key(const std::string& name) { return "corolock:{" + name + "}:setnx"; }
 
 /// try_acquire for the polling modes: corolock's own, or the seeds' SET NX PX.
-asio::awaitable<held> try_once(corolock::client& c, corolock::mutex& m, const std::string& name,
+asio::awaitable<held> try_once(corolock::client& c, bench_lock& m, const std::string& name,
                                wait_mode mode) {
   held h;
   if (mode != wait_mode::setnx_30ms) {
-    h.guard = co_await m.try_acquire(asio::use_awaitable);
+    h.guard = co_await m.try_acquire();
     h.ok = static_cast<bool>(h.guard);
     co_return h;
   }
@@ -64,11 +117,11 @@ asio::awaitable<held> try_once(corolock::client& c, corolock::mutex& m, const st
 
 } // namespace
 
-asio::awaitable<held> take(corolock::client& c, corolock::mutex& m, const std::string& name,
+asio::awaitable<held> take(corolock::client& c, bench_lock& m, const std::string& name,
                            wait_mode mode, steady::time_point deadline, std::uint64_t& tries) {
   if (mode == wait_mode::pubsub) {
     ++tries;
-    auto [ec, g] = co_await m.acquire_until(deadline, bench::use_tuple);
+    auto [ec, g] = co_await m.acquire_until(deadline);
     if (ec == corolock::error::timeout)
       co_return held{};
     if (ec)
@@ -125,7 +178,7 @@ struct worker_ctx {
   const mp_state& st;
   std::uint32_t index;
   corolock::client& client;
-  corolock::mutex& m;
+  bench_lock& m;
   std::string name;
   run_times t;
   mp_shared& sh() const { return st.shared(); }
@@ -302,7 +355,9 @@ asio::awaitable<void> one_waiter(const worker_ctx& w) {
 }
 
 asio::awaitable<void> memory_waiter(const worker_ctx& w, std::uint64_t& done) {
-  auto g = co_await w.m.acquire_until(w.t.hard_deadline, asio::use_awaitable);
+  auto [ec, g] = co_await w.m.acquire_until(w.t.hard_deadline);
+  if (ec)
+    throw boost::system::system_error(ec, "memory waiter");
   co_await g.release(asio::use_awaitable);
   ++done;
 }
@@ -423,11 +478,13 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
     throw std::runtime_error("worker: connect: " + ec.message());
   }
   { // warm-up on a key of its own: the scripts loaded on the server, the lock layer set up
-    corolock::mutex warm(redis, name + ":warm:" + std::to_string(wa.index));
-    auto g = co_await warm.acquire();
-    co_await g.release();
+    bench_lock warm(redis, name + ":warm:" + std::to_string(wa.index), sh.prim);
+    auto [ec, g] = co_await warm.acquire_until(steady::time_point::max());
+    if (ec)
+      throw boost::system::system_error(ec, "worker: warm-up");
+    co_await g.release(asio::use_awaitable);
   }
-  corolock::mutex m(redis, name);
+  bench_lock m(redis, name, sh.prim);
   std::unique_ptr<bells> b; // bound before ready: the start comes after every bell exists
   if (sh.what == job::hot_key)
     b = std::make_unique<bells>(sh, static_cast<int>(wa.index), ex);

@@ -187,8 +187,16 @@ VERDICT = ("targets", lambda r: " ".join(
     {True: "MET", False: "**MISSED**", None: "—"}[t.get("met")] for t in r.get("targets", [])
     if t["kind"] == "absolute" or t.get("ratio") is not None))
 
+PRIM = ("primitive", lambda r: r.get("primitive", "mutex"))
+
 # What each scenario's table shows (any other scenario gets DEFAULT).
 COLUMNS = {
+    "family_uncontended": [PRIM, col("cycles/s", "ops_per_s", 0), col("p50 µs", "p50_us"),
+                           col("p99 µs", "p99_us"), col("cmds/cycle", "redis_cmds_per_op", 2),
+                           col("client CPU µs/cycle", "client_cpu_us_per_op", 2)],
+    "family_hot_key": [PRIM, MODE, col("acq/s", "ops_per_s", 0), col("hand-off p50 µs", "p50_us"),
+                       col("p99 µs", "p99_us"), col("× poll_30ms", "vs_poll_30ms", 1),
+                       col("× poll_1ms", "vs_poll_1ms", 1), *CMDS],
     "hot_key": [MODE, PC, col("acq/s", "ops_per_s", 0), col("hand-off p50 µs", "p50_us"),
                 col("p99 µs", "p99_us"), col("max µs", "max_us", 0),
                 col("hold µs", "hold_actual_us"), col("release µs", "release_us"),
