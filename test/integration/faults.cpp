@@ -366,6 +366,54 @@ BOOST_AUTO_TEST_CASE(lost_flips_by_the_local_deadline_on_a_stalled_link) {
   expect_clean(server);
 }
 
+// The same for the permit locks: a semaphore holder, a reader and a writer behind a stalled link
+// are told by their local deadline, no later than another client takes what they held.
+BOOST_AUTO_TEST_CASE(permit_holders_on_a_stalled_link_are_told_before_anyone_else_takes_over) {
+  redis_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, through(proxy)), other(ex, config_for(server));
+    co_await c.connect();
+    co_await other.connect();
+    const auto lease = lease_of(std::chrono::milliseconds(300));
+    corolock::semaphore sem(c, "stalled-sem", 2, lease), rival_sem(other, "stalled-sem", 2);
+    corolock::shared_mutex reads(c, "stalled-r", lease), rival_writer(other, "stalled-r");
+    corolock::shared_mutex writes(c, "stalled-w", lease), rival_reader(other, "stalled-w");
+    auto gs = co_await sem.acquire(2);
+    auto gr = co_await reads.acquire_shared();
+    auto gw = co_await writes.acquire();
+    co_await sleep_for(std::chrono::milliseconds(250)); // a renewal or two have landed
+    proxy.blackhole(direction::both, true);
+    const auto stall = steady::now();
+    auto race = [&](guard& held, auto take_over) -> asio::awaitable<void> {
+      steady::time_point lost_at{}, taken_at{};
+      auto watch = [&]() -> asio::awaitable<void> {
+        co_await held.wait_lost(tuple_awaitable);
+        lost_at = steady::now();
+      };
+      auto take = [&]() -> asio::awaitable<void> {
+        auto g = co_await take_over();
+        taken_at = steady::now();
+        co_await g.release();
+      };
+      co_await (watch() && take());
+      BOOST_TEST_MESSAGE("lost() " << (lost_at - stall) / 1ms << " ms after the stall, taken over "
+                                   << (taken_at - stall) / 1ms << " ms after it");
+      BOOST_TEST((lost_at <= taken_at));
+      BOOST_TEST((lost_at - stall < std::chrono::milliseconds(300 + 100)));
+    };
+    co_await race(gs, [&] { return rival_sem.acquire_for(2, std::chrono::seconds(5)); });
+    co_await race(gr, [&] { return rival_writer.acquire_for(std::chrono::seconds(5)); });
+    co_await race(gw, [&] { return rival_reader.acquire_shared_for(std::chrono::seconds(5)); });
+    proxy.heal();
+    for (auto* g : {&gs, &gr, &gw}) {
+      auto [ec] = co_await g->release(tuple_awaitable);
+      BOOST_TEST(ec == error::lease_lost);
+    }
+  });
+  expect_clean(server);
+}
+
 // Item 6. An attempt by an owner that already holds the lock (a retry whose reply was lost, or a
 // grant whose message has not arrived) renews the lease it reports: the client counts from the
 // retry's send time, and so does Redis.
