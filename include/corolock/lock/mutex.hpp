@@ -9,9 +9,9 @@
 //   two processes do. Re-entry is explicit: acquire(held_guard) returns a nested guard at once.
 // - A waiter subscribes to the lock's unlock channel and sleeps until a release is published, the
 //   holder's lease runs out (it may have crashed), its own deadline passes, or it is cancelled.
-//   Waiters of one client queue locally (FIFO), so one release wakes one of them, not a herd; a
-//   release with a waiter of the same client behind it hands the lock straight over (at most 8 in
-//   a row, so that other processes get their turn).
+//   Waiters of one client queue locally (FIFO) and the client holds one place in the lock's Redis
+//   queue, served first come, first served across processes: one release grants one waiter, not a
+//   herd; a release whose own client's place is first hands the lock straight over.
 // - While a guard lives its lease is renewed every lease/3 (unless lock_options::watchdog is false).
 // - Cancellation (Asio cancellation slots, `||`) at any point leaves no lock held: an attempt whose
 //   reply says we won is released before the operation completes with operation_aborted.
