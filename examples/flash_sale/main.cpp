@@ -9,6 +9,7 @@
 //
 //   flash_sale [--small] [--redis-url URL] [--products N] [--buyers N] [--hot-stock N]
 //              [--hot-buyers N] [--segments K] [--instances N] [--work-ms X] [--seed S]
+//              [--checkout-slots N]
 //              [--without-user-lock]
 //
 // Without --redis-url (or REDIS_URL) it starts a private redis-server on a free loopback port.
@@ -77,6 +78,8 @@ cli parse(int argc, char** argv) {
         out.s.work = std::chrono::microseconds(static_cast<long>(std::stod(value()) * 1000));
       } else if (a == "--seed") {
         out.s.seed = static_cast<unsigned>(std::stoul(value()));
+      } else if (a == "--checkout-slots") {
+        out.s.checkout_slots = std::stoi(value());
       } else if (a == "--without-user-lock") {
         out.s.user_lock = false;
       } else {
@@ -89,7 +92,7 @@ cli parse(int argc, char** argv) {
   const auto& s = out.s;
   if (s.products < 0 || s.buyers < 0 || s.hot_stock < 0 || s.hot_buyers < 0 || s.segments < 1 ||
       s.segments > static_cast<int>(corolock::segmented_lock::max_segments) || s.instances < 1 ||
-      s.instances > 64 || s.work.count() < 0)
+      s.instances > 64 || s.work.count() < 0 || s.checkout_slots < 0)
     out.ok = false;
   return out;
 }
@@ -123,9 +126,9 @@ asio::awaitable<bool> check_part(corolock::client& redis, std::string label, con
                                  const settings& s, std::vector<std::uint64_t>& all_ids) {
   auto v = co_await verify(redis, sc, s);
   fmt::print("    {:<16} sold {} + remaining {} = {} (initial {}); orders {}; users with two "
-             "orders of one product: {}; {}\n",
+             "orders of one product: {}; most orders written at once: {} (slots {}); {}\n",
              label, v.sold, v.remaining, v.sold + v.remaining, v.initial, v.orders, v.users_twice,
-             v.ok() ? "OK" : "VIOLATED");
+             v.checkout_peak, s.checkout_slots, v.ok() ? "OK" : "VIOLATED");
   for (const auto& p : v.problems)
     fmt::print("      !! {}\n", p);
   all_ids.insert(all_ids.end(), v.ids.begin(), v.ids.end());
@@ -149,9 +152,9 @@ asio::awaitable<int> sale(std::string url, settings s, bool own_server) {
   auto& redis = instances.front()->redis;
   fmt::print("flash_sale: {} ({}), keys under '{}', {} app instances, seed {}\n", url,
              own_server ? "a private redis-server" : "given", base, s.instances, s.seed);
-  fmt::print("  every order: per-user lock -> stock lock -> GET, DECR, order id, HSETNX/HINCRBY, "
-             "{:.1f} ms 'database write' -> release\n{}",
-             s.work.count() / 1000.0,
+  fmt::print("  every order: per-user lock -> stock lock -> GET, DECR -> checkout slot (a semaphore "
+             "of {}) -> order id, HSETNX/HINCRBY, {:.1f} ms 'database write' -> release\n{}",
+             s.checkout_slots, s.work.count() / 1000.0,
              s.user_lock ? "" : "  WITHOUT the per-user lock: expect users with two orders\n");
 
   // Part 1: many products, one unit each.
@@ -249,7 +252,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr,
                "usage: flash_sale [--small] [--redis-url URL] [--products N] [--buyers N] "
                "[--hot-stock N] [--hot-buyers N] [--segments K (1..4096)] [--instances N (1..64)] "
-               "[--work-ms X] [--seed S] [--without-user-lock]\n");
+               "[--work-ms X] [--seed S] [--checkout-slots N] [--without-user-lock]\n");
     return 2;
   }
   try {

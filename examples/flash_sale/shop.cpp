@@ -46,14 +46,39 @@ corolock::request order_request(const keys& k, std::uint64_t id, const std::stri
   return r;
 }
 
-/// Creates the order. The caller holds the stock's lock and has just taken one unit.
+// Counts a checkout in and keeps the highest count seen, atomically (the checks compare it with
+// the semaphore's permits).
+constexpr const char* checkout_in = R"(
+local now = redis.call('incr', KEYS[1])
+if now > tonumber(redis.call('get', KEYS[2]) or '0') then redis.call('set', KEYS[2], now) end
+return now)";
+
+/// Creates the order. The caller holds the stock's lock and has just taken one unit. At most
+/// `checkout_slots` orders are written at once over all instances (the order database's limit):
+/// a semaphore's permit each.
 asio::awaitable<void> create_order(instance& in, scenario& sc, const settings& s,
                                    const std::string& buyer) {
+  corolock::guard slot;
+  if (s.checkout_slots > 0) {
+    corolock::semaphore checkout(in.redis, sc.k.scenario + ":checkout", s.checkout_slots,
+                                 in.lock_opts);
+    auto [ec, g] = co_await checkout.acquire_for(s.lock_timeout, tuple_awaitable);
+    if (ec)
+      fail(ec, "checkout slot");
+    slot = std::move(g);
+    corolock::request count;
+    count.push("EVAL", checkout_in, "2", sc.k.checkouts(), sc.k.checkout_peak());
+    co_await in.redis.exec(std::move(count));
+  }
   auto id = co_await in.ids->next();
   auto replies = co_await in.redis.exec(order_request(sc.k, id, buyer));
   if (replies.at(0).integer == 0) // HSETNX found the id taken: the checks report it
     co_await in.redis.exec(cmd("INCR", sc.k.id_clashes()));
   co_await pause(s.work); // the order's database write
+  if (slot) {
+    co_await in.redis.exec(cmd("DECR", sc.k.checkouts()));
+    co_await slot.release();
+  }
   sc.t.last_sale = clock::now();
   if (sc.t.first_sale == clock::time_point{})
     sc.t.first_sale = sc.t.last_sale;
@@ -378,7 +403,8 @@ asio::awaitable<verdict> verify(corolock::client& redis, const scenario& sc, con
   req.push("HGETALL", sc.k.orders())
       .push("HGETALL", sc.k.orders_of())
       .push("GET", sc.k.order_count())
-      .push("GET", sc.k.id_clashes());
+      .push("GET", sc.k.id_clashes())
+      .push("GET", sc.k.checkout_peak());
   auto r = co_await redis.exec(std::move(req));
   const auto products = products_of(sc, s);
   auto stock = co_await redis.exec(mget_request(products));
@@ -396,6 +422,10 @@ asio::awaitable<verdict> verify(corolock::client& redis, const scenario& sc, con
   v.orders = static_cast<std::int64_t>(v.ids.size());
   v.order_count = integer_of(r.at(2));
   v.id_clashes = integer_of(r.at(3));
+  v.checkout_peak = integer_of(r.at(4));
+  if (s.checkout_slots > 0 && v.checkout_peak > s.checkout_slots)
+    v.problems.push_back(fmt::format("{} orders written at once, over the {} checkout slots",
+                                     v.checkout_peak, s.checkout_slots));
   // Two records of who ordered what: the per-user counters, and the orders themselves.
   std::int64_t twice_by_counter = 0, twice_by_orders = 0;
   for (auto& [buyer, n] : pairs_of(r.at(1)))

@@ -30,6 +30,7 @@ struct settings {
   double double_click = 0.3; ///< share of buyers who click twice at once
   double reclick = 0.1;      ///< share who click again after their answer
   bool user_lock = true;     ///< false shows what goes wrong without the per-user lock
+  int checkout_slots = 8;    ///< orders written at once, over every instance (a semaphore); 0: any
   std::chrono::seconds lock_timeout{60};
   unsigned seed = 0;
 };
@@ -60,6 +61,8 @@ struct keys {
   std::string orders_of() const { return prefix() + "orders_of"; } ///< hash "user|product" -> n
   std::string order_count() const { return prefix() + "order_count"; }
   std::string id_clashes() const { return prefix() + "id_clashes"; } ///< HSETNX refused an id
+  std::string checkouts() const { return prefix() + "checkouts"; }   ///< orders being written now
+  std::string checkout_peak() const { return prefix() + "checkout_peak"; } ///< the most at once
   std::string stock(const std::string& item) const { return prefix() + "stock:" + item; }
 };
 
@@ -104,6 +107,7 @@ struct verdict {
   std::int64_t products_unsold = 0;  ///< part 1: products not sold exactly once
   std::int64_t users_twice = 0;      ///< (user, product) pairs with more than one order
   std::int64_t bad_ids = 0;          ///< sign bit set
+  std::int64_t checkout_peak = 0;    ///< the most orders written at once
   std::vector<std::uint64_t> ids;    ///< every order id, for the global uniqueness check
   std::vector<std::string> problems;
   bool ok() const { return problems.empty(); }
