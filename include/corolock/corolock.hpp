@@ -13,6 +13,7 @@
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/mutex.hpp>
 #include <corolock/lock/options.hpp>
+#include <corolock/lock/redlock.hpp>
 #include <corolock/lock/segmented_lock.hpp>
 #include <corolock/lock/semaphore.hpp>
 #include <corolock/lock/shared_mutex.hpp>

@@ -1,0 +1,605 @@
+// Redlock over corolock's public mutex API: one mutex per master, one client per master. Nothing
+// here reaches into the lock layer's internals, so the per-master semantics (leases, watchdog,
+// owner-checked release, give-back of a win that arrives after a cancellation) are the mutex's.
+#include <corolock/lock/redlock.hpp>
+
+#include "detail/completion.hpp"
+#include "detail/spawn.hpp"
+
+#include <corolock/error.hpp>
+#include <corolock/lock/guard.hpp>
+#include <corolock/lock/mutex.hpp>
+#include <corolock/redis/client.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <random>
+
+namespace corolock {
+
+namespace detail {
+
+namespace {
+using steady = std::chrono::steady_clock;
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+// For waits that must not be cut short by the caller's cancellation (cleaning up after it).
+inline auto uncancellable() {
+  return asio::bind_cancellation_slot(asio::cancellation_slot(), tuple_awaitable);
+}
+
+asio::awaitable<bool> cancelled() {
+  auto cs = co_await asio::this_coro::cancellation_state;
+  co_return cs.cancelled() != asio::cancellation_type::none;
+}
+
+/// Our operations accept every cancellation type (Asio's coroutines pass only terminal by
+/// default), and clean up with further co_awaits after one, which must not throw.
+asio::awaitable<void> accept_any_cancellation() {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+}
+} // namespace
+
+class redlock_state {
+public:
+  redlock_state(std::vector<std::reference_wrapper<client>>& masters, std::string n,
+                redlock_options o)
+      : ex(masters.front().get().get_executor()), name(std::move(n)), opts(std::move(o)),
+        quorum(masters.size() / 2 + 1), rng(std::random_device{}()) {
+    mutexes.reserve(masters.size());
+    for (auto& c : masters) {
+      mutexes.emplace_back(c.get(), name, opts.lock);
+      clients.push_back(&c.get());
+    }
+  }
+
+  asio::any_io_executor ex;
+  std::string name;
+  redlock_options opts;
+  std::size_t quorum;
+  std::vector<corolock::mutex> mutexes;
+  std::vector<client*> clients; // the same order as mutexes
+  std::mt19937 rng; // retry jitter only: no need for a CSPRNG
+};
+
+/// What a redlock_guard shares with the watches on its masters' leases.
+class redlock_hold : public std::enable_shared_from_this<redlock_hold> {
+public:
+  enum class state { held, lost, released };
+
+  redlock_hold(asio::any_io_executor e, std::vector<guard> g, std::size_t q, bool dog,
+               steady::time_point valid)
+      : ex(std::move(e)), guards(std::move(g)), quorum(q), watchdog(dog), validity_until(valid),
+        expiry_(ex) {
+    tokens.reserve(guards.size());
+    for (auto& m : guards)
+      tokens.push_back(m.owns_lock() ? m.fencing_token() : 0);
+  }
+
+  ~redlock_hold() { finish_waiters(asio::error::operation_aborted); }
+
+  /// Watches every master's lease, and without a watchdog the validity deadline too.
+  void start() {
+    for (auto& g : guards) {
+      if (!g.owns_lock())
+        continue;
+      g.wait_lost(asio::bind_executor(ex, [weak = weak_from_this()](error_code ec) {
+        if (ec != error::lease_lost)
+          return; // released, or the hold is gone
+        if (auto self = weak.lock())
+          self->check();
+      }));
+    }
+    if (!watchdog) {
+      expiry_.expires_at(validity_until);
+      expiry_.async_wait([weak = weak_from_this()](error_code ec) {
+        if (auto self = weak.lock(); self && !ec)
+          self->check();
+      });
+    }
+  }
+
+  std::size_t held_now() const noexcept {
+    if (st != state::held)
+      return 0;
+    std::size_t n = 0;
+    for (const auto& g : guards)
+      n += g.owns_lock() && !g.lost();
+    return n;
+  }
+
+  /// The lost rule, read live: each guard's lost() reads its own local deadline.
+  bool lost_now() const noexcept {
+    if (st != state::held)
+      return st == state::lost;
+    return held_now() < quorum || (!watchdog && steady::now() >= validity_until);
+  }
+
+  void check() {
+    if (st == state::held && lost_now())
+      mark_lost();
+  }
+
+  /// The lock as a whole is gone: the leases still held protect nothing, so they go back now
+  /// (dropping a guard releases it in the background, owner-checked).
+  void mark_lost() {
+    st = state::lost;
+    expiry_.cancel();
+    for (auto& g : guards)
+      guard dropped(std::move(g));
+    finish_waiters(error::lease_lost);
+  }
+
+  /// The guard was released or dropped: no more watching; hands out the masters' guards.
+  std::vector<guard> take_for_release() {
+    st = state::released;
+    expiry_.cancel();
+    finish_waiters(asio::error::operation_aborted);
+    std::vector<guard> out;
+    out.reserve(guards.size());
+    for (auto& g : guards)
+      out.push_back(std::move(g));
+    return out;
+  }
+
+  void add_lost_waiter(handler<void(error_code)> h) {
+    check();
+    if (st != state::held) {
+      complete_later(ex, std::move(h), {}, st == state::lost ? error_code(error::lease_lost)
+                                                             : error_code(asio::error::operation_aborted));
+      return;
+    }
+    const auto id = ++waiter_ids_;
+    auto& w = waiters_[id];
+    w.slot = asio::get_associated_cancellation_slot(h);
+    w.h.set(std::move(h));
+    if (w.slot.is_connected()) {
+      w.slot.assign([weak = weak_from_this(), id](asio::cancellation_type) {
+        auto self = weak.lock();
+        if (!self)
+          return;
+        auto it = self->waiters_.find(id);
+        if (it == self->waiters_.end())
+          return;
+        auto h = it->second.h.take();
+        auto slot = it->second.slot; // cleared by complete_later, outside this slot handler
+        self->waiters_.erase(it);
+        complete_later(self->ex, std::move(h), slot, error_code(asio::error::operation_aborted));
+      });
+    }
+  }
+
+  asio::any_io_executor ex;
+  std::vector<guard> guards; // one per master; empty where not won (or given back)
+  std::vector<std::uint64_t> tokens;
+  std::size_t quorum;
+  bool watchdog;
+  steady::time_point validity_until;
+  state st = state::held;
+
+private:
+  struct waiter {
+    stored_handler<handler<void(error_code)>> h;
+    asio::cancellation_slot slot;
+  };
+
+  void finish_waiters(error_code ec) {
+    auto waiting = std::move(waiters_);
+    waiters_.clear();
+    for (auto& [_, w] : waiting)
+      if (w.h)
+        complete_later(ex, w.h.take(), std::exchange(w.slot, {}), ec);
+  }
+
+  asio::steady_timer expiry_;
+  std::map<std::uint64_t, waiter> waiters_;
+  std::uint64_t waiter_ids_ = 0;
+};
+
+struct redlock_access {
+  static redlock_guard make(std::shared_ptr<redlock_hold> h) { return redlock_guard(std::move(h)); }
+};
+
+namespace {
+
+/// One attempt's per-master outcomes, shared with the try_acquire handlers (which may finish after
+/// the attempt has moved on: a cancelled try completes at once, its late win is given back).
+struct attempt_round {
+  attempt_round(const asio::any_io_executor& ex, std::size_t n, steady::time_point until)
+      : wake(ex, until), won(n), errors(n), done(n, 0), stops(n), pending(n) {}
+
+  asio::steady_timer wake; // expires when the masters' time is up; cancelled by the last answer
+  std::vector<guard> won;
+  std::vector<error_code> errors;
+  std::vector<char> done;
+  std::deque<asio::cancellation_signal> stops; // a deque: signals must not move
+  std::size_t pending;
+};
+
+struct attempt_result {
+  std::shared_ptr<redlock_hold> hold; // set when the lock was won
+  std::size_t answered = 0;           // masters that said "won" or "taken"
+  error_code first_error;
+  bool aborted = false;
+};
+
+asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
+                                        steady::time_point deadline) {
+  const std::size_t n = st->mutexes.size();
+  const auto start = steady::now(); // before any request goes out: the leases start after it
+  auto until = start + st->opts.effective_per_master_timeout();
+  if (deadline > start)
+    until = std::min(until, deadline);
+  auto r = std::make_shared<attempt_round>(st->ex, n, until);
+  for (std::size_t i = 0; i < n; ++i) {
+    st->mutexes[i].try_acquire(asio::bind_cancellation_slot(
+        r->stops[i].slot(), asio::bind_executor(st->ex, [r, i](error_code ec, guard g) {
+          r->errors[i] = ec;
+          r->won[i] = std::move(g);
+          r->done[i] = 1;
+          --r->pending;
+          r->wake.cancel(); // the attempt looks again
+        })));
+  }
+
+  // With a quorum won, a master whose client is disconnected will not answer in time: waiting
+  // for it would make every acquisition pay per_master_timeout while a minority is down.
+  auto only_unreachable_left = [&] {
+    std::size_t won = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      won += r->won[i].owns_lock();
+    if (won < st->quorum)
+      return false;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!r->done[i] && st->clients[i]->is_connected())
+        return false;
+    return true;
+  };
+  attempt_result out;
+  while (r->pending > 0 && !only_unreachable_left()) {
+    auto [ec] = co_await r->wake.async_wait(tuple_awaitable);
+    if (co_await cancelled()) {
+      out.aborted = true;
+      break;
+    }
+    if (!ec)
+      break; // the masters' time is up
+  }
+  if (r->pending > 0) {
+    // Too slow (or we were cancelled): each mutex completes its try at once and gives back
+    // whatever its request still wins.
+    for (std::size_t i = 0; i < n; ++i)
+      if (!r->done[i])
+        r->stops[i].emit(asio::cancellation_type::terminal);
+    r->wake.expires_at(steady::time_point::max());
+    while (r->pending > 0)
+      co_await r->wake.async_wait(uncancellable());
+  }
+  if (out.aborted)
+    co_return out; // the guards won go back as r is dropped
+
+  const auto& o = st->opts;
+  const auto validity_until = start + o.lock.lease - o.drift();
+  std::size_t held = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (r->won[i].owns_lock() && !r->won[i].lost())
+      ++held;
+    if (!r->errors[i]) {
+      ++out.answered;
+    } else if (!out.first_error) {
+      // A try we cut short reports operation_aborted: for the caller, that master timed out.
+      out.first_error = r->errors[i] == asio::error::operation_aborted
+                            ? error_code(error::timeout)
+                            : r->errors[i];
+    }
+  }
+  // validity = lease - elapsed - drift > 0, i.e. now < start + lease - drift.
+  if (held >= st->quorum && steady::now() < validity_until) {
+    out.hold = std::make_shared<redlock_hold>(st->ex, std::move(r->won), st->quorum,
+                                              o.lock.watchdog, validity_until);
+    out.hold->start();
+  }
+  co_return out; // on failure r's guards are dropped: released on every master won
+}
+
+using acquire_result = std::pair<error_code, redlock_guard>;
+
+asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
+                                           steady::time_point deadline, bool try_only) {
+  co_await accept_any_cancellation();
+  asio::steady_timer pause(st->ex);
+  for (;;) {
+    if (co_await cancelled())
+      co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+    auto a = co_await attempt(st, deadline);
+    if (a.aborted)
+      co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+    if (a.hold) {
+      auto g = redlock_access::make(std::move(a.hold));
+      if (co_await cancelled()) // cancelled after the last answer: the caller asked for nothing
+        co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+      co_return acquire_result{error_code{}, std::move(g)};
+    }
+    const bool unreachable = a.answered < st->quorum;
+    const error_code why = a.first_error ? a.first_error : error_code(error::timeout);
+    if (try_only)
+      co_return acquire_result{unreachable ? why : error_code{}, redlock_guard{}};
+    if (deadline == steady::time_point::max() && unreachable)
+      co_return acquire_result{why, redlock_guard{}};
+    if (steady::now() >= deadline)
+      co_return acquire_result{error::timeout, redlock_guard{}};
+
+    // Contenders that split the masters between them would meet again without the jitter.
+    const auto base = std::chrono::duration_cast<std::chrono::microseconds>(st->opts.retry_delay);
+    std::uniform_int_distribution<std::int64_t> jitter(0, base.count() / 2);
+    const auto next = steady::now() + base + std::chrono::microseconds(jitter(st->rng));
+    if (co_await cancelled())
+      co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+    pause.expires_at(std::min(next, deadline));
+    co_await pause.async_wait(tuple_awaitable);
+    if (co_await cancelled())
+      co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+    if (steady::now() >= deadline)
+      co_return acquire_result{error::timeout, redlock_guard{}};
+  }
+}
+
+/// Releases every master's guard at once and completes as soon as the outcome is known: a quorum
+/// released cleanly, or every master answered. The rest goes on in the background (a master
+/// that is down would otherwise hold the caller for its client's request_timeout).
+asio::awaitable<error_code> release_op(asio::any_io_executor ex, std::vector<guard> guards,
+                                       std::size_t quorum) {
+  co_await accept_any_cancellation();
+  struct round {
+    explicit round(const asio::any_io_executor& e, std::size_t n) : wake(e), results(n) {}
+    asio::steady_timer wake;
+    std::vector<error_code> results;
+    std::size_t pending = 0, clean = 0;
+  };
+  auto r = std::make_shared<round>(ex, guards.size());
+  r->wake.expires_at(steady::time_point::max());
+  std::size_t held = 0;
+  for (std::size_t i = 0; i < guards.size(); ++i) {
+    if (!guards[i].owns_lock())
+      continue;
+    ++held;
+    ++r->pending;
+    guards[i].release(asio::bind_executor(ex, [r, i](error_code ec) {
+      r->results[i] = ec;
+      --r->pending;
+      r->clean += !ec;
+      r->wake.cancel();
+    }));
+  }
+  while (r->pending > 0 && r->clean < quorum) {
+    co_await r->wake.async_wait(tuple_awaitable);
+    if (co_await cancelled())
+      co_return error_code(asio::error::operation_aborted);
+  }
+  if (r->clean >= quorum)
+    co_return error_code{};
+  std::size_t lost = 0;
+  error_code first;
+  for (std::size_t i = 0; i < guards.size(); ++i) {
+    const auto& ec = r->results[i];
+    if (ec == error::lease_lost)
+      ++lost;
+    else if (ec && !first)
+      first = ec;
+  }
+  // The masters say that fewer than a quorum were still ours: the lock had been lost.
+  if (held - lost < quorum || !first)
+    co_return error_code(error::lease_lost);
+  co_return first;
+}
+
+/// Runs `body` under `g`, racing the loss of the lock, and releases on every exit path.
+asio::awaitable<void> run_locked(redlock_guard g,
+                                 std::function<asio::awaitable<void>(redlock_guard&)> body,
+                                 std::string what) {
+  using namespace asio::experimental::awaitable_operators;
+  // Both sides end "successfully" (errors as values) so that either one ends the race.
+  auto run_body = [&]() -> asio::awaitable<std::exception_ptr> {
+    try {
+      co_await body(g);
+    } catch (...) {
+      co_return std::current_exception();
+    }
+    co_return nullptr;
+  };
+  auto wait_lost = [&]() -> asio::awaitable<void> {
+    co_await g.wait_lost(tuple_awaitable);
+  };
+  std::exception_ptr failure;
+  bool lost = false;
+  {
+    auto outcome = co_await (run_body() || wait_lost());
+    if (outcome.index() == 0)
+      failure = std::get<0>(outcome);
+    lost = g.lost();
+  }
+  auto [ec] = co_await g.release(tuple_awaitable);
+  if (lost || ec == error::lease_lost)
+    throw boost::system::system_error(error::lease_lost, what);
+  if (failure)
+    std::rethrow_exception(failure);
+  if (ec)
+    throw boost::system::system_error(ec, what + " (release)");
+}
+
+} // namespace
+} // namespace detail
+
+// ------------------------------------------------------------------------------------------------
+
+std::chrono::steady_clock::duration redlock_options::drift() const noexcept {
+  const std::chrono::duration<double, std::milli> part(
+      static_cast<double>(lock.lease.count()) * clock_drift_factor);
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(part) + drift_floor;
+}
+
+std::chrono::milliseconds redlock_options::effective_per_master_timeout() const noexcept {
+  using std::chrono::milliseconds;
+  if (per_master_timeout.count() > 0)
+    return per_master_timeout;
+  return std::clamp(lock.lease / 10, milliseconds(5), milliseconds(500));
+}
+
+error_code redlock_options::validate() const {
+  if (auto ec = lock.validate())
+    return ec;
+  // Written so that a NaN factor fails too.
+  const bool ok = clock_drift_factor >= 0.0 && clock_drift_factor < 0.5 &&
+                  drift_floor.count() >= 0 && retry_delay.count() > 0 &&
+                  per_master_timeout.count() >= 0 &&
+                  effective_per_master_timeout() < lock.lease && drift() < lock.lease;
+  return ok ? error_code{} : make_error_code(error::invalid_argument);
+}
+
+// ------------------------------------------------------------------------------------------------
+
+namespace {
+/// Completes an operation on a guard that holds nothing.
+void complete_empty(const detail::redlock_hold* hold, detail::handler<void(error_code)> h,
+                    error_code ec) {
+  if (hold)
+    detail::complete_later(hold->ex, std::move(h), {}, ec);
+  else // an empty guard has no executor of its own; the handler's is reached by dispatch
+    detail::complete_later(asio::system_executor(), std::move(h), {}, ec);
+}
+} // namespace
+
+redlock_guard::redlock_guard(std::shared_ptr<detail::redlock_hold> h) noexcept
+    : hold_(std::move(h)), holds_(true) {}
+
+redlock_guard::redlock_guard(redlock_guard&& other) noexcept
+    : hold_(std::move(other.hold_)), holds_(std::exchange(other.holds_, false)) {}
+
+redlock_guard& redlock_guard::operator=(redlock_guard&& other) noexcept {
+  if (this != &other) {
+    abandon();
+    hold_ = std::move(other.hold_);
+    holds_ = std::exchange(other.holds_, false);
+  }
+  return *this;
+}
+
+redlock_guard::~redlock_guard() { abandon(); }
+
+void redlock_guard::abandon() noexcept {
+  if (!holds_ || !hold_)
+    return;
+  holds_ = false;
+  try {
+    if (hold_->st == detail::redlock_hold::state::held)
+      hold_->take_for_release(); // dropped at once: each master released in the background
+  } catch (...) {
+    // Out of memory while scheduling: the leases run out on their own.
+  }
+}
+
+bool redlock_guard::owns_lock() const noexcept { return holds_ && hold_; }
+bool redlock_guard::lost() const noexcept { return hold_ && hold_->lost_now(); }
+redlock_guard::clock::time_point redlock_guard::validity_until() const noexcept {
+  return hold_ ? hold_->validity_until : clock::time_point{};
+}
+std::vector<std::uint64_t> redlock_guard::fencing_tokens() const {
+  return hold_ ? hold_->tokens : std::vector<std::uint64_t>{};
+}
+std::size_t redlock_guard::held_count() const noexcept { return hold_ ? hold_->held_now() : 0; }
+std::size_t redlock_guard::quorum() const noexcept { return hold_ ? hold_->quorum : 0; }
+
+void redlock_guard::async_release_impl(detail::handler<void(error_code)> h) {
+  if (!holds_ || !hold_) {
+    complete_empty(hold_.get(), std::move(h), error::already_released);
+    return;
+  }
+  holds_ = false;
+  hold_->check();
+  if (hold_->st == detail::redlock_hold::state::lost) {
+    // Every master still held was given back when the loss was noticed.
+    detail::complete_later(hold_->ex, std::move(h), {}, error_code(error::lease_lost));
+    return;
+  }
+  detail::spawn_op(hold_->ex, detail::release_op(hold_->ex, hold_->take_for_release(), hold_->quorum),
+                   std::move(h));
+}
+
+void redlock_guard::async_wait_lost_impl(detail::handler<void(error_code)> h) {
+  if (!holds_ || !hold_) {
+    complete_empty(hold_.get(), std::move(h), asio::error::operation_aborted);
+    return;
+  }
+  hold_->add_lost_waiter(std::move(h));
+}
+
+// ------------------------------------------------------------------------------------------------
+
+redlock::redlock(std::vector<std::reference_wrapper<client>> masters, std::string name,
+                 redlock_options options) {
+  using boost::system::system_error;
+  constexpr const char* what = "corolock::redlock";
+  if (masters.empty())
+    throw system_error(error::invalid_argument,
+                       std::string(what) + ": needs at least one master (use an odd number, 3 or "
+                                           "more, to survive the loss of a minority)");
+  for (std::size_t i = 0; i < masters.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (&masters[i].get() == &masters[j].get())
+        throw system_error(error::invalid_argument,
+                           std::string(what) + ": masters " + std::to_string(j) + " and " +
+                               std::to_string(i) +
+                               " are the same client; each master needs a client of its own");
+  if (lock_options::validate_name(name))
+    throw system_error(error::invalid_argument,
+                       std::string(what) + ": a lock name is 1 to 1024 bytes without '{' or '}'");
+  if (auto ec = options.validate())
+    throw system_error(
+        ec, std::string(what) +
+                ": bad options (lease 10 ms..24 h, clock_drift_factor in [0, 0.5), drift_floor "
+                ">= 0, lease * clock_drift_factor + drift_floor below the lease, retry_delay > 0, "
+                "per_master_timeout >= 0 and below the lease; lock options as for a mutex)");
+  state_ = std::make_shared<detail::redlock_state>(masters, std::move(name), std::move(options));
+}
+
+redlock::~redlock() = default;
+redlock::redlock(redlock&&) noexcept = default;
+redlock& redlock::operator=(redlock&&) noexcept = default;
+
+const std::string& redlock::name() const noexcept { return state_->name; }
+const redlock_options& redlock::options() const noexcept { return state_->opts; }
+std::size_t redlock::masters() const noexcept { return state_->mutexes.size(); }
+std::size_t redlock::quorum() const noexcept { return state_->quorum; }
+
+void redlock::async_acquire_impl(clock::time_point deadline, bool try_only,
+                                 detail::handler<void(error_code, redlock_guard)> h) {
+  detail::spawn_op(state_->ex, detail::acquire_op(state_, deadline, try_only), std::move(h));
+}
+
+asio::awaitable<void> redlock::with_lock(
+    std::function<asio::awaitable<void>(redlock_guard&)> body) {
+  auto g = co_await acquire();
+  co_await detail::run_locked(std::move(g), std::move(body),
+                              "corolock::redlock::with_lock '" + name() + "'");
+}
+
+asio::awaitable<void> redlock::with_lock_for(
+    clock::duration timeout, std::function<asio::awaitable<void>(redlock_guard&)> body) {
+  auto [ec, g] = co_await acquire_for(timeout, detail::tuple_awaitable);
+  if (ec)
+    throw boost::system::system_error(ec, "corolock::redlock::with_lock_for '" + name() + "'");
+  co_await detail::run_locked(std::move(g), std::move(body),
+                              "corolock::redlock::with_lock '" + name() + "'");
+}
+
+} // namespace corolock

@@ -1,0 +1,475 @@
+// Redlock over independent redis-servers (redis_server_group), some of them killed or paused.
+#include <corolock/error.hpp>
+#include <corolock/lock/mutex.hpp>
+#include <corolock/lock/redlock.hpp>
+#include <corolock/redis/client.hpp>
+
+#include <support/async_test.hpp>
+#include <support/client_helpers.hpp>
+#include <support/lock_checks.hpp>
+#include <support/redis_server.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+
+using namespace corolock;
+using namespace corolock::test;
+namespace asio = boost::asio;
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+using steady = std::chrono::steady_clock;
+
+long long ms_since(steady::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t).count();
+}
+
+std::string key_of(const std::string& name) { return "corolock:{" + name + "}"; }
+
+/// One connected client per server of a group: the masters as one process sees them.
+class master_set {
+public:
+  master_set(asio::any_io_executor ex, redis_server_group& group) {
+    for (auto& server : group)
+      clients_.push_back(std::make_unique<client>(ex, config_for(server)));
+  }
+  asio::awaitable<void> connect() {
+    for (auto& c : clients_)
+      co_await c->connect();
+  }
+  std::vector<std::reference_wrapper<client>> refs() {
+    std::vector<std::reference_wrapper<client>> out;
+    for (auto& c : clients_)
+      out.emplace_back(*c);
+    return out;
+  }
+  client& operator[](std::size_t i) { return *clients_.at(i); }
+
+private:
+  std::vector<std::unique_ptr<client>> clients_;
+};
+
+/// Short leases and per-master timeouts keep the suite fast; retry_delay short for contention.
+redlock_options fast(std::chrono::milliseconds lease = std::chrono::milliseconds(1000),
+                     bool watchdog = true) {
+  redlock_options o;
+  o.lock.lease = lease;
+  o.lock.watchdog = watchdog;
+  o.retry_delay = std::chrono::milliseconds(20);
+  o.per_master_timeout = std::chrono::milliseconds(100);
+  return o;
+}
+
+bool has_key(redis_server& server, const std::string& name) {
+  return sync(server, "EXISTS", key_of(name)) == "1";
+}
+
+void expect_clean_except(redis_server_group& group, std::initializer_list<std::size_t> dead) {
+  for (std::size_t i = 0; i < group.size(); ++i)
+    if (std::find(dead.begin(), dead.end(), i) == dead.end())
+      expect_clean(group[i]);
+}
+
+/// Runs `make()` and expects system_error(invalid_argument) whose text mentions `needle`.
+template <typename F>
+void expect_invalid(F make, const std::string& needle) {
+  try {
+    make();
+    BOOST_ERROR("no exception; expected one mentioning '" << needle << "'");
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST(e.code() == error::invalid_argument);
+    BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
+  }
+}
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(redlock)
+
+BOOST_AUTO_TEST_CASE(bad_arguments_throw_invalid_argument) {
+  asio::io_context io;
+  // Clients that never connect: the constructor checks its input before any I/O.
+  client a(io.get_executor(), "redis://127.0.0.1:1"), b(io.get_executor(), "redis://127.0.0.1:2");
+  using list = std::vector<std::reference_wrapper<client>>;
+  auto with = [&](auto change) {
+    redlock_options o;
+    change(o);
+    return [&a, &b, o] { corolock::redlock r(list{a, b}, "x", o); };
+  };
+  expect_invalid([&] { corolock::redlock r(list{}, "x"); }, "at least one master");
+  expect_invalid([&] { corolock::redlock r(list{a, b, a}, "x"); }, "same client");
+  expect_invalid([&] { corolock::redlock r(list{a, b}, ""); }, "lock name");
+  expect_invalid([&] { corolock::redlock r(list{a, b}, "a{b}"); }, "lock name");
+  expect_invalid(with([](redlock_options& o) { o.lock.lease = std::chrono::milliseconds(5); }),
+                 "lease 10 ms");
+  expect_invalid(with([](redlock_options& o) { o.clock_drift_factor = 0.5; }), "clock_drift_factor");
+  expect_invalid(with([](redlock_options& o) { o.clock_drift_factor = -0.01; }), "clock_drift_factor");
+  expect_invalid(with([](redlock_options& o) { o.clock_drift_factor = std::nan(""); }),
+                 "clock_drift_factor");
+  expect_invalid(with([](redlock_options& o) { o.retry_delay = std::chrono::milliseconds(0); }),
+                 "retry_delay");
+  expect_invalid(with([](redlock_options& o) { o.drift_floor = std::chrono::milliseconds(-1); }),
+                 "drift_floor");
+  expect_invalid(with([](redlock_options& o) {
+                   o.lock.lease = std::chrono::milliseconds(100);
+                   o.drift_floor = std::chrono::milliseconds(100);
+                 }),
+                 "below the lease");
+  expect_invalid(with([](redlock_options& o) {
+                   o.lock.lease = std::chrono::milliseconds(100);
+                   o.per_master_timeout = std::chrono::milliseconds(100);
+                 }),
+                 "per_master_timeout");
+
+  // The derived figures the docs promise.
+  redlock_options o;
+  BOOST_TEST(o.effective_per_master_timeout().count() == 500); // 30 s / 10, capped
+  o.lock.lease = std::chrono::milliseconds(1000);
+  BOOST_TEST(o.effective_per_master_timeout().count() == 100);
+  BOOST_TEST((o.drift() == std::chrono::milliseconds(12))); // 1000 * 0.01 + 2
+  o.lock.lease = std::chrono::milliseconds(20);
+  BOOST_TEST(o.effective_per_master_timeout().count() == 5);
+  client c(io.get_executor(), "redis://127.0.0.1:3"), d(io.get_executor(), "redis://127.0.0.1:4"),
+      e(io.get_executor(), "redis://127.0.0.1:5");
+  BOOST_TEST(corolock::redlock(list{a}, "x").quorum() == 1u);
+  BOOST_TEST(corolock::redlock(list{a, b}, "x").quorum() == 2u);
+  BOOST_TEST(corolock::redlock(list{a, b, c}, "x").quorum() == 2u);
+  BOOST_TEST(corolock::redlock(list{a, b, c, d}, "x").quorum() == 3u);
+  BOOST_TEST(corolock::redlock(list{a, b, c, d, e}, "x").quorum() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set m(ex, group);
+    co_await m.connect();
+    const auto opts = fast();
+    corolock::redlock lock(m.refs(), "order:1", opts);
+    BOOST_TEST(lock.masters() == 3u);
+    const auto before = steady::now();
+    auto g = co_await lock.acquire();
+    const auto after = steady::now();
+    BOOST_TEST(g.owns_lock());
+    BOOST_TEST(!g.lost());
+    BOOST_TEST(g.held_count() == 3u);
+    BOOST_TEST(g.quorum() == 2u);
+    // validity_until = start + lease - drift, the attempt's start lying between before and after.
+    BOOST_TEST((g.validity_until() >= before + opts.lock.lease - opts.drift()));
+    BOOST_TEST((g.validity_until() <= after + opts.lock.lease - opts.drift()));
+    BOOST_TEST((g.validity_until() < steady::now() + opts.lock.lease));
+    BOOST_TEST((g.validity_until() > after));
+    BOOST_TEST_MESSAGE("acquired on 3 masters in "
+                       << std::chrono::duration_cast<std::chrono::microseconds>(after - before).count()
+                       << " us; validity " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  g.validity_until() - after).count()
+                       << " ms of a 1000 ms lease");
+    auto tokens = g.fencing_tokens();
+    BOOST_REQUIRE_EQUAL(tokens.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      BOOST_TEST(tokens[i] > 0u);
+      BOOST_TEST(has_key(group[i], "order:1"));
+    }
+    co_await g.release();
+    BOOST_TEST(!g.owns_lock());
+    for (std::size_t i = 0; i < 3; ++i)
+      BOOST_TEST(!has_key(group[i], "order:1")); // released on every master before completion
+    auto [ec] = co_await g.release(tuple_awaitable);
+    BOOST_TEST(ec == error::already_released);
+
+    // with_lock: the body runs under the lock, which is gone afterwards.
+    bool ran = false;
+    co_await lock.with_lock([&](redlock_guard& held) -> asio::awaitable<void> {
+      ran = held.owns_lock() && has_key(group[1], "order:1");
+      co_return;
+    });
+    BOOST_TEST(ran);
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {});
+}
+
+BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set a(ex, group), b(ex, group);
+    co_await a.connect();
+    co_await b.connect();
+    corolock::redlock la(a.refs(), "excl", fast()), lb(b.refs(), "excl", fast());
+    auto g = co_await la.acquire();
+    auto busy = co_await lb.try_acquire();
+    BOOST_TEST(!busy); // taken: an empty guard, no error
+    auto t0 = steady::now();
+    auto [ec, none] = co_await lb.acquire_for(std::chrono::milliseconds(300), tuple_awaitable);
+    BOOST_TEST(ec == error::timeout);
+    BOOST_TEST(!none);
+    const auto waited = ms_since(t0);
+    BOOST_TEST((waited >= 295 && waited < 600), waited << " ms");
+    co_await g.release();
+    auto g2 = co_await lb.acquire_for(std::chrono::seconds(2));
+    BOOST_TEST(g2.owns_lock());
+    // Fencing tokens grow per master (each master has its own counter).
+    const auto first = g.fencing_tokens(), second = g2.fencing_tokens();
+    for (std::size_t i = 0; i < 3; ++i)
+      BOOST_TEST(second[i] > first[i]);
+    co_await g2.release();
+
+    // Two processes' worth of coroutines taking turns: never inside together.
+    int inside = 0, max_inside = 0, rounds = 0;
+    auto worker = [&](corolock::redlock& l) -> asio::awaitable<void> {
+      for (int i = 0; i < 10; ++i) {
+        auto h = co_await l.acquire_for(std::chrono::seconds(5));
+        max_inside = std::max(max_inside, ++inside);
+        co_await sleep_for(std::chrono::milliseconds(2));
+        --inside;
+        ++rounds;
+        co_await h.release();
+      }
+    };
+    using namespace asio::experimental::awaitable_operators;
+    co_await (worker(la) && worker(lb));
+    BOOST_TEST(max_inside == 1);
+    BOOST_TEST(rounds == 20);
+  }, std::chrono::seconds(30));
+  expect_clean_except(group, {});
+}
+
+BOOST_AUTO_TEST_CASE(three_masters_one_killed_still_acquire) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set m(ex, group);
+    co_await m.connect();
+    corolock::redlock lock(m.refs(), "minority", fast());
+    group[1].kill();
+    auto t0 = steady::now();
+    auto g = co_await lock.acquire_for(std::chrono::seconds(2));
+    const auto took = ms_since(t0);
+    BOOST_TEST(g.owns_lock());
+    BOOST_TEST(g.held_count() == 2u);
+    auto tokens = g.fencing_tokens();
+    BOOST_TEST(tokens[0] > 0u);
+    BOOST_TEST(tokens[1] == 0u); // not held there
+    BOOST_TEST(tokens[2] > 0u);
+    t0 = steady::now();
+    co_await g.release(); // a quorum released cleanly: no waiting for the dead master
+    const auto released = ms_since(t0);
+    BOOST_TEST(released < 200);
+    BOOST_TEST_MESSAGE("1 of 3 down: acquired in " << took << " ms (per-master timeout 100 ms), "
+                                                    << "released in " << released << " ms");
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {1});
+}
+
+BOOST_AUTO_TEST_CASE(three_masters_two_killed_time_out_and_leave_nothing) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set m(ex, group);
+    co_await m.connect();
+    corolock::redlock lock(m.refs(), "majority", fast());
+    group[0].kill();
+    group[2].kill();
+    auto t0 = steady::now();
+    auto [ec, g] = co_await lock.acquire_for(std::chrono::seconds(1), tuple_awaitable);
+    const auto took = ms_since(t0);
+    BOOST_TEST(ec == error::timeout);
+    BOOST_TEST(!g);
+    BOOST_TEST((took >= 995 && took < 1300), took << " ms");
+    // One attempt: an error (a quorum did not answer), not an empty guard.
+    t0 = steady::now();
+    auto [ec_try, g_try] = co_await lock.try_acquire(tuple_awaitable);
+    const auto took_try = ms_since(t0);
+    BOOST_TEST(!!ec_try);
+    BOOST_TEST(!g_try);
+    // No deadline: ends after the first attempt that cannot reach a quorum.
+    auto [ec_acq, g_acq] = co_await lock.acquire(tuple_awaitable);
+    BOOST_TEST(!!ec_acq);
+    BOOST_TEST(!g_acq);
+    BOOST_TEST_MESSAGE("2 of 3 down: acquire_for(1 s) -> " << ec.message() << " after " << took
+                                                          << " ms; try_acquire -> "
+                                                          << ec_try.message() << " after "
+                                                          << took_try << " ms; acquire() -> "
+                                                          << ec_acq.message());
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {0, 2}); // the survivor's wins were all given back
+}
+
+BOOST_AUTO_TEST_CASE(five_masters_survive_two_losses_not_three) {
+  redis_server_group group(5);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set m(ex, group);
+    co_await m.connect();
+    corolock::redlock lock(m.refs(), "five", fast());
+    BOOST_TEST(lock.quorum() == 3u);
+    group[1].kill();
+    group[3].kill();
+    auto t0 = steady::now();
+    auto g = co_await lock.acquire_for(std::chrono::seconds(2));
+    const auto took = ms_since(t0);
+    BOOST_TEST(g.held_count() == 3u);
+    co_await g.release();
+    group[4].kill();
+    t0 = steady::now();
+    auto [ec, none] = co_await lock.acquire_for(std::chrono::milliseconds(800), tuple_awaitable);
+    const auto timed_out = ms_since(t0);
+    BOOST_TEST(ec == error::timeout);
+    BOOST_TEST(!none);
+    BOOST_TEST_MESSAGE("5 masters: 2 down -> acquired in " << took << " ms; 3 down -> "
+                                                           << ec.message() << " after "
+                                                           << timed_out << " ms");
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {1, 3, 4});
+}
+
+// The watchdog keeps the lock while a quorum is renewed; the holder is told once it is not.
+BOOST_AUTO_TEST_CASE(a_holder_whose_majority_dies_is_told_within_a_lease) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set m(ex, group);
+    co_await m.connect();
+    const auto lease = std::chrono::milliseconds(600);
+    corolock::redlock lock(m.refs(), "holder", fast(lease));
+    auto g = co_await lock.acquire();
+    event fired(ex);
+    steady::time_point fired_at;
+    error_code fired_ec;
+    // Started before any kill: a wait_lost that completes only when the quorum is gone.
+    g.wait_lost(asio::bind_executor(ex, [&](error_code ec) {
+      fired_ec = ec;
+      fired_at = steady::now();
+      fired.set();
+    }));
+    group[0].kill();
+    co_await sleep_for(2 * lease); // well past the lease: only renewals keep it
+    BOOST_TEST(!g.lost());
+    BOOST_TEST(!fired.is_set());
+    BOOST_TEST(g.held_count() == 2u);
+    BOOST_TEST((steady::now() > g.validity_until())); // renewed past the first validity
+    group[1].kill();
+    const auto killed = steady::now();
+    using namespace asio::experimental::awaitable_operators;
+    co_await (fired.wait() || sleep_for(3 * lease));
+    BOOST_REQUIRE(fired.is_set());
+    BOOST_TEST(fired_ec == error::lease_lost);
+    BOOST_TEST(g.lost());
+    BOOST_TEST(g.owns_lock()); // still to be released
+    const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(fired_at - killed);
+    BOOST_TEST(after.count() <= lease.count() + 100, after.count() << " ms");
+    BOOST_TEST_MESSAGE("majority killed: lost() and wait_lost after " << after.count()
+                                                                       << " ms (lease 600 ms, "
+                                                                          "bound: lease + 100 ms)");
+    auto [ec] = co_await g.release(tuple_awaitable);
+    BOOST_TEST(ec == error::lease_lost);
+    auto [ec2] = co_await g.wait_lost(tuple_awaitable);
+    BOOST_TEST(ec2 == asio::error::operation_aborted); // released
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {0, 1}); // the survivor's lease was given back at the loss
+}
+
+BOOST_AUTO_TEST_CASE(without_a_watchdog_the_lock_ends_at_validity_until) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set m(ex, group);
+    co_await m.connect();
+    const auto lease = std::chrono::milliseconds(300);
+    auto opts = fast(lease, false);
+    corolock::redlock lock(m.refs(), "fixed", opts);
+    auto g = co_await lock.acquire();
+    const auto until = g.validity_until();
+    BOOST_TEST((until < steady::now() + lease));
+    auto [ec] = co_await g.wait_lost(tuple_awaitable);
+    const auto now = steady::now();
+    BOOST_TEST(ec == error::lease_lost);
+    BOOST_TEST(g.lost());
+    BOOST_TEST((now >= until));
+    const auto late = std::chrono::duration_cast<std::chrono::microseconds>(now - until).count();
+    BOOST_TEST(late < 50000);
+    BOOST_TEST_MESSAGE("fixed 300 ms lease: lost " << late << " us after validity_until (drift "
+                                                   << std::chrono::duration_cast<std::chrono::microseconds>(
+                                                          opts.drift()).count()
+                                                   << " us before the lease ends)");
+    auto [rec] = co_await g.release(tuple_awaitable);
+    BOOST_TEST(rec == error::lease_lost);
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {});
+}
+
+// A master that answers after per_master_timeout counts as failed, and what it grants late is
+// given back: the cancelled try_acquire of its mutex releases it when the answer arrives.
+BOOST_AUTO_TEST_CASE(late_answers_count_as_failures_and_are_given_back) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set m(ex, group);
+    co_await m.connect();
+    corolock::redlock lock(m.refs(), "slow", fast());
+    group[2].pause();
+    auto t0 = steady::now();
+    auto g = co_await lock.acquire_for(std::chrono::seconds(2));
+    const auto took = ms_since(t0);
+    BOOST_TEST(g.held_count() == 2u);
+    BOOST_TEST(g.fencing_tokens()[2] == 0u);
+    group[2].resume(); // the attempt runs now, wins, and is given back
+    BOOST_TEST(co_await eventually([&] { return !has_key(group[2], "slow"); }));
+    BOOST_TEST(has_key(group[0], "slow"));
+    co_await g.release();
+
+    // Two paused: one attempt cannot hear a quorum in time.
+    group[0].pause();
+    group[1].pause();
+    t0 = steady::now();
+    auto [ec, none] = co_await lock.try_acquire(tuple_awaitable);
+    const auto took_try = ms_since(t0);
+    BOOST_TEST(ec == error::timeout);
+    BOOST_TEST(!none);
+    BOOST_TEST(took_try < 300);
+    group[0].resume();
+    group[1].resume();
+    BOOST_TEST_MESSAGE("1 of 3 paused: acquired in " << took << " ms; 2 of 3 paused: try_acquire -> "
+                                                     << ec.message() << " after " << took_try
+                                                     << " ms");
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {}); // the late wins on every master went back
+}
+
+// Cancelling a waiting acquire (every type, at many moments of its attempts) leaves nothing held.
+BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_no_key_on_any_master) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set blocker(ex, group), m(ex, group);
+    co_await blocker.connect();
+    co_await m.connect();
+    // Masters 0 and 1 are taken by plain mutexes; every attempt wins master 2 and gives it back.
+    corolock::mutex b0(blocker[0], "cancel"), b1(blocker[1], "cancel");
+    auto h0 = co_await b0.acquire();
+    auto h1 = co_await b1.acquire();
+    corolock::redlock lock(m.refs(), "cancel", fast());
+    const asio::cancellation_type types[] = {asio::cancellation_type::terminal,
+                                             asio::cancellation_type::partial,
+                                             asio::cancellation_type::total};
+    const int delays_us[] = {0, 200, 1000, 3000, 7000, 15000, 30000, 55000};
+    int cases = 0;
+    for (auto type : types) {
+      for (int d : delays_us) {
+        asio::cancellation_signal stop;
+        asio::steady_timer t(ex, std::chrono::microseconds(d));
+        t.async_wait([&stop, type](error_code) { stop.emit(type); });
+        auto [ec, g] =
+            co_await lock.acquire(asio::bind_cancellation_slot(stop.slot(), tuple_awaitable));
+        BOOST_TEST(ec == asio::error::operation_aborted);
+        BOOST_TEST(!g);
+        ++cases;
+      }
+    }
+    BOOST_TEST(co_await eventually([&] { return !has_key(group[2], "cancel"); },
+                                   std::chrono::seconds(3)));
+    // The blockers' locks were never touched.
+    BOOST_TEST(sync(group[0], "GET", key_of("cancel")).find(h0.owner()) != std::string::npos);
+    BOOST_TEST(sync(group[1], "GET", key_of("cancel")).find(h1.owner()) != std::string::npos);
+    co_await h0.release();
+    co_await h1.release();
+    BOOST_TEST_MESSAGE(cases << " cancelled acquisitions, nothing left held");
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
