@@ -68,4 +68,23 @@ private:
   bool set_ = false;
 };
 
+/// Awaits `op` (bound to `signal`'s slot) while `type` is emitted on `signal` `delay` after it
+/// started (0: as soon as the initiation has run), and returns its result once both are done.
+template <typename T>
+asio::awaitable<T> cancelled_after(asio::awaitable<T> op, asio::cancellation_signal& signal,
+                                   std::chrono::microseconds delay, asio::cancellation_type type) {
+  auto ex = co_await asio::this_coro::executor;
+  event emitted(ex);
+  auto emitter = [&]() -> asio::awaitable<void> { // named: it outlives the coroutine it makes
+    if (delay.count() > 0)
+      co_await sleep_for(delay);
+    signal.emit(type);
+    emitted.set();
+  };
+  asio::co_spawn(ex, emitter(), asio::detached);
+  T result = co_await std::move(op);
+  co_await emitted.wait();
+  co_return result;
+}
+
 } // namespace corolock::test
