@@ -7,15 +7,14 @@
 //   and product. Order ids come from corolock::id_generator. At the end the numbers are checked
 //   from Redis; any violation makes the exit status 1.
 //
-//   flash_sale [--small] [--redis-url URL] [--products N] [--buyers N] [--hot-stock N]
+//   flash_sale [REDIS_URL] [--small] [--redis-url URL] [--products N] [--buyers N] [--hot-stock N]
 //              [--hot-buyers N] [--segments K] [--instances N] [--work-ms X] [--seed S]
 //              [--checkout-slots N]
 //              [--without-user-lock]
 //
-// Without --redis-url (or REDIS_URL) it starts a private redis-server on a free loopback port.
+// The URL comes first or after --redis-url, else from $REDIS_URL, else redis://127.0.0.1:6379.
+// scripts/with_redis.sh starts a private redis-server and passes its URL first.
 #include "shop.hpp"
-
-#include <support/redis_server.hpp>
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
@@ -62,6 +61,8 @@ cli parse(int argc, char** argv) {
         out.s.instances = 2;
       } else if (a == "--redis-url") {
         out.url = value();
+      } else if (i == 0 && a.find("://") != std::string::npos) {
+        out.url = a;
       } else if (a == "--products") {
         out.s.products = std::stoi(value());
       } else if (a == "--buyers") {
@@ -135,7 +136,7 @@ asio::awaitable<bool> check_part(corolock::client& redis, std::string label, con
   co_return v.ok();
 }
 
-asio::awaitable<int> sale(std::string url, settings s, bool own_server) {
+asio::awaitable<int> sale(std::string url, settings s) {
   auto ex = co_await asio::this_coro::executor;
   auto cfg = corolock::client_config::from_url(url);
   const std::string base = "flash:" + run_id() + ":";
@@ -150,8 +151,8 @@ asio::awaitable<int> sale(std::string url, settings s, bool own_server) {
     in.ids.emplace(in.redis, "orders", ido);
   }
   auto& redis = instances.front()->redis;
-  fmt::print("flash_sale: {} ({}), keys under '{}', {} app instances, seed {}\n", url,
-             own_server ? "a private redis-server" : "given", base, s.instances, s.seed);
+  fmt::print("flash_sale: {}, keys under '{}', {} app instances, seed {}\n", url, base,
+             s.instances, s.seed);
   fmt::print("  every order: per-user lock -> stock lock -> GET, DECR -> checkout slot (a semaphore "
              "of {}) -> order id, HSETNX/HINCRBY, {:.1f} ms 'database write' -> release\n{}",
              s.checkout_slots, s.work.count() / 1000.0,
@@ -250,20 +251,17 @@ int main(int argc, char** argv) {
   auto args = parse(argc, argv);
   if (!args.ok) {
     fmt::print(stderr,
-               "usage: flash_sale [--small] [--redis-url URL] [--products N] [--buyers N] "
+               "usage: flash_sale [REDIS_URL] [--small] [--redis-url URL] [--products N] [--buyers N] "
                "[--hot-stock N] [--hot-buyers N] [--segments K (1..4096)] [--instances N (1..64)] "
                "[--work-ms X] [--seed S] [--checkout-slots N] [--without-user-lock]\n");
     return 2;
   }
   try {
-    std::optional<corolock::test::redis_server> own;
-    if (args.url.empty()) {
-      own.emplace();
-      args.url = own->url();
-    }
+    if (args.url.empty())
+      args.url = "redis://127.0.0.1:6379";
     asio::io_context io;
     int status = 1;
-    asio::co_spawn(io, sale(args.url, args.s, own.has_value()),
+    asio::co_spawn(io, sale(args.url, args.s),
                    [&](std::exception_ptr e, int rc) {
                      status = rc;
                      if (e) {

@@ -2,10 +2,10 @@
 
 #include "worker.hpp"
 
+#include "child_process.hpp"
+#include "with_client.hpp"
+
 #include <corolock/corolock.hpp>
-#include <support/run_with_client.hpp>
-#include <support/process.hpp>
-#include <support/redis_server.hpp>
 
 #include <boost/asio.hpp>
 #include <fmt/core.h>
@@ -20,6 +20,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 namespace inventory_race {
 
@@ -131,18 +132,16 @@ struct run_context {
   bool tty;
 };
 
-corolock::test::process spawn_worker(const run_context& ctx, const std::string& mode,
+child_process spawn_worker(const run_context& ctx, const std::string& mode,
                                      const run_keys& keys, int share, const fs::path& output) {
   const int concurrency = ctx.opts.concurrency > 0 ? ctx.opts.concurrency : std::max(share, 1);
-  std::vector<std::string> argv{corolock::test::self_exe(), "--worker", mode,
+  std::vector<std::string> argv{self_exe(), "--worker", mode,
                                 "--redis-url", ctx.url,
                                 "--keys", keys.prefix,
                                 "--requests", std::to_string(share),
                                 "--concurrency", std::to_string(concurrency),
                                 "--work-us", std::to_string(ctx.opts.work.count())};
-  corolock::test::spawn_options so;
-  so.output = output;
-  return corolock::test::process(std::move(argv), std::move(so));
+  return child_process(argv, output);
 }
 
 std::string label(const std::string& mode, int processes) {
@@ -179,7 +178,7 @@ asio::awaitable<run_result> run_mode(const run_context& ctx, std::string mode, i
     co_await ctx.redis.exec(std::move(reset));
   }
 
-  std::vector<corolock::test::process> workers;
+  std::vector<child_process> workers;
   std::vector<fs::path> outputs;
   for (int i = 0; i < processes; ++i) {
     int share = ctx.opts.requests / processes + (i < ctx.opts.requests % processes ? 1 : 0);
@@ -188,7 +187,7 @@ asio::awaitable<run_result> run_mode(const run_context& ctx, std::string mode, i
   }
   auto any_exited = [&] {
     return std::any_of(workers.begin(), workers.end(),
-                       [](corolock::test::process& p) { return !p.running(); });
+                       [](child_process& p) { return !p.running(); });
   };
 
   // Every worker connected and subscribed: then one PUBLISH starts them at the same moment.
@@ -213,7 +212,7 @@ asio::awaitable<run_result> run_mode(const run_context& ctx, std::string mode, i
     co_await ctx.redis.exec(cmd("PUBLISH", keys.go(), "go"));
     for (int tick = 0;; ++tick) {
       bool running = std::any_of(workers.begin(), workers.end(),
-                                 [](corolock::test::process& p) { return p.running(); });
+                                 [](child_process& p) { return p.running(); });
       if (!running)
         break;
       if (clock::now() - start > run_limit) {
@@ -249,7 +248,8 @@ asio::awaitable<run_result> run_mode(const run_context& ctx, std::string mode, i
   std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = 0;
   for (std::size_t i = 0; i < workers.size(); ++i) {
     auto r = read_report(outputs[i]);
-    auto status = workers[i].wait();
+    std::string ended;
+    const bool worker_ok = workers[i].wait(&ended);
     if (r.has_result) {
       out.done += r.done;
       out.commands += r.commands;
@@ -258,8 +258,8 @@ asio::awaitable<run_result> run_mode(const run_context& ctx, std::string mode, i
       first = std::min(first, r.start_ns);
       last = std::max(last, r.end_ns);
     }
-    if (!status.success() && out.failure.empty())
-      out.failure = fmt::format("worker {} ended with {}", i, status.to_string());
+    if (!worker_ok && out.failure.empty())
+      out.failure = fmt::format("worker {} ended with {}", i, ended);
     if (!r.other_lines.empty())
       fmt::print(stderr, "{}worker {} said:\n{}", ctx.tty ? "\n" : "", i, r.other_lines);
   }
@@ -410,16 +410,14 @@ asio::awaitable<int> demo(run_context& ctx) {
 
 int run_demo(const demo_options& options) {
   const auto started = clock::now();
-  std::optional<corolock::test::redis_server> server;
-  std::string url = options.url;
-  if (url.empty()) {
-    server.emplace();
-    url = server->url();
-  }
-  const fs::path dir = corolock::test::make_temp_dir("inventory_race-");
+  const std::string url = options.url.empty() ? "redis://127.0.0.1:6379" : options.url;
+  std::string dir_template = (fs::temp_directory_path() / "inventory_race-XXXXXX").string();
+  if (::mkdtemp(dir_template.data()) == nullptr)
+    throw std::runtime_error("cannot make a temporary directory for the workers' output");
+  const fs::path dir = dir_template;
 
   std::optional<run_context> ctx;
-  int status = corolock::test::run_with_client(url, "inventory_race", [&](corolock::client& redis) {
+  int status = with_client(url, "inventory_race", [&](corolock::client& redis) {
     ctx.emplace(run_context{options, redis, url, random_id(), dir, ::isatty(STDOUT_FILENO) == 1});
     return demo(*ctx);
   });

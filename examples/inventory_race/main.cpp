@@ -13,8 +13,8 @@
 //
 // --concurrency: requests in flight per process; the default, 0, sends each process's whole share
 // at once, as the seeds' 5000 users ordering at the same moment. --work-us: the pause between GET
-// and SET (default 200). Without a URL (argument or $REDIS_URL) it starts a private redis-server on
-// a free loopback port.
+// and SET (default 200). Without a URL (argument or $REDIS_URL) it uses redis://127.0.0.1:6379;
+// scripts/demo.sh and scripts/with_redis.sh start a private redis-server and pass its URL.
 // It spawns itself as the workers (--worker MODE ...). Exit code 1 if a mode that must be exact
 // is not, or anything failed; 2 for bad arguments.
 #include "coordinator.hpp"

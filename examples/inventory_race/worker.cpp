@@ -3,7 +3,7 @@
 #include "local_mutex.hpp"
 
 #include <corolock/corolock.hpp>
-#include <support/run_with_client.hpp>
+#include "with_client.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -216,7 +216,7 @@ asio::awaitable<int> worker_main(corolock::client& redis, const worker_options& 
 } // namespace
 
 int run_worker(const worker_options& options) {
-  return corolock::test::run_with_client(options.url, "worker",
+  return with_client(options.url, "worker",
                          [&](corolock::client& redis) { return worker_main(redis, options); });
 }
 
