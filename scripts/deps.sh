@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one place packages are installed (Debian 12). Installs only what is missing, so a machine
 # that has everything costs one dpkg-query and no apt-get at all.
-# Usage: scripts/deps.sh [--fuzz] [--bench]
+# Usage: scripts/deps.sh [--fuzz] [--bench] [--docs]
 #   --fuzz   adds clang and libFuzzer for the fuzz targets.
+#   --docs   adds Doxygen for the API reference (scripts/docs.sh).
 #   --bench  adds what scripts/bench.sh needs beyond the build: matplotlib and redis-py for Debian's
 #            /usr/bin/python3 (report, charts, the redis-py peer), Node.js and npm, and the Node
 #            peers (`npm ci` in bench/peers from its committed package-lock.json).
@@ -27,6 +28,7 @@ bench=0
 for arg in "$@"; do
   case $arg in
     --fuzz) packages+=(clang libclang-rt-dev) ;;
+    --docs) packages+=(doxygen) ;;
     --bench)
       bench=1
       packages+=(python3-matplotlib python3-redis)
@@ -36,7 +38,7 @@ for arg in "$@"; do
         packages+=(nodejs npm)
       fi
       ;;
-    *) echo "usage: $0 [--fuzz] [--bench]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--fuzz] [--bench] [--docs]" >&2; exit 2 ;;
   esac
 done
 

@@ -39,5 +39,7 @@ std::ostream& operator<<(std::ostream& os, error e);
 
 } // namespace corolock
 
+/// @cond INTERNAL
 template <>
 struct boost::system::is_error_code_enum<corolock::error> : std::true_type {};
+/// @endcond
