@@ -171,6 +171,18 @@ BOOST_AUTO_TEST_CASE(a_shard_without_slots_is_skipped_and_a_failed_master_is_not
   BOOST_TEST((map.owner(42)->master == at(7004)));
 }
 
+BOOST_AUTO_TEST_CASE(replicas_that_are_failed_or_loading_are_left_out) {
+  const resp::value reply = arr({shard_entry(2, {0, 16383},
+                                             {shard_node(2, "m", 7001, "127.0.0.1", "master"),
+                                              shard_node(2, "r1", 7004, "127.0.0.1", "replica", "loading"),
+                                              shard_node(2, "r2", 7005, "127.0.0.1", "replica", "failed"),
+                                              shard_node(2, "r3", 7006, "127.0.0.1", "replica")})});
+  slot_map map;
+  BOOST_TEST_REQUIRE(!parse_cluster_shards(reply, "", map));
+  BOOST_TEST_REQUIRE(map.owner(0)->replicas.size() == 1u);
+  BOOST_TEST((map.owner(0)->replicas[0] == at(7006)));
+}
+
 BOOST_AUTO_TEST_CASE(a_tls_only_node_is_reached_on_its_tls_port) {
   const resp::value node = fields(3, {bulk("id"), bulk("x"), bulk("tls-port"), num(7443), bulk("ip"),
                                       bulk("127.0.0.1"), bulk("endpoint"), bulk("127.0.0.1"),

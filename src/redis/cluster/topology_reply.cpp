@@ -177,8 +177,9 @@ error_code parse_cluster_shards(const resp::value& reply, std::string_view asked
     if (master == nullptr)
       return f.fail(error::unexpected_reply, "CLUSTER SHARDS: a shard with slots has no master");
     shard s{master->address, master->id, {}};
+    // Replicas that are failed or still loading are left out, as CLUSTER SLOTS leaves them out.
     for (const auto& m : members)
-      if (&m != master && !m.master)
+      if (&m != master && !m.master && m.healthy)
         s.replicas.push_back(m.address);
 
     for (std::size_t i = 0; i < slots->children.size(); i += 2)

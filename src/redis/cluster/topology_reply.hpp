@@ -20,6 +20,8 @@ namespace corolock::detail {
 
 /// CLUSTER SHARDS (Redis 7): [{slots: [first, last, ...], nodes: [{id, port, ip, endpoint, role,
 /// ...}, ...]}, ...]. Shards without slots are skipped; each shard with slots needs one master.
+/// Replicas whose health is not "online" (failed, or loading: no data replicated yet) are left
+/// out, as CLUSTER SLOTS leaves them out.
 /// Errors: error::redis_error for an error reply, error::unexpected_reply for a reply of the wrong
 /// shape, overlapping ranges, or no slot served at all. `why` (optional) gets the reason.
 boost::system::error_code parse_cluster_shards(const resp::value& reply, std::string_view asked_host,
