@@ -5,8 +5,8 @@
 //   process.hpp          spawn / wait / signal a child (used by every fixture and by worker tests)
 //   blocking_client.hpp  a minimal synchronous RESP2 client for setup and verification
 //   redis_server.hpp     one standalone server, and redis_server_group (independent masters, Redlock)
-//   redis_cluster.hpp    (to come) N redis_servers started with --cluster-enabled, then CLUSTER
-//                        ADDSLOTS/MEET driven through blocking_client
+//   redis_cluster.hpp    N masters (+ replicas) as redis_servers with --cluster-enabled, joined by
+//                        redis-cli --cluster create; slot migration and failover helpers
 //   redis_sentinel.hpp   (to come) a master + replica as redis_servers (--replicaof via options.args)
 //                        and sentinels as processes running `redis-server <conf> --sentinel`
 #pragma once
