@@ -15,6 +15,8 @@
 //   held_memory             100 000 locks held at once by one client: resident size per lock
 //   family                  mutex, semaphore, shared_mutex (writer, reader) uncontended, and
 //                           on a hot key (4 x 1) against each one's own try / sleep / retry
+//   redlock                 redlock over 3 servers (--redlock-urls) and a mutex on the first,
+//                           uncontended and on a hot key (4 x 1); skipped without the URLs
 // Every figure is the median of the repetitions, which are interleaved across configurations.
 #include "lock_bench.hpp"
 
@@ -52,6 +54,8 @@ struct settings {
   long long fair_hold_us = 0, fair_warmup_ms = 0, fair_duration_ms = 0, fair_timeout_ms = 0;
   long long memory_waiters = 0;
   long long memory_held = 0;
+  std::vector<std::string> redlock_urls; ///< the redlock scenario's masters; empty: skipped
+  long long redlock_hot_duration_ms = 0;
 };
 
 /// One configuration of a scenario: a row.
@@ -60,6 +64,7 @@ struct config {
   shape shp;
   long long w = 0; ///< hot_key_waiters: W
   primitive prim = primitive::mutex;
+  bool on_masters = false; ///< connect to the redlock masters (a mutex: the first), not the url
 };
 
 struct context {
@@ -109,13 +114,29 @@ asio::awaitable<void> cycle(bench_lock& m) {
   co_await g.release(asio::use_awaitable);
 }
 
-asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::mutex) {
-  auto& redis = *ctx.redis;
-  bench_lock m(redis, ctx.lock_name("latency"), prim);
+/// `on`: the clients the lock uses (a redlock's masters); empty: ctx.redis. Commands are summed
+/// over them.
+asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::mutex,
+                                     std::vector<corolock::client*> on = {}) {
+  if (on.empty())
+    on.push_back(ctx.redis);
+  bench_lock m(*on[0], ctx.lock_name("latency"), prim, {on.begin() + 1, on.end()});
   for (long long i = 0; i < ctx.s.latency_warmup; ++i)
     co_await cycle(m);
-  auto info0 = co_await bench::read_commandstats(redis);
-  auto st0 = redis.stats();
+  auto sent = [&] {
+    std::uint64_t n = 0;
+    for (auto* c : on)
+      n += c->stats().commands;
+    return n;
+  };
+  auto calls = [&]() -> asio::awaitable<std::vector<bench::command_stats>> {
+    std::vector<bench::command_stats> out;
+    for (auto* c : on)
+      out.push_back(co_await bench::read_commandstats(*c));
+    co_return out;
+  };
+  auto info0 = co_await calls();
+  auto st0 = sent();
   double cpu0 = bench::process_cpu_seconds();
   bench::samples lat;
   auto t0 = steady::now();
@@ -126,8 +147,11 @@ asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::m
   }
   const double secs = bench::seconds(steady::now() - t0), n = static_cast<double>(ctx.s.latency_cycles);
   const double cpu = bench::process_cpu_seconds() - cpu0;
-  auto st1 = redis.stats();
-  auto d = co_await bench::read_commandstats(redis) - info0;
+  auto st1 = sent();
+  auto info1 = co_await calls();
+  double server_calls = 0;
+  for (std::size_t i = 0; i < on.size(); ++i)
+    server_calls += static_cast<double>((info1[i] - info0[i]).total());
   auto sum = lat.summarize();
   co_return figures{{"ops", n},
                     {"seconds", secs},
@@ -135,8 +159,8 @@ asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::m
                     {"p50_us", sum.p50},
                     {"p99_us", sum.p99},
                     {"max_us", sum.max},
-                    {"redis_cmds_per_op", per(static_cast<double>(st1.commands - st0.commands), n)},
-                    {"redis_calls_per_op", per(static_cast<double>(d.total()), n)},
+                    {"redis_cmds_per_op", per(static_cast<double>(st1 - st0), n)},
+                    {"redis_calls_per_op", per(server_calls, n)},
                     {"client_cpu_us_per_op", per(cpu * 1e6, n)}};
 }
 
@@ -274,7 +298,9 @@ figures run_hot_key(context& ctx, const config& c) {
   const ms warmup(s.hot_warmup_ms), duration(s.hot_duration_ms);
   auto st = prepare(ctx, "hot_key", job::hot_key, c, warmup, duration, warmup + duration + 5s);
   auto& sh = st.shared();
-  const auto start = bench::mp::run_workers(st, {s.common.url}, warmup + duration + 5s);
+  const auto start = bench::mp::run_workers(
+      st, c.on_masters ? s.redlock_urls : std::vector<std::string>{s.common.url},
+      warmup + duration + 5s);
   const auto wb = bench::to_ns(start + warmup), end = bench::to_ns(start + warmup + duration);
   bench::samples handoff, waited_handoff, bell;
   double late = 0;
@@ -613,6 +639,8 @@ asio::awaitable<void> held_memory(context& ctx) {
   co_return;
 }
 
+asio::awaitable<void> delete_bench_keys(corolock::client& redis);
+
 /// The lock family side by side: each primitive uncontended (one coroutine, acquire + release
 /// cycles), and on a hot key (4 x 1 taking turns, as hot_key) against its own polling form.
 asio::awaitable<void> family(context& ctx) {
@@ -651,12 +679,88 @@ asio::awaitable<void> family(context& ctx) {
   }
 }
 
+/// Redlock over 3 servers beside a plain mutex on the first of them, in one run: uncontended
+/// cycles, and a hot key (4 x 1 taking turns, as hot_key) where redlock's own acquire (try every
+/// master, then sleep retry_delay 200 ms + 0-100 ms jitter: redlock has no pub/sub waiting) runs
+/// against try / sleep 30 ms or 1 ms / retry of redlock::try_acquire. Commands are summed over the
+/// masters.
+asio::awaitable<void> redlock(context& ctx) {
+  const auto& urls = ctx.s.redlock_urls;
+  if (urls.size() < 3) {
+    fmt::print("redlock: skipped: --redlock-urls gives {} server(s), the rows need 3 "
+               "(scripts/bench.sh and scripts/bench_redlock.sh start them)\n", urls.size());
+    co_return;
+  }
+  auto ex = co_await asio::this_coro::executor;
+  std::vector<std::unique_ptr<corolock::client>> owned;
+  std::vector<corolock::client*> masters;
+  for (const auto& u : urls) {
+    owned.push_back(std::make_unique<corolock::client>(ex, u));
+    masters.push_back(owned.back().get());
+    co_await owned.back()->connect();
+  }
+  auto label = [&](json::object& row, primitive prim) {
+    row["primitive"] = primitive_name(prim);
+    row["masters"] = prim == primitive::redlock ? static_cast<double>(urls.size()) : 1.0;
+    row["contenders"] = "4 processes, each its own client per server";
+  };
+  const primitive both[] = {primitive::mutex, primitive::redlock};
+  std::vector<bench::repetitions> unc(2);
+  for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
+    for (int i = 0; i < 2; ++i) { // interleaved: load that comes and goes weighs on both
+      std::vector<corolock::client*> on = masters;
+      if (both[i] == primitive::mutex)
+        on.resize(1);
+      auto f = co_await run_latency(ctx, both[i], on);
+      bench::print_rep(fmt::format("redlock_uncontended {}", primitive_name(both[i])), rep, f);
+      unc[static_cast<std::size_t>(i)].add(std::move(f));
+    }
+  for (int i = 0; i < 2; ++i) {
+    auto row = bench::make_row("redlock_uncontended", "uncontended", 1, 1, 1, unc[static_cast<std::size_t>(i)]);
+    label(row, both[i]);
+    ctx.out->scenario(std::move(row));
+  }
+
+  // The hot key: redlock in every waiting mode, the mutex (pub/sub) beside it.
+  std::vector<config> cs;
+  for (auto m : {wait_mode::pubsub, wait_mode::poll_30ms, wait_mode::poll_1ms})
+    cs.push_back({m, {4, 1}, 0, primitive::redlock, true});
+  cs.push_back({wait_mode::pubsub, {4, 1}, 0, primitive::mutex, true});
+  context rctx = ctx; // a longer window: redlock's own acquire hands over a few times a second
+  rctx.s.hot_duration_ms = ctx.s.redlock_hot_duration_ms;
+  auto reps = measure(rctx, "redlock_hot_key", cs, [&](const config& c) { return run_hot_key(rctx, c); });
+  ctx.lock_seq = rctx.lock_seq;
+  auto acq_of = [&](std::size_t i) { return reps[i].median("ops_per_s").value_or(0); };
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    auto row = row_of("redlock_hot_key", cs[i], reps[i]);
+    label(row, cs[i].prim);
+    row["hold_us"] = ctx.s.hold_us;
+    if (cs[i].prim == primitive::redlock && cs[i].mode == wait_mode::pubsub) {
+      row["mode"] = "acquire_200ms"; // redlock::acquire_until, default retry_delay
+      row["retry"] = "retry_delay 200 ms + 0-100 ms jitter (defaults)";
+      for (std::size_t p : {std::size_t{1}, std::size_t{2}})
+        if (acq_of(p) > 0)
+          row[std::string("vs_") + mode_name(cs[p].mode)] = std::round(acq_of(i) / acq_of(p) * 100) / 100;
+    }
+    if (cs[i].prim == primitive::redlock && acq_of(3) > 0)
+      row["vs_mutex"] = std::round(acq_of(i) / acq_of(3) * 1000) / 1000;
+    if (cs[i].prim == primitive::mutex) // a pub/sub waiter's refusal costs no extra command: unseen
+      row.erase("waited_fraction");
+    ctx.out->scenario(std::move(row));
+  }
+  for (auto* c : masters)
+    if (c != masters.front())
+      co_await delete_bench_keys(*c); // the first is cleaned up with the main server's keys
+  for (auto* c : masters)
+    c->close();
+}
+
 const std::pair<const char*, asio::awaitable<void> (*)(context&)> scenarios[] = {
     {"uncontended_latency", uncontended_latency}, {"uncontended_throughput", uncontended_throughput},
     {"hot_key", hot_key},                         {"hot_key_waiters", hot_key_waiters},
     {"free_for_all", free_for_all},               {"fairness", fairness},
     {"waiter_memory", waiter_memory},             {"held_memory", held_memory},
-    {"family", family}};
+    {"family", family},                           {"redlock", redlock}};
 
 asio::awaitable<void> delete_bench_keys(corolock::client& redis) {
   std::string cursor = "0";
@@ -716,7 +820,7 @@ std::vector<shape> parse_shapes(const std::string& text) {
 
 settings parse_settings(int argc, char** argv) {
   settings s;
-  std::string modes, hot, ffa, fair, waiters, waiter_processes;
+  std::string modes, hot, ffa, fair, waiters, waiter_processes, redlock_urls;
   namespace po = bench::po;
   po::options_description o("lock_bench");
   o.add_options()("modes", po::value(&modes), "pubsub,poll_30ms,poll_1ms,setnx_30ms (quick: no setnx_30ms)")(
@@ -737,7 +841,9 @@ settings parse_settings(int argc, char** argv) {
       "fair-duration-ms", po::value(&s.fair_duration_ms), "fairness: window (6000; quick 3000)")(
       "fair-timeout-ms", po::value(&s.fair_timeout_ms), "fairness: acquire_for (10000)")(
       "memory-waiters", po::value(&s.memory_waiters), "waiter_memory: 10000")(
-      "memory-held", po::value(&s.memory_held), "held_memory: locks held at once (100000; quick 20000)");
+      "memory-held", po::value(&s.memory_held), "held_memory: locks held at once (100000; quick 20000)")(
+      "redlock-urls", po::value(&redlock_urls), "redlock: the 3 masters' URLs, comma-separated; none: skipped")(
+      "redlock-hot-duration-ms", po::value(&s.redlock_hot_duration_ms), "redlock: hot key window (4000; quick 1500)");
   s.common = bench::parse_command_line(argc, argv, o, [&](bool q) {
     modes = q ? "pubsub,poll_30ms,poll_1ms" : "pubsub,poll_30ms,poll_1ms,setnx_30ms";
     s.hold_us = 100;
@@ -764,7 +870,9 @@ settings parse_settings(int argc, char** argv) {
     s.fair_timeout_ms = 10000;
     s.memory_waiters = 10000;
     s.memory_held = q ? 20000 : 100000;
+    s.redlock_hot_duration_ms = q ? 1500 : 4000;
   });
+  s.redlock_urls = bench::split_list(redlock_urls);
   for (const auto& m : bench::split_list(modes))
     s.modes.push_back(parse_mode(m));
   s.hot_shapes = parse_shapes(hot);

@@ -33,31 +33,49 @@ enum class wait_mode : int {
 const char* mode_name(wait_mode m);
 wait_mode parse_mode(const std::string& s);
 
-/// Which lock a row measures (the `family` scenario; every other scenario uses the mutex).
+/// Which lock a row measures (the `family` and `redlock` scenarios; every other scenario uses
+/// the mutex).
 enum class primitive : int {
   mutex,
   semaphore,    ///< a semaphore of 1 permit, taken one at a time
   shared_writer, ///< shared_mutex::acquire
   shared_reader, ///< shared_mutex::acquire_shared (never waits for another reader)
+  redlock,       ///< redlock over the clients given (its acquire retries after retry_delay)
 };
 const char* primitive_name(primitive p);
+
+/// A held lock of any primitive: the mutex family's guard or a redlock's.
+class any_guard {
+public:
+  any_guard() = default;
+  any_guard(corolock::guard g) : g_(std::move(g)) {}
+  any_guard(corolock::redlock_guard g) : g_(std::move(g)) {}
+  explicit operator bool() const noexcept;
+  /// Throws on an error, as release(asio::use_awaitable) does.
+  asio::awaitable<void> release(asio::use_awaitable_t<>);
+
+private:
+  std::variant<corolock::guard, corolock::redlock_guard> g_;
+};
 
 /// One lock of any primitive, with the two calls the benchmark makes.
 class bench_lock {
 public:
-  bench_lock(corolock::client& c, const std::string& name, primitive p);
-  asio::awaitable<std::tuple<corolock::error_code, corolock::guard>>
+  /// `others`: for primitive::redlock, the masters after `c` (c is the first).
+  bench_lock(corolock::client& c, const std::string& name, primitive p,
+             const std::vector<corolock::client*>& others = {});
+  asio::awaitable<std::tuple<corolock::error_code, any_guard>>
   acquire_until(steady::time_point deadline);
-  asio::awaitable<corolock::guard> try_acquire();
+  asio::awaitable<any_guard> try_acquire();
 
 private:
   primitive p_;
-  std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex> lock_;
+  std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex, corolock::redlock> lock_;
 };
 
 /// One held lock, whichever way it was taken.
 struct held {
-  corolock::guard guard;
+  any_guard guard;
   std::string token; ///< setnx_30ms
   bool ok = false;
   explicit operator bool() const noexcept { return ok; }

@@ -36,55 +36,105 @@ wait_mode parse_mode(const std::string& s) {
 }
 
 const char* primitive_name(primitive p) {
-  static const char* const names[] = {"mutex", "semaphore", "shared_writer", "shared_reader"};
+  static const char* const names[] = {"mutex", "semaphore", "shared_writer", "shared_reader",
+                                      "redlock"};
   return names[static_cast<int>(p)];
 }
 
+any_guard::operator bool() const noexcept {
+  return std::visit([](const auto& g) { return static_cast<bool>(g); }, g_);
+}
+
+asio::awaitable<void> any_guard::release(asio::use_awaitable_t<>) {
+  if (auto* g = std::get_if<corolock::guard>(&g_))
+    co_await g->release(asio::use_awaitable);
+  else
+    co_await std::get<corolock::redlock_guard>(g_).release(asio::use_awaitable);
+}
+
 namespace {
-auto make_lock(corolock::client& c, const std::string& name, primitive p)
-    -> std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex> {
+auto make_lock(corolock::client& c, const std::string& name, primitive p,
+               const std::vector<corolock::client*>& others)
+    -> std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex, corolock::redlock> {
   switch (p) {
   case primitive::mutex:
     return corolock::mutex(c, name);
   case primitive::semaphore:
     return corolock::semaphore(c, name, 1);
+  case primitive::redlock: {
+    std::vector<std::reference_wrapper<corolock::client>> masters{c};
+    for (auto* o : others)
+      masters.emplace_back(*o);
+    return corolock::redlock(std::move(masters), name); // default options: retry_delay 200 ms
+  }
   default:
     return corolock::shared_mutex(c, name);
   }
 }
+
+// Named results throughout: GCC 12 may destroy a temporary inside a co_await expression twice.
+template <typename Guard>
+std::tuple<corolock::error_code, any_guard> widen(std::tuple<corolock::error_code, Guard>& r) {
+  return {std::get<0>(r), any_guard(std::move(std::get<1>(r)))};
+}
 } // namespace
 
-bench_lock::bench_lock(corolock::client& c, const std::string& name, primitive p)
-    : p_(p), lock_(make_lock(c, name, p)) {}
+bench_lock::bench_lock(corolock::client& c, const std::string& name, primitive p,
+                       const std::vector<corolock::client*>& others)
+    : p_(p), lock_(make_lock(c, name, p, others)) {}
 
-asio::awaitable<std::tuple<corolock::error_code, corolock::guard>>
+asio::awaitable<std::tuple<corolock::error_code, any_guard>>
 bench_lock::acquire_until(steady::time_point deadline) {
   switch (p_) {
-  case primitive::mutex:
-    co_return co_await std::get<corolock::mutex>(lock_).acquire_until(deadline, bench::use_tuple);
-  case primitive::semaphore:
-    co_return co_await std::get<corolock::semaphore>(lock_).acquire_until(1, deadline,
-                                                                           bench::use_tuple);
-  case primitive::shared_writer:
-    co_return co_await std::get<corolock::shared_mutex>(lock_).acquire_until(deadline,
-                                                                              bench::use_tuple);
-  default:
-    co_return co_await std::get<corolock::shared_mutex>(lock_).acquire_shared_until(
+  case primitive::mutex: {
+    auto r = co_await std::get<corolock::mutex>(lock_).acquire_until(deadline, bench::use_tuple);
+    co_return widen(r);
+  }
+  case primitive::semaphore: {
+    auto r = co_await std::get<corolock::semaphore>(lock_).acquire_until(1, deadline,
+                                                                          bench::use_tuple);
+    co_return widen(r);
+  }
+  case primitive::shared_writer: {
+    auto r = co_await std::get<corolock::shared_mutex>(lock_).acquire_until(deadline,
+                                                                             bench::use_tuple);
+    co_return widen(r);
+  }
+  case primitive::redlock: {
+    auto r = co_await std::get<corolock::redlock>(lock_).acquire_until(deadline, bench::use_tuple);
+    co_return widen(r);
+  }
+  default: {
+    auto r = co_await std::get<corolock::shared_mutex>(lock_).acquire_shared_until(
         deadline, bench::use_tuple);
+    co_return widen(r);
+  }
   }
 }
 
-asio::awaitable<corolock::guard> bench_lock::try_acquire() {
+asio::awaitable<any_guard> bench_lock::try_acquire() {
   switch (p_) {
-  case primitive::mutex:
-    co_return co_await std::get<corolock::mutex>(lock_).try_acquire(asio::use_awaitable);
-  case primitive::semaphore:
-    co_return co_await std::get<corolock::semaphore>(lock_).try_acquire(1, asio::use_awaitable);
-  case primitive::shared_writer:
-    co_return co_await std::get<corolock::shared_mutex>(lock_).try_acquire(asio::use_awaitable);
-  default:
-    co_return co_await std::get<corolock::shared_mutex>(lock_).try_acquire_shared(
+  case primitive::mutex: {
+    auto g = co_await std::get<corolock::mutex>(lock_).try_acquire(asio::use_awaitable);
+    co_return any_guard(std::move(g));
+  }
+  case primitive::semaphore: {
+    auto g = co_await std::get<corolock::semaphore>(lock_).try_acquire(1, asio::use_awaitable);
+    co_return any_guard(std::move(g));
+  }
+  case primitive::shared_writer: {
+    auto g = co_await std::get<corolock::shared_mutex>(lock_).try_acquire(asio::use_awaitable);
+    co_return any_guard(std::move(g));
+  }
+  case primitive::redlock: {
+    auto g = co_await std::get<corolock::redlock>(lock_).try_acquire(asio::use_awaitable);
+    co_return any_guard(std::move(g));
+  }
+  default: {
+    auto g = co_await std::get<corolock::shared_mutex>(lock_).try_acquire_shared(
         asio::use_awaitable);
+    co_return any_guard(std::move(g));
+  }
   }
 }
 
@@ -473,18 +523,36 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
   auto ex = co_await asio::this_coro::executor;
   const std::string url = wa.args.at(0), name = sh.lock_name;
   corolock::client redis(ex, url);
-  if (auto [ec] = co_await redis.connect(bench::use_tuple); ec) {
-    st.signal_failed();
-    throw std::runtime_error("worker: connect: " + ec.message());
-  }
+  // redlock: a client per master (args: the masters' URLs, redis on the first); they all count
+  std::vector<std::unique_ptr<corolock::client>> more;
+  std::vector<corolock::client*> others, clients{&redis};
+  if (sh.prim == primitive::redlock)
+    for (std::size_t i = 1; i < wa.args.size(); ++i) {
+      more.push_back(std::make_unique<corolock::client>(ex, wa.args[i]));
+      others.push_back(more.back().get());
+      clients.push_back(more.back().get());
+    }
+  for (auto* c : clients)
+    if (auto [ec] = co_await c->connect(bench::use_tuple); ec) {
+      st.signal_failed();
+      throw std::runtime_error("worker: connect: " + ec.message());
+    }
+  auto commands_sent = [&] {
+    std::pair<std::uint64_t, std::uint64_t> n; // commands, writes
+    for (auto* c : clients) {
+      n.first += c->stats().commands;
+      n.second += c->stats().writes;
+    }
+    return n;
+  };
   { // warm-up on a key of its own: the scripts loaded on the server, the lock layer set up
-    bench_lock warm(redis, name + ":warm:" + std::to_string(wa.index), sh.prim);
+    bench_lock warm(redis, name + ":warm:" + std::to_string(wa.index), sh.prim, others);
     auto [ec, g] = co_await warm.acquire_until(steady::time_point::max());
     if (ec)
       throw boost::system::system_error(ec, "worker: warm-up");
     co_await g.release(asio::use_awaitable);
   }
-  bench_lock m(redis, name, sh.prim);
+  bench_lock m(redis, name, sh.prim, others);
   std::unique_ptr<bells> b; // bound before ready: the start comes after every bell exists
   if (sh.what == job::hot_key)
     b = std::make_unique<bells>(sh, static_cast<int>(wa.index), ex);
@@ -494,15 +562,17 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
     co_return 1;
   worker_ctx w{st, wa.index, redis, m, name, run_times(sh, *start)};
 
-  bench::command_stats cs0;
+  std::vector<bench::command_stats> cs0(clients.size());
   double rcpu0 = 0;
   steady::time_point w0;
   if (wa.index == 0) {
-    cs0 = co_await bench::read_commandstats(redis);
-    rcpu0 = co_await bench::redis_cpu_seconds(redis);
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      cs0[i] = co_await bench::read_commandstats(*clients[i]);
+      rcpu0 += co_await bench::redis_cpu_seconds(*clients[i]);
+    }
     w0 = steady::now();
   }
-  auto s0 = redis.stats();
+  auto s0 = commands_sent();
   double cpu0 = bench::process_cpu_seconds(), switches0 = bench::context_switches();
   co_await bench::sleep_until(w.t.start);
 
@@ -543,27 +613,35 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
   if (error)
     std::rethrow_exception(error);
 
-  auto s1 = redis.stats();
+  auto s1 = commands_sent();
   res.cpu_s = bench::process_cpu_seconds() - cpu0;
   res.context_switches = bench::context_switches() - switches0;
-  res.commands = s1.commands - s0.commands;
-  res.writes = s1.writes - s0.writes;
+  res.commands = s1.first - s0.first;
+  res.writes = s1.second - s0.second;
   sh.workers_done.fetch_add(1);
   if (wa.index == 0) {
     for (int i = 0; i < 60000 && sh.workers_done.load() < P; ++i)
       co_await bench::sleep_for(1ms);
-    auto d = co_await bench::read_commandstats(redis) - cs0;
-    double rcpu1 = co_await bench::redis_cpu_seconds(redis);
+    double calls = 0, evalsha = 0, subscribes = 0, rcpu1 = 0; // summed over the servers
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      auto after = co_await bench::read_commandstats(*clients[i]);
+      auto d = after - cs0[i];
+      calls += static_cast<double>(d.total());
+      evalsha += static_cast<double>(d.of("evalsha"));
+      subscribes += static_cast<double>(d.of("subscribe") + d.of("unsubscribe"));
+      rcpu1 += co_await bench::redis_cpu_seconds(*clients[i]);
+    }
     if (sh.workers_done.load() >= P) {
-      sh.info_calls = static_cast<double>(d.total());
-      sh.info_evalsha = static_cast<double>(d.of("evalsha"));
-      sh.info_subscribe = static_cast<double>(d.of("subscribe") + d.of("unsubscribe"));
+      sh.info_calls = calls;
+      sh.info_evalsha = evalsha;
+      sh.info_subscribe = subscribes;
       sh.redis_cpu_s = rcpu1 - rcpu0;
       sh.redis_wall_s = bench::seconds(steady::now() - w0);
       sh.info_ok = 1;
     }
   }
-  redis.close();
+  for (auto* c : clients)
+    c->close();
   co_return 0;
 }
 

@@ -7,7 +7,7 @@
       "redis-benchmark"), each figure the median over the files; --ceiling ping_rtt_us=p50_us
       also records that figure as a ceiling.
   report.py set --out PART machine|ceiling KEY VALUE
-  report.py merge --json OUT.json --md OUT.md [--charts DIR] PART...
+  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] PART...
       assembles the document of /work/shared/BENCH.md, judges every target, prints the markdown.
 
 A part is JSON lines: {"kind": "scenario", "row": {...}}, {"kind": "machine"|"ceiling",
@@ -197,6 +197,15 @@ COLUMNS = {
     "family_hot_key": [PRIM, MODE, col("acq/s", "ops_per_s", 0), col("hand-off p50 µs", "p50_us"),
                        col("p99 µs", "p99_us"), col("× poll_30ms", "vs_poll_30ms", 1),
                        col("× poll_1ms", "vs_poll_1ms", 1), *CMDS],
+    "redlock_uncontended": [PRIM, col("masters", "masters", 0), col("cycles/s", "ops_per_s", 0),
+                            col("p50 µs", "p50_us"), col("p99 µs", "p99_us"),
+                            col("cmds/cycle", "redis_cmds_per_op", 2),
+                            col("client CPU µs/cycle", "client_cpu_us_per_op", 2)],
+    "redlock_hot_key": [PRIM, MODE, col("acq/s", "ops_per_s", 0), col("hand-off p50 µs", "p50_us"),
+                        col("p99 µs", "p99_us"), col("× poll_30ms", "vs_poll_30ms", 2),
+                        col("× poll_1ms", "vs_poll_1ms", 2), col("× mutex", "vs_mutex", 3),
+                        col("turns waited", "waited_fraction", 2),
+                        col("waited hand-off p50 µs", "waited_p50_us", 0), *CMDS],
     "hot_key": [MODE, PC, col("acq/s", "ops_per_s", 0), col("hand-off p50 µs", "p50_us"),
                 col("p99 µs", "p99_us"), col("max µs", "max_us", 0),
                 col("hold µs", "hold_actual_us"), col("release µs", "release_us"),
@@ -240,13 +249,13 @@ def table(rows, cols):
     return "\n".join(lines) + "\n"
 
 
-def markdown(doc, charts):
+def markdown(doc, charts, intro=None):
     m = doc["machine"]
     out = ["# corolock benchmarks\n",
-           f"Produced by `scripts/bench.sh{' --quick' if m.get('quick') else ''}`: one private "
-           "redis-server on loopback; every figure the median of its repetitions; baselines and "
-           "peers measured against the same server in the same run. How to read the figures: "
-           "`bench/README.md`.\n",
+           intro or f"Produced by `scripts/bench.sh{' --quick' if m.get('quick') else ''}`: one "
+           "private redis-server on loopback; every figure the median of its repetitions; "
+           "baselines and peers measured against the same server in the same run. How to read "
+           "the figures: `bench/README.md`.\n",
            "Machine: " + ", ".join(f"{k} {v if isinstance(v, str) else json.dumps(v)}"
                                    for k, v in m.items()) + "\n",
            "## Ceiling (redis-benchmark, same server, same run)\n",
@@ -429,7 +438,7 @@ def merge(a):
         f.write("\n")
     stem = os.path.splitext(os.path.basename(a.json))[0]
     made = charts(doc, a.charts, stem) if a.charts else []
-    md = markdown(doc, made)
+    md = markdown(doc, made, a.intro)
     with open(a.md, "w") as f:
         f.write(md)
     print(md)
@@ -457,6 +466,7 @@ def main():
     m.add_argument("--json", required=True)
     m.add_argument("--md", required=True)
     m.add_argument("--charts", help="directory for the PNG charts")
+    m.add_argument("--intro", help="the paragraph that says how the results were produced")
     m.add_argument("parts", nargs="+")
     a = p.parse_args()
     {"import-rb": import_rb, "set": set_entry, "merge": merge}[a.cmd](a)
