@@ -72,6 +72,14 @@ baselines=$parts/baselines.jsonl # redis-benchmark rows: the programs' rows comp
 # shellcheck source=lib/redis.sh
 source "$COROLOCK_ROOT/scripts/lib/redis.sh"
 start_redis
+# Two more servers for lock_bench's redlock scenario (3 masters, the first one the main server);
+# without them its rows are skipped, the rest of the run goes on.
+redlock_urls=
+if start_redis_extra 2; then
+  redlock_urls=$(IFS=,; echo "$REDIS_URL,${REDIS_EXTRA_URLS[*]}")
+else
+  log "no extra redis-servers: lock_bench's redlock rows are skipped"
+fi
 # redis.sh's EXIT trap only stops the server; this one also removes the work dir.
 cleanup() {
   stop_redis
@@ -198,8 +206,10 @@ measure_baselines
 
 for program in "${BENCH_PROGRAMS[@]}"; do
   step "$program"
+  program_args=()
+  [[ $program == lock_bench ]] && program_args=(--redlock-urls "$redlock_urls")
   timeout "$PROGRAM_TIMEOUT" "$BIN/$program" "$REDIS_URL" "${quick_flag[@]}" \
-    --repetitions "$REPS" --out "$parts/$program.jsonl"
+    --repetitions "$REPS" --out "$parts/$program.jsonl" "${program_args[@]}"
 done
 
 if [[ ${BENCH_PEERS:-1} != 0 ]]; then

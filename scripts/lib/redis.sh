@@ -3,6 +3,7 @@
 #
 #   source scripts/lib/redis.sh
 #   start_redis [extra redis-server arguments...]   # exports REDIS_URL, REDIS_PORT, REDIS_PID, REDIS_DIR
+#   start_redis_extra N [arguments...]              # N more (Redlock's masters): REDIS_EXTRA_URLS (array)
 #   ...                                             # stop_redis runs on exit (EXIT trap), or call it
 #
 # The server listens on 127.0.0.1 only, on a free port, with persistence off, in a temporary
@@ -73,19 +74,61 @@ start_redis() {
   return 1
 }
 
-stop_redis() {
-  if [[ -n ${REDIS_PID:-} ]]; then
-    kill -TERM "$REDIS_PID" 2>/dev/null || true
+# _corolock_stop_server PID DIR: TERM, 5 s for a clean shutdown, then KILL; removes DIR.
+_corolock_stop_server() {
+  if [[ -n $1 ]]; then
+    kill -TERM "$1" 2>/dev/null || true
     local _
-    for _ in {1..100}; do  # 5 s for a clean shutdown, then SIGKILL
-      kill -0 "$REDIS_PID" 2>/dev/null || break
+    for _ in {1..100}; do
+      kill -0 "$1" 2>/dev/null || break
       sleep 0.05
     done
-    kill -KILL "$REDIS_PID" 2>/dev/null || true
-    wait "$REDIS_PID" 2>/dev/null || true
+    kill -KILL "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
   fi
-  if [[ -n ${REDIS_DIR:-} ]]; then
-    rm -rf "$REDIS_DIR"
+  if [[ -n $2 ]]; then
+    rm -rf "$2"
   fi
+}
+
+stop_redis() {
+  stop_redis_extra
+  _corolock_stop_server "${REDIS_PID:-}" "${REDIS_DIR:-}"
   unset REDIS_PID REDIS_PORT REDIS_URL REDIS_DIR
+}
+
+# More servers beside the first, each as start_redis makes it (loopback, free port, persistence
+# off, its own directory); stop_redis (the EXIT trap) stops them too. Appends to the arrays
+# REDIS_EXTRA_URLS, REDIS_EXTRA_PIDS, REDIS_EXTRA_DIRS. The first server's variables and the
+# caller's EXIT trap are kept.
+[[ -v REDIS_EXTRA_PIDS ]] || REDIS_EXTRA_PIDS=() REDIS_EXTRA_DIRS=() REDIS_EXTRA_URLS=()
+start_redis_extra() {
+  local n=$1 i status=0 keep_trap
+  shift
+  local keep=("${REDIS_PID:-}" "${REDIS_PORT:-}" "${REDIS_URL:-}" "${REDIS_DIR:-}")
+  keep_trap=$(trap -p EXIT)
+  for ((i = 0; i < n; i++)); do
+    unset REDIS_PID REDIS_PORT REDIS_URL REDIS_DIR
+    start_redis "$@" || { status=1; break; }
+    REDIS_EXTRA_PIDS+=("$REDIS_PID")
+    REDIS_EXTRA_DIRS+=("$REDIS_DIR")
+    REDIS_EXTRA_URLS+=("$REDIS_URL")
+  done
+  unset REDIS_PID REDIS_PORT REDIS_URL REDIS_DIR
+  if [[ -n ${keep[0]} ]]; then
+    REDIS_PID=${keep[0]} REDIS_PORT=${keep[1]} REDIS_URL=${keep[2]} REDIS_DIR=${keep[3]}
+    export REDIS_PID REDIS_PORT REDIS_URL REDIS_DIR
+  fi
+  if [[ -n $keep_trap ]]; then
+    eval "$keep_trap"
+  fi
+  return "$status"
+}
+
+stop_redis_extra() {
+  local i
+  for i in "${!REDIS_EXTRA_PIDS[@]}"; do
+    _corolock_stop_server "${REDIS_EXTRA_PIDS[$i]}" "${REDIS_EXTRA_DIRS[$i]}"
+  done
+  REDIS_EXTRA_PIDS=() REDIS_EXTRA_DIRS=() REDIS_EXTRA_URLS=()
 }
