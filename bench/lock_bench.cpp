@@ -679,11 +679,27 @@ asio::awaitable<void> family(context& ctx) {
   }
 }
 
+/// row[key]: a's rate over b's repetition by repetition (the two ran back to back, so load that
+/// comes and goes on this shared machine weighs on both): the median, and key_min / key_max.
+void paired_ratio(json::object& row, const std::string& key, const std::vector<double>& a,
+                  const std::vector<double>& b) {
+  bench::samples r;
+  for (std::size_t k = 0; k < std::min(a.size(), b.size()); ++k)
+    if (b[k] > 0)
+      r.add(a[k] / b[k]);
+  if (r.empty())
+    return;
+  auto round4 = [](double x) { return std::round(x * 10000) / 10000; };
+  row[key] = round4(r.quantile(0.5));
+  row[key + "_min"] = round4(r.values().front()); // quantile() sorted them
+  row[key + "_max"] = round4(r.values().back());
+}
+
 /// Redlock over 3 servers beside a plain mutex on the first of them, in one run: uncontended
 /// cycles, and a hot key (4 x 1 taking turns, as hot_key) where redlock's own acquire (try every
 /// master, then sleep retry_delay 200 ms + 0-100 ms jitter: redlock has no pub/sub waiting) runs
 /// against try / sleep 30 ms or 1 ms / retry of redlock::try_acquire. Commands are summed over the
-/// masters.
+/// masters. Its ratios (vs_*) are medians of per-repetition ratios (paired_ratio).
 asio::awaitable<void> redlock(context& ctx) {
   const auto& urls = ctx.s.redlock_urls;
   if (urls.size() < 3) {
@@ -706,6 +722,7 @@ asio::awaitable<void> redlock(context& ctx) {
   };
   const primitive both[] = {primitive::mutex, primitive::redlock};
   std::vector<bench::repetitions> unc(2);
+  std::vector<std::vector<double>> unc_rate(2);
   for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
     for (int i = 0; i < 2; ++i) { // interleaved: load that comes and goes weighs on both
       std::vector<corolock::client*> on = masters;
@@ -713,14 +730,14 @@ asio::awaitable<void> redlock(context& ctx) {
         on.resize(1);
       auto f = co_await run_latency(ctx, both[i], on);
       bench::print_rep(fmt::format("redlock_uncontended {}", primitive_name(both[i])), rep, f);
+      unc_rate[static_cast<std::size_t>(i)].push_back(f["ops_per_s"]);
       unc[static_cast<std::size_t>(i)].add(std::move(f));
     }
-  const double mutex_cycles = unc[0].median("ops_per_s").value_or(0);
   for (int i = 0; i < 2; ++i) {
     auto row = bench::make_row("redlock_uncontended", "uncontended", 1, 1, 1, unc[static_cast<std::size_t>(i)]);
     label(row, both[i]);
-    if (both[i] == primitive::redlock && mutex_cycles > 0)
-      row["vs_mutex"] = std::round(row["ops_per_s"].to_number<double>() / mutex_cycles * 1000) / 1000;
+    if (both[i] == primitive::redlock)
+      paired_ratio(row, "vs_mutex", unc_rate[1], unc_rate[0]);
     ctx.out->scenario(std::move(row));
   }
 
@@ -731,9 +748,13 @@ asio::awaitable<void> redlock(context& ctx) {
   cs.push_back({wait_mode::pubsub, {4, 1}, 0, primitive::mutex, true});
   context rctx = ctx; // a longer window: redlock's own acquire hands over a few times a second
   rctx.s.hot_duration_ms = ctx.s.redlock_hot_duration_ms;
-  auto reps = measure(rctx, "redlock_hot_key", cs, [&](const config& c) { return run_hot_key(rctx, c); });
+  std::vector<std::vector<double>> rate(cs.size());
+  auto reps = measure(rctx, "redlock_hot_key", cs, [&](const config& c) {
+    auto f = run_hot_key(rctx, c);
+    rate[static_cast<std::size_t>(&c - cs.data())].push_back(f["ops_per_s"]);
+    return f;
+  });
   ctx.lock_seq = rctx.lock_seq;
-  auto acq_of = [&](std::size_t i) { return reps[i].median("ops_per_s").value_or(0); };
   for (std::size_t i = 0; i < cs.size(); ++i) {
     auto row = row_of("redlock_hot_key", cs[i], reps[i]);
     label(row, cs[i].prim);
@@ -742,11 +763,10 @@ asio::awaitable<void> redlock(context& ctx) {
       row["mode"] = "acquire_200ms"; // redlock::acquire_until, default retry_delay
       row["retry"] = "retry_delay 200 ms + 0-100 ms jitter (defaults)";
       for (std::size_t p : {std::size_t{1}, std::size_t{2}})
-        if (acq_of(p) > 0)
-          row[std::string("vs_") + mode_name(cs[p].mode)] = std::round(acq_of(i) / acq_of(p) * 100) / 100;
+        paired_ratio(row, std::string("vs_") + mode_name(cs[p].mode), rate[i], rate[p]);
     }
-    if (cs[i].prim == primitive::redlock && acq_of(3) > 0)
-      row["vs_mutex"] = std::round(acq_of(i) / acq_of(3) * 1000) / 1000;
+    if (cs[i].prim == primitive::redlock)
+      paired_ratio(row, "vs_mutex", rate[i], rate[3]);
     if (cs[i].prim == primitive::mutex) // a pub/sub waiter's refusal costs no extra command: unseen
       for (const char* f : {"waited_fraction", "waited_p50_us", "waited_p99_us"})
         row.erase(f);

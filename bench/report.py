@@ -188,6 +188,9 @@ VERDICT = ("targets", lambda r: " ".join(
     if t["kind"] == "absolute" or t.get("ratio") is not None))
 
 PRIM = ("primitive", lambda r: r.get("primitive", "mutex"))
+# A paired ratio (median of the per-repetition ratios) with its extremes: "0.10 (0.08–0.32)".
+RANGE = lambda header, key: (header, lambda r: "—" if r.get(key) is None else (
+    f"{fmt_num(r[key], 3)} ({fmt_num(r.get(key + '_min'), 3)}–{fmt_num(r.get(key + '_max'), 3)})"))
 
 # What each scenario's table shows (any other scenario gets DEFAULT).
 COLUMNS = {
@@ -198,13 +201,13 @@ COLUMNS = {
                        col("p99 µs", "p99_us"), col("× poll_30ms", "vs_poll_30ms", 1),
                        col("× poll_1ms", "vs_poll_1ms", 1), *CMDS],
     "redlock_uncontended": [PRIM, col("masters", "masters", 0), col("cycles/s", "ops_per_s", 0),
-                            col("× mutex", "vs_mutex", 3), col("p50 µs", "p50_us"),
+                            RANGE("× mutex", "vs_mutex"), col("p50 µs", "p50_us"),
                             col("p99 µs", "p99_us"), col("cmds/cycle", "redis_cmds_per_op", 2),
                             col("Redis calls/cycle", "redis_calls_per_op", 2),
                             col("client CPU µs/cycle", "client_cpu_us_per_op", 2)],
     "redlock_hot_key": [PRIM, MODE, col("acq/s", "ops_per_s", 0), col("hand-off p50 µs", "p50_us"),
                         col("p99 µs", "p99_us"), col("× poll_30ms", "vs_poll_30ms", 2),
-                        col("× poll_1ms", "vs_poll_1ms", 2), col("× mutex", "vs_mutex", 3),
+                        col("× poll_1ms", "vs_poll_1ms", 2), RANGE("× mutex", "vs_mutex"),
                         col("turns waited", "waited_fraction", 2),
                         col("waited hand-off p50 µs", "waited_p50_us", 0), *CMDS],
     "hot_key": [MODE, PC, col("acq/s", "ops_per_s", 0), col("hand-off p50 µs", "p50_us"),
