@@ -19,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 namespace corolock::test::torture {
 
@@ -31,6 +32,17 @@ using std::chrono::milliseconds;
 constexpr std::array all_faults{chaos::client_kill, chaos::client_pause, chaos::debug_sleep,
                                 chaos::sigstop, chaos::restart};
 
+/// One critical section as a worker recorded it (times on the resource server's clock).
+struct section {
+  std::int64_t entry_us = 0, exit_us = 0;
+  char kind = 'x'; // 'x' exclusive (the mutex, a writer), 'r' a reader, 'p' semaphore permits
+  std::int64_t permits = 1;
+  std::uint64_t token = 0;
+  bool told = false;
+  std::uint64_t fence_at_exit = 0; // the highest writer token accepted when it ended
+  pid_t pid = -1;
+};
+
 /// What one worker wrote to its stats file (see torture_worker.cpp), and how it ended.
 struct worker_result {
   pid_t pid = -1;
@@ -40,6 +52,8 @@ struct worker_result {
   std::map<std::string, std::string> values;
   std::vector<std::string> acquire_errors;  // "category:value count message"
   std::set<std::uint64_t> told_tokens;
+  std::vector<section> sections;
+  bool has_sections = false;
 
   std::uint64_t num(const std::string& key) const {
     auto it = values.find(key);
@@ -84,7 +98,28 @@ worker_result read_stats(const std::filesystem::path& file) {
   std::istringstream tokens(r.values["told_tokens"]);
   for (std::uint64_t t; tokens >> t;)
     r.told_tokens.insert(t);
+  std::ifstream sections(file.string() + ".sections");
+  r.has_sections = static_cast<bool>(sections);
+  section one;
+  int told = 0;
+  while (sections >> one.entry_us >> one.exit_us >> one.kind >> one.permits >> one.token >> told >>
+         one.fence_at_exit) {
+    one.told = told != 0;
+    r.sections.push_back(one);
+  }
   return r;
+}
+
+/// The lock's key on the lock server (see src/lock/lease.hpp): the mutex's string, or the hash of
+/// a semaphore's or shared_mutex's holders.
+std::string lock_key(const config& cfg) {
+  const auto key = "corolock:{" + cfg.lock_name + "}";
+  switch (cfg.lock) {
+  case primitive::semaphore: return key + ":sem";
+  case primitive::shared_mutex: return key + ":rw";
+  case primitive::mutex: break;
+  }
+  return key;
 }
 
 /// What the chaos loop did.
@@ -93,6 +128,7 @@ struct chaos_record {
   std::uint64_t connections_killed = 0;
   milliseconds stalled{0};
   std::vector<std::pair<pid_t, std::uint64_t>> paused_holders;  // (pid, token), checked stopped
+  int paused_writers = 0;                                       // of them, shared_mutex writers
   int stopped_non_holders = 0;
   int failed_actions = 0;
 };
@@ -101,18 +137,39 @@ double seconds_since(steady::time_point t0) {
   return std::chrono::duration<double>(steady::now() - t0).count();
 }
 
-/// The lock's value "<token> <owner>" split; nullopt when the lock is free (or unreadable).
-std::optional<std::pair<std::uint64_t, std::string>> lock_holder(redis_server& server,
-                                                                 const std::string& key) {
-  auto held = server.command({"GET", key});
-  auto space = held.find(' ');
-  if (held == "(nil)" || space == std::string::npos || held.starts_with("(error)"))
-    return std::nullopt;
+struct lock_holder {
+  std::uint64_t token = 0;
+  std::string owner; // "<client id>:<acquisition>"
+  std::int64_t permits = 1;
+};
+
+/// Who holds the lock now: the mutex's value "<token> <owner>", or each owner in a permit lock's
+/// hash ("<permits> <token>") whose lease has not ended on the server's clock (an expired one stays
+/// until the next script prunes it). Empty when the lock is free or unreadable.
+std::vector<lock_holder> lock_holders(redis_server& server, primitive p, const std::string& key) {
+  std::vector<lock_holder> out;
   try {
-    return std::pair{std::stoull(held.substr(0, space)), held.substr(space + 1)};
+    if (p == primitive::mutex) {
+      auto held = server.command({"GET", key});
+      auto space = held.find(' ');
+      if (held != "(nil)" && space != std::string::npos && !held.starts_with("(error)"))
+        out.push_back({std::stoull(held.substr(0, space)), held.substr(space + 1), 1});
+      return out;
+    }
+    auto time = server.command_list({"TIME"});
+    auto now_ms = std::stoll(time.at(0)) * 1000 + std::stoll(time.at(1)) / 1000;
+    auto live = server.command_list({"ZRANGEBYSCORE", key + ":hx", std::to_string(now_ms + 1), "+inf"});
+    auto all = server.command_list({"HGETALL", key});
+    for (std::size_t i = 0; i + 1 < all.size(); i += 2) {
+      auto space = all[i + 1].find(' ');
+      if (space != std::string::npos && std::find(live.begin(), live.end(), all[i]) != live.end())
+        out.push_back({std::stoull(all[i + 1].substr(space + 1)), all[i],
+                       std::stoll(all[i + 1].substr(0, space))});
+    }
   } catch (const std::exception&) {
-    return std::nullopt;
+    out.clear();
   }
+  return out;
 }
 
 class chaos_loop {
@@ -120,7 +177,7 @@ public:
   chaos_loop(const config& cfg, redis_server& lock, redis_server& resource,
              std::vector<process>& workers, std::ostream& out)
       : cfg_(cfg), lock_(lock), resource_(resource), workers_(workers), out_(out),
-        rng_(cfg.seed), key_("corolock:{" + cfg.lock_name + "}") {
+        rng_(cfg.seed), key_(lock_key(cfg)) {
     for (auto f : cfg.faults)
       if (f != chaos::restart)
         random_faults_.push_back(f);
@@ -215,13 +272,24 @@ private:
     // Whom: the owner in the lock's value names the worker's client, registered in the resource.
     process* target = nullptr;
     std::uint64_t token = 0;
+    std::string what = "token"; // a shared_mutex's: "reader token" or "writer token"
+    // Readers hold most of the time: every other stop of a shared_mutex waits a little for a
+    // writer, whose late write the fence must reject.
+    const bool want_writer = cfg_.lock == primitive::shared_mutex && stops_++ % 2 == 0;
     for (int tries = 0; tries < 20 && !target; ++tries) {
-      if (auto held = lock_holder(lock_, key_)) {
-        auto client_id = held->second.substr(0, held->second.find(':'));
+      auto held = lock_holders(lock_, cfg_.lock, key_);
+      if (want_writer && tries < 15)
+        std::erase_if(held, [](const lock_holder& h) { return h.permits == 1; });
+      // A permit lock has several holders: any one of them, drawn.
+      if (!held.empty()) {
+        const auto& h = held[std::uniform_int_distribution<std::size_t>(0, held.size() - 1)(rng_)];
+        auto client_id = h.owner.substr(0, h.owner.find(':'));
         auto pid = resource_.command({"HGET", "torture:clients", client_id});
         if (pid != "(nil)") {
           target = worker_by_pid(static_cast<pid_t>(std::stol(pid)));
-          token = held->first;
+          token = h.token;
+          if (cfg_.lock == primitive::shared_mutex)
+            what = h.permits == 1 ? "reader token" : "writer token";
         }
       }
       if (!target)
@@ -240,15 +308,18 @@ private:
     // It held the lock while stopped if the lock still names the token it held before the stop,
     // once what it may have sent just before (a release) has had time to land.
     std::this_thread::sleep_for(20ms);
-    auto held = lock_holder(lock_, key_);
-    const bool holding = token != 0 && held && held->first == token;
+    auto held = lock_holders(lock_, cfg_.lock, key_);
+    const bool holding = token != 0 && std::any_of(held.begin(), held.end(), [&](const lock_holder& h) {
+      return h.token == token;
+    });
     auto d = uniform(cfg_.lease * 3 / 2, cfg_.lease * 5 / 2);
-    if (holding)
+    if (holding) {
       record_.paused_holders.emplace_back(target->pid(), token);
-    else
+      record_.paused_writers += what == "writer token" ? 1 : 0;
+    } else
       ++record_.stopped_non_holders;
     note("SIGSTOP pid {} for {} ms ({})", target->pid(), d.count(),
-         holding ? fmt::format("holding token {}", token) : std::string("not holding"));
+         holding ? fmt::format("holding {} {}", what, token) : std::string("not holding"));
     std::this_thread::sleep_for(d); // resumed even when the run ends meanwhile
     target->signal(SIGCONT);
   }
@@ -261,6 +332,7 @@ private:
   std::mt19937_64 rng_;
   std::string key_;
   std::vector<chaos> random_faults_;
+  int stops_ = 0;
   steady::time_point t0_;
   chaos_record record_;
 };
@@ -278,6 +350,70 @@ check make_check(std::string name, bool passed, std::string figures, bool applic
   return check{std::move(name), applicable, passed, std::move(figures)};
 }
 
+/// How many held at once among the sections of holders never told, swept over the resource
+/// server's clock. Two sections overlap when each began before the other ended: a holder's exit is
+/// read before its release and its successor's entry after its acquisition, so a hand-over never
+/// looks like an overlap.
+struct overlap_summary {
+  std::size_t judged = 0, told = 0;  // sections swept; sections of told holders, left out
+  std::size_t exclusive = 0, shared = 0; // of the judged: exclusive ones, readers or permits
+  std::int64_t max_sections = 0;     // the most sections inside at once
+  std::int64_t max_permits = 0;      // the largest sum of permits inside at once
+  std::int64_t max_readers = 0;      // the most readers inside at once
+  std::uint64_t violations = 0;      // entries that broke the rule
+  std::string first;                 // the first of them: who was inside
+};
+
+/// `capacity`: the permits that may be inside at once; an exclusive section must be alone.
+overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t capacity) {
+  overlap_summary out;
+  struct event {
+    std::int64_t at;
+    bool entry; // exits first at the same microsecond: a touch is no overlap
+    std::size_t index;
+  };
+  std::vector<event> events;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].told) {
+      ++out.told;
+      continue;
+    }
+    ++out.judged;
+    ++(all[i].kind == 'x' ? out.exclusive : out.shared);
+    events.push_back({all[i].entry_us, true, i});
+    events.push_back({all[i].exit_us, false, i});
+  }
+  std::sort(events.begin(), events.end(), [](const event& a, const event& b) {
+    return std::tie(a.at, a.entry) < std::tie(b.at, b.entry);
+  });
+  std::set<std::size_t> inside;
+  std::int64_t permits = 0, exclusive = 0, readers = 0;
+  for (const auto& e : events) {
+    const auto& sec = all[e.index];
+    const int sign = e.entry ? 1 : -1;
+    permits += sign * sec.permits;
+    exclusive += sign * (sec.kind == 'x' ? 1 : 0);
+    readers += sign * (sec.kind == 'r' ? 1 : 0);
+    if (!e.entry) {
+      inside.erase(e.index);
+      continue;
+    }
+    inside.insert(e.index);
+    out.max_sections = std::max(out.max_sections, static_cast<std::int64_t>(inside.size()));
+    out.max_permits = std::max(out.max_permits, permits);
+    out.max_readers = std::max(out.max_readers, readers);
+    const bool broken = exclusive > 0 ? inside.size() > 1 : permits > capacity;
+    if (broken && out.violations++ == 0) {
+      std::vector<std::string> who;
+      for (auto i : inside)
+        who.push_back(fmt::format("{} token {} pid {} x{} [{}, {}] us", all[i].kind, all[i].token,
+                                  all[i].pid, all[i].permits, all[i].entry_us, all[i].exit_us));
+      out.first = fmt::format("{}", fmt::join(who, "; "));
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 std::string_view to_string(chaos c) {
@@ -292,6 +428,22 @@ std::string_view to_string(chaos c) {
 }
 
 std::set<chaos> all_chaos() { return {all_faults.begin(), all_faults.end()}; }
+
+std::string_view to_string(primitive p) {
+  switch (p) {
+  case primitive::mutex: return "mutex";
+  case primitive::semaphore: return "semaphore";
+  case primitive::shared_mutex: return "shared_mutex";
+  }
+  return "?";
+}
+
+std::optional<primitive> parse_primitive(std::string_view name) {
+  for (auto p : {primitive::mutex, primitive::semaphore, primitive::shared_mutex})
+    if (to_string(p) == name)
+      return p;
+  return std::nullopt;
+}
 
 std::optional<std::set<chaos>> parse_chaos(std::string_view list) {
   if (list == "all")
@@ -332,6 +484,8 @@ const check* report::find(std::string_view name) const {
 report run(const config& cfg, std::ostream& out) {
   if (cfg.processes < 1 || cfg.coroutines < 1 || cfg.duration <= 0s || cfg.lease <= 0ms)
     throw std::runtime_error("torture: processes, coroutines, duration and lease must be positive");
+  if (cfg.permits < 1 || cfg.max_take < 1 || cfg.max_take > cfg.permits || cfg.writer_every < 1)
+    throw std::runtime_error("torture: need 1 <= max_take <= permits and writer_every >= 1");
   if (!std::filesystem::exists(cfg.worker))
     throw std::runtime_error("torture: no worker program at " + cfg.worker);
   const auto dir = make_temp_dir("corolock-torture-");
@@ -345,11 +499,17 @@ report run(const config& cfg, std::ostream& out) {
 
   redis_server lock_server;  // DEBUG enabled
   redis_server resource;     // never touched by the chaos
+  std::string lock_text(to_string(cfg.lock));
+  if (cfg.lock == primitive::semaphore)
+    lock_text += fmt::format(" of {} permits, 1..{} a section", cfg.permits, cfg.max_take);
+  else if (cfg.lock == primitive::shared_mutex)
+    lock_text += fmt::format(", 1 section in {} a writer", cfg.writer_every);
   fmt::print(out,
-             "torture: seed {}, {} processes x {} coroutines, {} s, lease {} ms, acquire_for {} ms, "
-             "hold {} us, chaos {}\n",
-             cfg.seed, cfg.processes, cfg.coroutines, cfg.duration.count(), cfg.lease.count(),
-             cfg.acquire_deadline.count(), cfg.hold.count(), faults_text(cfg.faults));
+             "torture: {}; seed {}, {} processes x {} coroutines, {} s, lease {} ms, acquire_for {} "
+             "ms, hold {} us, chaos {}\n",
+             lock_text, cfg.seed, cfg.processes, cfg.coroutines, cfg.duration.count(),
+             cfg.lease.count(), cfg.acquire_deadline.count(), cfg.hold.count(),
+             faults_text(cfg.faults));
   out.flush();
 
   std::vector<process> workers;
@@ -361,7 +521,8 @@ report run(const config& cfg, std::ostream& out) {
         std::to_string(std::chrono::milliseconds(cfg.duration).count()),
         std::to_string(cfg.lease.count()), std::to_string(cfg.acquire_deadline.count()),
         std::to_string(cfg.hold.count()), stats_files.back().string(),
-        std::to_string(cfg.seed * 1000 + static_cast<std::uint64_t>(i))});
+        std::to_string(cfg.seed * 1000 + static_cast<std::uint64_t>(i)), std::string(to_string(cfg.lock)),
+        std::to_string(cfg.permits), std::to_string(cfg.max_take), std::to_string(cfg.writer_every)});
   }
   // Every worker connected (they count themselves in): the run starts.
   const auto ready_by = steady::now() + 15s;
@@ -384,6 +545,8 @@ report run(const config& cfg, std::ostream& out) {
     std::string how = st ? st->to_string() : "did not exit (" + workers[i].kill().to_string() + ")";
     auto r = read_stats(stats_files[i]);
     r.pid = pid;
+    for (auto& sec : r.sections)
+      sec.pid = pid;
     r.exit = how;
     r.clean_exit = st && st->success();
     results.push_back(std::move(r));
@@ -397,7 +560,7 @@ report run(const config& cfg, std::ostream& out) {
   auto unfenced_text = resource.command({"GET", "torture:unfenced"});
   auto to_num = [](const std::string& s) { return s == "(nil)" ? 0ull : std::stoull(s); };
   const auto fenced = to_num(fenced_text), unfenced = to_num(unfenced_text);
-  const auto fence_counter = lock_server.command({"GET", "corolock:{" + cfg.lock_name + "}:fence"});
+  const auto fence_counter = lock_server.command({"GET", lock_key(cfg) + ":fence"});
   const auto fence_seen = resource.command({"GET", "torture:fence_seen"});
 
   // The table.
@@ -422,15 +585,17 @@ report run(const config& cfg, std::ostream& out) {
              record.connections_killed, record.stalled.count() / 1000.0,
              record.paused_holders.size(), record.stopped_non_holders, record.failed_actions);
 
-  constexpr auto row = "{:>8} {:>7} {:>8} {:>6} {:>8} {:>9} {:>8} {:>8} {:>7} {:>5} {:>6} {:>8} "
-                       "{:>9} {:>7} {:>8} {:>5} {:>4} {:>5}  {}\n";
+  // sections: unfenced writes done (exclusive sections); recorded: intervals of every kind.
+  constexpr auto row = "{:>8} {:>7} {:>8} {:>6} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7} {:>5} {:>6} "
+                       "{:>8} {:>9} {:>7} {:>8} {:>5} {:>4} {:>5}  {}\n";
   fmt::print(out, "\n");
-  fmt::print(out, row, "pid", "acquired", "timeouts", "errors", "sections", "abandoned",
+  fmt::print(out, row, "pid", "acquired", "timeouts", "errors", "recorded", "sections", "abandoned",
              "accepted", "rejected", "untold", "told", "rel_ok", "rel_lost", "rel_not_own",
              "tok_back", "overrun", "late", "subs", "stuck", "exit");
   auto print_row = [&](const std::string& name, auto get, const std::string& overrun,
                        const std::string& subs, const std::string& stuck, const std::string& exit) {
-    fmt::print(out, row, name, get("acquired"), get("timeouts"), get("errors"), get("sections"),
+    fmt::print(out, row, name, get("acquired"), get("timeouts"), get("errors"), get("recorded"),
+               get("sections"),
                get("abandoned"), get("fenced_accepted"), get("fenced_rejected"),
                get("rejected_untold"), get("told"), get("release_ok"), get("release_lease_lost"),
                get("release_not_owner") + get("release_other"), get("token_regressions"), overrun,
@@ -461,6 +626,18 @@ report run(const config& cfg, std::ostream& out) {
              "\nresource: torture:fenced {}, torture:unfenced {}, torture:fence_seen {}; lock server: "
              "fence counter {}\n",
              fenced, unfenced, fence_seen, fence_counter);
+  {
+    std::map<std::string, std::uint64_t> kinds;
+    for (auto& r : results)
+      for (auto& sec : r.sections)
+        ++kinds[sec.kind == 'x' ? "exclusive"
+                : sec.kind == 'r' ? "reader"
+                                  : fmt::format("{} permit{}", sec.permits, sec.permits == 1 ? "" : "s")];
+    std::vector<std::string> parts;
+    for (auto& [kind, n] : kinds)
+      parts.push_back(fmt::format("{} {}", n, kind));
+    fmt::print(out, "intervals recorded: {}\n", parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));
+  }
 
   // The checks.
   report rep;
@@ -478,15 +655,22 @@ report run(const config& cfg, std::ostream& out) {
   }
   rep.checks.push_back(make_check("resource commands succeeded", sum("resource_errors") == 0,
                                   fmt::format("{} failed", sum("resource_errors"))));
+  // Semaphore holders share the resource: no fenced or unfenced write of theirs means anything.
+  const bool exclusive = cfg.lock != primitive::semaphore;
+  const std::string shared_only = "; not judged: a semaphore's holders are not exclusive";
   rep.checks.push_back(make_check("fenced count == accepted fenced writes",
                                   fenced == sum("fenced_accepted"),
-                                  fmt::format("{} in Redis, {} accepted", fenced, sum("fenced_accepted"))));
+                                  fmt::format("{} in Redis, {} accepted{}", fenced,
+                                              sum("fenced_accepted"), exclusive ? "" : shared_only),
+                                  exclusive));
   rep.checks.push_back(make_check(
       "unfenced count == completed sections", unfenced == sum("sections"),
       fmt::format("{} in Redis, {} sections ({} lost updates){}", unfenced, sum("sections"),
                   static_cast<std::int64_t>(sum("sections")) - static_cast<std::int64_t>(unfenced),
-                  holders_paused || restarted ? "; not judged: holders paused or server restarted" : ""),
-      !holders_paused && !restarted));
+                  !exclusive ? shared_only
+                  : holders_paused || restarted ? "; not judged: holders paused or server restarted"
+                                                : ""),
+      exclusive && !holders_paused && !restarted));
   {
     std::vector<std::string> untold;
     for (auto [pid, token] : record.paused_holders) {
@@ -496,18 +680,28 @@ report run(const config& cfg, std::ostream& out) {
     }
     rep.checks.push_back(make_check(
         "every paused holder was told", untold.empty(),
-        fmt::format("{} paused past the lease, {} not told{}{}", record.paused_holders.size(),
+        fmt::format("{} paused past the lease{}, {} not told{}{}", record.paused_holders.size(),
+                    cfg.lock == primitive::shared_mutex
+                        ? fmt::format(" ({} writers)", record.paused_writers)
+                        : std::string(),
                     untold.size(), untold.empty() ? "" : ": ", fmt::join(untold, ", ")),
         holders_paused));
   }
   rep.checks.push_back(make_check("no fenced write rejected from a holder not told",
                                   sum("rejected_untold") == 0,
-                                  fmt::format("{} of {} rejected", sum("rejected_untold"),
-                                              sum("fenced_rejected"))));
+                                  fmt::format("{} of {} rejected{}", sum("rejected_untold"),
+                                              sum("fenced_rejected"), exclusive ? "" : shared_only),
+                                  exclusive));
   rep.checks.push_back(make_check("fencing tokens never went backwards",
                                   sum("token_regressions") == 0,
-                                  fmt::format("{} acquisitions got a token not above an earlier one",
-                                              sum("token_regressions"))));
+                                  fmt::format("{} acquisitions got a token not above an earlier one{}",
+                                              sum("token_regressions"),
+                                              cfg.lock == primitive::mutex
+                                                  ? std::string()
+                                                  : fmt::format(" (shared holders: one got before "
+                                                                "asking); {} shared grants completed "
+                                                                "out of token order",
+                                                                sum("tokens_reordered")))));
   {
     std::vector<std::string> subs;
     for (auto& r : results)
@@ -526,6 +720,69 @@ report run(const config& cfg, std::ostream& out) {
                   "failed); apart, across a stop of their own process: {} late, max {:.0f} ms",
                   max_overrun, cfg.overrun_bound.count(), sum("late"), sum("late_acquired"),
                   sum("late") - sum("late_acquired"), sum("late_stopped"), max_overrun_stopped)));
+
+  // How many held at once, on the resource server's clock. A worker's intervals that are missing
+  // (no file, fewer lines than it counted) would make the sweep pass on less: that fails too.
+  {
+    std::vector<section> all;
+    std::vector<std::string> incomplete;
+    for (auto& r : results) {
+      if (!r.has_sections || r.sections.size() != r.num("recorded"))
+        incomplete.push_back(fmt::format("pid {}: {} of {} intervals read", r.pid, r.sections.size(),
+                                         r.num("recorded")));
+      all.insert(all.end(), r.sections.begin(), r.sections.end());
+    }
+    const std::string missing =
+        incomplete.empty() ? "" : fmt::format("; INCOMPLETE: {}", fmt::join(incomplete, ", "));
+    const std::int64_t capacity = cfg.lock == primitive::semaphore ? cfg.permits
+                                  : cfg.lock == primitive::shared_mutex ? std::int64_t{1} << 30
+                                                                        : 1;
+    const auto o = sweep_overlaps(all, capacity);
+    const bool judged = incomplete.empty() && o.judged > 0;
+    const auto first = o.violations == 0 ? std::string() : "; first: " + o.first;
+    switch (cfg.lock) {
+    case primitive::mutex:
+      rep.checks.push_back(make_check(
+          "untold holders never overlapped", judged && o.violations == 0,
+          fmt::format("at most {} inside at once over {} sections ({} of told holders left out){}{}",
+                      o.max_sections, o.judged, o.told, first, missing)));
+      break;
+    case primitive::semaphore:
+      rep.checks.push_back(make_check(
+          "untold permits at once <= permit count", judged && o.max_permits <= cfg.permits,
+          fmt::format("max {} of {} permits at once, {} entries over the count, over {} sections of "
+                      "1..{} permits ({} of told holders left out){}{}",
+                      o.max_permits, cfg.permits, o.violations, o.judged, cfg.max_take, o.told,
+                      first, missing)));
+      break;
+    case primitive::shared_mutex:
+      rep.checks.push_back(make_check(
+          "untold writers never overlapped", judged && o.violations == 0,
+          fmt::format("{} overlaps; {} writer and {} reader sections, up to {} readers at once ({} "
+                      "of told holders left out){}{}",
+                      o.violations, o.exclusive, o.shared, o.max_readers, o.told, first, missing)));
+      break;
+    }
+    // A writer's token is above every token handed out before it: a fence above a reader's own
+    // token at its exit means a writer that came after it wrote while it was inside.
+    std::size_t untold_readers = 0, overtaken = 0;
+    std::string example;
+    for (const auto& sec : all) {
+      if (sec.kind != 'r' || sec.told)
+        continue;
+      ++untold_readers;
+      if (sec.fence_at_exit > sec.token && overtaken++ == 0)
+        example = fmt::format("; first: pid {} token {} saw {}", sec.pid, sec.token, sec.fence_at_exit);
+    }
+    const bool readers = cfg.lock == primitive::shared_mutex;
+    rep.checks.push_back(make_check(
+        "no untold reader saw a newer writer's write",
+        incomplete.empty() && untold_readers > 0 && overtaken == 0,
+        readers ? fmt::format("{} of {} untold readers saw a fence above their token{}{}", overtaken,
+                              untold_readers, example, missing)
+                : fmt::format("not judged: a {} has no readers", to_string(cfg.lock)),
+        readers));
+  }
 
   fmt::print(out, "\n{:<48} {:<6} {}\n", "check", "result", "figures");
   for (auto& c : rep.checks)

@@ -1,8 +1,15 @@
-// The mutex torture run: P worker processes (test/workers/torture_worker.cpp) x C coroutines on one
-// lock, each doing a fenced and an unfenced read-modify-write against a "resource" server while a
-// seeded chaos loop hits the lock server: CLIENT KILL, CLIENT PAUSE and DEBUG SLEEP stalls, SIGSTOP
-// of the current holder past its lease, one server restart. Afterwards everything is checked from
-// Redis and from what the workers saw, and a summary table is printed.
+// The torture run: P worker processes (test/workers/torture_worker.cpp) x C coroutines on one lock
+// (a mutex, a semaphore or a shared_mutex) doing critical sections against a "resource" server —
+// exclusive holders a fenced and an unfenced read-modify-write — while a seeded chaos loop hits the
+// lock server: CLIENT KILL, CLIENT PAUSE and DEBUG SLEEP stalls, SIGSTOP of a current holder past its
+// lease, one server restart. Afterwards everything is checked from Redis and from what the workers
+// saw, and a summary table is printed.
+//
+// Every section's interval is read on the resource server's clock, so how many held at once is
+// measured, not inferred: among the holders never told their lease was lost, the mutex and a
+// shared_mutex writer must be alone and a semaphore's permits must not exceed its count. A holder
+// that was told (stopped past its lease, its lock lost in the restart) may rightly have been
+// overlapped and is left out of those checks.
 //
 // The resource is a second redis-server that the chaos leaves alone, as a real database would
 // survive the lock server's troubles: so the fenced count is exact across a restart of the lock
@@ -38,6 +45,11 @@ std::string_view to_string(chaos c);
 std::optional<std::set<chaos>> parse_chaos(std::string_view list);
 std::set<chaos> all_chaos();
 
+enum class primitive { mutex, semaphore, shared_mutex };
+/// "mutex", "semaphore", "shared_mutex".
+std::string_view to_string(primitive p);
+std::optional<primitive> parse_primitive(std::string_view name);
+
 struct config {
   std::uint64_t seed = 1;
   std::chrono::seconds duration{20};
@@ -54,6 +66,12 @@ struct config {
   /// Path of corolock_torture_worker.
   std::string worker;
   std::string lock_name = "torture";
+  primitive lock = primitive::mutex;
+  /// semaphore: its permit count, and the most one section takes (each takes 1..max_take, drawn).
+  int permits = 3;
+  int max_take = 1;
+  /// shared_mutex: one section in writer_every is a writer (drawn), the others readers.
+  int writer_every = 4;
 };
 
 struct check {

@@ -1,4 +1,4 @@
-// corolock_torture: the long torture run (scripts/torture.sh). Prints the chaos as it happens, then
+// corolock_torture: the long torture run of any of the locks (scripts/torture.sh). Prints the chaos as it happens, then
 // the summary table; exits 0 when every check passed, 1 when one failed, 2 on a usage error.
 #include "torture.hpp"
 
@@ -15,9 +15,13 @@ namespace tt = corolock::test::torture;
 namespace {
 
 constexpr const char* usage =
-    "usage: corolock_torture [--seed N] [--duration SECONDS] [--processes P] [--coroutines C]\n"
-    "                        [--chaos all|none|kill,pause,sleep,stop,restart] [--lease MS]\n"
-    "                        [--deadline MS] [--hold US] [--overrun-bound MS] [--worker PATH]\n";
+    "usage: corolock_torture [--lock mutex|semaphore|shared_mutex] [--permits K] [--take N]\n"
+    "                        [--writers W] [--seed N] [--duration SECONDS] [--processes P]\n"
+    "                        [--coroutines C] [--chaos all|none|kill,pause,sleep,stop,restart]\n"
+    "                        [--lease MS] [--deadline MS] [--hold US] [--overrun-bound MS]\n"
+    "                        [--worker PATH]\n"
+    "  --permits K  semaphore: its permit count (3); --take N: a section takes 1..N permits (1)\n"
+    "  --writers W  shared_mutex: one section in W is a writer (4)\n";
 
 } // namespace
 
@@ -36,7 +40,18 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc)
         throw std::invalid_argument(arg + " needs a value");
       std::string value = argv[++i];
-      if (arg == "--seed")
+      if (arg == "--lock") {
+        auto p = tt::parse_primitive(value);
+        if (!p)
+          throw std::invalid_argument("unknown lock '" + value + "'");
+        cfg.lock = *p;
+      } else if (arg == "--permits")
+        cfg.permits = std::stoi(value);
+      else if (arg == "--take")
+        cfg.max_take = std::stoi(value);
+      else if (arg == "--writers")
+        cfg.writer_every = std::stoi(value);
+      else if (arg == "--seed")
         cfg.seed = std::stoull(value);
       else if (arg == "--duration")
         cfg.duration = std::chrono::seconds(std::stol(value));

@@ -1,18 +1,27 @@
-// One process of the torture run (test/torture/torture.hpp): C coroutines share one corolock::mutex
-// and, until the duration is over, take it with acquire_for and do a critical section against the
-// "resource" — a second redis-server that the chaos never touches, standing for a database that
-// survives whatever happens to the lock server:
+// One process of the torture run (test/torture/torture.hpp): C coroutines share one lock — a
+// corolock::mutex, semaphore or shared_mutex — and, until the duration is over, take it with
+// acquire_for and do a critical section against the "resource": a second redis-server that the chaos
+// never touches, standing for a database that survives whatever happens to the lock server:
 //
-//   SET torture:holder "<token> <pid>"      so the chaos loop knows whom to SIGSTOP
-//   GET torture:unfenced, hold, then...
-//   a fenced write: a Lua compare-and-set that accepts the token only if it is greater than every
+//   entry: SET torture:holder "<token> <pid>" (so the chaos loop knows whom to SIGSTOP), read the
+//     resource server's clock (TIME) and torture:unfenced, in one script;
+//   hold; then, in an exclusive section (the mutex, a shared_mutex writer):
+//     a fenced write: a Lua compare-and-set that accepts the token only if it is greater than every
 //     token seen before (torture:fence_seen), and counts accepted writes in torture:fenced;
-//   unless the guard says the lease is lost: SET torture:unfenced value+1 (the unfenced
-//     read-modify-write, safe only under mutual exclusion);
+//   exit: unless the guard says the lease is lost, SET torture:unfenced value+1 (the unfenced
+//     read-modify-write, safe only under mutual exclusion: exclusive sections only); then the
+//     server's clock again and torture:fence_seen, in one script;
 //   release.
 //
+// Every section's interval on the resource server's clock, its kind, permits, token, whether its
+// holder was told the lease was lost and the fence seen at exit go to STATS_FILE.sections, for the
+// coordinator's checks of how many held at once.
+//
 // Usage: corolock_torture_worker LOCK_URL RESOURCE_URL NAME COROUTINES DURATION_MS LEASE_MS
-//                                DEADLINE_MS HOLD_US STATS_FILE SEED
+//                                DEADLINE_MS HOLD_US STATS_FILE SEED PRIMITIVE PERMITS MAX_TAKE
+//                                WRITER_EVERY
+// PRIMITIVE is mutex, semaphore (PERMITS permits, each section takes 1..MAX_TAKE) or shared_mutex
+// (one section in WRITER_EVERY is a writer, the others readers).
 // Writes what it saw to STATS_FILE ("key value..." lines, see write_stats) and exits 0, or 1 when
 // some coroutine was still stuck in an operation DEADLINE_MS + 10 s after the duration (the file is
 // written then too, with `stuck`). It never runs longer than that, whatever state Redis is in.
@@ -31,6 +40,8 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <tuple>
+#include <variant>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -54,6 +65,38 @@ end
 return seen
 )";
 
+// KEYS[1] torture:holder, KEYS[2] torture:unfenced; ARGV[1] "<token> <pid>". Names the holder, then
+// returns the section's start on the resource server's clock {seconds, microseconds} and the
+// unfenced count.
+constexpr const char* section_entry = R"(
+redis.call('set', KEYS[1], ARGV[1])
+local t = redis.call('time')
+return {t[1], t[2], redis.call('get', KEYS[2]) or '0'}
+)";
+
+// KEYS[1] torture:unfenced, KEYS[2] torture:fence_seen; ARGV[1] the new unfenced count, or '' for
+// none. The last write, then the section's end on the server's clock and the highest writer token
+// accepted so far (a reader compares it with its own token): {seconds, microseconds, fence}.
+constexpr const char* section_exit = R"(
+if ARGV[1] ~= '' then
+  redis.call('set', KEYS[1], ARGV[1])
+end
+local t = redis.call('time')
+return {t[1], t[2], redis.call('get', KEYS[2]) or '0'}
+)";
+
+enum class primitive { mutex, semaphore, shared_mutex };
+
+std::optional<primitive> parse_primitive(std::string_view name) {
+  if (name == "mutex")
+    return primitive::mutex;
+  if (name == "semaphore")
+    return primitive::semaphore;
+  if (name == "shared_mutex")
+    return primitive::shared_mutex;
+  return std::nullopt;
+}
+
 struct settings {
   std::string lock_url, resource_url, name;
   int coroutines = 0;
@@ -61,6 +104,23 @@ struct settings {
   std::chrono::microseconds hold{};
   std::string stats_file;
   unsigned seed = 0;
+  primitive lock = primitive::mutex;
+  std::int64_t permits = 1;   // semaphore: its permit count
+  std::int64_t max_take = 1;  // semaphore: a section takes 1..max_take permits
+  int writer_every = 1;       // shared_mutex: one section in writer_every is a writer
+};
+
+/// What a section holds: the lock alone (the mutex, a writer), a reader's share, or permits.
+enum class section_kind : char { exclusive = 'x', reader = 'r', permits = 'p' };
+
+/// One section as the coordinator checks it; times in microseconds on the resource server's clock.
+struct section_record {
+  std::int64_t entry_us = 0, exit_us = 0;
+  section_kind kind = section_kind::exclusive;
+  std::int64_t permits = 1;
+  std::uint64_t token = 0;
+  bool told = false;
+  std::uint64_t fence_at_exit = 0;
 };
 
 /// What the process saw; only touched on the io_context's one thread.
@@ -76,7 +136,11 @@ struct stats {
   std::uint64_t told = 0;              // sections whose guard reported the lease lost
   std::uint64_t resource_errors = 0;   // a command to the resource failed
   std::uint64_t release_ok = 0, release_lease_lost = 0, release_not_owner = 0, release_other = 0;
-  std::uint64_t token_regressions = 0; // a fresh acquisition's token not above every earlier one
+  // A fresh acquisition's token not above one it must exceed: for an exclusive holder, every token
+  // this process got before; for a reader or permits, every token it got before asking (shared
+  // grants made together may complete in another order: counted apart, in tokens_reordered).
+  std::uint64_t token_regressions = 0;
+  std::uint64_t tokens_reordered = 0;
   std::uint64_t max_token = 0;
   std::uint64_t late = 0;              // acquire_for completions more than 100 ms past the deadline
   std::uint64_t late_acquired = 0;     // ... of which acquired the lock (the others failed late)
@@ -89,6 +153,7 @@ struct stats {
   steady::time_point last_beat = steady::now(); // the heartbeat's last turn
   std::vector<std::pair<steady::time_point, steady::time_point>> stalls; // gaps > 100 ms
   std::vector<std::uint64_t> told_tokens;
+  std::vector<section_record> records;
   std::int64_t subscriptions_at_end = -1;  // the connection's sub= count once idle (-1: unknown)
   int running = -1;                    // section coroutines running (-1: not started yet)
   int stuck = 0;                       // coroutines still inside an operation at the hard stop
@@ -122,6 +187,7 @@ void write_stats(const settings& s, const stats& st) {
     line("release_not_owner", st.release_not_owner);
     line("release_other", st.release_other);
     line("token_regressions", st.token_regressions);
+    line("tokens_reordered", st.tokens_reordered);
     line("max_token", st.max_token);
     line("late", st.late);
     line("late_acquired", st.late_acquired);
@@ -142,6 +208,17 @@ void write_stats(const settings& s, const stats& st) {
     }
     line("sections_per_coroutine", fmt::format("{}", fmt::join(st.sections_per_coroutine, " ")));
     line("told_tokens", fmt::format("{}", fmt::join(st.told_tokens, " ")));
+    line("recorded", st.records.size());
+  }
+  // One line a section: entry_us exit_us kind permits token told fence_at_exit. Written first:
+  // the stats file appearing means both are complete.
+  {
+    std::string text;
+    for (const auto& r : st.records)
+      fmt::format_to(std::back_inserter(text), "{} {} {} {} {} {} {}\n", r.entry_us, r.exit_us,
+                     static_cast<char>(r.kind), r.permits, r.token, r.told ? 1 : 0, r.fence_at_exit);
+    std::ofstream(s.stats_file + ".sections.tmp") << text;
+    std::filesystem::rename(s.stats_file + ".sections.tmp", s.stats_file + ".sections");
   }
   std::filesystem::rename(tmp, s.stats_file);
 }
@@ -194,54 +271,142 @@ bool stalled_since(const stats& st, steady::time_point from) {
          (!st.stalls.empty() && st.stalls.back().second > from);
 }
 
-/// What a critical section's fenced write met: rejected (a newer token seen) or not.
-struct fenced_outcome {
-  bool rejected = false;
-  std::string newer_token; // when rejected
+/// The lock under test, and what each section asks of it.
+class lock_under_test {
+public:
+  lock_under_test(corolock::client& c, const settings& s, const corolock::lock_options& opts)
+      : s_(s), lock_(make(c, s, opts)) {}
+
+  /// What the next section takes: drawn from the coroutine's own generator.
+  std::pair<section_kind, std::int64_t> plan(std::minstd_rand& rng) const {
+    switch (s_.lock) {
+    case primitive::mutex:
+      break;
+    case primitive::semaphore:
+      return {section_kind::permits, 1 + static_cast<std::int64_t>(rng() % static_cast<unsigned>(s_.max_take))};
+    case primitive::shared_mutex:
+      if (rng() % static_cast<unsigned>(s_.writer_every) != 0)
+        return {section_kind::reader, 1};
+      break;
+    }
+    return {section_kind::exclusive, 1};
+  }
+
+  asio::awaitable<std::tuple<error_code, corolock::guard>>
+  acquire_for(section_kind kind, std::int64_t permits, steady::duration timeout) {
+    // Named awaitables: GCC 12 may destroy a temporary inside co_await twice.
+    if (auto* m = std::get_if<corolock::mutex>(&lock_)) {
+      auto op = m->acquire_for(timeout, tuple_awaitable);
+      co_return co_await std::move(op);
+    }
+    if (auto* sem = std::get_if<corolock::semaphore>(&lock_)) {
+      auto op = sem->acquire_for(permits, timeout, tuple_awaitable);
+      co_return co_await std::move(op);
+    }
+    auto& rw = std::get<corolock::shared_mutex>(lock_);
+    if (kind == section_kind::reader) {
+      auto op = rw.acquire_shared_for(timeout, tuple_awaitable);
+      co_return co_await std::move(op);
+    }
+    auto op = rw.acquire_for(timeout, tuple_awaitable);
+    co_return co_await std::move(op);
+  }
+
+private:
+  using any_lock = std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex>;
+  static any_lock make(corolock::client& c, const settings& s, const corolock::lock_options& opts) {
+    switch (s.lock) {
+    case primitive::semaphore:
+      return any_lock(std::in_place_type<corolock::semaphore>, c, s.name, s.permits, opts);
+    case primitive::shared_mutex:
+      return any_lock(std::in_place_type<corolock::shared_mutex>, c, s.name, opts);
+    case primitive::mutex:
+      break;
+    }
+    return any_lock(std::in_place_type<corolock::mutex>, c, s.name, opts);
+  }
+
+  const settings& s_;
+  any_lock lock_;
 };
 
-asio::awaitable<fenced_outcome> critical_section(corolock::client& resource, corolock::guard& g,
-                                       const settings& s, stats& st, std::minstd_rand& rng,
-                                       std::uint64_t& sections) {
-  fenced_outcome out;
+/// What a critical section met: its fenced write rejected (a newer token seen) or not, and its
+/// interval on the resource server's clock (absent if a command failed).
+struct section_outcome {
+  bool rejected = false;
+  std::string newer_token; // when rejected
+  std::optional<std::int64_t> entry_us, exit_us;
+  std::uint64_t fence_at_exit = 0;
+};
+
+/// The {seconds, microseconds, value} reply of section_entry / section_exit.
+std::optional<std::pair<std::int64_t, std::string>> clock_and_value(
+    const std::optional<corolock::resp::value>& reply) {
+  if (!reply || reply->type != corolock::resp::type::array || reply->children.size() != 3)
+    return std::nullopt;
+  const auto& c = reply->children;
+  return std::pair{std::stoll(c[0].data) * 1'000'000 + std::stoll(c[1].data), c[2].data};
+}
+
+asio::awaitable<section_outcome> critical_section(corolock::client& resource, corolock::guard& g,
+                                                  section_kind kind, const settings& s, stats& st,
+                                                  std::minstd_rand& rng, std::uint64_t& sections) {
+  section_outcome out;
   const auto token = std::to_string(g.fencing_token());
-  co_await on_resource(resource, cmd("SET", "torture:holder", token + " " + std::to_string(getpid())), st);
-  auto got = co_await on_resource(resource, cmd("GET", "torture:unfenced"), st);
-  if (!got)
+  auto entry = clock_and_value(co_await on_resource(
+      resource,
+      cmd("EVAL", section_entry, "2", "torture:holder", "torture:unfenced",
+          token + " " + std::to_string(getpid())),
+      st));
+  if (!entry)
     co_return out;
-  const long value = got->is_null() ? 0 : std::stol(got->data);
+  out.entry_us = entry->first;
+  const long value = std::stol(entry->second);
   // Hold between half and one and a half times the hold time: the window a SIGSTOP aims at.
   co_await sleep_for(s.hold / 2 + std::chrono::microseconds(rng() % (s.hold.count() + 1)));
-  auto fenced = co_await on_resource(
-      resource, cmd("EVAL", fenced_write, "2", "torture:fence_seen", "torture:fenced", token), st);
-  if (fenced && fenced->type == corolock::resp::type::integer && fenced->integer == 1) {
-    ++st.fenced_accepted;
-  } else if (fenced) {
-    ++st.fenced_rejected;
-    out = {true, fenced->data};
+  std::string new_value; // the unfenced write, if any
+  if (kind == section_kind::exclusive) {
+    auto fenced = co_await on_resource(
+        resource, cmd("EVAL", fenced_write, "2", "torture:fence_seen", "torture:fenced", token), st);
+    if (fenced && fenced->type == corolock::resp::type::integer && fenced->integer == 1) {
+      ++st.fenced_accepted;
+    } else if (fenced) {
+      ++st.fenced_rejected;
+      out.rejected = true;
+      out.newer_token = fenced->data;
+    }
+    // A holder that is told in time stays out; one paused past its lease cannot know, and only
+    // the fence protects the resource from it.
+    if (g.lost())
+      ++st.abandoned;
+    else
+      new_value = std::to_string(value + 1);
   }
-  // A holder that is told in time stays out; one paused past its lease cannot know, and only the
-  // fence protects the resource from it.
-  if (g.lost()) {
-    ++st.abandoned;
+  auto exit = clock_and_value(co_await on_resource(
+      resource, cmd("EVAL", section_exit, "2", "torture:unfenced", "torture:fence_seen", new_value),
+      st));
+  if (!exit)
     co_return out;
-  }
-  if (co_await on_resource(resource, cmd("SET", "torture:unfenced", std::to_string(value + 1)), st)) {
+  out.exit_us = exit->first;
+  out.fence_at_exit = std::stoull(exit->second);
+  if (!new_value.empty()) {
     ++st.sections;
     ++sections;
   }
   co_return out;
 }
 
-asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, const settings& s,
+asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, const settings& s,
                              stats& st, int index, steady::time_point end) {
   std::minstd_rand rng(s.seed * 131u + static_cast<unsigned>(index));
   auto& sections = st.sections_per_coroutine[static_cast<std::size_t>(index)];
   auto& phase = st.phase[static_cast<std::size_t>(index)];
   while (steady::now() < end) {
+    const auto [kind, permits] = lock.plan(rng);
     const auto start = steady::now();
+    const auto max_token_before = st.max_token;
     phase = "acquire_for";
-    auto [ec, g] = co_await m.acquire_for(s.deadline, tuple_awaitable);
+    auto [ec, g] = co_await lock.acquire_for(kind, permits, s.deadline);
     phase = "between";
     const auto overrun = steady::now() - (start + s.deadline);
     if (overrun > steady::duration::zero()) {
@@ -269,8 +434,10 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
     }
     ++st.acquired;
     const auto token = g.fencing_token();
-    if (token <= st.max_token)
+    if (token <= (kind == section_kind::exclusive ? st.max_token : max_token_before))
       ++st.token_regressions;
+    else if (token <= st.max_token)
+      ++st.tokens_reordered;
     st.max_token = std::max(st.max_token, token);
 
     auto lost_signalled = std::make_shared<bool>(false);
@@ -281,7 +448,7 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
     phase = "section";
     // Its own write: the other coroutines of this process write meanwhile too (a stopped
     // holder's rejected write lands during the next holder's section).
-    const auto fenced = co_await critical_section(resource, g, s, st, rng, sections);
+    const auto section = co_await critical_section(resource, g, kind, s, st, rng, sections);
     bool told = g.lost() || *lost_signalled;
     phase = "release";
     auto [rec] = co_await g.release(tuple_awaitable);
@@ -300,15 +467,18 @@ asio::awaitable<void> worker(corolock::client& resource, corolock::mutex& m, con
       ++st.told;
       st.told_tokens.push_back(token);
     }
-    if (fenced.rejected && !told) {
+    if (section.entry_us && section.exit_us)
+      st.records.push_back({*section.entry_us, *section.exit_us, kind, permits, token, told,
+                            section.fence_at_exit});
+    if (section.rejected && !told) {
       ++st.rejected_untold;
       // What the coordinator cannot see: enough to tell which path let two holders overlap.
       fmt::print(stderr,
                  "torture_worker {}: fenced write rejected, holder not told: token {} owner {}, "
                  "newer token seen {} ({} us later on the server clock), acquired {} ms before "
                  "the release, release said {}\n",
-                 getpid(), token, g.owner(), fenced.newer_token,
-                 static_cast<long long>(std::stoull(fenced.newer_token) - token),
+                 getpid(), token, g.owner(), section.newer_token,
+                 static_cast<long long>(std::stoull(section.newer_token) - token),
                  std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start).count(),
                  rec ? rec.message() : std::string("ok"));
     }
@@ -346,7 +516,7 @@ asio::awaitable<void> run(corolock::client& lock_client, corolock::client& resou
   co_await resource.exec(cmd("INCR", "torture:ready"));
   corolock::lock_options opts;
   opts.lease = s.lease;
-  corolock::mutex m(lock_client, s.name, opts);
+  lock_under_test lock(lock_client, s, opts);
   auto ex = co_await asio::this_coro::executor;
   const auto end = steady::now() + s.duration;
   st.running = s.coroutines;
@@ -354,7 +524,7 @@ asio::awaitable<void> run(corolock::client& lock_client, corolock::client& resou
   st.last_beat = steady::now();
   asio::co_spawn(ex, heartbeat(st), asio::detached);
   for (int k = 0; k < s.coroutines; ++k)
-    asio::co_spawn(ex, worker(resource, m, s, st, k, end),
+    asio::co_spawn(ex, worker(resource, lock, s, st, k, end),
                    [&](std::exception_ptr e) {
                      if (e) {
                        try {
@@ -377,15 +547,22 @@ asio::awaitable<void> run(corolock::client& lock_client, corolock::client& resou
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 11) {
+  const auto lock = argc == 15 ? parse_primitive(argv[11]) : std::nullopt;
+  if (!lock) {
     fmt::print(stderr, "usage: corolock_torture_worker LOCK_URL RESOURCE_URL NAME COROUTINES "
-                       "DURATION_MS LEASE_MS DEADLINE_MS HOLD_US STATS_FILE SEED\n");
+                       "DURATION_MS LEASE_MS DEADLINE_MS HOLD_US STATS_FILE SEED "
+                       "mutex|semaphore|shared_mutex PERMITS MAX_TAKE WRITER_EVERY\n");
     return 2;
   }
   settings s{argv[1], argv[2], argv[3], std::stoi(argv[4]),
              std::chrono::milliseconds(std::stol(argv[5])), std::chrono::milliseconds(std::stol(argv[6])),
              std::chrono::milliseconds(std::stol(argv[7])), std::chrono::microseconds(std::stol(argv[8])),
-             argv[9], static_cast<unsigned>(std::stoul(argv[10]))};
+             argv[9], static_cast<unsigned>(std::stoul(argv[10])), *lock, std::stoll(argv[12]),
+             std::stoll(argv[13]), std::stoi(argv[14])};
+  if (s.permits < 1 || s.max_take < 1 || s.max_take > s.permits || s.writer_every < 1) {
+    fmt::print(stderr, "corolock_torture_worker: need 1 <= MAX_TAKE <= PERMITS, WRITER_EVERY >= 1\n");
+    return 2;
+  }
   // Last resort if even the io_context stops turning: SIGALRM ends the process (no stats file,
   // which the coordinator reports).
   const auto hard_stop = s.duration + s.deadline + 10s;
