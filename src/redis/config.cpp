@@ -41,6 +41,93 @@ bool percent_decode(std::string_view in, std::string& out) {
   return true;
 }
 
+// host[:port], or [v6-address][:port]; `port` keeps its value when none is given.
+bool parse_host_port(std::string_view hostport, std::string& host_out, std::uint16_t& port_out) {
+  std::string_view host = hostport, port;
+  if (hostport.starts_with('[')) { // IPv6 literal: [::1]:6379
+    auto close = hostport.find(']');
+    if (close == std::string_view::npos)
+      return false;
+    host = hostport.substr(1, close - 1);
+    std::string_view rest = hostport.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':')
+        return false;
+      port = rest.substr(1);
+    }
+  } else if (auto colon = hostport.rfind(':'); colon != std::string_view::npos) {
+    host = hostport.substr(0, colon);
+    port = hostport.substr(colon + 1);
+  }
+  if (host.empty())
+    return false;
+  host_out = std::string(host);
+  if (!port.empty() || hostport.ends_with(':')) {
+    long long p = 0;
+    if (!parse_int(port, 1, 65535, p))
+      return false;
+    port_out = static_cast<std::uint16_t>(p);
+  }
+  return true;
+}
+
+// An optional database number; `db` keeps its value when `text` is empty.
+bool parse_db(std::string_view text, int& db) {
+  long long n = 0;
+  if (text.empty())
+    return true;
+  if (!parse_int(text, 0, 1 << 20, n))
+    return false;
+  db = static_cast<int>(n);
+  return true;
+}
+
+// What follows the credentials of redis+sentinel://: sentinel[,sentinel...]/master_name[/db]
+// [?sentinel_username=U&sentinel_password=P].
+bool parse_sentinel_part(std::string_view rest, client_config& cfg) {
+  std::string_view query;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  auto slash = rest.find('/');
+  if (slash == std::string_view::npos)
+    return false; // the master's name is not optional
+  std::string_view hosts = rest.substr(0, slash), path = rest.substr(slash + 1), db_part;
+  if (auto next = path.find('/'); next != std::string_view::npos) {
+    db_part = path.substr(next + 1);
+    path = path.substr(0, next);
+  }
+  if (!percent_decode(path, cfg.sentinel.master_name) || cfg.sentinel.master_name.empty() ||
+      !parse_db(db_part, cfg.database))
+    return false;
+  while (true) {
+    auto comma = hosts.find(',');
+    sentinel_address address;
+    if (!parse_host_port(hosts.substr(0, comma), address.host, address.port))
+      return false;
+    cfg.sentinel.addresses.push_back(std::move(address));
+    if (comma == std::string_view::npos)
+      break;
+    hosts.remove_prefix(comma + 1);
+  }
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    auto eq = pair.find('=');
+    if (eq == std::string_view::npos)
+      return false;
+    std::string_view key = pair.substr(0, eq), value = pair.substr(eq + 1);
+    std::string* field = key == "sentinel_username"   ? &cfg.sentinel.username
+                         : key == "sentinel_password" ? &cfg.sentinel.password
+                                                      : nullptr;
+    if (field == nullptr || !percent_decode(value, *field))
+      return false; // an unknown option is a typo, not something to ignore
+  }
+  return true;
+}
+
 } // namespace
 
 client_config client_config::from_url(std::string_view url, boost::system::error_code& ec) {
@@ -51,9 +138,12 @@ client_config client_config::from_url(std::string_view url, boost::system::error
     return client_config{};
   };
 
-  bool unix_scheme = false;
+  bool unix_scheme = false, sentinel_scheme = false;
   if (url.starts_with("redis://")) {
     url.remove_prefix(8);
+  } else if (url.starts_with("redis+sentinel://")) {
+    url.remove_prefix(17);
+    sentinel_scheme = true;
   } else if (url.starts_with("unix://")) {
     url.remove_prefix(7);
     unix_scheme = true;
@@ -76,7 +166,10 @@ client_config client_config::from_url(std::string_view url, boost::system::error
       return fail();
   }
 
-  if (unix_scheme) {
+  if (sentinel_scheme) {
+    if (!parse_sentinel_part(url, cfg))
+      return fail();
+  } else if (unix_scheme) {
     std::string_view path = url;
     if (auto q = url.find('?'); q != std::string_view::npos) {
       path = url.substr(0, q);
@@ -95,37 +188,8 @@ client_config client_config::from_url(std::string_view url, boost::system::error
       hostport = url.substr(0, slash);
       db_part = url.substr(slash + 1);
     }
-    std::string_view host = hostport, port;
-    if (hostport.starts_with('[')) { // IPv6 literal: [::1]:6379
-      auto close = hostport.find(']');
-      if (close == std::string_view::npos)
-        return fail();
-      host = hostport.substr(1, close - 1);
-      std::string_view rest = hostport.substr(close + 1);
-      if (!rest.empty()) {
-        if (rest.front() != ':')
-          return fail();
-        port = rest.substr(1);
-      }
-    } else if (auto colon = hostport.rfind(':'); colon != std::string_view::npos) {
-      host = hostport.substr(0, colon);
-      port = hostport.substr(colon + 1);
-    }
-    if (host.empty())
+    if (!parse_host_port(hostport, cfg.host, cfg.port) || !parse_db(db_part, cfg.database))
       return fail();
-    cfg.host = std::string(host);
-    if (!port.empty() || hostport.ends_with(':')) {
-      long long p = 0;
-      if (!parse_int(port, 1, 65535, p))
-        return fail();
-      cfg.port = static_cast<std::uint16_t>(p);
-    }
-    if (!db_part.empty()) {
-      long long db = 0;
-      if (!parse_int(db_part, 0, 1 << 20, db))
-        return fail();
-      cfg.database = static_cast<int>(db);
-    }
   }
   return cfg;
 }
@@ -143,6 +207,13 @@ boost::system::error_code client_config::validate() const {
             (protocol == 2 || protocol == 3) && database >= 0 && connect_timeout.count() > 0 &&
             request_timeout.count() > 0 && health_check_interval.count() >= 0 &&
             reconnect_min.count() > 0 && reconnect_max >= reconnect_min;
+  if (sentinel.enabled() || !sentinel.master_name.empty()) {
+    // The master is whatever the Sentinels name: a unix socket cannot be one of their answers.
+    ok = ok && !sentinel.master_name.empty() && unix_socket.empty() && sentinel.timeout.count() > 0 &&
+         !sentinel.addresses.empty();
+    for (const auto& s : sentinel.addresses)
+      ok = ok && !s.host.empty() && s.port != 0;
+  }
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }
 

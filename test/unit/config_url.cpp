@@ -69,4 +69,71 @@ BOOST_AUTO_TEST_CASE(validate) {
   BOOST_TEST((c.validate() == error::invalid_argument));
 }
 
+BOOST_AUTO_TEST_CASE(sentinel_url) {
+  auto c = client_config::from_url(
+      "redis+sentinel://:m%40ster@10.0.0.1:26380,[::1],sentinel-3:26381/my%20master/2"
+      "?sentinel_username=watcher&sentinel_password=s%26cret");
+  BOOST_TEST(c.sentinel.enabled());
+  BOOST_REQUIRE(c.sentinel.addresses.size() == 3u);
+  BOOST_TEST(c.sentinel.addresses[0].host == "10.0.0.1");
+  BOOST_TEST(c.sentinel.addresses[0].port == 26380);
+  BOOST_TEST(c.sentinel.addresses[1].host == "::1");
+  BOOST_TEST(c.sentinel.addresses[1].port == 26379); // Sentinel's default port
+  BOOST_TEST(c.sentinel.addresses[2].host == "sentinel-3");
+  BOOST_TEST(c.sentinel.addresses[2].port == 26381);
+  BOOST_TEST(c.sentinel.master_name == "my master");
+  BOOST_TEST(c.database == 2);
+  BOOST_TEST(c.username.empty());
+  BOOST_TEST(c.password == "m@ster"); // the master's; the Sentinels' come from the query
+  BOOST_TEST(c.sentinel.username == "watcher");
+  BOOST_TEST(c.sentinel.password == "s&cret");
+  BOOST_TEST(!c.validate());
+
+  auto d = client_config::from_url("redis+sentinel://127.0.0.1:5000/m");
+  BOOST_REQUIRE(d.sentinel.addresses.size() == 1u);
+  BOOST_TEST(d.sentinel.master_name == "m");
+  BOOST_TEST(d.database == 0);
+  BOOST_TEST(d.sentinel.password.empty());
+  BOOST_TEST(!d.validate());
+  // A plain URL uses no Sentinel.
+  BOOST_TEST(!client_config::from_url("redis://127.0.0.1").sentinel.enabled());
+}
+
+BOOST_AUTO_TEST_CASE(bad_sentinel_urls_are_invalid_argument) {
+  for (const char* url :
+       {"redis+sentinel://", "redis+sentinel://h:26379", "redis+sentinel://h:26379/",
+        "redis+sentinel:///m", "redis+sentinel://h1,,h2/m", "redis+sentinel://h1,/m",
+        "redis+sentinel://h:0/m", "redis+sentinel://h:70000/m", "redis+sentinel://h/m/x",
+        "redis+sentinel://h/m/-1", "redis+sentinel://h/m?sentinel_pasword=x",
+        "redis+sentinel://h/m?sentinel_password", "redis+sentinel://h/m?sentinel_password=%zz",
+        "redis+sentinel://h/m%2"}) {
+    boost::system::error_code ec;
+    client_config::from_url(url, ec);
+    BOOST_TEST((ec == error::invalid_argument), url);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(validate_sentinel) {
+  auto good = client_config::from_url("redis+sentinel://127.0.0.1:26379/m");
+  BOOST_TEST(!good.validate());
+  auto c = good;
+  c.sentinel.master_name.clear();
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = good;
+  c.sentinel.addresses[0].host.clear();
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = good;
+  c.sentinel.addresses[0].port = 0;
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = good;
+  c.sentinel.timeout = std::chrono::milliseconds(0);
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = good;
+  c.unix_socket = "/tmp/redis.sock"; // Sentinel names a host and port, never a socket
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  client_config named_only;
+  named_only.sentinel.master_name = "m"; // a name but nobody to ask
+  BOOST_TEST((named_only.validate() == error::invalid_argument));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

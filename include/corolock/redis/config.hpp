@@ -1,6 +1,8 @@
 // How to reach a Redis server and how to behave towards it.
 #pragma once
 
+#include <corolock/redis/sentinel_config.hpp>
+
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstdint>
@@ -33,7 +35,15 @@ struct client_config {
   std::chrono::milliseconds reconnect_max{2000};
   bool reconnect = true;
 
-  /// redis://[[user]:password@]host[:port][/db] or unix://[[user]:password@]/path[?db=N].
+  /// Find the master through Sentinel instead of host/port (see sentinel_config).
+  sentinel_config sentinel;
+
+  /// redis://[[user]:password@]host[:port][/db] or unix://[[user]:password@]/path[?db=N], or
+  /// redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master_name[/db]
+  ///   [?sentinel_username=U&sentinel_password=P]
+  /// where the hosts are Sentinels (port 26379 when left out), user and password are the
+  /// master's, and the query gives the Sentinels' own credentials (percent-encoded, as are user
+  /// and password).
   static client_config from_url(std::string_view url, boost::system::error_code& ec);
   /// Same; throws boost::system::system_error(error::invalid_argument) on a bad URL.
   static client_config from_url(std::string_view url);

@@ -1,0 +1,37 @@
+// How to find the master through Redis Sentinel: part of client_config.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace corolock {
+
+/// One Sentinel's address.
+struct sentinel_address {
+  std::string host;
+  std::uint16_t port = 26379;
+
+  friend bool operator==(const sentinel_address&, const sentinel_address&) = default;
+};
+
+/// When `addresses` is not empty the client does not connect to client_config::host/port: before
+/// every (re)connect of each of its connections it asks these Sentinels in turn which server is
+/// the master named `master_name`, connects there and checks that the server says it is a master.
+/// One more connection, to one Sentinel at a time, listens for `+switch-master` and drops the
+/// client's connections when the master moves, so that they reconnect to the new one.
+struct sentinel_config {
+  std::vector<sentinel_address> addresses;
+  std::string master_name;
+  /// Credentials for the Sentinels themselves (they may have their own, or none); the master's
+  /// are client_config::username/password.
+  std::string username;
+  std::string password;
+  /// How long one Sentinel may take to connect and answer before the next one is asked.
+  std::chrono::milliseconds timeout{500};
+
+  bool enabled() const noexcept { return !addresses.empty(); }
+};
+
+} // namespace corolock
