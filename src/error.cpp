@@ -27,6 +27,11 @@ public:
     case error::unexpected_reply: return "the server's reply has an unexpected shape";
     case error::invalid_argument: return "invalid argument";
     case error::closed: return "the client was closed";
+    case error::sentinel_unreachable: return "none of the Sentinels could be reached";
+    case error::no_master:
+      return "the Sentinels know no master by that name (check sentinel_config::master_name)";
+    case error::not_master:
+      return "the server the Sentinels named is not a master (a failover may be under way)";
     }
     return "unknown corolock error";
   }

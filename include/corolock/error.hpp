@@ -26,6 +26,10 @@ enum class error {
   // The caller.
   invalid_argument,     ///< a bad option, name, URL or parameter
   closed,               ///< the client was closed
+  // Sentinel (appended, so the numbers above stay what they were).
+  sentinel_unreachable, ///< none of the configured Sentinels could be reached in time
+  no_master,            ///< the Sentinels reached know no master by that name
+  not_master,           ///< the server the Sentinels named is not a master (a failover under way)
 };
 
 const boost::system::error_category& error_category() noexcept;
