@@ -1,6 +1,7 @@
 #include "redis/client_impl.hpp"
 
 #include "lock/lock_service.hpp"
+#include "redis/backoff.hpp"
 
 #include "detail/completion.hpp"
 
@@ -11,6 +12,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
+
+#include <random>
 
 #include <sys/random.h>
 
@@ -133,6 +136,20 @@ asio::awaitable<error_code> connect_one(std::shared_ptr<connection_impl> c) {
   co_return ec;
 }
 
+// Sentinel may still name a master that a failover has just demoted: try again with backoff,
+// for up to connect_timeout, before the first connect reports error::not_master.
+asio::awaitable<error_code> connect_to_master(std::shared_ptr<connection_impl> c) {
+  const auto deadline = steady::now() + c->cfg_.connect_timeout;
+  backoff delay{c->cfg_.reconnect_min, c->cfg_.reconnect_max, std::random_device{}()};
+  for (;;) {
+    auto ec = co_await connect_one(c);
+    if (ec != error::not_master || steady::now() >= deadline || c->closing())
+      co_return ec;
+    asio::steady_timer pause(c->ex_, delay.next());
+    co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
 void route_pushes(connection_impl& carrier, const std::shared_ptr<subscriber>& subs) {
   std::weak_ptr<subscriber> weak = subs;
   carrier.on_push_ = [weak](resp::value&& v, steady::time_point after) {
@@ -159,14 +176,14 @@ asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
     }
     return ec;
   };
-  if (auto ec = co_await connect_one(impl->user))
+  if (auto ec = co_await connect_to_master(impl->user))
     co_return fail(ec);
-  if (auto ec = co_await connect_one(impl->locks))
+  if (auto ec = co_await connect_to_master(impl->locks))
     co_return fail(ec);
   if (impl->user->protocol_ == 2) {
     // A RESP2 connection that subscribes can do nothing else: pub/sub gets its own.
     impl->pubsub = std::make_shared<connection_impl>(impl->ex, impl->cfg);
-    if (auto ec = co_await connect_one(impl->pubsub))
+    if (auto ec = co_await connect_to_master(impl->pubsub))
       co_return fail(ec);
   }
   if (impl->closed)
@@ -182,7 +199,8 @@ asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
     route_pushes(*impl->user, impl->user_subs);
     route_pushes(*impl->locks, impl->lock_subs);
   }
-  // A lock connection that comes back may find a server that restarted and forgot our locks.
+  // A lock connection that comes back may find a server that restarted (or a master that a
+  // failover promoted) and forgot our locks.
   impl->locks->on_connected_ = [weak = std::weak_ptr<client_impl>(impl),
                                 subs = std::move(impl->locks->on_connected_)](bool reconnect) {
     if (subs)

@@ -2,6 +2,7 @@
 
 #include "detail/completion.hpp"
 #include "redis/backoff.hpp"
+#include "redis/sentinel.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/redis/script.hpp>
@@ -37,6 +38,10 @@ connection_impl::connection_impl(asio::any_io_executor ex, client_config cfg)
     : ex_(ex), cfg_(std::move(cfg)), socket_(ex), write_cv_(ex), backoff_timer_(ex),
       rbuf_(initial_read_buffer) {
   write_cv_.expires_at(asio::steady_timer::time_point::max());
+  if (cfg_.sentinel.enabled()) {
+    locate_ = master_locator(ex_, cfg_);
+    master_only_ = true;
+  }
 }
 
 void connection_impl::start(handler<void(error_code)> on_first_connect) {
@@ -71,6 +76,14 @@ void connection_impl::close() {
   mux_.fail_in_flight(error::closed);
   mux_.fail_queued(error::closed, false);
   deliver_completed();
+}
+
+void connection_impl::drop(std::optional<server_address> next) {
+  if (!connected_)
+    return;
+  next_target_ = std::move(next);
+  error_code ignored;
+  socket_.close(ignored);
 }
 
 void connection_impl::close_after(request last, handler<void(error_code, response)> h) {
@@ -233,6 +246,17 @@ asio::awaitable<error_code> connection_impl::connect_once() {
   parser_.reset();
   rbegin_ = rend_ = 0;
 
+  // Where to go this time (Sentinel: wherever the master is now).
+  server_address target{cfg_.host, cfg_.port};
+  if (next_target_) {
+    target = std::move(*next_target_);
+    next_target_.reset();
+  } else if (locate_) {
+    if (auto lec = co_await locate_(target))
+      co_return lec;
+  }
+  peer_ = target;
+
   // One timer bounds connect + handshake: on expiry it closes the socket, failing what is pending.
   // Its state is shared, since its handler may already be queued when this attempt ends.
   struct deadline_state {
@@ -267,7 +291,7 @@ asio::awaitable<error_code> connection_impl::connect_once() {
   } else {
     asio::ip::tcp::resolver resolver(ex_);
     auto [rec, results] =
-        co_await resolver.async_resolve(cfg_.host, std::to_string(cfg_.port), use_tuple);
+        co_await resolver.async_resolve(target.host, std::to_string(target.port), use_tuple);
     if (rec)
       co_return error::connect_failed;
     ec = asio::error::host_not_found;
@@ -287,6 +311,8 @@ asio::awaitable<error_code> connection_impl::connect_once() {
   if (ec || timed_out)
     co_return error::connect_failed;
   ec = co_await handshake();
+  if (!ec && master_only_)
+    ec = co_await confirm_master();
   if (timed_out)
     co_return error::connect_failed;
   co_return ec;
@@ -371,6 +397,17 @@ asio::awaitable<error_code> connection_impl::handshake() {
   co_return error_code{};
 }
 
+asio::awaitable<error_code> connection_impl::confirm_master() {
+  request role;
+  role.push("ROLE");
+  response replies;
+  if (auto ec = co_await handshake_exchange(role, replies))
+    co_return ec;
+  const auto& r = replies[0];
+  bool master = r.is_aggregate() && !r.children.empty() && r.children[0].data == "master";
+  co_return master ? error_code{} : error_code(error::not_master);
+}
+
 asio::mutable_buffer connection_impl::read_space() {
   // Slide what is unparsed to the front; grow when a single element fills the whole buffer.
   if (rbegin_ == rend_) {
@@ -424,6 +461,8 @@ asio::awaitable<void> connection_impl::reader() {
       if (!parser_.ready())
         break;
       auto v = parser_.take();
+      // A master demoted under us refuses writes: drop, and the reconnect finds the new one.
+      const bool demoted = master_only_ && v.is_error() && v.error_code() == "READONLY";
       switch (mux_.on_value(v)) {
       case multiplexer::frame::reply:
         deliver_completed();
@@ -437,7 +476,7 @@ asio::awaitable<void> connection_impl::reader() {
       case multiplexer::frame::out_of_step:
         co_return; // reconnect rather than misroute
       }
-      if (!connected_)
+      if (!connected_ || demoted)
         co_return;
     }
     auto [ec, n] = co_await socket_.async_read_some(read_space(), use_tuple);

@@ -14,8 +14,17 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <functional>
+#include <optional>
 
 namespace corolock::detail {
+
+/// Where one connection attempt goes.
+struct server_address {
+  std::string host;
+  std::uint16_t port = 0;
+
+  friend bool operator==(const server_address&, const server_address&) = default;
+};
 
 class connection_impl : public std::enable_shared_from_this<connection_impl> {
 public:
@@ -42,6 +51,11 @@ public:
   /// its timeout passes. `h` (may be empty) gets its outcome.
   void close_after(request last, handler<void(error_code, response)> h);
 
+  /// Closes the socket of a live connection, as a network failure would: the run loop reconnects,
+  /// to `next` if given (a Sentinel has just announced the new master), else wherever locate_
+  /// says. Used when the master moved.
+  void drop(std::optional<server_address> next = std::nullopt);
+
   bool connected() const noexcept { return connected_; }
   bool closing() const noexcept { return phase_ == phase::closed || closing_; }
 
@@ -53,12 +67,25 @@ public:
   int protocol_ = 3;
   multiplexer mux_;
 
+  /// Where to connect on each attempt; when empty, cfg_'s host and port (or unix socket). Set
+  /// when the server can move: Sentinel names the master anew for every attempt.
+  std::function<asio::awaitable<error_code>(server_address&)> locate_;
+  /// Only a master will do (Sentinel): after the handshake ROLE must say master, and a -READONLY
+  /// reply (a master demoted under us) drops the connection so that it locates the new one.
+  bool master_only_ = false;
+  /// Where the latest attempt went (host and port).
+  server_address peer_;
+  /// Where the next attempt goes instead of asking locate_ (see drop()).
+  std::optional<server_address> next_target_;
+
 private:
   enum class phase { idle, connecting, running, closed };
 
   asio::awaitable<void> run(handler<void(error_code)> on_first_connect);
   asio::awaitable<error_code> connect_once();
   asio::awaitable<error_code> handshake();
+  /// error::not_master unless the server's ROLE says master.
+  asio::awaitable<error_code> confirm_master();
   asio::awaitable<error_code> handshake_exchange(const request& req, response& out);
   asio::awaitable<void> reader();
   asio::awaitable<void> writer();

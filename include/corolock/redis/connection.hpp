@@ -12,6 +12,9 @@
 //   the request sets its own), connected or not.
 // - Cancelling an exec (Asio cancellation slot) before its bytes are written removes it; after, its
 //   replies are read and discarded and the connection stays up.
+// - With client_config::sentinel, every (re)connect goes to the master the Sentinels name now and
+//   checks its ROLE; a -READONLY reply (a demoted master) drops the connection so that it finds the
+//   new one. Listening for +switch-master is the client's job, not a single connection's.
 // - Not thread-safe: use it from its executor (one thread, or a strand).
 // - Destroying or close()-ing it completes every pending operation with error::closed.
 #pragma once
@@ -57,8 +60,9 @@ public:
   const client_config& config() const noexcept;
 
   /// Connects and runs the handshake. Completes with error::connect_failed (server unreachable),
-  /// error::auth_failed, error::invalid_argument (bad config), or success; then the connection keeps
-  /// itself connected until close().
+  /// error::auth_failed, error::invalid_argument (bad config), with Sentinel also
+  /// error::no_master, error::not_master or error::sentinel_unreachable, or success; then the
+  /// connection keeps itself connected until close().
   template <typename CompletionToken = default_token>
   auto connect(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
