@@ -2,6 +2,7 @@
 
 #include "lock/lock_service.hpp"
 #include "redis/backoff.hpp"
+#include "redis/failover_watch.hpp"
 
 #include "detail/completion.hpp"
 
@@ -64,6 +65,8 @@ void client_impl::close() {
   for (auto& subs : {user_subs, lock_subs})
     if (subs)
       subs->close_all();
+  if (watch)
+    watch->close();
   user->close();
   if (pubsub)
     pubsub->close();
@@ -150,6 +153,23 @@ asio::awaitable<error_code> connect_to_master(std::shared_ptr<connection_impl> c
   }
 }
 
+// The watch names the master: connections that are up elsewhere drop. After a +switch-master
+// they go straight to the address it gave (a Sentinel that has not heard of the switch yet would
+// send them back to the old master); otherwise they ask the Sentinels again.
+void follow_master(const std::shared_ptr<client_impl>& impl) {
+  auto on_master = [weak = std::weak_ptr<client_impl>(impl)](const server_address& at,
+                                                             bool switched) {
+    auto c = weak.lock();
+    if (!c || c->closed)
+      return;
+    for (auto* conn : {c->user.get(), c->locks.get(), c->pubsub.get()})
+      if (conn && conn->connected() && conn->peer_ != at)
+        conn->drop(switched ? std::optional(at) : std::nullopt);
+  };
+  impl->watch = std::make_shared<failover_watch>(impl->ex, impl->cfg, std::move(on_master));
+  impl->watch->start();
+}
+
 void route_pushes(connection_impl& carrier, const std::shared_ptr<subscriber>& subs) {
   std::weak_ptr<subscriber> weak = subs;
   carrier.on_push_ = [weak](resp::value&& v, steady::time_point after) {
@@ -199,6 +219,8 @@ asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
     route_pushes(*impl->user, impl->user_subs);
     route_pushes(*impl->locks, impl->lock_subs);
   }
+  if (impl->cfg.sentinel.enabled())
+    follow_master(impl);
   // A lock connection that comes back may find a server that restarted (or a master that a
   // failover promoted) and forgot our locks.
   impl->locks->on_connected_ = [weak = std::weak_ptr<client_impl>(impl),

@@ -20,6 +20,7 @@
 namespace corolock::detail {
 
 class lock_service;
+class failover_watch;
 
 class client_impl : public std::enable_shared_from_this<client_impl> {
 public:
@@ -53,6 +54,8 @@ public:
   std::shared_ptr<connection_impl> pubsub; // RESP2 only
   std::shared_ptr<subscriber> user_subs;   // set once connected
   std::shared_ptr<subscriber> lock_subs;
+  /// Sentinel only: follows the master over failovers (set once connected).
+  std::shared_ptr<failover_watch> watch;
   /// The lock layer's state (waiting lines, watchdog), created by the first lock that needs it.
   std::unique_ptr<lock_service, void (*)(lock_service*)> lock_layer{nullptr, nullptr};
   /// Run by close(), before the connections close. Returns requests to send on the lock

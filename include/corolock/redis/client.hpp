@@ -1,9 +1,10 @@
 // The object users construct: the way to one Redis deployment.
 //
 // For now a client talks to one standalone server over one pipelined connection (plus a second
-// one for pub/sub if the server only speaks RESP2). Every lock is built on a client; it owns the
-// subscriber that lock waiters share and the watchdog that renews their leases. Sentinel and
-// Cluster routing live behind this same interface.
+// one for pub/sub if the server only speaks RESP2), or to the master that Redis Sentinel names,
+// following it over failovers (sentinel_config). Every lock is built on a client; it owns the
+// subscriber that lock waiters share and the watchdog that renews their leases. Cluster routing
+// will live behind this same interface.
 //
 // Not thread-safe: use a client (and the locks built on it) from its executor — one thread or a
 // strand. Destroying or closing it completes pending operations with error::closed.
@@ -30,7 +31,8 @@ public:
   using executor_type = asio::any_io_executor;
 
   client(executor_type ex, client_config cfg);
-  /// Same, from a redis:// or unix:// URL; throws system_error(error::invalid_argument) if bad.
+  /// Same, from a redis://, redis+sentinel:// or unix:// URL; throws
+  /// system_error(error::invalid_argument) if bad.
   client(executor_type ex, std::string_view url);
   ~client();
   client(const client&) = delete;
