@@ -32,6 +32,9 @@ public:
       return "the Sentinels know no master by that name (check sentinel_config::master_name)";
     case error::not_master:
       return "the server the Sentinels named is not a master (a failover may be under way)";
+    case error::not_replicated:
+      return "too few replicas acknowledged the lock in time (lock_options::min_replicas); "
+             "it was given back";
     }
     return "unknown corolock error";
   }

@@ -30,6 +30,8 @@ enum class error {
   sentinel_unreachable, ///< none of the configured Sentinels could be reached in time
   no_master,            ///< the Sentinels reached know no master by that name
   not_master,           ///< the server the Sentinels named is not a master (a failover under way)
+  // The lock layer again (appended: the numbers above stay as they were).
+  not_replicated,       ///< fewer replicas than lock_options::min_replicas acknowledged in time
 };
 
 const boost::system::error_category& error_category() noexcept;

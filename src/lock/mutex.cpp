@@ -14,7 +14,10 @@ error_code lock_options::validate() const {
   using namespace std::chrono;
   bool ok = lease >= milliseconds(10) && lease <= hours(24) && grant_lease >= milliseconds(10) &&
             waiter_ttl >= milliseconds(100) && waiter_ttl <= hours(24) &&
-            prefix.size() <= max_prefix && prefix.find_first_of("{}") == std::string::npos;
+            prefix.size() <= max_prefix && prefix.find_first_of("{}") == std::string::npos &&
+            min_replicas >= 0 && min_replicas <= max_replicas &&
+            replica_timeout >= milliseconds(1) && replica_timeout <= hours(24) &&
+            (min_replicas == 0 || replica_timeout <= lease / 2);
   return ok ? error_code{} : make_error_code(error::invalid_argument);
 }
 

@@ -25,8 +25,19 @@ struct lock_options {
   /// Prepended to every key and channel of the lock. No '{' or '}' (they would change the Redis
   /// Cluster hash tag), at most max_prefix bytes.
   std::string prefix = "corolock:";
+  /// Replica acknowledgement: an acquisition completes only once this many replicas of the master
+  /// have acknowledged the write that made the lock ours (Redis WAIT), else it gives the lock back
+  /// and fails with error::not_replicated. 0 (the default) does not wait. Renewals are never
+  /// waited for. This narrows, but does not close, the window in which a failover loses a lock:
+  /// see the README. 0 .. max_replicas.
+  int min_replicas = 0;
+  /// How long an acquisition waits for those acknowledgements (an acquire_for won just before its
+  /// deadline may end this much after it). 1 ms .. 24 h, and at most half the lease when
+  /// min_replicas is set (the lock must still be worth having when the wait ends).
+  std::chrono::milliseconds replica_timeout{1000};
 
   static constexpr std::size_t max_prefix = 256;
+  static constexpr int max_replicas = 1000;
   /// The longest lock name, in bytes. Names are any bytes but '{' and '}', which would change the
   /// Redis Cluster hash tag that keeps a lock's keys in one slot.
   static constexpr std::size_t max_name = 1024;
