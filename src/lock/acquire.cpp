@@ -25,13 +25,20 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
   asio::cancellation_slot slot;
   error_code when_taken; // empty guard (try) or error::timeout (a deadline already past)
   int unknown_outcomes = 0;
+  bool confirming = false; // won; waiting for replicas to acknowledge it
+  attempt_outcome won;
 
   void start() {
     slot = asio::get_associated_cancellation_slot(h.get());
     if (slot.is_connected()) {
       slot.assign([weak = weak_from_this()](asio::cancellation_type) {
-        if (auto self = weak.lock(); self && self->h)
-          self->complete(asio::error::operation_aborted, guard{});
+        auto self = weak.lock();
+        if (!self || !self->h)
+          return;
+        // A lock already won goes back now, not when the replicas' wait ends.
+        if (self->confirming && self->c->lock_layer)
+          self->c->lock_layer->give_up(self->m->names, self->owner);
+        self->complete(asio::error::operation_aborted, guard{});
       });
     }
     send();
@@ -61,11 +68,45 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
       svc.give_up(m->names, owner);
       return;
     }
-    auto l = std::make_shared<lease>(
-        c, m->names, owner, r.token,
-        lease_timing::start(r.sent_at, r.pttl, m->opts.lease, m->opts.watchdog));
+    if (m->opts.min_replicas > 0)
+      return confirm(r);
+    hold(r.token, r.sent_at, r.pttl);
+  }
+
+  /// Completes only once enough replicas acknowledged the win; else gives it back.
+  void confirm(const attempt_outcome& r) {
+    auto& svc = *c->lock_layer;
+    confirming = true;
+    won = r;
+    svc.track(m->names, owner); // a closing client releases it
+    const auto& o = m->opts;
+    svc.acks.confirm(m->names, owner, r.token, o.watchdog ? o.lease : std::chrono::milliseconds(0),
+                     o.min_replicas, o.replica_timeout,
+                     [self = shared_from_this()](const replica_ack& a) { self->confirmed(a); });
+  }
+
+  void confirmed(const replica_ack& a) {
+    auto& svc = *c->lock_layer;
+    svc.untrack(owner);
+    confirming = false;
+    if (!h)
+      return; // cancelled: given back then
+    if (a.ec || !a.held) {
+      svc.give_up(m->names, owner);
+      return complete(a.ec ? a.ec : error_code(error::lease_lost), guard{});
+    }
+    // The renewal restarted a renewed lease; a fixed one was only checked and runs from the win.
+    if (m->opts.watchdog)
+      hold(won.token, a.sent_at, m->opts.lease);
+    else
+      hold(won.token, won.sent_at, won.pttl);
+  }
+
+  void hold(std::uint64_t token, steady::time_point from, std::chrono::milliseconds px) {
+    auto l = std::make_shared<lease>(c, m->names, owner, token,
+                                     lease_timing::start(from, px, m->opts.lease, m->opts.watchdog));
     l->permits = permits;
-    svc.dog.add(l);
+    c->lock_layer->dog.add(l);
     complete({}, guard_access::make(std::move(l)));
   }
 
@@ -88,7 +129,8 @@ void check_lock_arguments(std::string_view name, const lock_options& o, const ch
     throw boost::system::system_error(
         ec, std::string(what) +
                 ": lease 10 ms..24 h, grant_lease >= 10 ms, waiter_ttl 100 ms..24 h, "
-                "prefix <= 256 bytes without '{' or '}'");
+                "prefix <= 256 bytes without '{' or '}', min_replicas 0..1000, "
+                "replica_timeout 1 ms..24 h and <= lease/2 when min_replicas > 0");
 }
 
 void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t permits,

@@ -93,7 +93,7 @@ void push_renew(request& req, const lock_names& names, const std::string& owner,
                     {std::to_string(token) + ' ' + owner, std::to_string(lease.count())});
 }
 
-lock_service::lock_service(client_impl& c) : client(c), dog(c), sweep_timer_(c.ex) {}
+lock_service::lock_service(client_impl& c) : client(c), dog(c), acks(c), sweep_timer_(c.ex) {}
 
 lock_service::~lock_service() = default;
 
@@ -352,6 +352,7 @@ void lock_service::close(request& last) {
   for (auto& [owner, u] : unsettled_)
     settle(u.names, owner);
   unsettled_.clear();
+  acks.close(); // its owners were tracked: released above
 }
 
 } // namespace corolock::detail

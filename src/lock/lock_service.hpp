@@ -1,9 +1,11 @@
-// Private: the lock layer's per-client state — the waiting lines, the watchdog, owner numbering,
-// the Redis requests every lock shares (attempt, release), and what a closing client releases.
+// Private: the lock layer's per-client state — the waiting lines, the watchdog, the replica
+// acknowledgements, owner numbering, the Redis requests every lock shares (attempt, release), and
+// what a closing client releases.
 #pragma once
 
 #include "lock/lease.hpp"
 #include "lock/line_machine.hpp"
+#include "lock/replica_acks.hpp"
 #include "lock/watchdog.hpp"
 
 #include <corolock/lock/options.hpp>
@@ -63,6 +65,8 @@ public:
 
   client_impl& client;
   watchdog dog;
+  /// Replica acknowledgement of acquisitions (lock_options::min_replicas), on its own connection.
+  replica_acks acks;
 
 private:
   void sweep_idle_lines();

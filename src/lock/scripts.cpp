@@ -10,6 +10,7 @@ extern const std::string_view lock_common;
 extern const std::string_view acquire;
 extern const std::string_view release;
 extern const std::string_view renew;
+extern const std::string_view mark;
 extern const std::string_view permits_common;
 extern const std::string_view acquire_permits;
 extern const std::string_view release_permits;
@@ -43,6 +44,11 @@ const script& release_script() {
 }
 const script& renew_script() {
   static const script s{std::string(lua::renew)};
+  return s;
+}
+
+const script& mark_script() {
+  static const script s{std::string(lua::mark)};
   return s;
 }
 

@@ -9,6 +9,8 @@ namespace corolock::detail {
 const script& acquire_script();
 const script& release_script();
 const script& renew_script();
+/// A replicated write that changes nothing (see mark.lua), for WAIT to count.
+const script& mark_script();
 // Permits (semaphore, shared_mutex): lock_common.lua, permits_common.lua, then their own file.
 const script& acquire_permits_script();
 const script& release_permits_script();

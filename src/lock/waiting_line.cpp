@@ -82,6 +82,12 @@ void waiting_line::arrive(std::shared_ptr<handle_state> m, steady::time_point de
       if (!self)
         return;
       if (auto it = self->callers_.find(id); it != self->callers_.end() && it->second.claiming) {
+        if (it->second.confirming) {
+          // The lock goes back now, not when the replicas' wait ends.
+          self->service_.give_up(self->names_, it->second.owner);
+          self->fail(id, asio::error::operation_aborted);
+          return;
+        }
         it->second.cancelled = true; // settled when the claim returns
         return;
       }
@@ -138,10 +144,14 @@ void waiting_line::run() {
     }
   }
   running_ = false;
-  if (machine_.idle()) {
-    idle_since_ = steady::now();
-    service_.line_idle();
-  }
+  note_idle();
+}
+
+void waiting_line::note_idle() {
+  if (running_ || !idle())
+    return;
+  idle_since_ = steady::now();
+  service_.line_idle();
 }
 
 void waiting_line::grant(std::uint64_t id, const line_action& a) {
@@ -151,9 +161,16 @@ void waiting_line::grant(std::uint64_t id, const line_action& a) {
     return;
   }
   // A grant announced long after the last moment we can prove precedes it (a quiet connection)
-  // may have little of its short lease left: claim it before the caller relies on it.
-  if (a.at + a.px - steady::now() < a.px / 2) {
+  // may have little of its short lease left: claim it before the caller relies on it. A grant
+  // that must wait for replicas is claimed first whenever its lease is short (a grant's lease),
+  // so that it outlives the wait.
+  const auto& o = it->second.m->opts;
+  if (a.at + a.px - steady::now() < a.px / 2 || (o.min_replicas > 0 && a.px < o.lease)) {
     claim(id, a);
+    return;
+  }
+  if (o.min_replicas > 0) {
+    confirm(id, a.owner, a.token, a.at, a.px);
     return;
   }
   complete_grant(id, a.owner, a.token, a.at, a.px);
@@ -171,28 +188,74 @@ void waiting_line::claim(std::uint64_t id, const line_action& a) {
       std::move(req), [weak = weak_from_this(), id, owner = a.owner, token = a.token, sent_at,
                        lease_ms](error_code ec, response r) {
         auto self = weak.lock();
-        if (!self)
+        auto* c = self ? self->returned(id, owner) : nullptr;
+        if (!c)
           return;
-        self->service_.untrack(owner);
-        auto it = self->callers_.find(id);
-        if (it == self->callers_.end())
-          return;
-        it->second.claiming = false;
         const bool renewed = !ec && !r.empty() && r[0].type == resp::type::integer;
-        if (renewed && r[0].integer == 1 && !it->second.cancelled) {
-          self->complete_grant(id, owner, token, sent_at, lease_ms);
+        if (renewed && r[0].integer == 1 && !c->cancelled) {
+          if (c->m->opts.min_replicas > 0)
+            self->confirm(id, owner, token, sent_at, lease_ms);
+          else
+            self->complete_grant(id, owner, token, sent_at, lease_ms);
           return;
         }
-        if (!renewed || it->second.cancelled) {
+        if (!renewed || c->cancelled) {
           self->service_.give_up(self->names_, owner); // whatever it holds, given back
-          self->fail(id, it->second.cancelled ? error_code(asio::error::operation_aborted)
-                                              : (ec ? ec : error_code(error::unexpected_reply)));
+          self->fail(id, c->cancelled ? error_code(asio::error::operation_aborted)
+                                      : (ec ? ec : error_code(error::unexpected_reply)));
           return;
         }
-        // The grant ran out before it was claimed: back to the front of the line.
-        self->machine_.arrive(id, it->second.deadline, steady::now());
-        self->run();
+        self->again(id); // the grant ran out before it was claimed
       });
+}
+
+void waiting_line::confirm(std::uint64_t id, const std::string& owner, std::uint64_t token,
+                           steady::time_point from, std::chrono::milliseconds px) {
+  auto& c = callers_.at(id);
+  c.claiming = true;
+  c.confirming = true;
+  c.owner = owner;
+  service_.track(names_, owner); // a closing client releases it
+  const auto& o = c.m->opts;
+  const bool renew = o.watchdog;
+  const auto lease_ms = o.lease;
+  service_.acks.confirm(
+      names_, owner, token, renew ? lease_ms : std::chrono::milliseconds(0), o.min_replicas,
+      o.replica_timeout,
+      [weak = weak_from_this(), id, owner, token, from, px, renew,
+       lease_ms](const replica_ack& r) {
+        auto self = weak.lock();
+        if (!self || !self->returned(id, owner))
+          return; // cancelled: given back then
+        if (!r.ec && !r.held) {
+          self->again(id); // the grant ran out before it was acknowledged
+          return;
+        }
+        if (r.ec) {
+          self->service_.give_up(self->names_, owner);
+          self->fail(id, r.ec);
+          return;
+        }
+        // The renewal restarted a renewed lease; a fixed one was only checked.
+        if (renew)
+          self->complete_grant(id, owner, token, r.sent_at, lease_ms);
+        else
+          self->complete_grant(id, owner, token, from, px);
+      });
+}
+
+waiting_line::caller* waiting_line::returned(std::uint64_t id, const std::string& owner) {
+  service_.untrack(owner);
+  auto it = callers_.find(id);
+  if (it == callers_.end())
+    return nullptr;
+  it->second.claiming = it->second.confirming = false;
+  return &it->second;
+}
+
+void waiting_line::again(std::uint64_t id) {
+  machine_.arrive(id, callers_.at(id).deadline, steady::now());
+  run();
 }
 
 void waiting_line::complete_grant(std::uint64_t id, const std::string& owner, std::uint64_t token,
@@ -202,6 +265,7 @@ void waiting_line::complete_grant(std::uint64_t id, const std::string& owner, st
   auto h = it->second.h.take();
   auto slot = std::exchange(it->second.slot, {});
   callers_.erase(it);
+  note_idle();
   auto c = m->client.lock();
   if (!c || c->closed) {
     complete_later(m->ex, std::move(h), slot, error_code(error::closed), guard{});
@@ -222,6 +286,7 @@ void waiting_line::fail(std::uint64_t id, error_code ec) {
   auto slot = std::exchange(it->second.slot, {});
   auto h = it->second.h.take();
   callers_.erase(it);
+  note_idle();
   complete_later(ex, std::move(h), slot, ec, guard{});
 }
 

@@ -42,7 +42,9 @@ public:
               std::chrono::milliseconds px);
   void handoff_declined(const line_machine::handoff& h, bool unknown);
 
-  bool idle() const noexcept { return machine_.idle(); }
+  /// Nothing under way: no caller waits, nor is one's grant being claimed or acknowledged (the
+  /// machine is done with those already).
+  bool idle() const noexcept { return machine_.idle() && callers_.empty(); }
   const std::shared_ptr<const lock_names>& names() const noexcept { return names_; }
   steady::time_point idle_since() const noexcept { return idle_since_; }
   std::chrono::milliseconds waiter_ttl() const noexcept { return waiter_ttl_; }
@@ -64,6 +66,8 @@ private:
     steady::time_point deadline;
     bool claiming = false;  // granted; its claim is under way (see grant())
     bool cancelled = false; // cancelled while claiming
+    bool confirming = false; // granted; waiting for replicas to acknowledge it (see confirm())
+    std::string owner{};     // while confirming: what a cancellation gives back
   };
 
   /// Carries out what the machine asked for.
@@ -71,9 +75,20 @@ private:
   void grant(std::uint64_t id, const line_action& a);
   /// Renews a grant whose lease may be nearly over before handing it to the caller.
   void claim(std::uint64_t id, const line_action& a);
+  /// Hands a grant to the caller once enough replicas acknowledged it (min_replicas), else gives
+  /// it back. `from`, `px`: the lease as the grant or its claim set it.
+  void confirm(std::uint64_t id, const std::string& owner, std::uint64_t token,
+               steady::time_point from, std::chrono::milliseconds px);
+  /// A claim or acknowledgement for caller `id` returned: untracks `owner`; the caller, or null
+  /// if it left meanwhile.
+  caller* returned(std::uint64_t id, const std::string& owner);
+  /// The caller's grant ran out before it could be had: back to the front of the line.
+  void again(std::uint64_t id);
   void complete_grant(std::uint64_t id, const std::string& owner, std::uint64_t token,
                       steady::time_point from, std::chrono::milliseconds px);
   void fail(std::uint64_t id, error_code ec);
+  /// A caller left the line: if it was the last thing under way, the line may go (after linger).
+  void note_idle();
   void arm(steady::time_point at);
   const lock_options& first_options() const;
 
