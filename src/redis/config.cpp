@@ -128,6 +128,44 @@ bool parse_sentinel_part(std::string_view rest, client_config& cfg) {
   return true;
 }
 
+bool parse_bool(std::string_view text, bool& out) {
+  if (text == "yes" || text == "true" || text == "1")
+    return out = true, true;
+  if (text == "no" || text == "false" || text == "0")
+    return out = false, true;
+  return false;
+}
+
+// rediss:// query: key=value pairs joined by '&', each naming one TLS field. Unknown keys are
+// errors, so a typo does not silently weaken the connection.
+bool parse_tls_query(std::string_view query, client_config& cfg) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    auto eq = pair.find('=');
+    if (eq == std::string_view::npos)
+      return false;
+    std::string_view key = pair.substr(0, eq);
+    std::string value;
+    if (!percent_decode(pair.substr(eq + 1), value) || value.empty())
+      return false;
+    if (key == "ca_file")
+      cfg.tls_ca_file = std::move(value);
+    else if (key == "ca_dir")
+      cfg.tls_ca_dir = std::move(value);
+    else if (key == "cert_file")
+      cfg.tls_cert_file = std::move(value);
+    else if (key == "key_file")
+      cfg.tls_key_file = std::move(value);
+    else if (key == "server_name")
+      cfg.tls_server_name = std::move(value);
+    else if (key != "verify" || !parse_bool(value, cfg.tls_verify))
+      return false;
+  }
+  return true;
+}
+
 } // namespace
 
 client_config client_config::from_url(std::string_view url, boost::system::error_code& ec) {
@@ -141,6 +179,9 @@ client_config client_config::from_url(std::string_view url, boost::system::error
   bool unix_scheme = false, sentinel_scheme = false;
   if (url.starts_with("redis://")) {
     url.remove_prefix(8);
+  } else if (url.starts_with("rediss://")) {
+    url.remove_prefix(9);
+    cfg.tls = true;
   } else if (url.starts_with("redis+sentinel://")) {
     url.remove_prefix(17);
     sentinel_scheme = true;
@@ -148,7 +189,15 @@ client_config client_config::from_url(std::string_view url, boost::system::error
     url.remove_prefix(7);
     unix_scheme = true;
   } else {
-    return fail(); // includes rediss:// — TLS is not built in yet
+    return fail();
+  }
+  if (cfg.tls) {
+    // The query goes first: its paths may hold '@' and '/', which mean something before it.
+    if (auto q = url.find('?'); q != std::string_view::npos) {
+      if (!parse_tls_query(url.substr(q + 1), cfg))
+        return fail();
+      url = url.substr(0, q);
+    }
   }
 
   // Credentials: everything before the last '@' ("user:password" or ":password" or "password").
@@ -183,6 +232,8 @@ client_config client_config::from_url(std::string_view url, boost::system::error
       return fail();
     cfg.unix_socket = std::string(path);
   } else {
+    if (url.find('?') != std::string_view::npos)
+      return fail(); // redis:// takes no query: TLS settings there would be silently ignored
     std::string_view hostport = url, db_part;
     if (auto slash = url.find('/'); slash != std::string_view::npos) {
       hostport = url.substr(0, slash);
@@ -213,6 +264,16 @@ boost::system::error_code client_config::validate() const {
          !sentinel.addresses.empty();
     for (const auto& s : sentinel.addresses)
       ok = ok && !s.host.empty() && s.port != 0;
+  }
+  const bool any_tls_field = !tls_ca_file.empty() || !tls_ca_dir.empty() ||
+                             !tls_cert_file.empty() || !tls_key_file.empty() ||
+                             !tls_server_name.empty();
+  if (tls) {
+    // Redis serves TLS on TCP only; a certificate is useless without its key and vice versa.
+    ok = ok && unix_socket.empty() && tls_cert_file.empty() == tls_key_file.empty() &&
+         tls_server_name.find('\0') == std::string::npos;
+  } else {
+    ok = ok && !any_tls_field; // TLS settings on a plain connection are a mistake, not a no-op
   }
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }

@@ -42,7 +42,7 @@ BOOST_AUTO_TEST_CASE(ipv6_and_unix) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_urls_are_invalid_argument) {
-  for (const char* url : {"", "http://x", "rediss://127.0.0.1", "redis://", "redis://:6379",
+  for (const char* url : {"", "http://x", "rediss:/127.0.0.1", "redis://", "redis://:6379",
                           "redis://h:0", "redis://h:65536", "redis://h:12x", "redis://h/-1",
                           "redis://h/db", "redis://[::1", "redis://u:p%4@h", "unix://relative",
                           "unix:///s?db=x"}) {
@@ -51,6 +51,82 @@ BOOST_AUTO_TEST_CASE(bad_urls_are_invalid_argument) {
     BOOST_TEST((ec == error::invalid_argument), url);
   }
   BOOST_CHECK_THROW(client_config::from_url("nope"), boost::system::system_error);
+}
+
+BOOST_AUTO_TEST_CASE(rediss_turns_tls_on_with_verification_by_default) {
+  auto c = client_config::from_url("rediss://alice:pw@redis.example:6380/2");
+  BOOST_TEST(c.tls);
+  BOOST_TEST(c.tls_verify);
+  BOOST_TEST(c.host == "redis.example");
+  BOOST_TEST(c.port == 6380);
+  BOOST_TEST(c.database == 2);
+  BOOST_TEST(c.username == "alice");
+  BOOST_TEST(c.password == "pw");
+  BOOST_TEST(c.tls_ca_file.empty());
+  BOOST_TEST(c.tls_server_name.empty());
+  BOOST_TEST(!c.validate());
+  auto d = client_config::from_url("rediss://localhost");
+  BOOST_TEST(d.tls);
+  BOOST_TEST(d.port == 6379);
+  BOOST_TEST(!client_config::from_url("redis://localhost").tls);
+}
+
+BOOST_AUTO_TEST_CASE(rediss_query_sets_the_tls_fields) {
+  auto c = client_config::from_url(
+      "rediss://:p%40ss@[::1]:7000/1?ca_file=/etc/ca%20dir/ca.pem&ca_dir=/etc/certs&"
+      "cert_file=/c/client.crt&key_file=/c/client.key&server_name=redis.internal&verify=no");
+  BOOST_TEST(c.host == "::1");
+  BOOST_TEST(c.port == 7000);
+  BOOST_TEST(c.database == 1);
+  BOOST_TEST(c.password == "p@ss");
+  BOOST_TEST(c.tls_ca_file == "/etc/ca dir/ca.pem");
+  BOOST_TEST(c.tls_ca_dir == "/etc/certs");
+  BOOST_TEST(c.tls_cert_file == "/c/client.crt");
+  BOOST_TEST(c.tls_key_file == "/c/client.key");
+  BOOST_TEST(c.tls_server_name == "redis.internal");
+  BOOST_TEST(!c.tls_verify);
+  BOOST_TEST(!c.validate());
+  // '@' and '/' inside the query are part of a path, not credentials or a database.
+  auto d = client_config::from_url("rediss://h:1?ca_file=/a@b/ca.pem&verify=true");
+  BOOST_TEST(d.host == "h");
+  BOOST_TEST(d.password.empty());
+  BOOST_TEST(d.tls_ca_file == "/a@b/ca.pem");
+  BOOST_TEST(d.tls_verify);
+}
+
+BOOST_AUTO_TEST_CASE(bad_tls_urls_are_invalid_argument) {
+  for (const char* url : {"rediss://", "rediss://h?verify=maybe", "rediss://h?cafile=/x",
+                          "rediss://h?ca_file", "rediss://h?ca_file=", "rediss://h?ca_file=%zz",
+                          "rediss://h:0?ca_file=/x", "redis://h?ca_file=/x", "redis://h?verify=no", "rediss://h/x?verify=no",
+                          "unix:///s?ca_file=/x"}) {
+    boost::system::error_code ec;
+    client_config::from_url(url, ec);
+    BOOST_TEST((ec == error::invalid_argument), url);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(validate_rejects_tls_nonsense) {
+  client_config c;
+  c.tls = true;
+  BOOST_TEST(!c.validate());
+  c.tls_cert_file = "/c.crt"; // a certificate without its key
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c.tls_key_file = "/c.key";
+  BOOST_TEST(!c.validate());
+  c.tls_cert_file.clear(); // a key without its certificate
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = {};
+  c.tls = true;
+  c.unix_socket = "/tmp/redis.sock"; // Redis serves TLS on TCP only
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = {};
+  c.tls_ca_file = "/ca.pem"; // TLS settings without TLS
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = {};
+  c.tls_server_name = "redis.internal";
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c.tls = true;
+  BOOST_TEST(!c.validate());
 }
 
 BOOST_AUTO_TEST_CASE(validate) {

@@ -35,20 +35,41 @@ struct client_config {
   std::chrono::milliseconds reconnect_max{2000};
   bool reconnect = true;
 
+  /// TLS (OpenSSL) over TCP; not over unix sockets. The peer is verified by default: its chain
+  /// against the CA file/dir (or the system's trust store when neither is set) and its name, DNS
+  /// or IP address, against tls_server_name (or host). Files are read when connect() starts; a
+  /// file that cannot be used, a failed handshake or a peer that is not verified make connect()
+  /// complete with error::tls_failed (client::last_connect_error() says which and why).
+  bool tls = false;
+  std::string tls_ca_file;     ///< PEM file of CA certificates to trust
+  std::string tls_ca_dir;      ///< directory of hashed CA certificates (openssl rehash)
+  std::string tls_cert_file;   ///< client certificate (PEM, may hold the chain), for servers that
+                               ///< require one (tls-auth-clients); needs tls_key_file
+  std::string tls_key_file;    ///< the client certificate's private key (PEM, unencrypted)
+  std::string tls_server_name; ///< SNI and the name verified; empty means host
+  bool tls_verify = true;      ///< false: accept any certificate and name (tests only)
+
   /// Find the master through Sentinel instead of host/port (see sentinel_config).
   sentinel_config sentinel;
 
-  /// redis://[[user]:password@]host[:port][/db] or unix://[[user]:password@]/path[?db=N], or
+  /// redis://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N],
+  /// rediss://[[user]:password@]host[:port][/db][?query] for TLS (port 6379 unless given), or
   /// redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master_name[/db]
   ///   [?sentinel_username=U&sentinel_password=P]
-  /// where the hosts are Sentinels (port 26379 when left out), user and password are the
-  /// master's, and the query gives the Sentinels' own credentials (percent-encoded, as are user
-  /// and password).
+  /// The rediss query sets TLS fields, values percent-encoded:
+  ///   ca_file=PATH  ca_dir=PATH  cert_file=PATH  key_file=PATH  server_name=NAME
+  ///   verify=yes|no (also true|false|1|0)
+  /// e.g. rediss://:pw@redis.internal:6380/0?ca_file=/etc/ssl/redis-ca.pem.
+  /// In redis+sentinel:// URLs the hosts are Sentinels (port 26379 when left out), user and
+  /// password are the master's, and the query gives the Sentinels' own credentials
+  /// (percent-encoded, as are user and password).
   static client_config from_url(std::string_view url, boost::system::error_code& ec);
   /// Same; throws boost::system::system_error(error::invalid_argument) on a bad URL.
   static client_config from_url(std::string_view url);
 
-  /// Checks the values; error::invalid_argument when one makes no sense.
+  /// Checks the values; error::invalid_argument when one makes no sense (among them: TLS over a
+  /// unix socket, a client certificate without its key or a key without its certificate, TLS
+  /// files or a server name while tls is off). Files are not opened here.
   boost::system::error_code validate() const;
 };
 
