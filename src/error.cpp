@@ -35,6 +35,10 @@ public:
     case error::not_replicated:
       return "too few replicas acknowledged the lock in time (lock_options::min_replicas); "
              "it was given back";
+    case error::tls_failed:
+      return "TLS with the Redis server failed (CA, certificate or key file unusable, server "
+             "certificate not trusted or issued for another name, or our certificate refused; "
+             "client::last_connect_error() tells which)";
     }
     return "unknown corolock error";
   }
