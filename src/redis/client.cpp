@@ -110,6 +110,7 @@ void client::close() { impl_->close(); }
 bool client::is_connected() const noexcept { return impl_->user->connected(); }
 const std::string& client::id() const noexcept { return impl_->id; }
 const std::string& client::last_server_error() const noexcept { return impl_->last_server_error; }
+const std::string& client::last_connect_error() const noexcept { return impl_->last_connect_error; }
 
 connection_stats client::stats() const {
   connection_stats s;
@@ -186,6 +187,9 @@ asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
   // A failed connect may be tried again: with fresh connections.
   auto fail = [&](error_code ec) {
     for (auto* c : {&impl->user, &impl->locks, &impl->pubsub})
+      if (*c && !(*c)->last_connect_error().empty())
+        impl->last_connect_error = (*c)->last_connect_error();
+    for (auto* c : {&impl->user, &impl->locks, &impl->pubsub})
       if (*c)
         (*c)->close();
     if (!impl->closed) {
@@ -209,6 +213,7 @@ asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
   if (impl->closed)
     co_return fail(error::closed);
   impl->connected_once = true;
+  impl->last_connect_error.clear();
   if (impl->pubsub) {
     impl->user_subs = std::make_shared<subscriber>(*impl->pubsub, false);
     impl->lock_subs = impl->user_subs;

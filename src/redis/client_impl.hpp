@@ -62,6 +62,7 @@ public:
   /// connection before it closes (the lock layer's releases).
   std::vector<std::function<void(request&)>> close_hooks;
   std::string last_server_error;
+  std::string last_connect_error; ///< of the connection that made connect() fail
   bool connect_started = false;
   bool connected_once = false;
   bool closed = false;

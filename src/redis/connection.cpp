@@ -3,6 +3,7 @@
 #include "detail/completion.hpp"
 #include "redis/backoff.hpp"
 #include "redis/sentinel.hpp"
+#include "redis/tls_context.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/redis/script.hpp>
@@ -35,7 +36,7 @@ constexpr std::size_t max_batch_buffers = 4096; // bounded scatter/gather list p
 } // namespace
 
 connection_impl::connection_impl(asio::any_io_executor ex, client_config cfg)
-    : ex_(ex), cfg_(std::move(cfg)), socket_(ex), write_cv_(ex), backoff_timer_(ex),
+    : ex_(ex), cfg_(std::move(cfg)), transport_(ex), write_cv_(ex), backoff_timer_(ex),
       rbuf_(initial_read_buffer) {
   write_cv_.expires_at(asio::steady_timer::time_point::max());
   if (cfg_.sentinel.enabled()) {
@@ -48,6 +49,14 @@ void connection_impl::start(handler<void(error_code)> on_first_connect) {
   if (auto ec = cfg_.validate()) {
     asio::post(ex_, asio::append(std::move(on_first_connect), ec));
     return;
+  }
+  if (cfg_.tls && !tls_ctx_ && phase_ == phase::idle && !closing_) {
+    // Once per connection: every (re)connect attempt opens a new session on this context.
+    tls_ctx_ = make_tls_context(cfg_, last_connect_error_);
+    if (!tls_ctx_) {
+      asio::post(ex_, asio::append(std::move(on_first_connect), error_code(error::tls_failed)));
+      return;
+    }
   }
   if (phase_ != phase::idle || closing_) {
     // Already connected (or connecting): a second connect() is a caller error, not a reconnect.
@@ -68,7 +77,7 @@ void connection_impl::close() {
   phase_ = phase::closed;
   connected_ = false;
   error_code ignored;
-  socket_.close(ignored);
+  transport_.socket().close(ignored);
   backoff_timer_.cancel();
   write_cv_.cancel();
   if (was_running)
@@ -83,7 +92,7 @@ void connection_impl::drop(std::optional<server_address> next) {
     return;
   next_target_ = std::move(next);
   error_code ignored;
-  socket_.close(ignored);
+  transport_.socket().close(ignored);
 }
 
 void connection_impl::close_after(request last, handler<void(error_code, response)> h) {
@@ -196,7 +205,7 @@ asio::awaitable<void> connection_impl::run(handler<void(error_code)> on_first_co
       break;
     if (ec) {
       error_code close_ignored;
-      socket_.close(close_ignored);
+      transport_.socket().close(close_ignored);
       if (first) {
         // The first connect reports to its caller and gives up: a wrong address or password
         // should be an error now, not a silent retry loop.
@@ -221,7 +230,7 @@ asio::awaitable<void> connection_impl::run(handler<void(error_code)> on_first_co
       co_await (reader() || writer() || health_check());
       connected_ = false;
       error_code close_ignored;
-      socket_.close(close_ignored);
+      transport_.socket().close(close_ignored);
       if (phase_ == phase::closed)
         break;
       mux_.fail_in_flight(error::connection_lost);
@@ -270,7 +279,7 @@ asio::awaitable<error_code> connection_impl::connect_once() {
     if (!ec && !state->finished) {
       state->expired = true;
       error_code ignored;
-      socket_.close(ignored);
+      transport_.socket().close(ignored);
     }
   });
   struct finish_on_exit {
@@ -284,23 +293,28 @@ asio::awaitable<error_code> connection_impl::connect_once() {
   const bool& timed_out = state->expired;
 
   error_code ec;
+  auto& socket = transport_.socket();
+  const std::string where =
+      cfg_.unix_socket.empty() ? target.host + ":" + std::to_string(target.port) : cfg_.unix_socket;
   if (!cfg_.unix_socket.empty()) {
     asio::local::stream_protocol::endpoint ep(cfg_.unix_socket);
-    socket_ = socket_type(ex_);
-    std::tie(ec) = co_await socket_.async_connect(ep, use_tuple);
+    transport_.reset();
+    std::tie(ec) = co_await socket.async_connect(ep, use_tuple);
   } else {
     asio::ip::tcp::resolver resolver(ex_);
     auto [rec, results] =
         co_await resolver.async_resolve(target.host, std::to_string(target.port), use_tuple);
-    if (rec)
+    if (rec) {
+      last_connect_error_ = "cannot resolve " + target.host + ": " + rec.message();
       co_return error::connect_failed;
+    }
     ec = asio::error::host_not_found;
     for (const auto& entry : results) {
-      socket_ = socket_type(ex_);
-      std::tie(ec) = co_await socket_.async_connect(entry.endpoint(), use_tuple);
+      transport_.reset();
+      std::tie(ec) = co_await socket.async_connect(entry.endpoint(), use_tuple);
       if (!ec) {
-        socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-        socket_.set_option(asio::socket_base::keep_alive(true), ec);
+        socket.set_option(asio::ip::tcp::no_delay(true), ec);
+        socket.set_option(asio::socket_base::keep_alive(true), ec);
         ec = {};
         break;
       }
@@ -308,22 +322,80 @@ asio::awaitable<error_code> connection_impl::connect_once() {
         break;
     }
   }
-  if (ec || timed_out)
+  if (ec || timed_out) {
+    last_connect_error_ = "cannot connect to " + where + ": " +
+                          (timed_out ? std::string("connect_timeout passed") : ec.message());
     co_return error::connect_failed;
+  }
+  if (cfg_.tls) {
+    ec = co_await tls_handshake();
+    if (timed_out) {
+      last_connect_error_ = "TLS handshake with " + where +
+                            " did not finish within connect_timeout (is it a TLS port?)";
+      co_return error::connect_failed;
+    }
+    if (ec)
+      co_return ec;
+  }
+  last_io_error_ = {};
   ec = co_await handshake();
   if (!ec && master_only_)
     ec = co_await confirm_master();
-  if (timed_out)
+  if (timed_out) {
+    last_connect_error_ = "the Redis handshake with " + where + " did not finish within connect_timeout";
     co_return error::connect_failed;
+  }
+  if (ec && transport_.is_tls() && is_tls_error(last_io_error_)) {
+    // Under TLS 1.3 the server checks our certificate after our side of the handshake has
+    // finished: its refusal arrives as the first read.
+    last_connect_error_ = "TLS with " + where + " failed after the handshake (the server refused "
+                          "our certificate?): " + describe_tls_failure(transport_, last_io_error_);
+    co_return error::tls_failed;
+  }
+  if (ec) {
+    last_connect_error_ = "the Redis handshake with " + where + " failed: " + ec.message();
+    if (last_io_error_)
+      last_connect_error_ += " (" + last_io_error_.message() + ")";
+    if (transport_.is_tls() && last_io_error_)
+      last_connect_error_ += "; a server that requires a client certificate closes like this "
+                             "when it refuses ours";
+  }
+  if (!ec)
+    last_connect_error_.clear();
   co_return ec;
+}
+
+asio::awaitable<error_code> connection_impl::tls_handshake() {
+  const std::string& name = cfg_.tls_server_name.empty() ? cfg_.host : cfg_.tls_server_name;
+  std::string why;
+  if (!transport_.start_tls(*tls_ctx_, name, cfg_.tls_verify, why)) {
+    last_connect_error_ = why;
+    co_return error::tls_failed;
+  }
+  auto [ec] = co_await transport_.tls().async_handshake(asio::ssl::stream_base::client, use_tuple);
+  if (ec) {
+    last_connect_error_ = "TLS handshake with " + cfg_.host + ":" + std::to_string(cfg_.port) +
+                          " (verifying '" + (cfg_.tls_verify ? name : std::string("nothing")) +
+                          "') failed: " + describe_tls_failure(transport_, ec);
+    co_return error::tls_failed;
+  }
+  co_return error_code{};
 }
 
 asio::awaitable<error_code> connection_impl::handshake_exchange(const request& req,
                                                                 response& out) {
   out.clear();
-  auto [wec, n] = co_await asio::async_write(socket_, asio::buffer(req.payload()), use_tuple);
-  if (wec)
+  auto [wec, n] = co_await asio::async_write(transport_, asio::buffer(req.payload()), use_tuple);
+  if (wec) {
+    last_io_error_ = wec;
+    if (transport_.is_tls()) {
+      // A server that refuses our certificate (checked after our side of a TLS 1.3 handshake
+      // is done) may have closed before this write: its alert may still be there to read.
+      resp::value ignored;
+      co_await read_value(ignored);
+    }
     co_return error::connect_failed;
+  }
   mux_.stats.commands += req.commands();
   ++mux_.stats.writes;
   while (out.size() < req.expected_replies()) {
@@ -436,9 +508,11 @@ asio::awaitable<error_code> connection_impl::read_value(resp::value& out) {
         co_return error_code{};
       }
     }
-    auto [ec, n] = co_await socket_.async_read_some(read_space(), use_tuple);
-    if (ec)
+    auto [ec, n] = co_await transport_.async_read_some(read_space(), use_tuple);
+    if (ec) {
+      last_io_error_ = ec;
       co_return error::connection_lost;
+    }
     rend_ += n;
     bytes_read_ += n;
   }
@@ -479,7 +553,7 @@ asio::awaitable<void> connection_impl::reader() {
       if (!connected_ || demoted)
         co_return;
     }
-    auto [ec, n] = co_await socket_.async_read_some(read_space(), use_tuple);
+    auto [ec, n] = co_await transport_.async_read_some(read_space(), use_tuple);
     if (ec)
       co_return;
     rend_ += n;
@@ -502,7 +576,7 @@ asio::awaitable<void> connection_impl::writer() {
     buffers.clear();
     if (mux_.prepare_write(buffers, steady::now(), max_batch_buffers) == 0)
       continue;
-    auto [ec, n] = co_await asio::async_write(socket_, buffers, use_tuple);
+    auto [ec, n] = co_await asio::async_write(transport_, buffers, use_tuple);
     if (ec)
       co_return;
   }
@@ -560,6 +634,9 @@ const client_config& connection::config() const noexcept { return impl_->cfg_; }
 void connection::close() { impl_->close(); }
 bool connection::is_connected() const noexcept { return impl_->connected(); }
 int connection::protocol() const noexcept { return impl_->protocol_; }
+const std::string& connection::last_connect_error() const noexcept {
+  return impl_->last_connect_error();
+}
 const connection_stats& connection::stats() const noexcept { return impl_->mux_.stats; }
 
 void connection::async_connect_impl(detail::handler<void(error_code)> h) {

@@ -8,13 +8,15 @@
 #include <corolock/resp/parser.hpp>
 
 #include "redis/multiplexer.hpp"
+#include "redis/transport.hpp"
 
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <functional>
 #include <optional>
+#include <memory>
+#include <string>
 
 namespace corolock::detail {
 
@@ -28,7 +30,6 @@ struct server_address {
 
 class connection_impl : public std::enable_shared_from_this<connection_impl> {
 public:
-  using socket_type = asio::generic::stream_protocol::socket;
   /// An out-of-band frame (pub/sub message or notice), with the send time of the latest request
   /// answered before it (see multiplexer::answered_sent_at).
   using push_handler = std::function<void(resp::value&&, steady::time_point published_after)>;
@@ -58,6 +59,8 @@ public:
 
   bool connected() const noexcept { return connected_; }
   bool closing() const noexcept { return phase_ == phase::closed || closing_; }
+  /// Why the last connect attempt failed, in words (empty after a success).
+  const std::string& last_connect_error() const noexcept { return last_connect_error_; }
 
   asio::any_io_executor ex_;
   client_config cfg_;
@@ -83,6 +86,8 @@ private:
 
   asio::awaitable<void> run(handler<void(error_code)> on_first_connect);
   asio::awaitable<error_code> connect_once();
+  /// The TLS handshake on the connected socket (connect_once, inside its deadline).
+  asio::awaitable<error_code> tls_handshake();
   asio::awaitable<error_code> handshake();
   /// error::not_master unless the server's ROLE says master.
   asio::awaitable<error_code> confirm_master();
@@ -102,7 +107,10 @@ private:
   phase phase_ = phase::idle;
   bool connected_ = false;
   bool closing_ = false;
-  socket_type socket_;
+  transport transport_;
+  std::shared_ptr<asio::ssl::context> tls_ctx_; // built once by start() when cfg_.tls
+  error_code last_io_error_;                     // of read_value, to tell a TLS refusal apart
+  std::string last_connect_error_;
   asio::steady_timer write_cv_;     // timer as condition variable: the writer sleeps on it
   asio::steady_timer backoff_timer_;
   asio::cancellation_signal stop_;

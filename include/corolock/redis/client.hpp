@@ -31,7 +31,8 @@ public:
   using executor_type = asio::any_io_executor;
 
   client(executor_type ex, client_config cfg);
-  /// Same, from a redis://, redis+sentinel:// or unix:// URL; throws
+  /// Same, from a redis://, rediss://, redis+sentinel:// or unix:// URL (see
+  /// client_config::from_url); throws
   /// system_error(error::invalid_argument) if bad.
   client(executor_type ex, std::string_view url);
   ~client();
@@ -82,6 +83,10 @@ public:
   /// with error::redis_error (e.g. "WRONGTYPE Operation against a key holding the wrong kind of
   /// value"). exec() callers have the text on the reply itself.
   const std::string& last_server_error() const noexcept;
+  /// Why the last connect() failed, in words: the address and the system's reason, or for
+  /// error::tls_failed which file could not be used or what the certificate check said
+  /// ("hostname mismatch", "unable to get local issuer certificate"). Empty after a success.
+  const std::string& last_connect_error() const noexcept;
 
 private:
   friend struct detail::client_access;

@@ -1,4 +1,5 @@
-// One connection to one Redis server (TCP or unix socket), shared by any number of coroutines.
+// One connection to one Redis server (TCP, TLS over TCP, or unix socket), shared by any number of
+// coroutines.
 //
 // - exec() may be called concurrently from many coroutines; everything queued while a write is in
 //   flight leaves in the next single write (automatic pipelining), and replies are matched to
@@ -26,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace corolock {
@@ -59,10 +61,11 @@ public:
   executor_type get_executor() const noexcept;
   const client_config& config() const noexcept;
 
-  /// Connects and runs the handshake. Completes with error::connect_failed (server unreachable),
-  /// error::auth_failed, error::invalid_argument (bad config), with Sentinel also
-  /// error::no_master, error::not_master or error::sentinel_unreachable, or success; then the
-  /// connection keeps itself connected until close().
+  /// Connects and runs the handshake (TLS first when configured, all within connect_timeout).
+  /// Completes with error::connect_failed (server unreachable), error::tls_failed (TLS files,
+  /// handshake or peer verification), error::auth_failed, error::invalid_argument (bad config),
+  /// with Sentinel also error::no_master, error::not_master or error::sentinel_unreachable, or
+  /// success; then the connection keeps itself connected until close().
   template <typename CompletionToken = default_token>
   auto connect(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
@@ -84,6 +87,8 @@ public:
   bool is_connected() const noexcept;
   /// 3 when HELLO 3 was accepted, else 2.
   int protocol() const noexcept;
+  /// Why the last connect attempt failed, in words (see client::last_connect_error()).
+  const std::string& last_connect_error() const noexcept;
   const connection_stats& stats() const noexcept;
 
 private:
