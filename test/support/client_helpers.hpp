@@ -21,6 +21,15 @@ inline client_config config_for(const redis_server& server) {
   return cfg;
 }
 
+/// The same for the server's TLS port (options.tls): verified against the fixture's CA, no client
+/// certificate.
+inline client_config tls_config_for(const redis_server& server) {
+  auto cfg = client_config::from_url(server.tls_url());
+  cfg.reconnect_min = std::chrono::milliseconds(10);
+  cfg.reconnect_max = std::chrono::milliseconds(100);
+  return cfg;
+}
+
 /// Lock options with this lease (and watchdog on or off).
 inline lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = true) {
   lock_options o;

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -34,7 +35,8 @@ std::string redis_server_program() {
 // the old socket is not released yet (restart on the same port). Both are worth another try.
 bool port_was_taken(const std::string& log) {
   return log.find("Address already in use") != std::string::npos ||
-         log.find("Could not create server TCP listening socket") != std::string::npos;
+         log.find("Could not create server TCP listening socket") != std::string::npos ||
+         log.find("Failed listening on port") != std::string::npos;
 }
 
 // /proc/<pid>/stat: "pid (comm) S ..."; the state letter follows the last ')'.
@@ -72,6 +74,19 @@ void remove_orphaned_dirs() {
   }
 }
 
+// For a path inside a URL query: everything but unreserved characters and '/' as %XX.
+std::string percent_encode(const std::string& text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) != 0 || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 std::uint16_t pick_free_port() {
@@ -99,6 +114,13 @@ redis_server::redis_server(redis_server_options options)
   std::call_once(swept, remove_orphaned_dirs);
   try {
     std::ofstream(dir_ / "owner") << ::getpid() << '\n';
+    if (options_.tls) {
+      const auto& mode = options_.tls_auth_clients;
+      if (mode != "yes" && mode != "no" && mode != "optional") {
+        throw std::invalid_argument("redis_server: tls_auth_clients is yes, no or optional, not '" + mode + "'");
+      }
+      tls_ = std::make_unique<tls_material>(dir_ / "tls");
+    }
     if (options_.unix_socket) {
       unix_socket_ = (dir_ / "redis.sock").string();
       if (unix_socket_.size() >= sizeof(sockaddr_un::sun_path)) {
@@ -131,6 +153,20 @@ std::string redis_server::url() const {
   return fmt::format("redis://:{}@{}:{}", options_.password, host(), port_);
 }
 
+std::string redis_server::tls_url() const {
+  const auto& files = tls_files();
+  const auto auth = options_.password.empty() ? std::string{} : fmt::format(":{}@", options_.password);
+  return fmt::format("rediss://{}{}:{}?ca_file={}", auth, host(), tls_port_,
+                     percent_encode(files.ca_cert().string()));
+}
+
+const tls_material& redis_server::tls_files() const {
+  if (!tls_) {
+    throw std::logic_error("redis_server: TLS files asked of a server started without options.tls");
+  }
+  return *tls_;
+}
+
 std::vector<std::string> redis_server::command_line() const {
   std::vector<std::string> argv{
       program_,
@@ -152,6 +188,13 @@ std::vector<std::string> redis_server::command_line() const {
   if (!unix_socket_.empty()) {
     argv.insert(argv.end(), {"--unixsocket", unix_socket_, "--unixsocketperm", "700"});
   }
+  if (tls_) {
+    argv.insert(argv.end(), {"--tls-port", std::to_string(tls_port_),
+                             "--tls-cert-file", tls_->server_cert().string(),
+                             "--tls-key-file", tls_->server_key().string(),
+                             "--tls-ca-cert-file", tls_->ca_cert().string(),
+                             "--tls-auth-clients", options_.tls_auth_clients});
+  }
   argv.insert(argv.end(), options_.args.begin(), options_.args.end());
   return argv;
 }
@@ -162,6 +205,11 @@ void redis_server::start(bool keep_port) {
   for (int attempt = 1;; ++attempt) {
     if (!keep_port) {
       port_ = pick_free_port();
+      if (tls_) {
+        do {
+          tls_port_ = pick_free_port();
+        } while (tls_port_ == port_);
+      }
     }
     std::error_code ec;
     auto log_offset = std::filesystem::file_size(log_file(), ec);

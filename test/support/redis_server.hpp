@@ -4,6 +4,7 @@
 // Layout of test/support, so later fixtures fit beside this one:
 //   process.hpp          spawn / wait / signal a child (used by every fixture and by worker tests)
 //   blocking_client.hpp  a minimal synchronous RESP2 client for setup and verification
+//   tls_material.hpp     a throwaway CA and certificates (openssl CLI) for servers with options.tls
 //   redis_server.hpp     one standalone server, and redis_server_group (independent masters, Redlock)
 //   redis_cluster.hpp    N masters (+ replicas) as redis_servers with --cluster-enabled, joined by
 //                        redis-cli --cluster create; slot migration and failover helpers
@@ -13,12 +14,14 @@
 
 #include "blocking_client.hpp"
 #include "process.hpp"
+#include "tls_material.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +35,13 @@ struct redis_server_options {
   std::string password{};
   /// Also listen on <dir>/redis.sock (mode 700); see redis_server::unix_socket_path().
   bool unix_socket = false;
+  /// Also listen with TLS on a second free loopback port (tls_port()), with a throwaway CA and
+  /// certificates made in the server's directory (tls_files()). The plain port stays: the
+  /// fixture's own blocking clients (start-up check, command(), stop()) use it.
+  bool tls = false;
+  /// --tls-auth-clients: "no" (the default here), "yes" (a client certificate signed by
+  /// tls_files().ca_cert() is required) or "optional".
+  std::string tls_auth_clients = "no";
   /// --enable-debug-command yes, so fault tests can use DEBUG SLEEP and friends.
   bool debug_command = true;
   /// Extra redis-server arguments, appended last (so they win), e.g. {"--maxmemory", "10mb"}.
@@ -58,6 +68,13 @@ public:
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   /// "redis://127.0.0.1:PORT", or "redis://:PASSWORD@127.0.0.1:PORT" (the password is not escaped).
   [[nodiscard]] std::string url() const;
+  /// The TLS port; 0 unless options.tls.
+  [[nodiscard]] std::uint16_t tls_port() const noexcept { return tls_port_; }
+  /// "rediss://[:PASSWORD@]127.0.0.1:TLS_PORT?ca_file=<the fixture's CA>" (no client
+  /// certificate). Throws std::logic_error unless options.tls.
+  [[nodiscard]] std::string tls_url() const;
+  /// The CA, certificates and keys; throws std::logic_error unless options.tls.
+  [[nodiscard]] const tls_material& tls_files() const;
   /// The server's pid; -1 after stop()/kill().
   [[nodiscard]] pid_t pid() const noexcept { return process_.pid(); }
   [[nodiscard]] const std::string& password() const noexcept { return options_.password; }
@@ -112,6 +129,8 @@ private:
   std::filesystem::path dir_;
   std::string unix_socket_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
+  std::unique_ptr<tls_material> tls_;
   process process_;
 };
 
