@@ -49,7 +49,7 @@ run("building the consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 find_program(consumer_exe consumer PATHS ${consumer_build} ${consumer_build}/${BUILD_TYPE} NO_DEFAULT_PATH
              NO_CACHE REQUIRED)
 run("running the consumer" ${consumer_exe})
-if(NOT last_output MATCHES "category=corolock\ntimeout=[^\n]+" OR last_output MATCHES "unknown")
+if(NOT last_output MATCHES "category=corolock\ntimeout=[^\n]+\ntls=1" OR last_output MATCHES "unknown")
   message(FATAL_ERROR "install test: unexpected consumer output:\n${last_output}")
 endif()
 
@@ -73,7 +73,7 @@ endif()
 run("building the consumer with pkg-config" ${CXX} -std=c++20 ${sanitize_flags}
     ${CONSUMER_DIR}/main.cpp -o ${pc_exe} ${pc_flags})
 run("running the pkg-config consumer" ${pc_exe})
-if(NOT last_output MATCHES "category=corolock\ntimeout=[^\n]+")
+if(NOT last_output MATCHES "category=corolock\ntimeout=[^\n]+\ntls=1")
   message(FATAL_ERROR "install test: unexpected pkg-config consumer output:\n${last_output}")
 endif()
 message(STATUS "install test passed (find_package and pkg-config):\n${last_output}")
