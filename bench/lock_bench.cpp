@@ -17,8 +17,12 @@
 //                           on a hot key (4 x 1) against each one's own try / sleep / retry
 //   redlock                 redlock over 3 servers (--redlock-urls) and a mutex on the first,
 //                           uncontended and on a hot key (4 x 1); skipped without the URLs
+//   tls                     PING round trips and uncontended mutex cycles over plain TCP and over
+//                           TLS to one private server listening on both (its own, not the URL's)
 // Every figure is the median of the repetitions, which are interleaved across configurations.
 #include "lock_bench.hpp"
+
+#include <support/redis_server.hpp>
 
 #include <fmt/core.h>
 
@@ -777,6 +781,75 @@ asio::awaitable<void> redlock(context& ctx) {
       co_await delete_bench_keys(*c); // the first is cleaned up with the main server's keys
   for (auto* c : masters)
     c->close();
+/// One coroutine, PING after PING: the round trip a transport adds to every command.
+asio::awaitable<figures> run_ping(corolock::client& redis, long long warmup, long long count) {
+  corolock::request ping;
+  ping.push("PING");
+  for (long long i = 0; i < warmup; ++i)
+    co_await redis.exec(ping, asio::use_awaitable);
+  double cpu0 = bench::process_cpu_seconds();
+  bench::samples lat;
+  lat.reserve(static_cast<std::size_t>(count));
+  auto t0 = steady::now();
+  for (long long i = 0; i < count; ++i) {
+    auto t = steady::now();
+    co_await redis.exec(ping, asio::use_awaitable);
+    lat.add(bench::micros_since(t));
+  }
+  const double secs = bench::seconds(steady::now() - t0), n = static_cast<double>(count);
+  const double cpu = bench::process_cpu_seconds() - cpu0;
+  auto sum = lat.summarize();
+  co_return figures{{"ops", n},          {"seconds", secs},        {"ops_per_s", per(n, secs)},
+                    {"p50_us", sum.p50}, {"p99_us", sum.p99},       {"max_us", sum.max},
+                    {"client_cpu_us_per_op", per(cpu * 1e6, n)}};
+}
+
+/// What TLS costs per round trip: one private redis-server (the test fixture's, with a
+/// throwaway CA) listening on a plain and a TLS port, a client on each, the repetitions
+/// interleaved between them. Rows tls_ping and tls_uncontended, modes plain and tls; the tls rows
+/// carry the p50 difference and the throughput ratio against plain.
+asio::awaitable<void> tls(context& ctx) {
+  corolock::test::redis_server_options options;
+  options.tls = true;
+  corolock::test::redis_server server(options);
+  auto ex = co_await asio::this_coro::executor;
+  corolock::client plain(ex, server.url());
+  corolock::client secure(ex, server.tls_url());
+  co_await plain.connect(asio::use_awaitable);
+  co_await secure.connect(asio::use_awaitable);
+  corolock::client* transports[] = {&plain, &secure};
+  const char* names[] = {"plain", "tls"};
+  const long long pings = ctx.s.latency_cycles * 2, ping_warmup = ctx.s.latency_warmup;
+
+  bench::repetitions ping_reps[2], cycle_reps[2];
+  for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
+    for (int t = 0; t < 2; ++t) {
+      auto p = co_await run_ping(*transports[t], ping_warmup, pings);
+      bench::print_rep(fmt::format("tls_ping {}", names[t]), rep, p);
+      ping_reps[t].add(std::move(p));
+      context on_transport = ctx;
+      on_transport.redis = transports[t];
+      auto c = co_await run_latency(on_transport);
+      ctx.lock_seq = on_transport.lock_seq;
+      bench::print_rep(fmt::format("tls_uncontended {}", names[t]), rep, c);
+      cycle_reps[t].add(std::move(c));
+    }
+  const char* row_names[] = {"tls_ping", "tls_uncontended"};
+  bench::repetitions* row_reps[] = {ping_reps, cycle_reps};
+  for (int k = 0; k < 2; ++k)
+    for (int t = 0; t < 2; ++t) {
+      const bench::repetitions* reps = row_reps[k];
+      auto row = bench::make_row(row_names[k], names[t], 1, 1, 1, reps[t]);
+      auto p50 = reps[t].median("p50_us"), base_p50 = reps[0].median("p50_us");
+      auto ops = reps[t].median("ops_per_s"), base_ops = reps[0].median("ops_per_s");
+      if (t == 1 && p50 && base_p50 && ops && base_ops && *base_ops > 0) {
+        row["overhead_p50_us"] = std::round((*p50 - *base_p50) * 10) / 10;
+        row["vs_plain"] = std::round(*ops / *base_ops * 100) / 100;
+      }
+      ctx.out->scenario(std::move(row));
+    }
+  plain.close();
+  secure.close();
 }
 
 const std::pair<const char*, asio::awaitable<void> (*)(context&)> scenarios[] = {
@@ -784,7 +857,8 @@ const std::pair<const char*, asio::awaitable<void> (*)(context&)> scenarios[] = 
     {"hot_key", hot_key},                         {"hot_key_waiters", hot_key_waiters},
     {"free_for_all", free_for_all},               {"fairness", fairness},
     {"waiter_memory", waiter_memory},             {"held_memory", held_memory},
-    {"family", family},                           {"redlock", redlock}};
+    {"family", family},                           {"redlock", redlock},
+    {"tls", tls}};
 
 asio::awaitable<void> delete_bench_keys(corolock::client& redis) {
   std::string cursor = "0";

@@ -238,6 +238,11 @@ COLUMNS = {
                     col("heap B/lock, idle lines dropped", "heap_bytes_per_held_lock_settled", 0),
                     col("release all s", "release_all_s", 2), VERDICT],
 }
+TLS = [MODE, col("ops/s", "ops_per_s", 0), col("p50 µs", "p50_us"), col("p99 µs", "p99_us"),
+       col("TLS − plain p50 µs", "overhead_p50_us"), col("× plain ops/s", "vs_plain", 2),
+       col("client CPU µs/op", "client_cpu_us_per_op", 2)]
+COLUMNS["tls_ping"] = TLS
+COLUMNS["tls_uncontended"] = TLS
 DEFAULT = [MODE, PC, col("ops/s", "ops_per_s", 0), col("p50 µs", "p50_us"),
            col("p99 µs", "p99_us"), col("cmds/op", "redis_cmds_per_op", 2),
            col("Redis calls/op", "redis_calls_per_op", 2),
