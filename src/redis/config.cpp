@@ -270,8 +270,9 @@ boost::system::error_code client_config::validate() const {
                              !tls_server_name.empty();
   if (tls) {
     // Redis serves TLS on TCP only; a certificate is useless without its key and vice versa.
+    // Not (yet) with Sentinel: the name to verify would be the master's, which changes on failover.
     ok = ok && unix_socket.empty() && tls_cert_file.empty() == tls_key_file.empty() &&
-         tls_server_name.find('\0') == std::string::npos;
+         tls_server_name.find('\0') == std::string::npos && !sentinel.enabled();
   } else {
     ok = ok && !any_tls_field; // TLS settings on a plain connection are a mistake, not a no-op
   }

@@ -127,6 +127,10 @@ BOOST_AUTO_TEST_CASE(validate_rejects_tls_nonsense) {
   BOOST_TEST((c.validate() == error::invalid_argument));
   c.tls = true;
   BOOST_TEST(!c.validate());
+  auto sentinel = client_config::from_url("redis+sentinel://127.0.0.1:26379/mymaster");
+  BOOST_TEST(!sentinel.validate());
+  sentinel.tls = true; // not yet: the name to verify would follow the master across failovers
+  BOOST_TEST((sentinel.validate() == error::invalid_argument));
 }
 
 BOOST_AUTO_TEST_CASE(validate) {
