@@ -781,6 +781,8 @@ asio::awaitable<void> redlock(context& ctx) {
       co_await delete_bench_keys(*c); // the first is cleaned up with the main server's keys
   for (auto* c : masters)
     c->close();
+}
+
 /// One coroutine, PING after PING: the round trip a transport adds to every command.
 asio::awaitable<figures> run_ping(corolock::client& redis, long long warmup, long long count) {
   corolock::request ping;
