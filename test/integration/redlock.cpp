@@ -209,10 +209,18 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
     co_await g.release();
     auto g2 = co_await lb.acquire_for(std::chrono::seconds(2));
     BOOST_TEST(g2.owns_lock());
-    // Fencing tokens grow per master (each master has its own counter).
+    // Fencing tokens grow per master (each master has its own counter). A redlock holds a
+    // majority, not every master (0: not held there; g's release completes once a quorum has
+    // it, so the third master may still refuse g2), so compare where both held.
     const auto first = g.fencing_tokens(), second = g2.fencing_tokens();
-    for (std::size_t i = 0; i < 3; ++i)
-      BOOST_TEST(second[i] > first[i]);
+    int held_by_both = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (first[i] == 0 || second[i] == 0)
+        continue;
+      ++held_by_both;
+      BOOST_TEST(second[i] > first[i], "master " << i);
+    }
+    BOOST_TEST(held_by_both >= 1); // two majorities of 3 share at least one master
     co_await g2.release();
 
     // Two processes' worth of coroutines taking turns: never inside together.
