@@ -82,6 +82,21 @@ bool parse_db(std::string_view text, int& db) {
   return true;
 }
 
+// A URL query, key=value pairs joined by '&': calls on_pair(key, raw value) for each, in order;
+// false as soon as a pair has no '=' or on_pair refuses it.
+template <typename OnPair>
+bool for_each_query_pair(std::string_view query, OnPair on_pair) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    auto eq = pair.find('=');
+    if (eq == std::string_view::npos || !on_pair(pair.substr(0, eq), pair.substr(eq + 1)))
+      return false;
+  }
+  return true;
+}
+
 // What follows the credentials of redis+sentinel://: sentinel[,sentinel...]/master_name[/db]
 // [?sentinel_username=U&sentinel_password=P].
 bool parse_sentinel_part(std::string_view rest, client_config& cfg) {
@@ -111,21 +126,12 @@ bool parse_sentinel_part(std::string_view rest, client_config& cfg) {
       break;
     hosts.remove_prefix(comma + 1);
   }
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-    auto eq = pair.find('=');
-    if (eq == std::string_view::npos)
-      return false;
-    std::string_view key = pair.substr(0, eq), value = pair.substr(eq + 1);
+  return for_each_query_pair(query, [&](std::string_view key, std::string_view value) {
     std::string* field = key == "sentinel_username"   ? &cfg.sentinel.username
                          : key == "sentinel_password" ? &cfg.sentinel.password
                                                       : nullptr;
-    if (field == nullptr || !percent_decode(value, *field))
-      return false; // an unknown option is a typo, not something to ignore
-  }
-  return true;
+    return field != nullptr && percent_decode(value, *field); // unknown: a typo, not ignored
+  });
 }
 
 bool parse_bool(std::string_view text, bool& out) {
@@ -139,16 +145,9 @@ bool parse_bool(std::string_view text, bool& out) {
 // rediss:// query: key=value pairs joined by '&', each naming one TLS field. Unknown keys are
 // errors, so a typo does not silently weaken the connection.
 bool parse_tls_query(std::string_view query, client_config& cfg) {
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-    auto eq = pair.find('=');
-    if (eq == std::string_view::npos)
-      return false;
-    std::string_view key = pair.substr(0, eq);
+  return for_each_query_pair(query, [&](std::string_view key, std::string_view encoded) {
     std::string value;
-    if (!percent_decode(pair.substr(eq + 1), value) || value.empty())
+    if (!percent_decode(encoded, value) || value.empty())
       return false;
     if (key == "ca_file")
       cfg.tls_ca_file = std::move(value);
@@ -162,8 +161,8 @@ bool parse_tls_query(std::string_view query, client_config& cfg) {
       cfg.tls_server_name = std::move(value);
     else if (key != "verify" || !parse_bool(value, cfg.tls_verify))
       return false;
-  }
-  return true;
+    return true;
+  });
 }
 
 } // namespace
