@@ -93,7 +93,7 @@ asio::awaitable<issued> issue(std::shared_ptr<id_generator_state> st, std::uint3
   auto c = st->client.lock();
   if (!c || c->closed)
     co_return issued{error::closed};
-  if (!c->lock_subs)
+  if (!c->ready_for_locks())
     co_return issued{error::not_connected};
   // A retry never risks a duplicate: every INCRBY hands out fresh numbers (a lost reply only
   // wastes some). Another day than we guessed costs one more round trip, around midnight.

@@ -140,9 +140,24 @@ void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t perm
   error_code ec;
   if (!c || c->closed)
     ec = error::closed;
-  else if (!c->lock_subs)
+  else if (!c->ready_for_locks())
     ec = error::not_connected;
   if (ec) {
+    complete_later(state->ex, std::move(h), {}, ec, guard{});
+    return;
+  }
+  if (c->cluster) {
+    start_cluster_acquire(std::move(c), state, permits, deadline, try_only, std::move(h));
+    return;
+  }
+  start_acquire_on(std::move(c), state, permits, deadline, try_only, std::move(h));
+}
+
+void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<handle_state>& state,
+                      std::int64_t permits, steady::time_point deadline, bool try_only,
+                      handler<void(error_code, guard)> h) {
+  if (c->closed || !c->lock_subs) {
+    error_code ec = c->closed ? error_code(error::closed) : error_code(error::not_connected);
     complete_later(state->ex, std::move(h), {}, ec, guard{});
     return;
   }

@@ -7,6 +7,8 @@
 
 #include <corolock/lock/guard.hpp>
 
+#include <boost/asio/awaitable.hpp>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +20,23 @@ namespace corolock::detail {
 void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t permits,
                    steady::time_point deadline, bool try_only,
                    handler<void(error_code, guard)> h);
+
+/// The same on a given client: a standalone client, or one node of a cluster client.
+void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<handle_state>& state,
+                      std::int64_t permits, steady::time_point deadline, bool try_only,
+                      handler<void(error_code, guard)> h);
+
+/// The same on a cluster client `top`: routed to the master of the lock's slot, and again after
+/// a MOVED, a migration or a failover (cluster_acquire.cpp).
+void start_cluster_acquire(std::shared_ptr<client_impl> top,
+                           const std::shared_ptr<handle_state>& state, std::int64_t permits,
+                           steady::time_point deadline, bool try_only,
+                           handler<void(error_code, guard)> h);
+
+/// The client that serves a lock's keys: `c` itself, or on a cluster the node of the lock's slot.
+/// error::closed / not_connected as start_acquire would give.
+asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> lock_node(
+    std::shared_ptr<client_impl> c, const lock_names& names);
 
 /// A nested guard on `held`, which must hold `permits` of the handle's lock.
 void reenter(const handle_state& state, guard& held, std::int64_t permits,

@@ -52,27 +52,28 @@ error_code transport_error(const client_impl& c, error_code ec) {
 
 void push_attempt(request& req, const lock_names& names, const std::string& owner,
                   std::chrono::milliseconds lease, attempt_mode mode,
-                  std::chrono::milliseconds waiter_ttl, std::int64_t permits) {
+                  std::chrono::milliseconds waiter_ttl, std::int64_t permits,
+                  const char* publish) {
   const char* how = mode == attempt_mode::queue ? "queue" : "try";
   if (names.kind == lock_kind::mutex) {
     req.push_script(acquire_script(), {names.key, names.fence(), names.queue(), names.expiry()},
                     {owner, std::to_string(lease.count()), how,
-                     std::to_string(waiter_ttl.count()), names.channel(), "publish"});
+                     std::to_string(waiter_ttl.count()), names.channel(), publish});
     return;
   }
   req.push_script(acquire_permits_script(), names.permit_keys(),
                   {owner, std::to_string(lease.count()), how, std::to_string(waiter_ttl.count()),
-                   names.channel(), "publish", std::to_string(permits),
+                   names.channel(), publish, std::to_string(permits),
                    std::to_string(names.default_permits)});
 }
 
 void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
                   const line_machine::handoff* handoff, std::chrono::milliseconds handoff_lease,
-                  std::chrono::milliseconds waiter_ttl) {
+                  std::chrono::milliseconds waiter_ttl, const char* publish) {
   if (names.kind == lock_kind::permits) {
     // No hand-off: this client's own waiters hear of their grants like anyone else's.
     req.push_script(release_permits_script(), names.permit_keys(),
-                    {owner, retry ? "1" : "0", names.channel(), "publish",
+                    {owner, retry ? "1" : "0", names.channel(), publish,
                      std::to_string(names.default_permits)});
     return;
   }
@@ -80,7 +81,7 @@ void push_release(request& req, const lock_names& names, const std::string& owne
                   {owner, retry ? "1" : "0", handoff ? handoff->owner : std::string(),
                    std::to_string(handoff_lease.count()),
                    handoff ? handoff->requeue : std::string(),
-                   std::to_string(waiter_ttl.count()), names.channel(), "publish"});
+                   std::to_string(waiter_ttl.count()), names.channel(), publish});
 }
 
 void push_renew(request& req, const lock_names& names, const std::string& owner,
@@ -171,7 +172,7 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
                            std::chrono::milliseconds waiter_ttl, std::int64_t permits,
                            std::function<void(attempt_outcome)> done) {
   request req;
-  push_attempt(req, names, owner, lease, mode, waiter_ttl, permits);
+  push_attempt(req, names, owner, lease, mode, waiter_ttl, permits, client.publish_verb());
   const auto sent_at = steady::now();
   client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at,
                                       done = std::move(done)](error_code ec, response r) {
@@ -211,7 +212,7 @@ void lock_service::send_release(std::shared_ptr<const lock_names> names, std::st
                                 int tries) {
   track(names, owner);
   request req;
-  push_release(req, *names, owner, tries > 0, nullptr, {}, {});
+  push_release(req, *names, owner, tries > 0, nullptr, {}, {}, client.publish_verb());
   client.locks->exec(std::move(req), [weak = client.weak_from_this(), names, owner,
                                       tries](error_code ec, response) {
     auto c = weak.lock();
@@ -262,7 +263,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
     request req;
     push_release(req, *l->names, l->owner, tries > 0, offer ? &offer->handoff : nullptr,
                  offer ? offer->lease : std::chrono::milliseconds(0),
-                 line ? line->waiter_ttl() : std::chrono::milliseconds(0));
+                 line ? line->waiter_ttl() : std::chrono::milliseconds(0), c->publish_verb());
     const auto sent_at = steady::now();
     c->locks->exec(std::move(req), [self = shared_from_this(), sent_at](error_code ec,
                                                                          response r) {
@@ -338,7 +339,7 @@ void lock_service::close(request& last) {
   std::set<std::string> seen;
   auto settle = [&](const std::shared_ptr<const lock_names>& names, const std::string& owner) {
     if (seen.insert(owner).second)
-      push_release(last, *names, owner, false, nullptr, {}, {});
+      push_release(last, *names, owner, false, nullptr, {}, {}, client.publish_verb());
   };
   for (auto& l : dog.close())
     settle(l->names, l->owner);

@@ -84,10 +84,12 @@ private:
   bool closed_ = false;
 };
 
-/// Builds acquire.lua (acquire_permits.lua for `permits`) for `owner`.
+/// Builds acquire.lua (acquire_permits.lua for `permits`) for `owner`. `publish`: the command that
+/// announces grants ("publish", or "spublish" on a cluster node: client_impl::publish_verb).
 void push_attempt(request& req, const lock_names& names, const std::string& owner,
                   std::chrono::milliseconds lease, attempt_mode mode,
-                  std::chrono::milliseconds waiter_ttl, std::int64_t permits);
+                  std::chrono::milliseconds waiter_ttl, std::int64_t permits,
+                  const char* publish);
 
 /// Builds renew.lua (renew_permits.lua): renews `owner`'s lease if it still holds under `token`;
 /// a zero `lease` only checks.
@@ -98,6 +100,6 @@ void push_renew(request& req, const lock_names& names, const std::string& owner,
 /// lease, and the owner to queue after it.
 void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
                   const line_machine::handoff* handoff, std::chrono::milliseconds handoff_lease,
-                  std::chrono::milliseconds waiter_ttl);
+                  std::chrono::milliseconds waiter_ttl, const char* publish);
 
 } // namespace corolock::detail

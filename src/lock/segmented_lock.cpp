@@ -395,7 +395,7 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
   auto c = st->client.lock();
   if (!c || c->closed)
     co_return acquire_result{error::closed, segment_guard{}};
-  if (!c->lock_subs)
+  if (!c->ready_for_locks())
     co_return acquire_result{error::not_connected, segment_guard{}};
   if (auto ec = co_await ensure_fresh(st, *c, false))
     co_return acquire_result{ec, segment_guard{}};

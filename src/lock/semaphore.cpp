@@ -23,14 +23,14 @@ bool valid_count(std::int64_t n, std::int64_t least) {
 asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
     std::shared_ptr<handle_state> st, std::optional<std::int64_t> new_count) {
   using result = std::pair<error_code, semaphore_status>;
-  auto c = st->client.lock();
-  if (!c || c->closed)
-    co_return result{error::closed, semaphore_status{}};
   const auto& n = *st->names;
+  auto [node_ec, c] = co_await lock_node(st->client.lock(), n);
+  if (node_ec)
+    co_return result{node_ec, semaphore_status{}};
   request req;
   if (new_count)
     req.push_script(set_permits_script(), n.permit_keys(),
-                    {std::to_string(*new_count), n.channel(), "publish"});
+                    {std::to_string(*new_count), n.channel(), c->publish_verb()});
   req.push_script(permits_status_script(), n.permit_keys(), {std::to_string(n.default_permits)});
   // A set_permits whose reply was lost may be sent again: setting a count twice is harmless.
   for (int tries = 0;; ++tries) {

@@ -266,8 +266,9 @@ void waiting_line::complete_grant(std::uint64_t id, const std::string& owner, st
   auto slot = std::exchange(it->second.slot, {});
   callers_.erase(it);
   note_idle();
-  auto c = m->client.lock();
-  if (!c || c->closed) {
+  // The line's own client: on a cluster, the node's, not the handle's cluster client.
+  auto c = service_.client.shared_from_this();
+  if (c->closed) {
     complete_later(m->ex, std::move(h), slot, error_code(error::closed), guard{});
     return;
   }

@@ -2,9 +2,11 @@
 
 #include "lock/lock_service.hpp"
 #include "redis/backoff.hpp"
+#include "redis/cluster/cluster_nodes.hpp"
 #include "redis/failover_watch.hpp"
 
 #include "detail/completion.hpp"
+#include "detail/spawn.hpp"
 
 #include <corolock/error.hpp>
 
@@ -70,6 +72,16 @@ void client_impl::close() {
   user->close();
   if (pubsub)
     pubsub->close();
+  if (cluster) {
+    // Each node releases what it holds before its connections close.
+    locks->close();
+    cluster->close();
+    cluster->when_closed([weak = weak_from_this()](error_code) {
+      if (auto self = weak.lock())
+        self->finish_close();
+    });
+    return;
+  }
   if (last.empty() || !connected_once) {
     locks->close();
     finish_close();
@@ -86,6 +98,22 @@ void client_impl::finish_close() {
   fully_closed_ = true;
   for (auto& h : std::exchange(close_waiters_, {}))
     complete_later(ex, h.take(), {}, error_code{});
+}
+
+void client_impl::exec_routed(request req, handler<void(error_code, response)> h) {
+  if (!cluster) {
+    user->exec(std::move(req), std::move(h));
+    return;
+  }
+  auto routed = [](std::shared_ptr<client_impl> self,
+                   request r) -> asio::awaitable<std::pair<error_code, response>> {
+    std::string why;
+    auto result = co_await self->cluster->exec(std::move(r), why);
+    if (!why.empty())
+      self->last_server_error = why;
+    co_return result;
+  };
+  spawn_op(ex, routed(shared_from_this(), std::move(req)), std::move(h));
 }
 
 void client_impl::when_closed(handler<void(error_code)> h) {
@@ -107,25 +135,33 @@ client::~client() { impl_->close(); }
 client::executor_type client::get_executor() const noexcept { return impl_->ex; }
 const client_config& client::config() const noexcept { return impl_->cfg; }
 void client::close() { impl_->close(); }
-bool client::is_connected() const noexcept { return impl_->user->connected(); }
+bool client::is_connected() const noexcept {
+  return impl_->cluster ? impl_->cluster->connected() : impl_->user->connected();
+}
 const std::string& client::id() const noexcept { return impl_->id; }
 const std::string& client::last_server_error() const noexcept { return impl_->last_server_error; }
 const std::string& client::last_connect_error() const noexcept { return impl_->last_connect_error; }
 
 connection_stats client::stats() const {
   connection_stats s;
-  for (const auto* c : {impl_->user.get(), impl_->locks.get(), impl_->pubsub.get()}) {
-    if (!c)
-      continue;
-    const auto& p = c->mux_.stats;
-    s.requests += p.requests;
-    s.commands += p.commands;
-    s.writes += p.writes;
-    s.replies += p.replies;
-    s.pushes += p.pushes;
-    s.reconnects += p.reconnects;
-    s.script_loads += p.script_loads;
-  }
+  auto add = [&s](const detail::client_impl& impl) {
+    for (const auto* c : {impl.user.get(), impl.locks.get(), impl.pubsub.get()}) {
+      if (!c)
+        continue;
+      const auto& p = c->mux_.stats;
+      s.requests += p.requests;
+      s.commands += p.commands;
+      s.writes += p.writes;
+      s.replies += p.replies;
+      s.pushes += p.pushes;
+      s.reconnects += p.reconnects;
+      s.script_loads += p.script_loads;
+    }
+  };
+  add(*impl_);
+  if (impl_->cluster) // a cluster client's own connections stay idle; its nodes do the work
+    for (const auto& node : impl_->cluster->clients())
+      add(*node);
   return s;
 }
 
@@ -183,7 +219,9 @@ void route_pushes(connection_impl& carrier, const std::shared_ptr<subscriber>& s
   };
 }
 
-asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
+} // namespace
+
+asio::awaitable<error_code> detail::connect_standalone(std::shared_ptr<client_impl> impl) {
   // A failed connect may be tried again: with fresh connections.
   auto fail = [&](error_code ec) {
     for (auto* c : {&impl->user, &impl->locks, &impl->pubsub})
@@ -215,12 +253,12 @@ asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
   impl->connected_once = true;
   impl->last_connect_error.clear();
   if (impl->pubsub) {
-    impl->user_subs = std::make_shared<subscriber>(*impl->pubsub, false);
+    impl->user_subs = std::make_shared<subscriber>(*impl->pubsub, impl->sharded_pubsub);
     impl->lock_subs = impl->user_subs;
     route_pushes(*impl->pubsub, impl->user_subs);
   } else {
     impl->user_subs = std::make_shared<subscriber>(*impl->user, false);
-    impl->lock_subs = std::make_shared<subscriber>(*impl->locks, false);
+    impl->lock_subs = std::make_shared<subscriber>(*impl->locks, impl->sharded_pubsub);
     route_pushes(*impl->user, impl->user_subs);
     route_pushes(*impl->locks, impl->lock_subs);
   }
@@ -237,6 +275,26 @@ asio::awaitable<error_code> connect_all(std::shared_ptr<client_impl> impl) {
   };
   co_return error_code{};
 }
+
+namespace {
+asio::awaitable<error_code> connect_cluster(std::shared_ptr<client_impl> impl) {
+  if (auto ec = impl->cfg.validate())
+    co_return ec;
+  impl->cluster = std::make_shared<cluster_nodes>(impl->ex, impl->cfg);
+  auto ec = co_await impl->cluster->connect();
+  if (!ec && impl->closed)
+    ec = error::closed;
+  if (ec) {
+    impl->last_connect_error = impl->cluster->last_error();
+    impl->cluster->close();
+    impl->cluster.reset();
+    impl->connect_started = impl->closed; // a failed connect may be tried again
+    co_return ec;
+  }
+  impl->connected_once = true;
+  impl->last_connect_error.clear();
+  co_return error_code{};
+}
 } // namespace
 
 void client::async_connect_impl(detail::handler<void(error_code)> h) {
@@ -246,7 +304,8 @@ void client::async_connect_impl(detail::handler<void(error_code)> h) {
     return;
   }
   impl_->connect_started = true;
-  asio::co_spawn(impl_->ex, connect_all(impl_),
+  auto connect = impl_->cfg.cluster.enabled() ? connect_cluster(impl_) : connect_standalone(impl_);
+  asio::co_spawn(impl_->ex, std::move(connect),
                  [h = std::move(h)](std::exception_ptr e, error_code ec) mutable {
                    if (e)
                      ec = error::connect_failed;
@@ -255,7 +314,7 @@ void client::async_connect_impl(detail::handler<void(error_code)> h) {
 }
 
 void client::async_exec_impl(request req, detail::handler<void(error_code, response)> h) {
-  impl_->user->exec(std::move(req), std::move(h));
+  impl_->exec_routed(std::move(req), std::move(h));
 }
 
 void client::async_shutdown_impl(detail::handler<void(error_code)> h) {

@@ -11,6 +11,8 @@
 
 #include <corolock/redis/client.hpp>
 
+#include <boost/asio/awaitable.hpp>
+
 #include <functional>
 #include <list>
 #include <memory>
@@ -21,6 +23,7 @@ namespace corolock::detail {
 
 class lock_service;
 class failover_watch;
+class cluster_nodes;
 
 class client_impl : public std::enable_shared_from_this<client_impl> {
 public:
@@ -37,14 +40,22 @@ public:
   /// SUBSCRIBE and an attempt sent after it reach the server in that order.
   bool lock_pubsub_ordered() const noexcept { return !pubsub; }
 
-  /// Runs a request on the user connection with any completion token (for the library's own
+  /// Runs a request on the user connection (on a cluster: of the master of the request's slot,
+  /// following redirections) with any completion token (for client::exec and the library's own
   /// helpers: segmented_lock, id_generator).
   template <typename CompletionToken>
   auto exec(request req, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
-        [this](auto h, request r) { user->exec(std::move(r), std::move(h)); }, token,
+        [this](auto h, request r) { exec_routed(std::move(r), std::move(h)); }, token,
         std::move(req));
   }
+  void exec_routed(request req, handler<void(error_code, response)> h);
+
+  /// Whether lock operations can start: connected once (a standalone client: its lock
+  /// subscriber exists).
+  bool ready_for_locks() const noexcept { return cluster ? connected_once : lock_subs != nullptr; }
+  /// How the lock scripts announce grants: a cluster node's by sharded pub/sub.
+  const char* publish_verb() const noexcept { return sharded_pubsub ? "spublish" : "publish"; }
 
   asio::any_io_executor ex;
   client_config cfg;
@@ -56,6 +67,10 @@ public:
   std::shared_ptr<subscriber> lock_subs;
   /// Sentinel only: follows the master over failovers (set once connected).
   std::shared_ptr<failover_watch> watch;
+  /// Cluster only: the masters, each a client_impl of its own (the connections above stay idle).
+  std::shared_ptr<cluster_nodes> cluster;
+  /// A cluster node: subscriptions and grant messages use sharded pub/sub.
+  bool sharded_pubsub = false;
   /// The lock layer's state (waiting lines, watchdog), created by the first lock that needs it.
   std::unique_ptr<lock_service, void (*)(lock_service*)> lock_layer{nullptr, nullptr};
   /// Run by close(), before the connections close. Returns requests to send on the lock
@@ -77,6 +92,10 @@ struct client_access {
   static client_impl& impl(client& c) { return *c.impl_; }
   static const std::shared_ptr<client_impl>& shared(client& c) { return c.impl_; }
 };
+
+/// Connects a client_impl's connections to its one server (or Sentinel-found master): what
+/// client::connect does for a standalone client, and for each node of a cluster client.
+asio::awaitable<error_code> connect_standalone(std::shared_ptr<client_impl> impl);
 
 /// The configuration of a client's lock connection (named "<client_name>-locks").
 client_config lock_connection_config(client_config cfg);

@@ -97,6 +97,21 @@ bool for_each_query_pair(std::string_view query, OnPair on_pair) {
   return true;
 }
 
+// host[:port][,host[:port]...] into addresses of type A (a host and a port with its default).
+template <typename Address>
+bool parse_host_list(std::string_view hosts, std::vector<Address>& out) {
+  while (true) {
+    auto comma = hosts.find(',');
+    Address address;
+    if (!parse_host_port(hosts.substr(0, comma), address.host, address.port))
+      return false;
+    out.push_back(std::move(address));
+    if (comma == std::string_view::npos)
+      return true;
+    hosts.remove_prefix(comma + 1);
+  }
+}
+
 // What follows the credentials of redis+sentinel://: sentinel[,sentinel...]/master_name[/db]
 // [?sentinel_username=U&sentinel_password=P].
 bool parse_sentinel_part(std::string_view rest, client_config& cfg) {
@@ -116,16 +131,8 @@ bool parse_sentinel_part(std::string_view rest, client_config& cfg) {
   if (!percent_decode(path, cfg.sentinel.master_name) || cfg.sentinel.master_name.empty() ||
       !parse_db(db_part, cfg.database))
     return false;
-  while (true) {
-    auto comma = hosts.find(',');
-    sentinel_address address;
-    if (!parse_host_port(hosts.substr(0, comma), address.host, address.port))
-      return false;
-    cfg.sentinel.addresses.push_back(std::move(address));
-    if (comma == std::string_view::npos)
-      break;
-    hosts.remove_prefix(comma + 1);
-  }
+  if (!parse_host_list(hosts, cfg.sentinel.addresses))
+    return false;
   return for_each_query_pair(query, [&](std::string_view key, std::string_view value) {
     std::string* field = key == "sentinel_username"   ? &cfg.sentinel.username
                          : key == "sentinel_password" ? &cfg.sentinel.password
@@ -175,7 +182,7 @@ client_config client_config::from_url(std::string_view url, boost::system::error
     return client_config{};
   };
 
-  bool unix_scheme = false, sentinel_scheme = false;
+  bool unix_scheme = false, sentinel_scheme = false, cluster_scheme = false;
   if (url.starts_with("redis://")) {
     url.remove_prefix(8);
   } else if (url.starts_with("rediss://")) {
@@ -184,6 +191,9 @@ client_config client_config::from_url(std::string_view url, boost::system::error
   } else if (url.starts_with("redis+sentinel://")) {
     url.remove_prefix(17);
     sentinel_scheme = true;
+  } else if (url.starts_with("redis+cluster://")) {
+    url.remove_prefix(16);
+    cluster_scheme = true;
   } else if (url.starts_with("unix://")) {
     url.remove_prefix(7);
     unix_scheme = true;
@@ -216,6 +226,11 @@ client_config client_config::from_url(std::string_view url, boost::system::error
 
   if (sentinel_scheme) {
     if (!parse_sentinel_part(url, cfg))
+      return fail();
+  } else if (cluster_scheme) {
+    if (url.ends_with('/'))
+      url.remove_suffix(1); // no path: a cluster has only database 0
+    if (url.find_first_of("/?") != std::string_view::npos || !parse_host_list(url, cfg.cluster.seeds))
       return fail();
   } else if (unix_scheme) {
     std::string_view path = url;
@@ -262,6 +277,13 @@ boost::system::error_code client_config::validate() const {
     ok = ok && !sentinel.master_name.empty() && unix_socket.empty() && sentinel.timeout.count() > 0 &&
          !sentinel.addresses.empty();
     for (const auto& s : sentinel.addresses)
+      ok = ok && !s.host.empty() && s.port != 0;
+  }
+  if (cluster.enabled()) {
+    // A cluster serves database 0 only, over TCP; with Sentinel there would be two maps of masters.
+    // TLS is not offered yet: the name to verify would be each node's, learned from the cluster.
+    ok = ok && unix_socket.empty() && database == 0 && !sentinel.enabled() && !tls;
+    for (const auto& s : cluster.seeds)
       ok = ok && !s.host.empty() && s.port != 0;
   }
   const bool any_tls_field = !tls_ca_file.empty() || !tls_ca_dir.empty() ||

@@ -148,6 +148,9 @@ void subscription::async_receive_impl(detail::handler<void(error_code, message)>
 subscription client::subscribe(std::string channel) {
   if (channel.empty())
     throw boost::system::system_error(error::invalid_argument, "empty channel name");
+  if (impl_->cfg.cluster.enabled())
+    throw boost::system::system_error(error::invalid_argument,
+                                      "subscribe is not offered on a cluster client yet");
   if (!impl_->user_subs || impl_->closed)
     throw boost::system::system_error(impl_->closed ? error::closed : error::not_connected,
                                       "subscribe before connect");

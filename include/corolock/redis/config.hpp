@@ -1,6 +1,7 @@
 // How to reach a Redis server and how to behave towards it.
 #pragma once
 
+#include <corolock/redis/cluster_config.hpp>
 #include <corolock/redis/sentinel_config.hpp>
 
 #include <boost/system/error_code.hpp>
@@ -51,11 +52,14 @@ struct client_config {
 
   /// Find the master through Sentinel instead of host/port (see sentinel_config).
   sentinel_config sentinel;
+  /// Talk to a Redis Cluster through these seed nodes instead of host/port (see cluster_config).
+  cluster_config cluster;
 
   /// redis://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N],
   /// rediss://[[user]:password@]host[:port][/db][?query] for TLS (port 6379 unless given), or
   /// redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master_name[/db]
-  ///   [?sentinel_username=U&sentinel_password=P]
+  ///   [?sentinel_username=U&sentinel_password=P], or
+  /// redis+cluster://[[user]:password@]host[:port][,host[:port]...][/] (seed nodes; port 6379)
   /// The rediss query sets TLS fields, values percent-encoded:
   ///   ca_file=PATH  ca_dir=PATH  cert_file=PATH  key_file=PATH  server_name=NAME
   ///   verify=yes|no (also true|false|1|0)
@@ -69,7 +73,8 @@ struct client_config {
 
   /// Checks the values; error::invalid_argument when one makes no sense (among them: TLS over a
   /// unix socket, a client certificate without its key or a key without its certificate, TLS
-  /// files or a server name while tls is off). Files are not opened here.
+  /// files or a server name while tls is off; a cluster together with Sentinel, a unix socket, a
+  /// database other than 0 (a cluster has only database 0) or TLS). Files are not opened here.
   boost::system::error_code validate() const;
 };
 

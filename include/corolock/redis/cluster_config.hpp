@@ -1,0 +1,31 @@
+// How to reach a Redis Cluster: part of client_config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace corolock {
+
+/// One node to ask for the cluster's slot map when the client connects (any node will do; more
+/// than one lets connect() succeed while some are down).
+struct cluster_seed {
+  std::string host;
+  std::uint16_t port = 6379;
+
+  friend bool operator==(const cluster_seed&, const cluster_seed&) = default;
+};
+
+/// When `seeds` is not empty the client talks to a Redis Cluster instead of client_config::host/
+/// port: it learns which master serves each slot (CLUSTER SHARDS), keeps one set of connections
+/// per master, sends each lock's requests to the master of the lock's slot (every key of a lock
+/// shares its `{name}` hash tag), and hears grants by sharded pub/sub (SSUBSCRIBE/SPUBLISH) on that
+/// master. MOVED and connection failures refresh the map; ASK, TRYAGAIN and CLUSTERDOWN are
+/// followed or retried, within the operation's deadline.
+struct cluster_config {
+  std::vector<cluster_seed> seeds;
+
+  bool enabled() const noexcept { return !seeds.empty(); }
+};
+
+} // namespace corolock

@@ -1,0 +1,125 @@
+// Acquisition on a cluster client: the lock's slot names the master, whose own client_impl (lock
+// layer, waiting line, watchdog) does the rest. What happens here is the routing around it: a
+// MOVED (the slot was resharded or failed over) or a master that stopped answering refreshes the
+// map and tries again on the new owner; ASK and TRYAGAIN (the slot is migrating) try again a
+// little later on the same map — a lock's scripts touch several keys, which a migrating slot
+// refuses until every key has moved. All within the caller's deadline and a bounded number of
+// hops, and every cancellation type reaches the attempt under way.
+#include "lock/acquire.hpp"
+
+#include "detail/spawn.hpp"
+#include "redis/cluster/cluster_nodes.hpp"
+#include "redis/cluster/key_slot.hpp"
+#include "redis/cluster/redirection.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace corolock::detail {
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr int max_hops = 8;
+constexpr std::chrono::milliseconds migration_pause{25};
+
+enum class reroute { no, refresh_map, after_pause, if_owner_changed };
+
+reroute reroute_for(error_code ec, const client_impl& node) {
+  if (ec == error::redis_error) {
+    switch (classify_cluster_error(node.last_server_error)) {
+    case cluster_error_kind::moved:
+    case cluster_error_kind::down:
+      return reroute::refresh_map;
+    case cluster_error_kind::ask:
+    case cluster_error_kind::try_again:
+      return reroute::after_pause;
+    case cluster_error_kind::none:
+      return reroute::no;
+    }
+  }
+  if (ec == error::not_connected || ec == error::connection_lost ||
+      (ec == error::timeout && !node.locks->connected()))
+    return reroute::if_owner_changed; // a failover may have promoted another master
+  return reroute::no;
+}
+
+asio::awaitable<bool> cancelled() {
+  auto cs = co_await asio::this_coro::cancellation_state;
+  co_return cs.cancelled() != asio::cancellation_type::none;
+}
+
+asio::awaitable<std::pair<error_code, guard>> cluster_acquire(
+    std::shared_ptr<client_impl> top, std::shared_ptr<handle_state> state, std::int64_t permits,
+    steady::time_point deadline, bool try_only) {
+  using result = std::pair<error_code, guard>;
+  co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+  co_await asio::this_coro::throw_if_cancelled(false);
+  auto nodes = top->cluster;
+  const auto slot = key_slot(state->names->key);
+  for (int hop = 0;; ++hop) {
+    auto [nec, node] = co_await nodes->node_for(slot);
+    if (co_await cancelled())
+      co_return result{asio::error::operation_aborted, guard{}};
+    if (nec) {
+      top->last_server_error = nodes->last_error();
+      co_return result{nec, guard{}};
+    }
+    auto start = [&](auto h) {
+      start_acquire_on(node, state, permits, deadline, try_only, std::move(h));
+    };
+    auto [ec, g] =
+        co_await asio::async_initiate<decltype(use_tuple), void(error_code, guard)>(start, use_tuple);
+    if (ec == error::redis_error || ec == error::invalid_argument)
+      top->last_server_error = node->last_server_error;
+    const auto why = ec ? reroute_for(ec, *node) : reroute::no;
+    if (why == reroute::no || hop + 1 >= max_hops || steady::now() >= deadline ||
+        co_await cancelled() || top->closed)
+      co_return result{ec, std::move(g)};
+    if (why == reroute::after_pause) {
+      asio::steady_timer pause(state->ex, std::min(steady::now() + migration_pause * (hop + 1),
+                                                   deadline));
+      co_await pause.async_wait(use_tuple);
+      continue;
+    }
+    const shard* before = nodes->map().owner(slot);
+    const node_address was = before ? before->master : node_address{};
+    // A MOVED names the new owner: no need to wait for a full refresh (which may be rate-limited).
+    if (!nodes->note_moved(node->last_server_error, node->cfg.host))
+      co_await nodes->refresh();
+    const shard* after = nodes->map().owner(slot);
+    if (why == reroute::if_owner_changed && (!after || after->master == was))
+      co_return result{ec, std::move(g)}; // the same master: its error stands
+  }
+}
+
+} // namespace
+
+void start_cluster_acquire(std::shared_ptr<client_impl> top,
+                           const std::shared_ptr<handle_state>& state, std::int64_t permits,
+                           steady::time_point deadline, bool try_only,
+                           handler<void(error_code, guard)> h) {
+  spawn_op(state->ex, cluster_acquire(std::move(top), state, permits, deadline, try_only),
+           std::move(h));
+}
+
+asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> lock_node(
+    std::shared_ptr<client_impl> c, const lock_names& names) {
+  using result = std::pair<error_code, std::shared_ptr<client_impl>>;
+  if (!c || c->closed)
+    co_return result{error::closed, nullptr};
+  if (!c->ready_for_locks())
+    co_return result{error::not_connected, nullptr};
+  if (!c->cluster)
+    co_return result{error_code{}, std::move(c)};
+  auto [ec, node] = co_await c->cluster->node_for(key_slot(names.key));
+  if (ec)
+    c->last_server_error = c->cluster->last_error();
+  co_return result{ec, std::move(node)};
+}
+
+} // namespace corolock::detail

@@ -1,0 +1,91 @@
+// Private: a cluster client's view of its cluster — the slot map, and one standalone client per
+// master (its user and lock connections, sharded-pub/sub subscriber, lock layer and watchdog).
+//
+// A node per client_impl keeps every guarantee of the single-server client per node: a lock lives
+// in one slot (its keys share the `{name}` hash tag), so its scripts, renewals, waiting line and
+// grant messages all belong to one master, and a failing master only stalls the leases and waiters
+// that live on it. What this adds is the routing: which node serves a slot, and a fresh map when a
+// node says MOVED or stops answering.
+#pragma once
+
+#include "redis/client_impl.hpp"
+#include "redis/cluster/slot_map.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace corolock::detail {
+
+class cluster_nodes : public std::enable_shared_from_this<cluster_nodes> {
+public:
+  cluster_nodes(asio::any_io_executor ex, client_config cfg);
+
+  /// The first map, from the seeds in turn, and a connected client for every master.
+  asio::awaitable<error_code> connect();
+
+  /// The connected client of the master serving `slot`. A master met for the first time is
+  /// connected first (bounded by connect_timeout); a slot that no node serves, or whose master's
+  /// lock connection is down, refreshes the map first.
+  asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> node_for(std::uint16_t slot);
+
+  /// The client of the master at `at`, connecting it first if it is new (or its last connect
+  /// failed); completes once it is connected or failed.
+  asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> ready_node(node_address at);
+
+  /// A user request on the user connection of the master of its slot (any master when it has no
+  /// key), following MOVED and ASK and retrying TRYAGAIN and CLUSTERDOWN (route.hpp). A request
+  /// whose keys span slots fails with error::invalid_argument before anything is sent; `why`
+  /// gets the reason.
+  asio::awaitable<std::pair<error_code, response>> exec(request req, std::string& why);
+
+  /// A node at `asked_host` answered `error_text`: if it is a MOVED, the map names the new owner
+  /// of its slot at once (a full refresh may be rate-limited). Returns whether it was one.
+  bool note_moved(std::string_view error_text, std::string_view asked_host);
+
+  /// Fetches the map again: from a connected master, else from the seeds and every node ever
+  /// known. Callers during a refresh share it; a refresh within `min_refresh_interval` of the last
+  /// one is not repeated.
+  asio::awaitable<error_code> refresh();
+  static constexpr std::chrono::milliseconds min_refresh_interval{100};
+
+  /// Every node client, connected or not (for stats, close and tests).
+  std::vector<std::shared_ptr<client_impl>> clients() const;
+  /// True while every master of the map has its connections up.
+  bool connected() const;
+
+  void close();
+  /// Completes `h` once every node client is closed.
+  void when_closed(handler<void(error_code)> h);
+
+  const slot_map& map() const noexcept { return map_; }
+  /// Why the last connect or refresh failed (the last node's words), for last_connect_error.
+  const std::string& last_error() const noexcept { return last_error_; }
+
+private:
+  struct node {
+    std::shared_ptr<client_impl> client;
+    bool ready = false;                          // connected at least once
+    error_code failed;                           // the connect attempt failed (entry goes)
+    std::shared_ptr<asio::steady_timer> settled; // cancelled when the connect attempt ends
+  };
+  std::shared_ptr<client_impl> make_client(const node_address& at);
+  asio::awaitable<error_code> fetch_map();
+  asio::awaitable<error_code> fetch_from(const node_address& at, std::shared_ptr<connection_impl> via);
+
+  asio::any_io_executor ex_;
+  client_config cfg_;
+  slot_map map_;
+  std::map<node_address, node> nodes_;
+  std::vector<node_address> seeds_;
+  std::string last_error_;
+  bool refreshing_ = false;
+  asio::steady_timer refreshed_; // cancelled when a refresh ends
+  error_code last_refresh_ec_;
+  steady::time_point refreshed_at_{};
+  bool closed_ = false;
+};
+
+} // namespace corolock::detail

@@ -1,0 +1,551 @@
+// The cluster client (redis+cluster://) against a real 3-master Redis Cluster started by the
+// redis_cluster fixture: locks land on the master of their slot and wait by sharded pub/sub there;
+// user requests are routed and follow MOVED; a resharding and a failover in the middle of lock
+// traffic; a stalled master leaves the other masters' leases alone; bad input and every
+// cancellation type leave nothing behind. Where a key lives, and who serves a slot, is read with
+// the fixture's own client, never with the library code under test.
+#include <corolock/corolock.hpp>
+
+#include <support/async_test.hpp>
+#include <support/client_helpers.hpp>
+#include <support/redis_cluster.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace corolock;
+using namespace corolock::test;
+namespace asio = boost::asio;
+using ms = std::chrono::milliseconds;
+
+namespace {
+
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+std::string cluster_url(redis_cluster& cluster) {
+  std::string url = "redis+cluster://";
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    url += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(cluster.node(i).port());
+  return url;
+}
+
+client_config config_of(redis_cluster& cluster) {
+  auto cfg = client_config::from_url(cluster_url(cluster));
+  cfg.reconnect_min = ms(10);
+  cfg.reconnect_max = ms(100);
+  return cfg;
+}
+
+/// The mutex key of lock `name`.
+std::string key_of(const std::string& name) { return "corolock:{" + name + "}"; }
+
+/// A lock name for each master (index into cluster.node), found by the fixture's CLUSTER KEYSLOT.
+std::map<std::size_t, std::string> one_lock_per_master(redis_cluster& cluster, const std::string& stem) {
+  std::map<std::size_t, std::string> out;
+  const auto masters = cluster.masters();
+  for (int i = 0; out.size() < masters.size() && i < 1000; ++i) {
+    std::string name = stem + std::to_string(i);
+    out.try_emplace(cluster.owner_of(cluster.key_slot(key_of(name))), name);
+  }
+  BOOST_TEST_REQUIRE(out.size() == masters.size());
+  return out;
+}
+
+/// Keys under the library's prefix on every node; expected none after a test.
+void expect_no_lock_keys(redis_cluster& cluster) {
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    for (const auto& k : sync_list(cluster.node(i), "KEYS", "corolock:*"))
+      if (!k.ends_with(":fence")) // fencing counters outlive their locks by design
+        BOOST_TEST(k.empty(), "left behind on node " << i << ": " << k);
+}
+
+/// Another master than `m`: where a test moves m's slot.
+std::size_t next_master(redis_cluster& cluster, std::size_t m) {
+  const auto masters = cluster.masters();
+  const auto at = std::find(masters.begin(), masters.end(), m) - masters.begin();
+  return masters.at(static_cast<std::size_t>(at + 1) % masters.size());
+}
+
+asio::awaitable<std::unique_ptr<client>> connected_client(redis_cluster& cluster) {
+  auto c = std::make_unique<client>(co_await asio::this_coro::executor, config_of(cluster));
+  co_await c->connect();
+  co_return c;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster_locks)
+
+BOOST_AUTO_TEST_CASE(each_lock_lives_on_its_slots_master_and_waiters_wake_by_sharded_pubsub) {
+  redis_cluster cluster;
+  const auto locks = one_lock_per_master(cluster, "spread");
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
+    auto a_owner = co_await connected_client(cluster);
+    client& a = *a_owner;
+    auto b_owner = co_await connected_client(cluster);
+    client& b = *b_owner;
+    BOOST_TEST(a.is_connected());
+    for (const auto& [owner, name] : locks) {
+      // A waiter whose queue place is refreshed only every 10 s can only be woken by a message.
+      lock_options o;
+      o.waiter_ttl = std::chrono::seconds(30);
+      mutex ma(a, name, o), mb(b, name, o);
+      auto held = co_await ma.acquire();
+      for (std::size_t i = 0; i < cluster.size(); ++i)
+        BOOST_TEST(sync_list(cluster.node(i), "KEYS", key_of(name)).size() == (i == owner ? 1u : 0u),
+                   "lock " << name << " on node " << i << " (owner " << owner << ")");
+
+      auto t0 = std::chrono::steady_clock::now();
+      bool woke = false;
+      std::uint64_t next_token = 0;
+      auto waiter = [&]() -> asio::awaitable<void> {
+        auto g = co_await mb.acquire();
+        woke = true;
+        next_token = g.fencing_token();
+        co_await g.release();
+      };
+      asio::co_spawn(co_await asio::this_coro::executor, waiter(), asio::detached);
+      // The waiter subscribes on the owner, sharded, and nowhere else.
+      const auto channel = key_of(name) + ":ch";
+      BOOST_TEST(co_await eventually([&] {
+        return sync_list(cluster.node(owner), "PUBSUB", "SHARDNUMSUB", channel).at(1) == "1";
+      }));
+      for (std::size_t i = 0; i < cluster.size(); ++i)
+        BOOST_TEST(sync_list(cluster.node(i), "PUBSUB", "NUMSUB", channel).at(1) == "0");
+      co_await sleep_for(ms(100));
+      BOOST_TEST(!woke);
+      auto released = std::chrono::steady_clock::now();
+      const auto token = held.fencing_token();
+      co_await held.release();
+      BOOST_TEST(co_await eventually([&] { return woke; }, ms(2000)));
+      BOOST_TEST_MESSAGE("lock on node " << owner << ": hand-off " << since(released).count()
+                                         << " ms after the release (" << since(t0).count()
+                                         << " ms in all)");
+      BOOST_TEST(since(released) < ms(1000));
+      BOOST_TEST(next_token > token);
+    }
+    // Stats add up every node's connections.
+    BOOST_TEST(a.stats().commands > 0u);
+    co_await a.shutdown();
+    co_await b.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
+BOOST_AUTO_TEST_CASE(user_requests_are_routed_follow_moved_and_refuse_cross_slot) {
+  redis_cluster cluster;
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
+    auto c_owner = co_await connected_client(cluster);
+    client& c = *c_owner;
+    std::vector<std::string> keys;
+    for (int i = 0; i < 30; ++i)
+      keys.push_back("user:" + std::to_string(i));
+    for (const auto& k : keys)
+      co_await c.exec(make("SET", k, k + "-value"));
+    for (const auto& k : keys) {
+      const auto owner = cluster.owner_of(cluster.key_slot(k));
+      BOOST_TEST(sync(cluster.node(owner), "GET", k) == k + "-value");
+    }
+    auto pong = co_await c.exec(make("PING"));
+    BOOST_TEST(pong.at(0).data == "PONG");
+
+    // Two slots in one request: refused before anything is sent.
+    request two;
+    two.push("SET", "user:0", "x");
+    two.push("SET", "user:1", "y");
+    BOOST_TEST_REQUIRE(cluster.key_slot("user:0") != cluster.key_slot("user:1"));
+    auto [ec, none] = co_await c.exec(two, tuple_awaitable);
+    BOOST_TEST(ec == error::invalid_argument);
+    BOOST_TEST(!c.last_server_error().empty());
+    BOOST_TEST(sync(cluster.node(cluster.owner_of(cluster.key_slot("user:0"))), "GET", "user:0") ==
+               "user:0-value");
+
+    // A resharding the client has not heard of: the next request meets MOVED and follows it.
+    const auto slot = cluster.key_slot("user:7");
+    const auto from = cluster.owner_of(slot);
+    const auto to = next_master(cluster, from);
+    cluster.migrate_slot(slot, to);
+    auto moved = co_await c.exec(make("GET", "user:7"));
+    BOOST_TEST(moved.at(0).data == "user:7-value");
+    BOOST_TEST(!moved.at(0).is_error());
+    co_await c.exec(make("SET", "user:7", "after"));
+    BOOST_TEST(sync(cluster.node(to), "GET", "user:7") == "after");
+    co_await c.shutdown();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(bad_configuration_and_unreachable_seeds_give_clear_errors) {
+  // Only database 0, TCP, no Sentinel, no TLS (yet).
+  for (const char* url : {"redis+cluster://", "redis+cluster://127.0.0.1:7000/1",
+                          "redis+cluster://127.0.0.1:7000,", "redis+cluster://127.0.0.1:7000?x=1"}) {
+    error_code ec;
+    client_config::from_url(url, ec);
+    BOOST_TEST(ec == error::invalid_argument, url);
+  }
+  auto cfg = client_config::from_url("redis+cluster://u:p@127.0.0.1:7000,127.0.0.1:7001/");
+  BOOST_TEST(cfg.cluster.seeds.size() == 2u);
+  BOOST_TEST(cfg.username == "u");
+  BOOST_TEST(!cfg.validate());
+  for (auto bad : {1, 2, 3}) {
+    auto c = cfg;
+    if (bad == 1)
+      c.database = 2;
+    if (bad == 2)
+      c.tls = true;
+    if (bad == 3)
+      c.sentinel.addresses.push_back({"127.0.0.1", 26379});
+    if (bad == 3)
+      c.sentinel.master_name = "m";
+    BOOST_TEST(c.validate() == error::invalid_argument, "case " << bad);
+  }
+
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    // No seed answers: connect fails in about connect_timeout, saying why.
+    auto dead = client_config::from_url("redis+cluster://127.0.0.1:" +
+                                        std::to_string(pick_free_port()));
+    dead.connect_timeout = ms(300);
+    client c(ex, dead);
+    auto t0 = std::chrono::steady_clock::now();
+    auto [ec] = co_await c.connect(tuple_awaitable);
+    BOOST_TEST(ec);
+    BOOST_TEST(since(t0) < ms(2000));
+    BOOST_TEST(!c.last_connect_error().empty());
+    BOOST_TEST_MESSAGE("unreachable seed: " << ec.message() << " (" << c.last_connect_error() << ") in "
+                                            << since(t0).count() << " ms");
+    // Locks on a client that never connected fail at once.
+    mutex m(c, "never");
+    auto [aec, g] = co_await m.acquire_for(ms(500), tuple_awaitable);
+    BOOST_TEST(aec == error::not_connected);
+
+    // A standalone server is no cluster: connect says so.
+    redis_server plain;
+    auto not_cluster = client_config::from_url("redis+cluster://127.0.0.1:" + std::to_string(plain.port()));
+    client p(ex, not_cluster);
+    auto [pec] = co_await p.connect(tuple_awaitable);
+    BOOST_TEST(pec);
+    BOOST_TEST_MESSAGE("standalone seed: " << pec.message() << " (" << p.last_connect_error() << ")");
+    BOOST_TEST(!p.last_connect_error().empty());
+  });
+
+  redis_cluster cluster;
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
+    auto c_owner = co_await connected_client(cluster);
+    client& c = *c_owner;
+    bool threw = false;
+    try {
+      auto s = c.subscribe("news");
+    } catch (const boost::system::system_error& e) {
+      threw = e.code() == error::invalid_argument;
+    }
+    BOOST_TEST(threw, "subscribe on a cluster client says it is not offered");
+    co_await c.shutdown();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(semaphores_shared_mutexes_and_segments_spread_over_the_masters) {
+  redis_cluster cluster;
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
+    auto c_owner = co_await connected_client(cluster);
+    client& c = *c_owner;
+    semaphore s(c, "slots", 2);
+    auto p1 = co_await s.acquire(1);
+    auto p2 = co_await s.acquire(1);
+    auto [tec, none] = co_await s.try_acquire(1, tuple_awaitable);
+    BOOST_TEST(!tec);
+    BOOST_TEST(!none);
+    auto st = co_await s.status();
+    BOOST_TEST(st.in_use == 2);
+    const auto sem_owner = cluster.owner_of(cluster.key_slot("corolock:{slots}:sem"));
+    BOOST_TEST(sync(cluster.node(sem_owner), "EXISTS", "corolock:{slots}:sem") == "1");
+    co_await p1.release();
+    co_await p2.release();
+
+    shared_mutex rw(c, "table");
+    auto r1 = co_await rw.acquire_shared();
+    auto r2 = co_await rw.acquire_shared();
+    auto [wec, w] = co_await rw.try_acquire(tuple_awaitable);
+    BOOST_TEST(!w);
+    co_await r1.release();
+    co_await r2.release();
+    auto writer = co_await rw.acquire();
+    BOOST_TEST(writer.owns_lock());
+    co_await writer.release();
+
+    // A segmented lock's segments are locks of their own: on a cluster they spread over masters.
+    segmented_lock hot(c, "item", 6);
+    std::vector<segment_guard> held;
+    std::set<std::size_t> nodes;
+    for (int i = 0; i < 6; ++i) {
+      held.push_back(co_await hot.acquire_any());
+      nodes.insert(cluster.owner_of(cluster.key_slot(key_of("item#" + std::to_string(held.back().index())))));
+    }
+    BOOST_TEST(nodes.size() > 1u, "6 segments on " << nodes.size() << " masters");
+    for (auto& g : held)
+      co_await g.release();
+    co_await c.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
+BOOST_AUTO_TEST_CASE(a_stalled_master_costs_only_its_own_leases) {
+  redis_cluster cluster({.masters = 3, .replicas_per_master = 0, .node_timeout = ms(15000)});
+  const auto locks = one_lock_per_master(cluster, "iso");
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
+    auto cfg = config_of(cluster);
+    cfg.request_timeout = ms(400);
+    client c(co_await asio::this_coro::executor, cfg);
+    co_await c.connect();
+    // Where the extra locks below live, read before a master stalls (the fixture would wait on it).
+    std::map<std::string, std::size_t> more_owner;
+    for (const auto& [owner, name] : locks)
+      more_owner[name] = cluster.owner_of(cluster.key_slot(key_of(name + "-more")));
+    std::map<std::size_t, guard> held;
+    std::vector<mutex> handles;
+    handles.reserve(locks.size());
+    for (const auto& [owner, name] : locks) {
+      handles.emplace_back(c, name, lease_of(ms(600)));
+      held.emplace(owner, co_await handles.back().acquire());
+    }
+    const auto stalled = locks.begin()->first;
+    cluster.node(stalled).pause();
+    auto t0 = std::chrono::steady_clock::now();
+    BOOST_TEST(co_await eventually([&] { return held.at(stalled).lost(); }, ms(2000)));
+    BOOST_TEST_MESSAGE("the stalled master's holder was told after " << since(t0).count() << " ms");
+    co_await sleep_for(ms(1200)); // two leases
+    for (auto& [owner, g] : held)
+      if (owner != stalled)
+        BOOST_TEST(!g.lost(), "the lease on node " << owner << " was renewed throughout");
+    // The other masters still take new locks while one is stalled.
+    for (const auto& [owner, name] : locks) {
+      if (owner == stalled)
+        continue;
+      mutex other(c, name + "-more");
+      auto [ec, g] = co_await other.acquire_for(ms(1000), tuple_awaitable);
+      if (more_owner.at(name) != stalled) {
+        BOOST_TEST(!ec, ec.message());
+        if (g)
+          co_await g.release();
+      }
+    }
+    cluster.node(stalled).resume();
+    for (auto& [owner, g] : held) {
+      auto [ec] = co_await g.release(tuple_awaitable);
+      BOOST_TEST((owner == stalled ? ec == error::lease_lost || !ec : !ec), ec.message());
+    }
+    co_await c.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
+BOOST_AUTO_TEST_CASE(every_cancellation_type_leaves_nothing_on_the_owner) {
+  redis_cluster cluster;
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
+    auto a_owner = co_await connected_client(cluster);
+    client& a = *a_owner;
+    auto b_owner = co_await connected_client(cluster);
+    client& b = *b_owner;
+    mutex ma(a, "cx"), mb(b, "cx");
+    const auto owner = cluster.owner_of(cluster.key_slot(key_of("cx")));
+    auto held = co_await ma.acquire();
+    for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                      asio::cancellation_type::total}) {
+      asio::cancellation_signal cancel;
+      auto [ec, g] = co_await cancelled_after(
+          mb.acquire(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable)), cancel, ms(60), type);
+      BOOST_TEST(ec == asio::error::operation_aborted);
+      BOOST_TEST(!g);
+      BOOST_TEST(co_await eventually([&] {
+        return sync(cluster.node(owner), "EXISTS", key_of("cx") + ":q") == "0";
+      }));
+      // Cancelled while its first attempt is on the way.
+      for (int i = 0; i < 4; ++i) {
+        asio::cancellation_signal now;
+        auto [tec, tg] = co_await cancelled_after(
+            mb.try_acquire(asio::bind_cancellation_slot(now.slot(), tuple_awaitable)), now,
+            std::chrono::microseconds(i * 50), type);
+        BOOST_TEST(!tg);
+      }
+    }
+    co_await held.release();
+    BOOST_TEST(sync(cluster.node(owner), "EXISTS", key_of("cx")) == "0");
+    co_await a.shutdown();
+    co_await b.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
+BOOST_AUTO_TEST_CASE(close_releases_on_every_master) {
+  redis_cluster cluster;
+  const auto locks = one_lock_per_master(cluster, "closing");
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
+    auto a_owner = co_await connected_client(cluster);
+    client& a = *a_owner;
+    auto b_owner = co_await connected_client(cluster);
+    client& b = *b_owner;
+    std::vector<mutex> mine, theirs;
+    std::vector<guard> held;
+    for (const auto& [owner, name] : locks) {
+      mine.emplace_back(a, name, lease_of(std::chrono::seconds(30)));
+      theirs.emplace_back(b, name);
+      held.push_back(co_await mine.back().acquire());
+    }
+    a.close();
+    auto t0 = std::chrono::steady_clock::now();
+    for (auto& m : theirs) {
+      auto [ec, g] = co_await m.acquire_for(ms(3000), tuple_awaitable);
+      BOOST_TEST(!ec, ec.message());
+      if (g)
+        co_await g.release();
+    }
+    BOOST_TEST(since(t0) < ms(2000));
+    BOOST_TEST_MESSAGE("every lock of the closed client taken over within " << since(t0).count() << " ms");
+    for (auto& g : held)
+      BOOST_TEST(g.lost());
+    co_await a.shutdown();
+    co_await b.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
+BOOST_AUTO_TEST_CASE(a_resharding_under_a_held_lock_tells_the_holder_before_the_next_owner_gets_it) {
+  redis_cluster cluster;
+  const std::string name = "moving";
+  const auto slot = cluster.key_slot(key_of(name));
+  const auto from = cluster.owner_of(slot);
+  const auto to = next_master(cluster, from);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a_owner = co_await connected_client(cluster);
+    auto b_owner = co_await connected_client(cluster);
+    client& a = *a_owner;
+    client& b = *b_owner;
+    mutex ma(a, name, lease_of(ms(600))), mb(b, name);
+    auto held = co_await ma.acquire();
+    const auto token = held.fencing_token();
+    std::chrono::steady_clock::time_point told{}, taken{};
+    auto watch = [&]() -> asio::awaitable<void> {
+      co_await held.wait_lost(tuple_awaitable);
+      told = std::chrono::steady_clock::now();
+    };
+    asio::co_spawn(ex, watch(), asio::detached);
+    // The slot moves, keys and all, while the lock is held (the fixture blocks this thread: the
+    // client's timers wait, as they would behind a slow event loop).
+    cluster.migrate_slot(slot, to);
+    auto t0 = std::chrono::steady_clock::now();
+    auto [ec, next] = co_await mb.acquire_for(ms(5000), tuple_awaitable);
+    taken = std::chrono::steady_clock::now();
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << b.last_server_error());
+    BOOST_TEST(co_await eventually([&] { return told != std::chrono::steady_clock::time_point{}; }));
+    BOOST_TEST_MESSAGE("holder told " << std::chrono::duration_cast<ms>(told - t0).count()
+                                      << " ms after the migration, the next owner took it after "
+                                      << std::chrono::duration_cast<ms>(taken - t0).count() << " ms");
+    BOOST_TEST((told <= taken), "the holder was told before anyone else took the lock");
+    BOOST_TEST(next.fencing_token() > token, "the fence moved with the slot");
+    BOOST_TEST(sync_list(cluster.node(to), "KEYS", key_of(name)).size() == 1u);
+    auto [rec] = co_await held.release(tuple_awaitable);
+    BOOST_TEST(rec == error::lease_lost);
+    co_await next.release();
+    // And a fresh client goes straight to the new owner.
+    mutex ma2(a, name);
+    auto again = co_await ma2.acquire_for(ms(2000));
+    co_await again.release();
+    co_await a.shutdown();
+    co_await b.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
+BOOST_AUTO_TEST_CASE(a_failover_in_the_middle_of_lock_traffic_keeps_untold_holders_apart) {
+  redis_cluster cluster({.masters = 3, .replicas_per_master = 1});
+  const std::string name = "traffic";
+  const auto slot = cluster.key_slot(key_of(name));
+  const auto old_master = cluster.owner_of(slot);
+  const auto replica = cluster.replicas_of(old_master).at(0);
+  const auto new_port = cluster.node(replica).port();
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a_owner = co_await connected_client(cluster);
+    auto b_owner = co_await connected_client(cluster);
+    std::vector<client*> clients{a_owner.get(), b_owner.get()};
+    struct section {
+      std::chrono::steady_clock::time_point begin, end;
+      bool told = false;
+      std::uint64_t token = 0;
+    };
+    std::vector<section> sections;
+    std::atomic<bool> failover_done{false};
+    std::chrono::steady_clock::time_point failover_began{};
+    int errors = 0, running = 0;
+    auto worker = [&](client& c) -> asio::awaitable<void> {
+      mutex m(c, name, lease_of(ms(600)));
+      ++running;
+      for (int after_it = 0; after_it < 15;) {
+        if (failover_done)
+          ++after_it;
+        auto [ec, g] = co_await m.acquire_for(ms(3000), tuple_awaitable);
+        if (ec) {
+          ++errors;
+          BOOST_TEST_MESSAGE("acquire: " << ec.message());
+          continue;
+        }
+        section s;
+        s.begin = std::chrono::steady_clock::now();
+        s.token = g.fencing_token();
+        co_await sleep_for(ms(3));
+        s.end = std::chrono::steady_clock::now();
+        s.told = g.lost();
+        sections.push_back(s);
+        co_await g.release(tuple_awaitable);
+      }
+      --running;
+    };
+    for (int i = 0; i < 4; ++i)
+      asio::co_spawn(ex, worker(*clients[i % 2]), asio::detached);
+    co_await sleep_for(ms(300));
+    const auto before = sections.size();
+    failover_began = std::chrono::steady_clock::now();
+    std::thread failover([&] {
+      cluster.failover(replica);
+      failover_done = true;
+    });
+    while (!failover_done)
+      co_await sleep_for(ms(5));
+    failover.join();
+    const auto during = sections.size() - before;
+    BOOST_TEST_MESSAGE("failover took " << since(failover_began).count() << " ms; " << during
+                                        << " sections meanwhile");
+    BOOST_TEST(co_await eventually([&] { return running == 0; }, ms(30000)));
+    // Sections after the failover happened, and the lock lives on the promoted master now.
+    std::size_t after = 0;
+    for (const auto& s : sections)
+      after += s.begin > failover_began ? 1 : 0;
+    BOOST_TEST(after >= 40u);
+    BOOST_TEST(cluster.owner_of(slot) == replica);
+    BOOST_TEST_MESSAGE(sections.size() << " sections, " << after << " after the failover began, "
+                                       << errors << " failed acquisitions, promoted port " << new_port);
+    // Holders never told of a loss never overlapped, and tokens never went back.
+    std::sort(sections.begin(), sections.end(),
+              [](const section& x, const section& y) { return x.begin < y.begin; });
+    int overlaps = 0, told = 0;
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+      told += sections[i].told ? 1 : 0;
+      for (std::size_t j = i + 1; j < sections.size() && sections[j].begin < sections[i].end; ++j)
+        if (!sections[i].told && !sections[j].told)
+          ++overlaps;
+      if (i > 0)
+        BOOST_TEST(sections[i].token > sections[i - 1].token, "section " << i);
+    }
+    BOOST_TEST(overlaps == 0);
+    BOOST_TEST_MESSAGE(told << " holders were told their lease was lost");
+    co_await a_owner->shutdown();
+    co_await b_owner->shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
