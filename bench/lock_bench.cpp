@@ -17,11 +17,13 @@
 //                           on a hot key (4 x 1) against each one's own try / sleep / retry
 //   redlock                 redlock over 3 servers (--redlock-urls) and a mutex on the first,
 //                           uncontended and on a hot key (4 x 1); skipped without the URLs
+//   cluster                 uncontended_throughput on a 3-master cluster against one master
 //   tls                     PING round trips and uncontended mutex cycles over plain TCP and over
 //                           TLS to one private server listening on both (its own, not the URL's)
 // Every figure is the median of the repetitions, which are interleaved across configurations.
 #include "lock_bench.hpp"
 
+#include <support/redis_cluster.hpp>
 #include <support/redis_server.hpp>
 
 #include <fmt/core.h>
@@ -198,13 +200,19 @@ asio::awaitable<figures> run_throughput(context& ctx) {
     locks.emplace_back(redis, base + ":" + std::to_string(k));
   tp_state ts;
   auto& [stop, measuring, total, window, lat] = ts;
-  auto info0 = co_await bench::read_commandstats(redis);
+  // A cluster client's INFO reaches one master: its server-side figures would describe a third.
+  const bool one_server = !redis.config().cluster.enabled();
+  bench::command_stats info0; // GCC 12: no co_await inside a conditional expression
+  if (one_server)
+    info0 = co_await bench::read_commandstats(redis);
   bench::wait_group wg(ex);
   std::exception_ptr error;
   for (std::size_t c = 0; c < static_cast<std::size_t>(s.tp_coroutines); ++c)
     bench::spawn_counted(ex, wg, error, tp_loop(locks, c, s.tp_coroutines, ts));
   co_await bench::sleep_for(ms(s.tp_warmup_ms));
-  double rcpu0 = co_await bench::redis_cpu_seconds(redis);
+  double rcpu0 = 0;
+  if (one_server)
+    rcpu0 = co_await bench::redis_cpu_seconds(redis);
   auto st0 = redis.stats();
   double cpu0 = bench::process_cpu_seconds();
   measuring = true;
@@ -214,27 +222,36 @@ asio::awaitable<figures> run_throughput(context& ctx) {
   const double secs = bench::seconds(steady::now() - t0);
   const double cpu = bench::process_cpu_seconds() - cpu0;
   auto st1 = redis.stats();
-  double rcpu1 = co_await bench::redis_cpu_seconds(redis);
+  double rcpu1 = 0;
+  if (one_server)
+    rcpu1 = co_await bench::redis_cpu_seconds(redis);
   const double rsecs = bench::seconds(steady::now() - t0);
   stop = true;
   co_await wg.wait();
   if (error)
     std::rethrow_exception(error);
-  auto d = co_await bench::read_commandstats(redis) - info0;
+  bench::command_stats d;
+  if (one_server) {
+    auto info1 = co_await bench::read_commandstats(redis);
+    d = info1 - info0;
+  }
   const double ops = static_cast<double>(window), cmds = static_cast<double>(st1.commands - st0.commands);
   auto sum = lat.summarize();
-  co_return figures{{"ops", ops},
-                    {"seconds", secs},
-                    {"ops_per_s", per(ops, secs)},
-                    {"p50_us", sum.p50},
-                    {"p99_us", sum.p99},
-                    {"max_us", sum.max},
-                    {"redis_cmds_per_op", per(cmds, ops)},
-                    {"redis_calls_per_op", per(static_cast<double>(d.total()), static_cast<double>(total))},
-                    {"pipelining_factor", per(cmds, static_cast<double>(st1.writes - st0.writes))},
-                    {"client_cpu_us_per_op", per(cpu * 1e6, ops)},
-                    {"client_cpu_pct", per(cpu * 100, secs)},
-                    {"redis_cpu_pct", per((rcpu1 - rcpu0) * 100, rsecs)}};
+  figures f{{"ops", ops},
+            {"seconds", secs},
+            {"ops_per_s", per(ops, secs)},
+            {"p50_us", sum.p50},
+            {"p99_us", sum.p99},
+            {"max_us", sum.max},
+            {"redis_cmds_per_op", per(cmds, ops)},
+            {"pipelining_factor", per(cmds, static_cast<double>(st1.writes - st0.writes))},
+            {"client_cpu_us_per_op", per(cpu * 1e6, ops)},
+            {"client_cpu_pct", per(cpu * 100, secs)}};
+  if (one_server) {
+    f["redis_calls_per_op"] = per(static_cast<double>(d.total()), static_cast<double>(total));
+    f["redis_cpu_pct"] = per((rcpu1 - rcpu0) * 100, rsecs);
+  }
+  co_return f;
 }
 
 // ---- multi-process scenarios ------------------------------------------------------------------
@@ -854,13 +871,59 @@ asio::awaitable<void> tls(context& ctx) {
   secure.close();
 }
 
+/// Uncontended throughput (uncontended_throughput's workload: tp_coroutines on tp_keys locks,
+/// nobody waits) on a 3-master Redis Cluster against one master, both started here by the test
+/// fixtures with the same server options, repetitions interleaved. Rows cluster_uncontended,
+/// modes one_master and cluster_3_masters; the cluster row carries vs_one_master, the median of
+/// per-repetition ratios. One client process either way: the cluster client's gain is the servers'
+/// work spread over three processes, which needs cores to spread it on.
+asio::awaitable<void> cluster(context& ctx) {
+  corolock::test::redis_cluster three({.masters = 3});
+  corolock::test::redis_server one;
+  auto ex = co_await asio::this_coro::executor;
+  std::string url = "redis+cluster://";
+  for (std::size_t i = 0; i < three.size(); ++i)
+    url += fmt::format("{}127.0.0.1:{}", i ? "," : "", three.node(i).port());
+  corolock::client single(ex, one.url());
+  corolock::client sharded(ex, url);
+  co_await single.connect(asio::use_awaitable);
+  co_await sharded.connect(asio::use_awaitable);
+  corolock::client* targets[] = {&single, &sharded};
+  const char* names[] = {"one_master", "cluster_3_masters"};
+  bench::repetitions reps[2];
+  std::vector<double> rate[2];
+  for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
+    for (int t = 0; t < 2; ++t) {
+      context on = ctx;
+      on.redis = targets[t];
+      auto f = co_await run_throughput(on);
+      ctx.lock_seq = on.lock_seq;
+      bench::print_rep(fmt::format("cluster_uncontended {}", names[t]), rep, f);
+      rate[t].push_back(f["ops_per_s"]);
+      reps[t].add(std::move(f));
+    }
+  for (int t = 0; t < 2; ++t) {
+    auto row = bench::make_row("cluster_uncontended", names[t], 1, ctx.s.tp_coroutines,
+                               ctx.s.tp_keys, reps[t]);
+    row["masters"] = t == 0 ? 1.0 : 3.0;
+    if (t == 1) {
+      paired_ratio(row, "vs_one_master", rate[1], rate[0]);
+      bench::target_abs(row, "vs_one_master", ">=", 1.6,
+                        "issue: a 3-master cluster >= 1.6x one master, uncontended");
+    }
+    ctx.out->scenario(std::move(row));
+  }
+  single.close();
+  sharded.close();
+}
+
 const std::pair<const char*, asio::awaitable<void> (*)(context&)> scenarios[] = {
     {"uncontended_latency", uncontended_latency}, {"uncontended_throughput", uncontended_throughput},
     {"hot_key", hot_key},                         {"hot_key_waiters", hot_key_waiters},
     {"free_for_all", free_for_all},               {"fairness", fairness},
     {"waiter_memory", waiter_memory},             {"held_memory", held_memory},
     {"family", family},                           {"redlock", redlock},
-    {"tls", tls}};
+    {"tls", tls},                                 {"cluster", cluster}};
 
 asio::awaitable<void> delete_bench_keys(corolock::client& redis) {
   std::string cursor = "0";

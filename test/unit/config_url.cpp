@@ -216,4 +216,48 @@ BOOST_AUTO_TEST_CASE(validate_sentinel) {
   BOOST_TEST((named_only.validate() == error::invalid_argument));
 }
 
+BOOST_AUTO_TEST_CASE(cluster_url) {
+  auto c = client_config::from_url("redis+cluster://app:s%3Acret@10.0.0.1:7000,[::1],node-3:7002/");
+  BOOST_TEST(c.cluster.enabled());
+  BOOST_REQUIRE(c.cluster.seeds.size() == 3u);
+  BOOST_TEST(c.cluster.seeds[0].host == "10.0.0.1");
+  BOOST_TEST(c.cluster.seeds[0].port == 7000);
+  BOOST_TEST(c.cluster.seeds[1].host == "::1");
+  BOOST_TEST(c.cluster.seeds[1].port == 6379); // Redis's default port
+  BOOST_TEST(c.cluster.seeds[2].host == "node-3");
+  BOOST_TEST(c.username == "app");
+  BOOST_TEST(c.password == "s:cret");
+  BOOST_TEST(c.database == 0);
+  BOOST_TEST(!c.validate());
+  BOOST_TEST(client_config::from_url("redis+cluster://h").cluster.seeds.size() == 1u);
+  BOOST_TEST(!client_config::from_url("redis://h").cluster.enabled());
+}
+
+BOOST_AUTO_TEST_CASE(bad_cluster_urls_and_configs_are_invalid_argument) {
+  for (const char* url :
+       {"redis+cluster://", "redis+cluster:///", "redis+cluster://h/0", "redis+cluster://h/1",
+        "redis+cluster://h,", "redis+cluster://h,,g", "redis+cluster://h:0", "redis+cluster://h?tls=1",
+        "redis+cluster://h//"}) {
+    boost::system::error_code ec;
+    client_config::from_url(url, ec);
+    BOOST_TEST((ec == error::invalid_argument), url);
+  }
+  auto good = client_config::from_url("redis+cluster://127.0.0.1:7000");
+  auto c = good;
+  c.database = 1; // a cluster has database 0 only
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = good;
+  c.unix_socket = "/tmp/redis.sock";
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = good;
+  c.tls = true; // not yet
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = good;
+  c.sentinel = client_config::from_url("redis+sentinel://127.0.0.1:26379/m").sentinel;
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c = good;
+  c.cluster.seeds.push_back({"", 7001});
+  BOOST_TEST((c.validate() == error::invalid_argument));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
