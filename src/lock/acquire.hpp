@@ -38,6 +38,13 @@ void start_cluster_acquire(std::shared_ptr<client_impl> top,
 asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> lock_node(
     std::shared_ptr<client_impl> c, const lock_names& names);
 
+/// A release that a cluster node refused with MOVED (`moved`: its error text; `node`: the node
+/// that said it): sent again, once, to the slot's new owner. Completes with success, lease_lost
+/// (the new owner does not list `owner`) or the error that prevented it.
+void release_on_new_owner(std::shared_ptr<cluster_nodes> cluster, const client_impl& node,
+                          std::string moved, std::shared_ptr<const lock_names> names,
+                          std::string owner, handler<void(error_code)> h);
+
 /// A nested guard on `held`, which must hold `permits` of the handle's lock.
 void reenter(const handle_state& state, guard& held, std::int64_t permits,
              handler<void(error_code, guard)> h);

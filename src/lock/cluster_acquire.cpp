@@ -8,6 +8,7 @@
 #include "lock/acquire.hpp"
 
 #include "detail/spawn.hpp"
+#include "lock/lock_service.hpp"
 #include "redis/cluster/cluster_nodes.hpp"
 #include "redis/cluster/key_slot.hpp"
 #include "redis/cluster/redirection.hpp"
@@ -120,6 +121,36 @@ asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> lock_node(
   if (ec)
     c->last_server_error = c->cluster->last_error();
   co_return result{ec, std::move(node)};
+}
+
+void release_on_new_owner(std::shared_ptr<cluster_nodes> cluster, const client_impl& node,
+                          std::string moved, std::shared_ptr<const lock_names> names,
+                          std::string owner, handler<void(error_code)> h) {
+  cluster->note_moved(moved, node.cfg.host);
+  auto resend = [](std::shared_ptr<cluster_nodes> nodes, std::shared_ptr<const lock_names> n,
+                   std::string o) -> asio::awaitable<error_code> {
+    auto [ec, target] = co_await nodes->node_for(key_slot(n->key));
+    if (ec)
+      co_return ec;
+    request req;
+    push_release(req, *n, o, true, nullptr, {}, {}, target->publish_verb());
+    auto run = [&](auto handler) { target->locks->exec(std::move(req), std::move(handler)); };
+    auto [xec, replies] =
+        co_await asio::async_initiate<decltype(use_tuple), void(error_code, response)>(run, use_tuple);
+    if (xec)
+      co_return xec;
+    const auto& v = replies.at(0);
+    if (v.is_error()) {
+      target->last_server_error = v.data;
+      co_return error::redis_error;
+    }
+    if (v.type != resp::type::array || v.children.empty() ||
+        v.children[0].type != resp::type::integer)
+      co_return error::unexpected_reply;
+    co_return v.children[0].integer == 0 ? error_code(error::lease_lost) : error_code{};
+  };
+  auto ex = node.ex;
+  spawn_op(ex, resend(std::move(cluster), std::move(names), std::move(owner)), std::move(h));
 }
 
 } // namespace corolock::detail

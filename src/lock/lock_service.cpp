@@ -1,7 +1,9 @@
 #include "lock/lock_service.hpp"
 
+#include "lock/acquire.hpp"
 #include "lock/scripts.hpp"
 #include "lock/waiting_line.hpp"
+#include "redis/cluster/redirection.hpp"
 
 #include <corolock/error.hpp>
 
@@ -241,6 +243,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
   // Redis says, the holder hears lease_lost. This also settles a retry that cannot tell whether
   // its first try released the lock or found it expired.
   bool past_deadline = false;
+  bool followed_moved = false; // sent on to the slot's new owner once already
 
   /// Cancellation (any type) stops the caller's wait, not the release: the guard is released
   /// either way, and the request goes on (and is retried) in the background.
@@ -282,6 +285,18 @@ struct release_op : std::enable_shared_from_this<release_op> {
     const auto& v = r.at(0);
     if (v.is_error()) {
       c->last_server_error = v.data;
+      // A cluster node whose slot moved away (resharding, failover): the keys went with it.
+      if (auto cluster = c->cluster_of.lock();
+          cluster && !followed_moved && classify_cluster_error(v.data) == cluster_error_kind::moved) {
+        followed_moved = true;
+        release_on_new_owner(cluster, *c, v.data, l->names, l->owner,
+                             [self = shared_from_this()](error_code rec) {
+                               self->finish(!rec && self->past_deadline ? error_code(error::lease_lost)
+                                                                        : rec,
+                                            false);
+                             });
+        return;
+      }
       return finish(error::redis_error, false);
     }
     if (v.type != resp::type::array || v.children.empty() ||

@@ -71,6 +71,8 @@ public:
   std::shared_ptr<cluster_nodes> cluster;
   /// A cluster node: subscriptions and grant messages use sharded pub/sub.
   bool sharded_pubsub = false;
+  /// A cluster node: the cluster client it serves (to follow a MOVED that a lock's release meets).
+  std::weak_ptr<cluster_nodes> cluster_of;
   /// The lock layer's state (waiting lines, watchdog), created by the first lock that needs it.
   std::unique_ptr<lock_service, void (*)(lock_service*)> lock_layer{nullptr, nullptr};
   /// Run by close(), before the connections close. Returns requests to send on the lock

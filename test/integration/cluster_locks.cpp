@@ -548,4 +548,54 @@ BOOST_AUTO_TEST_CASE(a_failover_in_the_middle_of_lock_traffic_keeps_untold_holde
   expect_no_lock_keys(cluster);
 }
 
+BOOST_AUTO_TEST_CASE(acquisitions_during_a_slot_migration_wait_for_it_and_land_on_the_new_master) {
+  redis_cluster cluster;
+  const std::string held_name = "migrating";
+  const auto slot = cluster.key_slot(key_of(held_name));
+  const auto from = cluster.owner_of(slot);
+  const auto to = next_master(cluster, from);
+  // Another lock name in the same slot, free when the migration begins (no key to move).
+  std::string free_name;
+  for (int i = 0; free_name.empty(); ++i)
+    if (cluster.key_slot(key_of("other" + std::to_string(i))) == slot)
+      free_name = "other" + std::to_string(i);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a_owner = co_await connected_client(cluster);
+    client& a = *a_owner;
+    mutex held_lock(a, held_name, lease_of(ms(3000))), free_lock(a, free_name);
+    auto held = co_await held_lock.acquire();
+    cluster.begin_slot_migration(slot, to);
+    // The free lock's keys are on neither node: the source says ASK (or TRYAGAIN) until the
+    // slot's keys have moved; the client retries within its deadline instead of failing.
+    std::atomic<bool> finished{false};
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now(), moved_at{};
+    std::thread mover([&] {
+      std::this_thread::sleep_for(ms(300));
+      cluster.move_slot_keys(slot);
+      cluster.finish_slot_migration(slot);
+      moved_at = std::chrono::steady_clock::now();
+      finished = true;
+    });
+    auto [ec, g] = co_await free_lock.acquire_for(ms(5000), tuple_awaitable);
+    const auto took = since(t0);
+    while (!finished)
+      co_await sleep_for(ms(5));
+    mover.join();
+    BOOST_TEST_REQUIRE(!ec, ec.message() << ": " << a.last_server_error());
+    BOOST_TEST_MESSAGE("acquired after " << took.count() << " ms; the migration ended after "
+                                         << std::chrono::duration_cast<ms>(moved_at - t0).count() << " ms");
+    BOOST_TEST(took >= ms(250), "it waited for the migration");
+    BOOST_TEST(sync_list(cluster.node(to), "KEYS", key_of(free_name)).size() == 1u);
+    co_await g.release();
+    // The held lock's keys moved too: its release, refused by the old master with MOVED, is
+    // sent on to the new one and frees the lock there.
+    BOOST_TEST(!held.lost());
+    auto [rec] = co_await held.release(tuple_awaitable);
+    BOOST_TEST(!rec, rec.message() << ": " << a.last_server_error());
+    BOOST_TEST(sync_list(cluster.node(to), "KEYS", key_of(held_name)).empty());
+    co_await a.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -56,6 +56,7 @@ std::shared_ptr<client_impl> cluster_nodes::make_client(const node_address& at) 
   c.port = at.port;
   auto client = std::make_shared<client_impl>(ex_, std::move(c));
   client->sharded_pubsub = true;
+  client->cluster_of = weak_from_this();
   return client;
 }
 
