@@ -2,6 +2,7 @@
 
 #include "detail/completion.hpp"
 #include "redis/backoff.hpp"
+#include "redis/handshake.hpp"
 #include "redis/sentinel.hpp"
 #include "redis/tls_context.hpp"
 
@@ -338,9 +339,8 @@ asio::awaitable<error_code> connection_impl::connect_once() {
       co_return ec;
   }
   last_io_error_ = {};
+  handshake_refusal_.clear();
   ec = co_await handshake();
-  if (!ec && master_only_)
-    ec = co_await confirm_master();
   if (timed_out) {
     last_connect_error_ = "the Redis handshake with " + where + " did not finish within connect_timeout";
     co_return error::connect_failed;
@@ -354,6 +354,8 @@ asio::awaitable<error_code> connection_impl::connect_once() {
   }
   if (ec) {
     last_connect_error_ = "the Redis handshake with " + where + " failed: " + ec.message();
+    if (!handshake_refusal_.empty())
+      last_connect_error_ += " (" + handshake_refusal_ + ")";
     if (last_io_error_)
       last_connect_error_ += " (" + last_io_error_.message() + ")";
     if (transport_.is_tls() && last_io_error_)
@@ -410,74 +412,23 @@ asio::awaitable<error_code> connection_impl::handshake_exchange(const request& r
 }
 
 asio::awaitable<error_code> connection_impl::handshake() {
-  auto auth_error = [](const resp::value& v) -> error_code {
-    auto code = v.error_code();
-    if (code == "WRONGPASS" || code == "NOAUTH" || code == "NOPERM" ||
-        v.data.find("invalid password") != std::string::npos ||
-        v.data.find("invalid username-password") != std::string::npos)
-      return error::auth_failed;
-    return error::connect_failed;
-  };
-
+  // The decisions are detail::handshake's; this loop only writes and reads for it.
+  detail::handshake hs(cfg_, master_only_);
   response replies;
-  protocol_ = 2;
-  if (cfg_.protocol == 3) {
-    request hello;
-    std::vector<std::string> args{"3"};
-    if (!cfg_.password.empty()) {
-      args.insert(args.end(), {"AUTH", cfg_.username.empty() ? "default" : cfg_.username,
-                               cfg_.password});
-    }
-    if (!cfg_.client_name.empty())
-      args.insert(args.end(), {"SETNAME", cfg_.client_name});
-    hello.push_range("HELLO", args);
-    if (auto ec = co_await handshake_exchange(hello, replies))
-      co_return ec;
-    if (!replies[0].is_error()) {
-      protocol_ = 3;
-    } else {
-      auto code = replies[0].error_code();
-      // Servers before Redis 6 do not know HELLO: fall back to RESP2 below.
-      bool unknown = code == "NOPROTO" || (code == "ERR" && (replies[0].data.find("unknown command") !=
-                                                             std::string::npos));
-      if (!unknown)
-        co_return auth_error(replies[0]);
+  for (auto step = hs.start();; step = hs.on_replies(replies)) {
+    protocol_ = hs.protocol();
+    switch (step.what) {
+    case detail::handshake::step::action::done:
+      co_return error_code{};
+    case detail::handshake::step::action::fail:
+      handshake_refusal_ = std::move(step.why);
+      co_return step.ec;
+    case detail::handshake::step::action::send:
+      if (auto ec = co_await handshake_exchange(step.req, replies))
+        co_return ec;
+      break;
     }
   }
-
-  request setup;
-  if (protocol_ == 2) {
-    if (!cfg_.password.empty()) {
-      if (cfg_.username.empty())
-        setup.push("AUTH", cfg_.password);
-      else
-        setup.push("AUTH", cfg_.username, cfg_.password);
-    }
-    if (!cfg_.client_name.empty())
-      setup.push("CLIENT", "SETNAME", cfg_.client_name);
-  }
-  if (cfg_.database != 0)
-    setup.push("SELECT", cfg_.database);
-  if (setup.empty())
-    co_return error_code{};
-  if (auto ec = co_await handshake_exchange(setup, replies))
-    co_return ec;
-  for (const auto& r : replies) {
-    if (r.is_error())
-      co_return auth_error(r);
-  }
-  co_return error_code{};
-}
-
-asio::awaitable<error_code> connection_impl::confirm_master() {
-  request role;
-  role.push("ROLE");
-  response replies;
-  if (auto ec = co_await handshake_exchange(role, replies))
-    co_return ec;
-  const auto& r = replies[0];
-  bool master = r.is_aggregate() && !r.children.empty() && r.children[0].data == "master";
-  co_return master ? error_code{} : error_code(error::not_master);
 }
 
 asio::mutable_buffer connection_impl::read_space() {

@@ -88,9 +88,8 @@ private:
   asio::awaitable<error_code> connect_once();
   /// The TLS handshake on the connected socket (connect_once, inside its deadline).
   asio::awaitable<error_code> tls_handshake();
+  /// Runs detail::handshake's conversation (HELLO/AUTH/SELECT, ROLE when master_only_).
   asio::awaitable<error_code> handshake();
-  /// error::not_master unless the server's ROLE says master.
-  asio::awaitable<error_code> confirm_master();
   asio::awaitable<error_code> handshake_exchange(const request& req, response& out);
   asio::awaitable<void> reader();
   asio::awaitable<void> writer();
@@ -111,6 +110,7 @@ private:
   std::shared_ptr<asio::ssl::context> tls_ctx_; // built once by start() when cfg_.tls
   error_code last_io_error_;                     // of read_value, to tell a TLS refusal apart
   std::string last_connect_error_;
+  std::string handshake_refusal_;                // what the server refused, for the above
   asio::steady_timer write_cv_;     // timer as condition variable: the writer sleeps on it
   asio::steady_timer backoff_timer_;
   asio::cancellation_signal stop_;

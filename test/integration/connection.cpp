@@ -89,11 +89,16 @@ BOOST_AUTO_TEST_CASE(wrong_password_is_auth_failed) {
     client bad(ex, cfg);
     auto [ec] = co_await bad.connect(tuple_awaitable);
     BOOST_TEST(ec == error::auth_failed);
+    // The server's own words are kept (src/redis/handshake.cpp).
+    BOOST_TEST(bad.last_connect_error().find("(HELLO: WRONGPASS ") != std::string::npos,
+               bad.last_connect_error());
 
     cfg.password.clear();
     client none(ex, cfg);
     std::tie(ec) = co_await none.connect(tuple_awaitable);
     BOOST_TEST(ec == error::auth_failed);
+    BOOST_TEST(none.last_connect_error().find("(HELLO: NOAUTH ") != std::string::npos,
+               none.last_connect_error());
 
     client good(ex, config_for(server)); // the URL carries the right password
     co_await good.connect();
