@@ -117,7 +117,7 @@ asio::awaitable<void> cycle(bench_lock& m) {
   auto [ec, g] = co_await m.acquire_until(steady::time_point::max());
   if (ec)
     throw boost::system::system_error(ec, "acquire");
-  co_await g.release(asio::use_awaitable);
+  co_await g.unlock(asio::use_awaitable);
 }
 
 /// `on`: the clients the lock uses (a redlock's masters); empty: ctx.redis. Commands are summed
@@ -181,7 +181,7 @@ asio::awaitable<void> tp_loop(std::vector<corolock::mutex>& locks, std::size_t c
                               tp_state& ts) {
   for (std::size_t k = c; !ts.stop; k = k + C < locks.size() ? k + C : c) {
     auto t = steady::now();
-    co_await (co_await locks[k].acquire()).release();
+    co_await (co_await locks[k].acquire()).unlock();
     ++ts.total;
     if (ts.measuring) {
       ++ts.window;

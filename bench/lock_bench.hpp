@@ -51,8 +51,8 @@ public:
   any_guard(corolock::guard g) : g_(std::move(g)) {}
   any_guard(corolock::redlock_guard g) : g_(std::move(g)) {}
   explicit operator bool() const noexcept;
-  /// Throws on an error, as release(asio::use_awaitable) does.
-  asio::awaitable<void> release(asio::use_awaitable_t<>);
+  /// Throws on an error, as unlock(asio::use_awaitable) does.
+  asio::awaitable<void> unlock(asio::use_awaitable_t<>);
 
 private:
   std::variant<corolock::guard, corolock::redlock_guard> g_;

@@ -45,11 +45,11 @@ any_guard::operator bool() const noexcept {
   return std::visit([](const auto& g) { return static_cast<bool>(g); }, g_);
 }
 
-asio::awaitable<void> any_guard::release(asio::use_awaitable_t<>) {
+asio::awaitable<void> any_guard::unlock(asio::use_awaitable_t<>) {
   if (auto* g = std::get_if<corolock::guard>(&g_))
-    co_await g->release(asio::use_awaitable);
+    co_await g->unlock(asio::use_awaitable);
   else
-    co_await std::get<corolock::redlock_guard>(g_).release(asio::use_awaitable);
+    co_await std::get<corolock::redlock_guard>(g_).unlock(asio::use_awaitable);
 }
 
 namespace {
@@ -190,7 +190,7 @@ asio::awaitable<held> take(corolock::client& c, bench_lock& m, const std::string
 
 asio::awaitable<void> give_back(corolock::client& c, const std::string& name, held& h) {
   if (h.token.empty()) {
-    co_await h.guard.release(asio::use_awaitable);
+    co_await h.guard.unlock(asio::use_awaitable);
     co_return;
   }
   corolock::request req;
@@ -408,7 +408,7 @@ asio::awaitable<void> memory_waiter(const worker_ctx& w, std::uint64_t& done) {
   auto [ec, g] = co_await w.m.acquire_until(w.t.hard_deadline);
   if (ec)
     throw boost::system::system_error(ec, "memory waiter");
-  co_await g.release(asio::use_awaitable);
+  co_await g.unlock(asio::use_awaitable);
   ++done;
 }
 
@@ -442,7 +442,7 @@ asio::awaitable<void> memory_job(const worker_ctx& w, const std::string& url) {
   auto s1 = w.client.stats();
   res.setup_commands = s1.commands - s0.commands;
   auto t1 = steady::now();
-  co_await hg.release(asio::use_awaitable);
+  co_await hg.unlock(asio::use_awaitable);
   co_await wg.wait();
   if (error)
     std::rethrow_exception(error);
@@ -468,7 +468,7 @@ asio::awaitable<void> take_range(const worker_ctx& w, std::vector<corolock::guar
 asio::awaitable<void> release_range(std::vector<corolock::guard>& held, std::size_t from,
                                     std::size_t to) {
   for (auto i = from; i < to; ++i)
-    co_await held[i].release();
+    co_await held[i].unlock();
 }
 
 /// N locks held at once by one client (watchdog on): resident size and heap before and after.
@@ -550,7 +550,7 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
     auto [ec, g] = co_await warm.acquire_until(steady::time_point::max());
     if (ec)
       throw boost::system::system_error(ec, "worker: warm-up");
-    co_await g.release(asio::use_awaitable);
+    co_await g.unlock(asio::use_awaitable);
   }
   bench_lock m(redis, name, sh.prim, others);
   std::unique_ptr<bells> b; // bound before ready: the start comes after every bell exists

@@ -399,7 +399,7 @@ asio::awaitable<std::string> server::claim_nick(std::string nick, std::string ow
     else
       reply = "ERR redis: " + (ec3 ? ec3.message() : corolock::resp::to_debug_string(r3.at(0)));
   }
-  auto [rec] = co_await g.release(tuple);
+  auto [rec] = co_await g.unlock(tuple);
   if (rec)
     log(fmt::format("release of nickname lock {}: {}", nick, rec.message()));
   co_return reply;
@@ -418,7 +418,7 @@ asio::awaitable<void> server::free_nick(std::string nick, std::string owner) {
     log(fmt::format("free {}: {}", nick,
                     ec1 ? ec1.message()
                         : "not ours any more (reply " + std::to_string(int_reply(r1)) + ")"));
-  co_await g.release(tuple);
+  co_await g.unlock(tuple);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -467,7 +467,7 @@ asio::awaitable<std::string> server::say(std::string room, std::string nick, std
     else
       reply = "ERR redis: " + (ec2 ? ec2.message() : corolock::resp::to_debug_string(r2.at(0)));
   }
-  auto [rec] = co_await g.release(tuple);
+  auto [rec] = co_await g.unlock(tuple);
   if (rec)
     log(fmt::format("release of room lock {}: {}", room, rec.message()));
   co_return reply;
@@ -564,7 +564,7 @@ asio::awaitable<void> server::announcer_loop() {
         asio::bind_cancellation_slot(announcer_stop_.slot(), asio::as_tuple(asio::use_awaitable)));
     if (stopping_) {
       if (g)
-        co_await g.release(tuple);
+        co_await g.unlock(tuple);
       break;
     }
     if (ec) {
@@ -580,7 +580,7 @@ asio::awaitable<void> server::announcer_loop() {
     if (ec1 || int_reply(r1) < 0) {
       log("could not record the election: " +
           (ec1 ? ec1.message() : corolock::resp::to_debug_string(r1.at(0))));
-      co_await g.release(tuple);
+      co_await g.unlock(tuple);
       continue;
     }
     log(fmt::format("I am the announcer now (fencing token {}, waited {} ms for the lock)",
@@ -601,7 +601,7 @@ asio::awaitable<void> server::announcer_loop() {
       log("announcer lease lost");
       continue;
     }
-    auto [rec] = co_await g.release(tuple);
+    auto [rec] = co_await g.unlock(tuple);
     log(fmt::format("released the announcer lock ({})", rec ? rec.message() : "ok"));
   }
 }

@@ -77,7 +77,7 @@ asio::awaitable<void> create_order(instance& in, scenario& sc, const settings& s
   co_await pause(s.work); // the order's database write
   if (slot) {
     co_await in.redis.exec(cmd("DECR", sc.k.checkouts()));
-    co_await slot.release();
+    co_await slot.unlock();
   }
   sc.t.last_sale = clock::now();
   if (sc.t.first_sale == clock::time_point{})
@@ -103,14 +103,14 @@ asio::awaitable<outcome> take_product(instance& in, scenario& sc, const settings
   const long stock = co_await stock_left(in, sc.k.stock(item));
   if (stock <= 0) {
     in.product_sold_out[static_cast<std::size_t>(product)] = 1;
-    co_await g.release();
+    co_await g.unlock();
     co_return outcome::sold_out;
   }
   co_await in.redis.exec(cmd("DECR", sc.k.stock(item)));
   co_await create_order(in, sc, s, buyer);
   if (stock == 1)
     in.product_sold_out[static_cast<std::size_t>(product)] = 1;
-  co_await g.release();
+  co_await g.unlock();
   co_return outcome::ordered;
 }
 
@@ -141,7 +141,7 @@ asio::awaitable<outcome> take_hot_single(instance& in, scenario& sc, const setti
     in.hot_sold_out = true;
     in.sold_out->cancel();
   }
-  co_await g.release();
+  co_await g.unlock();
   co_return stock > 0 ? outcome::ordered : outcome::sold_out;
 }
 
@@ -165,7 +165,7 @@ asio::awaitable<outcome> take_hot_segment(instance& in, scenario& sc, const sett
     }
     if (stock <= 1) // this segment is done: spare everyone a trip to it
       co_await in.hot_segments->mark_empty(sg.index());
-    co_await sg.release();
+    co_await sg.unlock();
     if (stock > 0)
       co_return outcome::ordered;
   }
@@ -231,7 +231,7 @@ asio::awaitable<outcome> click(instance& in, scenario& sc, const settings& s, in
     }
   }
   if (user_guard)
-    co_await user_guard.release();
+    co_await user_guard.unlock();
   switch (out) {
   case outcome::ordered: ++sc.t.ordered; break;
   case outcome::already_ordered: ++sc.t.already_ordered; break;

@@ -32,7 +32,7 @@ asio::awaitable<bool> buy(corolock::client& redis, corolock::segmented_lock& ite
     auto left = std::stoi((co_await redis.exec(std::move(get)))[0].data);
     if (left == 0) { // another process emptied it before we saw the mark
       co_await item.mark_empty(sg.index());
-      co_await sg.release();
+      co_await sg.unlock();
       continue;
     }
     corolock::request take; // safe: nobody else holds this segment's lock
@@ -40,7 +40,7 @@ asio::awaitable<bool> buy(corolock::client& redis, corolock::segmented_lock& ite
     co_await redis.exec(std::move(take));
     if (left == 1)
       co_await item.mark_empty(sg.index());
-    co_await sg.release();
+    co_await sg.unlock();
     co_return true;
   }
 }

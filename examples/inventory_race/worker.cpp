@@ -122,7 +122,7 @@ asio::awaitable<void> handle_request(worker& w) {
   } else { // corolock
     auto g = co_await w.mutex.acquire();
     co_await increment(w);
-    co_await g.release();
+    co_await g.unlock();
   }
 }
 

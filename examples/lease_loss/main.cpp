@@ -47,7 +47,7 @@ asio::awaitable<int> run(corolock::client& redis) {
   auto [ec, g] = co_await other.acquire_for(1s, asio::as_tuple(asio::use_awaitable));
   if (g) {
     std::cout << "another job took the lock right after, token " << g.fencing_token() << '\n';
-    co_await g.release();
+    co_await g.unlock();
   } else {
     ++failures;
   }

@@ -38,7 +38,7 @@ asio::awaitable<void> place_order(corolock::client& redis, int order_id, int buy
     ++accepted;
   std::cout << "buyer " << buyer << " held order " << order_id << " with token "
             << g.fencing_token() << '\n';
-  co_await g.release();
+  co_await g.unlock();
 }
 
 int main(int argc, char** argv) {

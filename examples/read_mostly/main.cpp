@@ -32,7 +32,7 @@ asio::awaitable<void> reader(corolock::client& redis, corolock::shared_mutex& pr
       std::cout << "reader " << id << " sees " << (reply[0].is_null() ? "nothing" : reply[0].data)
                 << '\n';
     co_await pause(20ms);
-    co_await g.release();
+    co_await g.unlock();
   }
 }
 
@@ -45,7 +45,7 @@ asio::awaitable<void> writer(corolock::client& redis, corolock::shared_mutex& pr
              "v" + std::to_string(version) + " (token " + std::to_string(g.fencing_token()) + ")");
     co_await redis.exec(std::move(set));
     ++writes;
-    co_await g.release();
+    co_await g.unlock();
   }
 }
 

@@ -219,7 +219,7 @@ asio::awaitable<void> run_locked(guard g, std::function<asio::awaitable<void>(gu
       failure = std::get<0>(outcome);
     lost = g.lost();
   }
-  auto [ec] = co_await g.release(asio::as_tuple(asio::use_awaitable));
+  auto [ec] = co_await g.unlock(asio::as_tuple(asio::use_awaitable));
   if (lost || ec == error::lease_lost)
     throw boost::system::system_error(error::lease_lost, what);
   if (failure)

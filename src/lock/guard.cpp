@@ -66,7 +66,7 @@ asio::cancellation_slot guard::lost_slot() {
   return lease_ ? lease_->lost_signal.slot() : asio::cancellation_slot();
 }
 
-void guard::async_release_impl(detail::handler<void(error_code)> h) {
+void guard::async_unlock_impl(detail::handler<void(error_code)> h) {
   if (!holds_ || !lease_) {
     if (lease_)
       detail::complete_later(lease_->ex, std::move(h), {}, error_code(error::already_released));

@@ -374,7 +374,7 @@ asio::awaitable<error_code> release_op(asio::any_io_executor ex, std::vector<gua
       continue;
     ++held;
     ++r->pending;
-    guards[i].release(asio::bind_executor(ex, [r, i](error_code ec) {
+    guards[i].unlock(asio::bind_executor(ex, [r, i](error_code ec) {
       r->results[i] = ec;
       --r->pending;
       r->clean += !ec;
@@ -428,7 +428,7 @@ asio::awaitable<void> run_locked(redlock_guard g,
       failure = std::get<0>(outcome);
     lost = g.lost();
   }
-  auto [ec] = co_await g.release(tuple_awaitable);
+  auto [ec] = co_await g.unlock(tuple_awaitable);
   if (lost || ec == error::lease_lost)
     throw boost::system::system_error(error::lease_lost, what);
   if (failure)
@@ -519,7 +519,7 @@ std::vector<std::uint64_t> redlock_guard::fencing_tokens() const {
 std::size_t redlock_guard::held_count() const noexcept { return hold_ ? hold_->held_now() : 0; }
 std::size_t redlock_guard::quorum() const noexcept { return hold_ ? hold_->quorum : 0; }
 
-void redlock_guard::async_release_impl(detail::handler<void(error_code)> h) {
+void redlock_guard::async_unlock_impl(detail::handler<void(error_code)> h) {
   if (!holds_ || !hold_) {
     complete_empty(hold_.get(), std::move(h), error::already_released);
     return;

@@ -382,7 +382,7 @@ asio::awaitable<segment_guard> deliver(std::shared_ptr<segmented_state> st, clie
     co_await ensure_fresh(st, c, true);
   }
   if (st->empty[i]) {
-    co_await g.release(tuple_awaitable);
+    co_await g.unlock(tuple_awaitable);
     co_return segment_guard{};
   }
   co_return segmented_access::make(i, std::move(hold), std::move(g));
@@ -530,8 +530,8 @@ error_code segmented_lock_options::validate() const {
   return {};
 }
 
-void segment_guard::async_release_impl(detail::handler<void(error_code)> h) {
-  guard_.release(std::move(h)); // queued before anything the hold's offer starts
+void segment_guard::async_unlock_impl(detail::handler<void(error_code)> h) {
+  guard_.unlock(std::move(h)); // queued before anything the hold's offer starts
   hold_.reset();
 }
 

@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_nothin
         replies = co_await u.exec(make("INCR", "acl:n"));
         BOOST_TEST(replies[0].integer == 1);
         BOOST_TEST(!(co_await mu.try_acquire())); // taken: an empty guard, no error
-        co_await g.release();
+        co_await g.unlock();
         // Free: no channel needed. Its release cannot publish: the waiter refreshes and finds it.
         auto gu = co_await mu.acquire_for(std::chrono::seconds(2));
         auto wait_start = steady::now();
@@ -82,11 +82,11 @@ BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_nothin
           granted = true;
           BOOST_TEST_MESSAGE("RESP" << protocol << ": silent grant found after "
                                     << ms_since(wait_start) << " ms");
-          co_await g2.release();
+          co_await g2.unlock();
         };
         auto holder = [&]() -> asio::awaitable<void> {
           co_await sleep_for(std::chrono::milliseconds(50));
-          co_await gu.release(); // no error: the lock is given, only the message is left out
+          co_await gu.unlock(); // no error: the lock is given, only the message is left out
         };
         co_await (waiter() && holder());
         BOOST_TEST(granted);
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(deadlines_and_cancellation_hold_while_the_server_is_down) {
     BOOST_TEST((steady::now() - t < cfg.request_timeout + slack));
 
     t = steady::now();
-    auto [e5] = co_await held.release(tuple_awaitable);
+    auto [e5] = co_await held.unlock(tuple_awaitable);
     BOOST_TEST_MESSAGE("release: " << ms_since(t) << " ms, " << e5.message());
     BOOST_TEST((e5 == error::not_connected || e5 == error::timeout));
     BOOST_TEST((steady::now() - t < cfg.request_timeout + slack));
@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(deadlines_and_cancellation_hold_while_the_server_is_down) {
     asio::cancellation_signal cancel;
     t = steady::now();
     auto [e6] = co_await cancelled_after(
-        held2.release(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable)), cancel,
+        held2.unlock(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable)), cancel,
         std::chrono::milliseconds(50), asio::cancellation_type::terminal);
     BOOST_TEST_MESSAGE("cancelled release: " << ms_since(t) << " ms, " << e6.message());
     BOOST_TEST((steady::now() - t < std::chrono::milliseconds(50 + 150)));
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(deadlines_and_cancellation_hold_while_the_server_is_down) {
     server.restart();
     auto again = co_await m.acquire_for(std::chrono::seconds(5));
     BOOST_TEST(again.owns_lock());
-    co_await again.release();
+    co_await again.unlock();
   });
   expect_clean(server);
 }
@@ -204,10 +204,10 @@ BOOST_AUTO_TEST_CASE(deadlines_hold_on_a_stalled_link) {
     BOOST_TEST(!!e2);
     BOOST_TEST((steady::now() - t < std::chrono::milliseconds(700)));
     proxy.heal();
-    co_await g.release();
+    co_await g.unlock();
     auto mine = co_await m.acquire_for(std::chrono::seconds(5));
     BOOST_TEST(mine.owns_lock());
-    co_await mine.release();
+    co_await mine.unlock();
   });
   expect_clean(server);
 }
@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(a_restart_never_sends_fencing_tokens_back_and_tells_the_hol
     guard g;
     for (int i = 0; i < 5; ++i) { // a few tokens, so a fresh counter would be far below
       if (g)
-        co_await g.release();
+        co_await g.unlock();
       g = co_await ma.acquire();
     }
     auto fence_ttl = std::stoll(server.command({"PTTL", "corolock:{restart}:fence"}));
@@ -239,8 +239,8 @@ BOOST_AUTO_TEST_CASE(a_restart_never_sends_fencing_tokens_back_and_tells_the_hol
     BOOST_TEST(gb.fencing_token() > old_token);
     BOOST_TEST(co_await eventually([&] { return g.lost(); }, std::chrono::seconds(3)));
     BOOST_TEST_MESSAGE("old holder told " << ms_since(restart_at) << " ms after the restart began");
-    co_await gb.release();
-    auto [ec] = co_await g.release(tuple_awaitable);
+    co_await gb.unlock();
+    auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::lease_lost);
   });
   expect_clean(server);
@@ -282,10 +282,10 @@ BOOST_AUTO_TEST_CASE(close_and_shutdown_release_what_the_client_holds) {
       auto y = co_await b2.acquire_for(std::chrono::seconds(1));
       BOOST_TEST_MESSAGE((graceful ? "shutdown" : "close") << ": the locks were free again after "
                                                            << ms_since(t) << " ms");
-      co_await g3.release(); // with nobody left in the queue: the lock goes
-      co_await x.release();
-      co_await y.release();
-      auto [ec] = co_await g1.release(tuple_awaitable);
+      co_await g3.unlock(); // with nobody left in the queue: the lock goes
+      co_await x.unlock();
+      co_await y.unlock();
+      auto [ec] = co_await g1.unlock(tuple_awaitable);
       BOOST_TEST(!!ec);
     }
   });
@@ -325,7 +325,7 @@ BOOST_AUTO_TEST_CASE(lost_flips_by_the_local_deadline_on_a_stalled_link) {
     auto take = [&]() -> asio::awaitable<void> {
       auto r = co_await rival.acquire_for(std::chrono::seconds(5));
       rival_at = steady::now();
-      co_await r.release();
+      co_await r.unlock();
     };
     co_await (watch() && watch_fixed() && take());
     auto ms = [](steady::duration d) {
@@ -340,9 +340,9 @@ BOOST_AUTO_TEST_CASE(lost_flips_by_the_local_deadline_on_a_stalled_link) {
     BOOST_TEST((lost_at - stall < std::chrono::milliseconds(300 + 100)));
     BOOST_TEST((fixed_lost_at - fixed_from < std::chrono::milliseconds(200 + 100)));
     proxy.heal();
-    co_await gl.release(tuple_awaitable);
-    co_await g.release(tuple_awaitable);
-    co_await gf.release(tuple_awaitable);
+    co_await gl.unlock(tuple_awaitable);
+    co_await g.unlock(tuple_awaitable);
+    co_await gf.unlock(tuple_awaitable);
   });
   expect_clean(server);
 }
@@ -375,7 +375,7 @@ BOOST_AUTO_TEST_CASE(permit_holders_on_a_stalled_link_are_told_before_anyone_els
       auto take = [&]() -> asio::awaitable<void> {
         auto g = co_await take_over();
         taken_at = steady::now();
-        co_await g.release();
+        co_await g.unlock();
       };
       co_await (watch() && take());
       BOOST_TEST_MESSAGE("lost() " << (lost_at - stall) / 1ms << " ms after the stall, taken over "
@@ -388,7 +388,7 @@ BOOST_AUTO_TEST_CASE(permit_holders_on_a_stalled_link_are_told_before_anyone_els
     co_await race(gw, [&] { return rival_reader.acquire_shared_for(std::chrono::seconds(5)); });
     proxy.heal();
     for (auto* g : {&gs, &gr, &gw}) {
-      auto [ec] = co_await g->release(tuple_awaitable);
+      auto [ec] = co_await g->unlock(tuple_awaitable);
       BOOST_TEST(ec == error::lease_lost);
     }
   });
@@ -443,12 +443,12 @@ BOOST_AUTO_TEST_CASE(resp2_waiters_never_miss_a_release) {
       auto waiter = [&]() -> asio::awaitable<void> {
         auto mine = co_await mb.acquire_for(std::chrono::seconds(10));
         worst = std::max(worst, ms_since(released));
-        co_await mine.release();
+        co_await mine.unlock();
       };
       auto holder = [&]() -> asio::awaitable<void> {
         co_await sleep_for(std::chrono::microseconds(random() % 3000));
         released = steady::now();
-        co_await g.release();
+        co_await g.unlock();
       };
       co_await (waiter() && holder());
     }
@@ -477,14 +477,14 @@ BOOST_AUTO_TEST_CASE(a_blocking_command_does_not_stall_the_locks) {
       auto t = steady::now();
       auto h = co_await n.acquire_for(std::chrono::seconds(1));
       acquire_ms = ms_since(t);
-      co_await h.release();
+      co_await h.unlock();
     };
     co_await (blocking() && locking());
     BOOST_TEST_MESSAGE("an acquisition during BLPOP took " << acquire_ms << " ms");
     BOOST_TEST(acquire_ms >= 0);
     BOOST_TEST(acquire_ms < 200);
     BOOST_TEST(!g.lost()); // renewed throughout the 2 s, beyond six leases
-    co_await g.release();
+    co_await g.unlock();
   });
   expect_clean(server);
 }
@@ -527,7 +527,7 @@ BOOST_AUTO_TEST_CASE(bad_names_foreign_values_and_unnoticed_losses) {
     corolock::mutex m(c, "unnoticed");
     auto held = co_await m.acquire();
     server.command({"DEL", "corolock:{unnoticed}"});
-    auto [rel] = co_await held.release(tuple_awaitable);
+    auto [rel] = co_await held.unlock(tuple_awaitable);
     BOOST_TEST(rel == error::lease_lost);
     error_code thrown;
     try {
@@ -570,7 +570,7 @@ BOOST_AUTO_TEST_CASE(every_cancellation_type_at_every_place) {
         BOOST_TEST(!none);
         BOOST_TEST(co_await eventually(
             [&] { return server.command({"EXISTS", "corolock:{cancel}:q"}) == "0"; }));
-        co_await g.release();
+        co_await g.unlock();
         BOOST_TEST(server.command({"EXISTS", "corolock:{cancel}"}) == "0"); // not granted to it
 
         // The first attempt in flight: cancelled at once, whatever it won is given back.
@@ -580,7 +580,7 @@ BOOST_AUTO_TEST_CASE(every_cancellation_type_at_every_place) {
               mb.try_acquire(asio::bind_cancellation_slot(now.slot(), tuple_awaitable)), now,
               std::chrono::microseconds(i * 30), type);
           if (tg)
-            co_await tg.release();
+            co_await tg.unlock();
           else
             BOOST_TEST(tec == asio::error::operation_aborted);
           BOOST_TEST(co_await eventually(
@@ -595,7 +595,7 @@ BOOST_AUTO_TEST_CASE(every_cancellation_type_at_every_place) {
             std::chrono::milliseconds(20), type);
         BOOST_TEST(wec == asio::error::operation_aborted);
         BOOST_TEST(!h.lost());
-        co_await h.release();
+        co_await h.unlock();
       }
     }
   });

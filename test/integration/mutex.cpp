@@ -31,12 +31,12 @@ next_in_line(corolock::mutex& waiting, guard& held,
   auto waiter = [&]() -> asio::awaitable<void> {
     auto g = co_await waiting.acquire_for(5s);
     acquired = std::chrono::steady_clock::now();
-    co_await g.release();
+    co_await g.unlock();
   };
   auto holder = [&]() -> asio::awaitable<void> {
     co_await before_release();
     released = std::chrono::steady_clock::now();
-    co_await held.release();
+    co_await held.unlock();
   };
   co_await (waiter() && holder());
   co_return acquired - released;
@@ -59,12 +59,12 @@ BOOST_AUTO_TEST_CASE(acquire_release_and_try_acquire) {
     BOOST_TEST(server.command({"EXISTS", "corolock:{order:42}"}) == "1");
     auto busy = co_await mb.try_acquire();
     BOOST_TEST(!busy); // held elsewhere: an empty guard, no error
-    co_await g.release();
+    co_await g.unlock();
     BOOST_TEST(!g.owns_lock());
     auto g2 = co_await mb.try_acquire();
     BOOST_TEST(g2.owns_lock());
     BOOST_TEST(g2.fencing_token() > g.fencing_token());
-    co_await g2.release();
+    co_await g2.unlock();
   });
   expect_clean(server);
 }
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(a_retried_release_is_idempotent) {
     std::string owner = g.owner();
     auto token = g.fencing_token();
     BOOST_TEST(server.command({"GET", "corolock:{idem}"}) == std::to_string(token) + " " + owner);
-    co_await g.release();
+    co_await g.unlock();
     auto again = co_await c.exec(replay_release("idem", owner, true));
     BOOST_TEST(again[0].children.at(0).integer == 1); // a retry cannot tell: success
     auto first = co_await c.exec(replay_release("idem", owner, false));
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(a_retried_release_is_idempotent) {
     // Neither touched the later holder's lock.
     BOOST_TEST(server.command({"GET", "corolock:{idem}"}) ==
                std::to_string(next.fencing_token()) + " " + next.owner());
-    co_await next.release();
+    co_await next.unlock();
   });
   expect_clean(server);
 }
@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(two_coroutines_sharing_one_mutex_never_hold_it_together) {
         co_await sleep_for(200us);
         --inside;
         ++rounds;
-        co_await g.release();
+        co_await g.unlock();
       }
     };
     co_await (worker_body() && worker_body());
@@ -261,13 +261,13 @@ BOOST_AUTO_TEST_CASE(reentry_depth_three_through_nested_guards) {
     BOOST_TEST(g3.depth() == 3);
     BOOST_TEST(g3.fencing_token() == g1.fencing_token());
     BOOST_TEST(g3.owner() == g1.owner());
-    co_await g3.release();
-    co_await g2.release();
+    co_await g3.unlock();
+    co_await g2.unlock();
     BOOST_TEST(!(co_await m_other.try_acquire())); // one level still held
-    co_await g1.release();
+    co_await g1.unlock();
     auto g = co_await m_other.try_acquire();
     BOOST_TEST(g.owns_lock());
-    co_await g.release();
+    co_await g.unlock();
   });
   expect_clean(server);
 }
@@ -281,10 +281,10 @@ BOOST_AUTO_TEST_CASE(reentry_errors) {
     auto ga = co_await a.acquire();
     auto [ec1, g1] = co_await b.acquire(ga, tuple_awaitable);
     BOOST_TEST(ec1 == error::invalid_argument); // a guard of another lock
-    co_await ga.release();
+    co_await ga.unlock();
     auto [ec2, g2] = co_await a.acquire(ga, tuple_awaitable);
     BOOST_TEST(ec2 == error::already_released);
-    auto [ec3] = co_await ga.release(tuple_awaitable);
+    auto [ec3] = co_await ga.unlock(tuple_awaitable);
     BOOST_TEST(ec3 == error::already_released); // releasing twice touches nothing
   });
   expect_clean(server);
@@ -348,7 +348,7 @@ BOOST_AUTO_TEST_CASE(acquire_for_times_out_and_leaves_nothing) {
     auto waited = std::chrono::steady_clock::now() - start;
     BOOST_TEST(ec == error::timeout);
     BOOST_TEST((waited >= 190ms && waited < 2s));
-    co_await g.release();
+    co_await g.unlock();
   });
   expect_clean(server);
 }
@@ -365,12 +365,12 @@ BOOST_AUTO_TEST_CASE(waiter_is_woken_by_the_release_not_by_polling) {
     auto waiter = [&]() -> asio::awaitable<void> {
       auto g2 = co_await mb.acquire();
       acquired = std::chrono::steady_clock::now();
-      co_await g2.release();
+      co_await g2.unlock();
     };
     auto holder = [&]() -> asio::awaitable<void> {
       co_await sleep_for(100ms);
       released = std::chrono::steady_clock::now(); // the grant may reach b before a hears back
-      co_await g.release();
+      co_await g.unlock();
     };
     auto commands_before = b.stats().commands;
     co_await (waiter() && holder());
@@ -392,7 +392,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_nothing) {
     asio::steady_timer t(ex, 100ms);
     auto r = co_await (mb.acquire(tuple_awaitable) || t.async_wait(asio::use_awaitable));
     BOOST_TEST(r.index() == 1u);
-    co_await g.release();
+    co_await g.unlock();
   });
   expect_clean(server);
 }
@@ -412,7 +412,7 @@ BOOST_AUTO_TEST_CASE(cancellation_at_any_moment_never_leaves_the_lock_held) {
         auto& [ec, g] = std::get<0>(r);
         BOOST_TEST(!ec);
         ++won;
-        co_await g.release();
+        co_await g.unlock();
       }
     }
     BOOST_TEST_MESSAGE("acquisitions that won the race: " << won);
@@ -429,9 +429,9 @@ BOOST_AUTO_TEST_CASE(forgotten_guard_is_released_asynchronously) {
     client c(ex, config_for(server));
     co_await c.connect();
     corolock::mutex m(c, "forgotten");
-    { auto g = co_await m.acquire(); } // dropped without release()
+    { auto g = co_await m.acquire(); } // dropped without unlock()
     auto again = co_await m.acquire_for(2s); // not after the 30 s lease: at once
-    co_await again.release();
+    co_await again.unlock();
   });
   expect_clean(server);
 }
@@ -449,7 +449,7 @@ BOOST_AUTO_TEST_CASE(watchdog_keeps_the_lock_for_ten_leases) {
       BOOST_TEST_REQUIRE(!g.lost());
       BOOST_TEST_REQUIRE(!(co_await mb.try_acquire()));
     }
-    co_await g.release();
+    co_await g.unlock();
   });
   expect_clean(server);
 }
@@ -467,16 +467,16 @@ BOOST_AUTO_TEST_CASE(fixed_lease_shorter_than_the_work_is_reported_lost) {
     BOOST_TEST(g.lost());
     auto next = co_await mb.acquire_for(2s);
     BOOST_TEST(next.fencing_token() > g.fencing_token()); // the stale holder's token is older
-    auto [ec] = co_await g.release(tuple_awaitable);
+    auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::lease_lost);
     BOOST_TEST(server.command({"EXISTS", "corolock:{short}"}) == "1"); // the new holder untouched
-    co_await next.release();
+    co_await next.unlock();
   });
   expect_clean(server);
 }
 
 // A holder whose thread stalled past its lease's local deadline (a stop, a long pause) may call
-// release() before the watchdog's timer has had its turn, while Redis still has the key (here a
+// unlock() before the watchdog's timer has had its turn, while Redis still has the key (here a
 // longer expiry set by hand): the release frees it and reports lease_lost, as lost() said already.
 BOOST_AUTO_TEST_CASE(a_release_begun_past_the_local_deadline_reports_lease_lost) {
   redis_server server;
@@ -488,7 +488,7 @@ BOOST_AUTO_TEST_CASE(a_release_begun_past_the_local_deadline_reports_lease_lost)
     server.command({"PEXPIRE", "corolock:{stalled}", "10000"});
     std::this_thread::sleep_for(400ms); // the event loop stalls: no renewal, no timer
     BOOST_TEST(g.lost());
-    auto [ec] = co_await g.release(tuple_awaitable);
+    auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::lease_lost);
     BOOST_TEST(server.command({"EXISTS", "corolock:{stalled}"}) == "0"); // still ours: freed
   });
@@ -510,7 +510,7 @@ BOOST_AUTO_TEST_CASE(stopped_holder_is_told_its_lease_was_lost) {
     // Its watchdog's next renewal finds another owner: the holder is told, and exits 3.
     BOOST_TEST(co_await eventually([&] { return server.command({"EXISTS", "paused:lost"}) == "1"; }));
     BOOST_TEST(server.command({"EXISTS", "corolock:{paused}"}) == "1"); // ours, untouched
-    co_await g.release();
+    co_await g.unlock();
   });
   auto st = holder.wait_for(10s);
   BOOST_REQUIRE(st.has_value());
@@ -571,7 +571,7 @@ BOOST_AUTO_TEST_CASE(with_lock_for_times_out_without_running_the_body) {
     }
     BOOST_TEST(ec == error::timeout);
     BOOST_TEST(ran == 0);
-    co_await g.release();
+    co_await g.unlock();
     co_await mb.with_lock_for(1s, body);
     BOOST_TEST(ran == 1);
   });
@@ -620,12 +620,12 @@ BOOST_AUTO_TEST_CASE(client_kill_of_the_holder_mid_hold) {
     auto waiter = [&]() -> asio::awaitable<void> {
       auto g2 = co_await mb.acquire();
       BOOST_TEST((std::chrono::steady_clock::now() - released < 300ms));
-      co_await g2.release();
+      co_await g2.unlock();
     };
     auto holder = [&]() -> asio::awaitable<void> {
       co_await sleep_for(100ms);
       released = std::chrono::steady_clock::now(); // the grant may reach b before a hears back
-      co_await g.release();
+      co_await g.unlock();
     };
     co_await (waiter() && holder());
   });
@@ -647,13 +647,13 @@ BOOST_AUTO_TEST_CASE(waiter_missing_the_release_while_disconnected_retries_after
     auto start = std::chrono::steady_clock::now();
     auto waiter = [&]() -> asio::awaitable<void> {
       auto g2 = co_await mb.acquire();
-      co_await g2.release();
+      co_await g2.unlock();
     };
     auto holder = [&]() -> asio::awaitable<void> {
       co_await sleep_for(100ms);
       server.command({"CLIENT", "KILL", "USER", "default", "SKIPME", "yes"}); // the waiter too
       co_await sleep_for(20ms);
-      co_await g.release(); // published while the waiter is disconnected
+      co_await g.unlock(); // published while the waiter is disconnected
     };
     co_await (waiter() && holder());
     BOOST_TEST((std::chrono::steady_clock::now() - start < 3s)); // not the 30 s lease
@@ -674,7 +674,7 @@ BOOST_AUTO_TEST_CASE(server_restart_while_waiters_wait) {
     auto waiter = [&]() -> asio::awaitable<void> {
       auto g2 = co_await mb.acquire();
       ++acquired;
-      co_await g2.release();
+      co_await g2.unlock();
     };
     auto crash = [&]() -> asio::awaitable<void> {
       co_await sleep_for(100ms);
@@ -705,7 +705,7 @@ BOOST_AUTO_TEST_CASE(many_local_waiters_share_one_subscription) {
       asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
         auto mine = co_await m.acquire();
         order.push_back(i);
-        co_await mine.release();
+        co_await mine.unlock();
         if (++done == 100)
           all.set();
       }, asio::detached);
@@ -713,7 +713,7 @@ BOOST_AUTO_TEST_CASE(many_local_waiters_share_one_subscription) {
     }
     auto channels = server.command({"PUBSUB", "NUMSUB", "corolock:{queue}:ch"});
     BOOST_TEST(channels == "corolock:{queue}:ch\n1");
-    co_await g.release();
+    co_await g.unlock();
     co_await all.wait();
     BOOST_TEST(done == 100);
     BOOST_TEST(std::is_sorted(order.begin(), order.end())); // local waiters are served FIFO
@@ -740,14 +740,14 @@ BOOST_AUTO_TEST_CASE(callers_arriving_together_send_one_attempt_between_them) {
       asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
         auto mine = co_await m.acquire();
         order.push_back(i);
-        co_await mine.release();
+        co_await mine.unlock();
         if (++done == n)
           all.set();
       }, asio::detached);
     co_await sleep_for(100ms);
     auto waiting = c.stats().commands - before;
     BOOST_TEST(waiting <= 3u); // one attempt, the SUBSCRIBE, the attempt after subscribing
-    co_await g.release();
+    co_await g.unlock();
     co_await all.wait();
     BOOST_TEST(done == n);
     BOOST_TEST(std::is_sorted(order.begin(), order.end()));
@@ -804,7 +804,7 @@ BOOST_AUTO_TEST_CASE(parked_callers_time_out_cancel_and_close_cleanly) {
             std::chrono::steady_clock::now() - t0);
         if (!ec) {
           order.push_back(i);
-          co_await mine.release();
+          co_await mine.unlock();
         }
       }, asio::detached);
     co_await sleep_for(600ms);
@@ -823,7 +823,7 @@ BOOST_AUTO_TEST_CASE(parked_callers_time_out_cancel_and_close_cleanly) {
         BOOST_TEST(out[i] == pending, i);
       }
     }
-    co_await g.release();
+    co_await g.unlock();
     for (int i = 0; i < 200 && order.size() < 10; ++i)
       co_await sleep_for(10ms);
     BOOST_TEST(order.size() == 10u);
@@ -856,7 +856,7 @@ BOOST_AUTO_TEST_CASE(a_local_waiter_is_handed_the_lock_in_one_round_trip) {
       co_await sleep_for(50ms); // the waiter has tried, subscribed and tried again
       auto before = c.stats().commands;
       auto published = publishes();
-      co_await g.release();
+      co_await g.unlock();
       co_await got.wait();
       BOOST_TEST(next.owns_lock());
       if (round == 1)
@@ -867,7 +867,7 @@ BOOST_AUTO_TEST_CASE(a_local_waiter_is_handed_the_lock_in_one_round_trip) {
       BOOST_TEST(publishes() == published);
       g = std::move(next);
     }
-    co_await g.release();
+    co_await g.unlock();
   });
   expect_clean(server);
 }
@@ -889,7 +889,7 @@ BOOST_AUTO_TEST_CASE(hand_overs_leave_room_for_other_clients) {
         while (!stop) {
           auto g = co_await ma.acquire();
           ++acquisitions;
-          co_await g.release();
+          co_await g.unlock();
         }
         if (++loops_done == 30)
           all.set();
@@ -904,7 +904,7 @@ BOOST_AUTO_TEST_CASE(hand_overs_leave_room_for_other_clients) {
                        << std::chrono::duration_cast<std::chrono::microseconds>(waited).count()
                        << " us while the first made " << acquisitions << " acquisitions");
     if (gb)
-      co_await gb.release();
+      co_await gb.unlock();
     stop = true;
     co_await all.wait();
   });
@@ -930,7 +930,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiter_around_its_hand_over_leaves_nothing_hel
             co_await m.acquire(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable));
         if (!ec) {
           ++won;
-          co_await mine.release();
+          co_await mine.unlock();
         } else {
           BOOST_TEST(ec == asio::error::operation_aborted);
           ++aborted;
@@ -949,7 +949,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiter_around_its_hand_over_leaves_nothing_hel
         emitted = true;
         emitted_timer.cancel();
       }, asio::detached);
-      co_await g.release();
+      co_await g.unlock();
       if (!finished)
         co_await done.async_wait(tuple_awaitable);
       if (!emitted) // the signal must outlive its use
@@ -959,7 +959,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiter_around_its_hand_over_leaves_nothing_hel
                                                                               << aborted);
     BOOST_TEST(won + aborted == 40);
     auto last = co_await m.acquire_for(1s); // nothing is held
-    co_await last.release();
+    co_await last.unlock();
   });
   expect_clean(server);
 }

@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_leaves
     BOOST_TEST(co_await no_place());
     BOOST_TEST_MESSAGE("the failed wait's queue place was gone " << since(failed_at).count()
                                                                  << " ms after it failed");
-    co_await both.release();
+    co_await both.unlock();
     auto mine = co_await su.acquire_for(2, std::chrono::seconds(2)); // free: no channel needed
     auto wait_start = steady::now();
     auto waiter = [&]() -> asio::awaitable<void> {
@@ -64,11 +64,11 @@ BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_leaves
       BOOST_TEST(g.owns_lock());
       BOOST_TEST_MESSAGE("semaphore: silent hand-over found after " << since(wait_start).count()
                                                                      << " ms");
-      co_await g.release();
+      co_await g.unlock();
     };
     auto holder = [&]() -> asio::awaitable<void> {
       co_await sleep_for(ms(50));
-      co_await mine.release(); // no error: only the message is left out
+      co_await mine.unlock(); // no error: only the message is left out
     };
     co_await (waiter() && holder());
 
@@ -77,14 +77,14 @@ BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_leaves
     auto w = co_await ra.acquire();
     auto [e1, r1] = co_await ru.acquire_shared_for(std::chrono::seconds(2), tuple_awaitable);
     BOOST_TEST(e1 == error::redis_error);
-    co_await w.release();
+    co_await w.unlock();
     auto r = co_await ra.acquire_shared();
     auto [e2, w2] = co_await ru.acquire_for(std::chrono::seconds(2), tuple_awaitable);
     BOOST_TEST(e2 == error::redis_error);
     auto shared_too = co_await ru.try_acquire_shared(); // readers share: no wait, no channel
     BOOST_TEST(shared_too.owns_lock());
-    co_await shared_too.release();
-    co_await r.release();
+    co_await shared_too.unlock();
+    co_await r.unlock();
   });
   expect_clean(server);
 }
@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(deadlines_hold_while_the_server_is_down) {
     BOOST_TEST((e4 == error::not_connected || e4 == error::timeout));
     bounded(t, cfg.request_timeout, "status()");
     t = steady::now();
-    auto [e5] = co_await held.release(tuple_awaitable);
+    auto [e5] = co_await held.unlock(tuple_awaitable);
     BOOST_TEST((e5 == error::not_connected || e5 == error::timeout));
     bounded(t, cfg.request_timeout, "release of 2 permits");
     t = steady::now();
@@ -186,8 +186,8 @@ BOOST_AUTO_TEST_CASE(deadlines_hold_while_the_server_is_down) {
     auto writer = co_await rw.acquire_for(std::chrono::seconds(5));
     BOOST_TEST(writer.owns_lock());
     BOOST_TEST(co_await eventually([&] { return reading.lost(); }, std::chrono::seconds(3)));
-    co_await again.release();
-    co_await writer.release();
+    co_await again.unlock();
+    co_await writer.unlock();
   });
   expect_clean(server);
 }
@@ -224,7 +224,7 @@ BOOST_AUTO_TEST_CASE(a_sleeping_server_keeps_deadlines_and_tells_the_holder_firs
     auto rival = [&]() -> asio::awaitable<void> {
       auto g = co_await sb.acquire_for(2, std::chrono::seconds(5));
       rival_at = steady::now();
-      co_await g.release();
+      co_await g.unlock();
     };
     co_await (watch() && rival());
     auto lost_after = std::chrono::duration_cast<ms>(lost_at - sleep_start).count();
@@ -234,7 +234,7 @@ BOOST_AUTO_TEST_CASE(a_sleeping_server_keeps_deadlines_and_tells_the_holder_firs
                                                         << " ms");
     BOOST_TEST(lost_after <= 300 + 100);
     BOOST_TEST((lost_at < rival_at));
-    auto [rec] = co_await held.release(tuple_awaitable);
+    auto [rec] = co_await held.unlock(tuple_awaitable);
     BOOST_TEST(rec == error::lease_lost);
   });
   expect_clean(server);
@@ -286,10 +286,10 @@ BOOST_AUTO_TEST_CASE(close_and_shutdown_give_back_permits_and_waits) {
         BOOST_TEST_MESSAGE("3 permits and the writer's lock free again after " << since(t).count()
                                                                             << " ms");
         BOOST_TEST(co_await eventually([&] { return closed_waits == 2; }));
-        co_await blocking.release(); // nobody waits behind it any more
-        co_await all.release();
-        co_await writer.release();
-        auto [ec] = co_await two.release(tuple_awaitable);
+        co_await blocking.unlock(); // nobody waits behind it any more
+        co_await all.unlock();
+        co_await writer.unlock();
+        auto [ec] = co_await two.unlock(tuple_awaitable);
         BOOST_TEST(!!ec);
       }
     }
@@ -335,7 +335,7 @@ BOOST_AUTO_TEST_CASE(every_cancellation_type_for_readers_writers_and_permits) {
           BOOST_TEST(ec == asio::error::operation_aborted, "wait " << which);
           BOOST_TEST(!none);
           BOOST_TEST(co_await eventually(queue_empty));
-          co_await blocker.release();
+          co_await blocker.unlock();
         }
         BOOST_TEST((co_await sb.status()).in_use == 0); // nothing was granted to a cancelled wait
         BOOST_TEST(sync(server, "EXISTS", "corolock:{cx}:rw") == "0");
@@ -354,7 +354,7 @@ BOOST_AUTO_TEST_CASE(every_cancellation_type_for_readers_writers_and_permits) {
           auto [tec, tg] = co_await cancelled_after(attempt(), now,
                                                     std::chrono::microseconds(i / 3 * 40), type);
           if (tg)
-            co_await tg.release();
+            co_await tg.unlock();
           else
             BOOST_TEST(tec == asio::error::operation_aborted);
           BOOST_TEST(co_await eventually([&] {
@@ -370,7 +370,7 @@ BOOST_AUTO_TEST_CASE(every_cancellation_type_for_readers_writers_and_permits) {
             type);
         BOOST_TEST(wec == asio::error::operation_aborted);
         BOOST_TEST(!h.lost());
-        co_await h.release();
+        co_await h.unlock();
       }
     }
   });

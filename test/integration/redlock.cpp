@@ -172,11 +172,11 @@ BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
       BOOST_TEST(tokens[i] > 0u);
       BOOST_TEST(has_key(group[i], "order:1"));
     }
-    co_await g.release();
+    co_await g.unlock();
     BOOST_TEST(!g.owns_lock());
     for (std::size_t i = 0; i < 3; ++i)
       BOOST_TEST(!has_key(group[i], "order:1")); // released on every master before completion
-    auto [ec] = co_await g.release(tuple_awaitable);
+    auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::already_released);
 
     // with_lock: the body runs under the lock, which is gone afterwards.
@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
     BOOST_TEST(!none);
     const auto waited = ms_since(t0);
     BOOST_TEST((waited >= 295 && waited < 600), waited << " ms");
-    co_await g.release();
+    co_await g.unlock();
     auto g2 = co_await lb.acquire_for(std::chrono::seconds(2));
     BOOST_TEST(g2.owns_lock());
     // Fencing tokens grow per master (each master has its own counter). A redlock holds a
@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
       BOOST_TEST(second[i] > first[i], "master " << i);
     }
     BOOST_TEST(held_by_both >= 1); // two majorities of 3 share at least one master
-    co_await g2.release();
+    co_await g2.unlock();
 
     // Two processes' worth of coroutines taking turns: never inside together.
     int inside = 0, max_inside = 0, rounds = 0;
@@ -232,7 +232,7 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
         co_await sleep_for(std::chrono::milliseconds(2));
         --inside;
         ++rounds;
-        co_await h.release();
+        co_await h.unlock();
       }
     };
     using namespace asio::experimental::awaitable_operators;
@@ -260,7 +260,7 @@ BOOST_AUTO_TEST_CASE(three_masters_one_killed_still_acquire) {
     BOOST_TEST(tokens[1] == 0u); // not held there
     BOOST_TEST(tokens[2] > 0u);
     t0 = steady::now();
-    co_await g.release(); // a quorum released cleanly: no waiting for the dead master
+    co_await g.unlock(); // a quorum released cleanly: no waiting for the dead master
     const auto released = ms_since(t0);
     BOOST_TEST(released < 200);
     BOOST_TEST_MESSAGE("1 of 3 down: acquired in " << took << " ms (per-master timeout 100 ms), "
@@ -315,7 +315,7 @@ BOOST_AUTO_TEST_CASE(five_masters_survive_two_losses_not_three) {
     auto g = co_await lock.acquire_for(std::chrono::seconds(2));
     const auto took = ms_since(t0);
     BOOST_TEST(g.held_count() == 3u);
-    co_await g.release();
+    co_await g.unlock();
     group[4].kill();
     t0 = steady::now();
     auto [ec, none] = co_await lock.acquire_for(std::chrono::milliseconds(800), tuple_awaitable);
@@ -366,7 +366,7 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_majority_dies_is_told_within_a_lease) {
     BOOST_TEST_MESSAGE("majority killed: lost() and wait_lost after " << after.count()
                                                                        << " ms (lease 600 ms, "
                                                                           "bound: lease + 100 ms)");
-    auto [ec] = co_await g.release(tuple_awaitable);
+    auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::lease_lost);
     auto [ec2] = co_await g.wait_lost(tuple_awaitable);
     BOOST_TEST(ec2 == asio::error::operation_aborted); // released
@@ -396,7 +396,7 @@ BOOST_AUTO_TEST_CASE(without_a_watchdog_the_lock_ends_at_validity_until) {
                                                    << std::chrono::duration_cast<std::chrono::microseconds>(
                                                           opts.drift()).count()
                                                    << " us before the lease ends)");
-    auto [rec] = co_await g.release(tuple_awaitable);
+    auto [rec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(rec == error::lease_lost);
   }, std::chrono::seconds(20));
   expect_clean_except(group, {});
@@ -419,7 +419,7 @@ BOOST_AUTO_TEST_CASE(late_answers_count_as_failures_and_are_given_back) {
     group[2].resume(); // the attempt runs now, wins, and is given back
     BOOST_TEST(co_await eventually([&] { return !has_key(group[2], "slow"); }));
     BOOST_TEST(has_key(group[0], "slow"));
-    co_await g.release();
+    co_await g.unlock();
 
     // Two paused: one attempt cannot hear a quorum in time.
     group[0].pause();
@@ -473,8 +473,8 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_no_key_on_any_master) {
     // The blockers' locks were never touched.
     BOOST_TEST(sync(group[0], "GET", key_of("cancel")).find(h0.owner()) != std::string::npos);
     BOOST_TEST(sync(group[1], "GET", key_of("cancel")).find(h1.owner()) != std::string::npos);
-    co_await h0.release();
-    co_await h1.release();
+    co_await h0.unlock();
+    co_await h1.unlock();
     BOOST_TEST_MESSAGE(cases << " cancelled acquisitions, nothing left held");
   }, std::chrono::seconds(20));
   expect_clean_except(group, {});

@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(an_acknowledged_lock_is_on_the_replica_when_acquire_complet
     const auto expected = std::to_string(g.fencing_token()) + " " + g.owner();
     BOOST_TEST(holder(redis.replica, "corolock:{r:mutex}") == expected);
     BOOST_TEST(g.depth() == 1);
-    co_await g.release();
+    co_await g.unlock();
 
     auto t = co_await m.try_acquire();
     BOOST_REQUIRE(t.owns_lock());
@@ -84,21 +84,21 @@ BOOST_AUTO_TEST_CASE(an_acknowledged_lock_is_on_the_replica_when_acquire_complet
     BOOST_TEST(since(start) < 100ms);
     BOOST_TEST(inner.depth() == 2);
     redis.replica.resume();
-    co_await inner.release();
-    co_await t.release();
+    co_await inner.unlock();
+    co_await t.unlock();
 
     corolock::semaphore s(c, "r:sem", 3, replicated(1, healthy_timeout));
     auto p = co_await s.acquire(2);
     BOOST_TEST(sync(redis.replica, "HEXISTS", "corolock:{r:sem}:sem", p.owner()) == "1");
-    co_await p.release();
+    co_await p.unlock();
 
     corolock::shared_mutex rw(c, "r:rw", replicated(1, healthy_timeout));
     auto w = co_await rw.acquire();
     BOOST_TEST(sync(redis.replica, "HEXISTS", "corolock:{r:rw}:rw", w.owner()) == "1");
-    co_await w.release();
+    co_await w.unlock();
     auto r = co_await rw.acquire_shared();
     BOOST_TEST(sync(redis.replica, "HEXISTS", "corolock:{r:rw}:rw", r.owner()) == "1");
-    co_await r.release();
+    co_await r.unlock();
     co_await c.shutdown();
   });
   expect_clean(redis.master);
@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(more_replicas_required_than_exist_is_not_replicated) {
     corolock::mutex one(c, "two", replicated(1, healthy_timeout));
     auto g1 = co_await one.acquire();
     BOOST_TEST(g1.owns_lock());
-    co_await g1.release();
+    co_await g1.unlock();
     co_await c.shutdown();
   });
   expect_clean(redis.master);
@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(a_wait_for_a_paused_replica_delays_no_other_lock_of_the_cli
       auto holder_side = [&]() -> asio::awaitable<void> {
         co_await sleep_for(50ms); // the waiter is in line
         released = std::chrono::steady_clock::now();
-        co_await held.release();
+        co_await held.unlock();
       };
       co_await (waiter() && holder_side());
       handoff = std::chrono::duration_cast<std::chrono::milliseconds>(acquired - released);
@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(a_wait_for_a_paused_replica_delays_no_other_lock_of_the_cli
       still_held = !next.lost();
       pttl = sync(redis.master, "PTTL", "corolock:{x}");
       others_done = since(start);
-      co_await next.release();
+      co_await next.unlock();
     };
     co_await (replicated_acquire() && other_lock());
     BOOST_TEST_MESSAGE("hand-off " << handoff.count() << " ms while y waited; y failed after "
@@ -275,13 +275,13 @@ BOOST_AUTO_TEST_CASE(a_grant_received_while_waiting_is_acknowledged_before_it_is
       };
       auto releaser = [&]() -> asio::awaitable<void> {
         co_await sleep_for(100ms);
-        co_await held.release();
+        co_await held.unlock();
       };
       auto g = co_await (waiter() && releaser());
       BOOST_REQUIRE(g.owns_lock());
       BOOST_TEST(holder(redis.replica, "corolock:{granted}") ==
                  std::to_string(g.fencing_token()) + " " + g.owner());
-      co_await g.release();
+      co_await g.unlock();
     }
     // Paused replica: the grant fails with not_replicated, and the lock is free again.
     {
@@ -293,13 +293,13 @@ BOOST_AUTO_TEST_CASE(a_grant_received_while_waiting_is_acknowledged_before_it_is
       };
       auto releaser = [&]() -> asio::awaitable<void> {
         co_await sleep_for(100ms);
-        co_await held.release();
+        co_await held.unlock();
       };
       auto ec = co_await (waiter() && releaser());
       BOOST_TEST(ec == error::not_replicated);
       auto again = co_await mb.acquire_for(1s); // nobody kept it
       BOOST_TEST(again.owns_lock());
-      co_await again.release();
+      co_await again.unlock();
       redis.replica.resume();
     }
     co_await a.shutdown();
@@ -337,7 +337,7 @@ BOOST_AUTO_TEST_CASE(cancelling_an_acquire_that_waits_for_replicas_gives_the_loc
       };
       auto releaser = [&]() -> asio::awaitable<void> {
         co_await sleep_for(100ms);
-        co_await g.release();
+        co_await g.unlock();
       };
       std::string granted_to;
       auto cancel_after = [&]() -> asio::awaitable<void> {

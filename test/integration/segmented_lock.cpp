@@ -64,13 +64,13 @@ BOOST_AUTO_TEST_CASE(concurrent_holders_get_distinct_segments) {
     BOOST_TEST(none.index() == segment_guard::npos);
     BOOST_TEST(!(co_await sb.try_acquire_any()));
     auto freed = held[4].index();
-    co_await held[4].release();
+    co_await held[4].unlock();
     auto again = co_await sa.try_acquire_any();
     BOOST_TEST(again.index() == freed);
-    co_await again.release();
+    co_await again.unlock();
     for (auto& g : held)
       if (g)
-        co_await g.release();
+        co_await g.unlock();
     co_await settle(a);
   });
   expect_clean(server);
@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(starts_at_a_random_segment) {
     for (int i = 0; i < 64; ++i) {
       auto g = co_await s.acquire_any();
       seen.insert(g.index());
-      co_await g.release();
+      co_await g.unlock();
     }
     BOOST_TEST(seen.size() >= 4u); // not always segment 0: no herd on one segment
     co_await settle(c);
@@ -113,14 +113,14 @@ BOOST_AUTO_TEST_CASE(empty_segments_are_skipped_also_when_marked_by_another_clie
     for (int i = 0; i < 20; ++i) {
       auto g = co_await sa.acquire_any();
       BOOST_TEST(g.index() >= 2u);
-      co_await g.release();
+      co_await g.unlock();
     }
     // b marks segment 2: a skips it on its next call (it re-reads every time).
     co_await sb.mark_empty(2);
     for (int i = 0; i < 20; ++i) {
       auto g = co_await sa.acquire_any();
       BOOST_TEST(g.index() == 3u);
-      co_await g.release();
+      co_await g.unlock();
     }
     // b's copy (loaded by its mark... or not at all yet) learns of 0 and 1 at a refresh.
     co_await sb.refresh();
@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(empty_segments_are_skipped_also_when_marked_by_another_clie
     for (int i = 0; i < 10; ++i) {
       auto g = co_await sb.acquire_any();
       BOOST_TEST(g.index() == 3u);
-      co_await g.release();
+      co_await g.unlock();
     }
     co_await sa.reset();
     co_await settle(a);
@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(an_aged_copy_is_reread_before_a_segment_is_handed_out) {
       for (auto& g : held)        // sold out: marked, then released
         co_await sa.mark_empty(g.index());
       for (auto& g : held)
-        co_await g.release();
+        co_await g.unlock();
     };
     auto waiter = [&]() -> asio::awaitable<void> {
       auto [ec, g] = co_await sb.acquire_any(tuple_awaitable);
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(exhausted_when_every_segment_is_empty) {
     BOOST_TEST(s.empty_count() == 0u);
     auto back = co_await s.acquire_any();
     BOOST_TEST(back.owns_lock());
-    co_await back.release();
+    co_await back.unlock();
     co_await settle(a);
   });
   expect_clean(server);
@@ -226,8 +226,8 @@ BOOST_AUTO_TEST_CASE(waiters_are_told_exhausted_when_the_last_segments_run_dry) 
       // The holders find their segments sold out: they mark them, then release.
       co_await s.mark_empty(g0.index());
       co_await s.mark_empty(g1.index());
-      co_await g0.release();
-      co_await g1.release();
+      co_await g0.unlock();
+      co_await g1.unlock();
     };
     auto start = std::chrono::steady_clock::now();
     co_await (waiter() && waiter() && waiter() && holder());
@@ -288,14 +288,14 @@ BOOST_AUTO_TEST_CASE(a_waiter_gets_the_segment_released_without_polling) {
       auto g = co_await sb.acquire_any();
       acquired = std::chrono::steady_clock::now();
       got = g.index();
-      co_await g.release();
+      co_await g.unlock();
     };
     auto holder = [&]() -> asio::awaitable<void> {
       co_await sleep_for(100ms); // the waiter has tried, subscribed and gone to sleep
       auto before = b.stats().commands;
       co_await sleep_for(400ms);
       commands_while_waiting = b.stats().commands - before;
-      co_await held[1].release();
+      co_await held[1].unlock();
       released = std::chrono::steady_clock::now();
     };
     co_await (waiter() && holder());
@@ -304,7 +304,7 @@ BOOST_AUTO_TEST_CASE(a_waiter_gets_the_segment_released_without_polling) {
     BOOST_TEST(commands_while_waiting <= 1u); // asleep, not polling (at most a health-check PING)
     for (auto& g : held)
       if (g)
-        co_await g.release();
+        co_await g.unlock();
     co_await settle(a);
     co_await settle(b);
   });
@@ -332,7 +332,7 @@ BOOST_AUTO_TEST_CASE(a_local_release_reaches_a_waiter_that_waits_on_other_segmen
       };
       auto holder = [&]() -> asio::awaitable<void> {
         co_await sleep_for(50ms);
-        co_await held[round].release();
+        co_await held[round].unlock();
         released = std::chrono::steady_clock::now();
       };
       co_await (waiter() && holder());
@@ -341,7 +341,7 @@ BOOST_AUTO_TEST_CASE(a_local_release_reaches_a_waiter_that_waits_on_other_segmen
       held[round] = std::move(taken);
     }
     for (auto& g : held)
-      co_await g.release();
+      co_await g.unlock();
     co_await settle(c);
   });
   expect_clean(server);
@@ -370,7 +370,7 @@ BOOST_AUTO_TEST_CASE(a_crowd_of_local_waiters_does_not_stampede_redis) {
         max_inside = std::max(max_inside, ++inside);
         co_await sleep_for(5ms);
         --inside;
-        co_await g.release();
+        co_await g.unlock();
       }, [&](std::exception_ptr e) {
         failed += e != nullptr;
         if (++done == crowd)
@@ -383,7 +383,7 @@ BOOST_AUTO_TEST_CASE(a_crowd_of_local_waiters_does_not_stampede_redis) {
     // per waiter and segment (800).
     BOOST_TEST(arriving <= 20u);
     for (auto& g : held)
-      co_await g.release();
+      co_await g.unlock();
     co_await all.wait();
     BOOST_TEST(failed == 0);
     BOOST_TEST(got == crowd);
@@ -414,8 +414,8 @@ BOOST_AUTO_TEST_CASE(cancellation_and_timeout_leave_nothing) {
     asio::steady_timer t(ex, 100ms);
     auto r = co_await (sb.acquire_any(tuple_awaitable) || t.async_wait(asio::use_awaitable));
     BOOST_TEST(r.index() == 1u);
-    co_await g0.release();
-    co_await g1.release();
+    co_await g0.unlock();
+    co_await g1.unlock();
     // Cancelled at every moment: before, during and after a win.
     for (int i = 0; i < 40; ++i) {
       asio::steady_timer quick(ex, std::chrono::microseconds(i * 20));
@@ -423,7 +423,7 @@ BOOST_AUTO_TEST_CASE(cancellation_and_timeout_leave_nothing) {
       if (q.index() == 0) {
         auto& [qec, qg] = std::get<0>(q);
         BOOST_TEST(!qec);
-        co_await qg.release();
+        co_await qg.unlock();
       }
     }
     co_await settle(a);
@@ -468,7 +468,7 @@ BOOST_AUTO_TEST_CASE(stock_split_over_segments_is_never_oversold) {
         --total_inside;
         if (stock <= 1)
           co_await s.mark_empty(i);
-        co_await g.release();
+        co_await g.unlock();
         if (stock > 0)
           co_return;
       }

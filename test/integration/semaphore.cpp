@@ -39,12 +39,12 @@ BOOST_AUTO_TEST_CASE(permits_are_counted_across_clients) {
     BOOST_TEST(st.waiting == 0);
     // Every acquisition gets a fresh token, increasing.
     BOOST_TEST(one.fencing_token() > two.fencing_token());
-    co_await two.release();
+    co_await two.unlock();
     auto again = co_await sb.try_acquire(2);
     BOOST_TEST(again.owns_lock());
-    co_await again.release();
-    co_await one.release();
-    auto [ec] = co_await one.release(tuple_awaitable);
+    co_await again.unlock();
+    co_await one.unlock();
+    auto [ec] = co_await one.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::already_released);
     BOOST_TEST((co_await sa.status()).in_use == 0);
   });
@@ -104,13 +104,13 @@ BOOST_AUTO_TEST_CASE(a_waiter_is_woken_by_the_release_without_polling) {
     auto waiter = [&]() -> asio::awaitable<void> {
       auto g = co_await sb.acquire_for(1, 5s);
       acquired = std::chrono::steady_clock::now();
-      co_await g.release();
+      co_await g.unlock();
     };
     auto holder = [&]() -> asio::awaitable<void> {
       co_await sleep_for(300ms);
       calls_before = sync(server, "INFO", "commandstats");
       released = std::chrono::steady_clock::now();
-      co_await held.release();
+      co_await held.unlock();
     };
     co_await (waiter() && holder());
     const auto handoff = std::chrono::duration_cast<ms>(acquired - released);
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(a_large_request_is_not_overtaken_by_small_ones) {
       while (!stop) {
         auto g = co_await sa.acquire_for(5s);
         co_await sleep_for(40ms);
-        co_await g.release();
+        co_await g.unlock();
       }
     };
     auto large = [&]() -> asio::awaitable<void> {
@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_large_request_is_not_overtaken_by_small_ones) {
                                                                                << " ms");
       BOOST_TEST(waited < 150ms);
       BOOST_TEST((co_await sa.status()).in_use == 4);
-      co_await g.release();
+      co_await g.unlock();
       stop = true;
     };
     co_await (small(0) && small(1) && small(2) && small(3) && large());
@@ -180,10 +180,10 @@ BOOST_AUTO_TEST_CASE(permits_expire_with_their_holders_lease) {
     BOOST_TEST(after >= 290ms);
     BOOST_TEST(after < 600ms);
     BOOST_TEST(held.lost());
-    auto [ec] = co_await held.release(tuple_awaitable);
+    auto [ec] = co_await held.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::lease_lost);
     BOOST_TEST((co_await sb.status()).in_use == 2); // the stale release took nothing from g
-    co_await g.release();
+    co_await g.unlock();
   });
   expect_clean(server);
 }
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(the_watchdog_keeps_permits_for_many_leases) {
       BOOST_TEST(!(co_await sb.try_acquire()).owns_lock());
     }
     BOOST_TEST(!held.lost());
-    co_await held.release();
+    co_await held.unlock();
   });
   expect_clean(server);
 }
@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(the_permit_count_changes_at_run_time) {
       auto g = co_await sb.acquire_for(2s);
       acquired = std::chrono::steady_clock::now();
       co_await sleep_for(200ms); // still held while the count is lowered below
-      co_await g.release();
+      co_await g.unlock();
     };
     auto admin = [&]() -> asio::awaitable<void> {
       co_await sleep_for(200ms);
@@ -230,7 +230,7 @@ BOOST_AUTO_TEST_CASE(the_permit_count_changes_at_run_time) {
       st = co_await sa.set_permits(1); // lowered: holders keep theirs, newcomers wait
       BOOST_TEST(st.in_use == 2);
       BOOST_TEST(!(co_await sa.try_acquire()).owns_lock());
-      co_await first.release();
+      co_await first.unlock();
       BOOST_TEST(!(co_await sa.try_acquire()).owns_lock()); // 1 in use of 1
     };
     co_await (waiter() && admin());
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(the_permit_count_changes_at_run_time) {
     BOOST_TEST((acquired - raised < 100ms));
     auto g = co_await sb.try_acquire();
     BOOST_TEST(g.owns_lock());
-    co_await g.release();
+    co_await g.unlock();
     // Every handle sees the stored count, whatever it was made with.
     corolock::semaphore other(b, "pool", 7);
     BOOST_TEST((co_await other.status()).permits == 1);
@@ -275,7 +275,7 @@ BOOST_AUTO_TEST_CASE(cancelling_waiters_leaves_nothing) {
     // Timeouts too.
     auto [ec, g] = co_await sb.acquire_for(1, 100ms, tuple_awaitable);
     BOOST_TEST(ec == error::timeout);
-    co_await held.release();
+    co_await held.unlock();
     BOOST_TEST(co_await eventually([&] { return sync(server, "EXISTS", "corolock:{pool}:sem:q") == "0"; }));
     BOOST_TEST((co_await sa.status()).in_use == 0);
   });
@@ -297,7 +297,7 @@ BOOST_AUTO_TEST_CASE(a_restart_is_reported_to_the_holder) {
     BOOST_TEST(held.lost());
     auto again = co_await sa.acquire_for(2, 5s);
     BOOST_TEST(again.fencing_token() > before); // tokens never go back, even across a restart
-    co_await again.release();
+    co_await again.unlock();
   });
   expect_clean(server);
 }

@@ -146,7 +146,7 @@ struct lock_traffic {
       co_await sleep_for(std::chrono::milliseconds(3));
       h.writes_accepted = resource.write(h.token) && h.writes_accepted;
       h.end = steady::now();
-      auto [rec] = co_await g.release(tuple_awaitable);
+      auto [rec] = co_await g.unlock(tuple_awaitable);
       h.released = rec;
       h.told = g.lost() || rec == error::lease_lost;
       done.push_back(h);
@@ -238,10 +238,10 @@ BOOST_AUTO_TEST_CASE(connects_through_the_sentinels_and_runs_commands_and_a_mute
     auto g = co_await ma.acquire();
     BOOST_TEST(sync(master, "EXISTS", "corolock:{sentinel:m}") == "1");
     BOOST_TEST(!(co_await mb.try_acquire()));
-    co_await g.release();
+    co_await g.unlock();
     auto g2 = co_await mb.acquire_for(std::chrono::seconds(2));
     BOOST_TEST(g2.fencing_token() > g.fencing_token());
-    co_await g2.release();
+    co_await g2.unlock();
 
     // Each client keeps one watch on a Sentinel (the first that answers), on +switch-master.
     BOOST_TEST(co_await eventually([&] { return watches_on(deployment, 0) == "2"; },
@@ -263,7 +263,7 @@ BOOST_AUTO_TEST_CASE(a_dead_first_sentinel_is_passed_over) {
     corolock::mutex m(a, "sentinel:next");
     auto g = co_await m.acquire_for(std::chrono::seconds(2));
     BOOST_TEST(g.owns_lock());
-    co_await g.release();
+    co_await g.unlock();
     // The watch found a live Sentinel too.
     BOOST_TEST(co_await eventually(
         [&] { return watches_on(deployment, 1) == "1" || watches_on(deployment, 2) == "1"; },
@@ -376,15 +376,15 @@ BOOST_AUTO_TEST_CASE(a_failover_in_the_middle_of_lock_traffic) {
     corolock::mutex lost_next(c, "failover:lost");
     auto next_g = co_await lost_next.acquire_for(std::chrono::seconds(2));
     BOOST_TEST(next_g.fencing_token() > lost_g.fencing_token());
-    auto [lec] = co_await lost_g.release(tuple_awaitable);
+    auto [lec] = co_await lost_g.unlock(tuple_awaitable);
     BOOST_TEST(lec == error::lease_lost);
-    co_await next_g.release();
+    co_await next_g.unlock();
 
     // The holder whose lease was replicated keeps it: nobody else gets it, it releases cleanly.
     BOOST_TEST(!kept_g.lost());
     corolock::mutex kept_other(c, "failover:kept");
     BOOST_TEST(!(co_await kept_other.try_acquire()));
-    auto [kec] = co_await kept_g.release(tuple_awaitable);
+    auto [kec] = co_await kept_g.unlock(tuple_awaitable);
     BOOST_TEST(!kec, kec.message());
 
     BOOST_TEST_MESSAGE(before << " critical sections before the failover");
@@ -426,7 +426,7 @@ BOOST_AUTO_TEST_CASE(a_killed_master_is_replaced_and_the_clients_follow) {
                                                                << " ms after the master was killed");
     co_await traffic.resume_then_check();
     BOOST_TEST(!kept_g.lost());
-    auto [kec] = co_await kept_g.release(tuple_awaitable);
+    auto [kec] = co_await kept_g.unlock(tuple_awaitable);
     BOOST_TEST(!kec, kec.message());
     for (auto* cl : clients)
       co_await cl->shutdown();

@@ -30,19 +30,19 @@ BOOST_AUTO_TEST_CASE(readers_share_and_a_writer_is_alone) {
     auto r2 = co_await rb.try_acquire_shared();
     BOOST_TEST(r2.owns_lock()); // readers together
     BOOST_TEST(!(co_await rb.try_acquire()).owns_lock()); // no writer while they read
-    co_await r1.release();
+    co_await r1.unlock();
     BOOST_TEST(!(co_await ra.try_acquire()).owns_lock()); // one reader is enough to keep it out
-    co_await r2.release();
+    co_await r2.unlock();
     auto w = co_await ra.try_acquire();
     BOOST_TEST(w.owns_lock());
     BOOST_TEST(w.fencing_token() > r2.fencing_token()); // a writer's token follows every earlier one
     BOOST_TEST(!(co_await rb.try_acquire_shared()).owns_lock()); // no reader beside a writer
     BOOST_TEST(!(co_await rb.try_acquire()).owns_lock());        // nor another writer
-    co_await w.release();
+    co_await w.unlock();
     auto w2 = co_await rb.try_acquire();
     BOOST_TEST(w2.owns_lock());
     BOOST_TEST(w2.fencing_token() > w.fencing_token());
-    co_await w2.release();
+    co_await w2.unlock();
   });
   expect_clean(server);
 }
@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(a_writer_behind_a_stream_of_readers_gets_in_within_one_hold
         auto g = co_await rw.acquire_shared_for(5s);
         ++reads;
         co_await sleep_for(40ms);
-        co_await g.release();
+        co_await g.unlock();
       }
     };
     ms worst{0};
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(a_writer_behind_a_stream_of_readers_gets_in_within_one_hold
         auto g = co_await writer.acquire_for(2s);
         worst = std::max(worst, since(start));
         co_await sleep_for(5ms);
-        co_await g.release();
+        co_await g.unlock();
       }
       stop = true;
     };
@@ -104,22 +104,22 @@ BOOST_AUTO_TEST_CASE(readers_arriving_after_a_waiting_writer_wait_for_it) {
       auto g = co_await wb.acquire_for(3s);
       order.push_back("writer");
       co_await sleep_for(50ms);
-      co_await g.release();
+      co_await g.unlock();
     };
     auto late_reader = [&]() -> asio::awaitable<void> {
       co_await sleep_for(100ms); // the writer waits by now
       BOOST_TEST(!(co_await rc.try_acquire_shared()).owns_lock());
       auto g = co_await rc.acquire_shared_for(3s);
       order.push_back("reader");
-      co_await g.release();
+      co_await g.unlock();
     };
     auto first_reader = [&]() -> asio::awaitable<void> {
       co_await sleep_for(200ms);
       // Re-entry of a held read lock does not queue behind the writer (it would deadlock).
       auto nested = co_await ra.acquire_shared(r1);
       BOOST_TEST(nested.depth() == 2);
-      co_await nested.release();
-      co_await r1.release();
+      co_await nested.unlock();
+      co_await r1.unlock();
     };
     co_await (writer() && late_reader() && first_reader());
     BOOST_TEST(order.size() == 2u);
@@ -139,8 +139,8 @@ BOOST_AUTO_TEST_CASE(reentry_is_by_kind) {
     BOOST_TEST(w2.fencing_token() == w.fencing_token());
     auto [e1, r] = co_await rw.acquire_shared(w, tuple_awaitable); // a writer's guard is no reader's
     BOOST_TEST(e1 == error::invalid_argument);
-    co_await w2.release();
-    co_await w.release();
+    co_await w2.unlock();
+    co_await w.unlock();
     auto r1 = co_await rw.acquire_shared();
     auto [e2, w3] = co_await rw.acquire(r1, tuple_awaitable); // no upgrade
     BOOST_TEST(e2 == error::invalid_argument);
@@ -150,8 +150,8 @@ BOOST_AUTO_TEST_CASE(reentry_is_by_kind) {
     // A mutex of the same name is another lock: its keys are apart.
     auto mg = co_await plain.try_acquire();
     BOOST_TEST(mg.owns_lock());
-    co_await mg.release();
-    co_await r1.release();
+    co_await mg.unlock();
+    co_await r1.unlock();
   });
   expect_clean(server);
 }
@@ -180,11 +180,11 @@ BOOST_AUTO_TEST_CASE(cancelled_and_timed_out_waits_leave_nothing) {
     };
     auto ec = co_await (waiting() && cancel());
     BOOST_TEST(ec == asio::error::operation_aborted);
-    co_await w.release();
+    co_await w.unlock();
     // Nothing of the waiters stayed behind: a reader gets in at once.
     auto r = co_await ra.try_acquire_shared();
     BOOST_TEST(r.owns_lock());
-    co_await r.release();
+    co_await r.unlock();
   });
   expect_clean(server);
 }

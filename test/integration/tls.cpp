@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(commands_and_a_contended_mutex_run_over_tls_only) {
     asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
       auto g = co_await mb.acquire_for(10s);
       acquired = std::chrono::steady_clock::now();
-      co_await g.release();
+      co_await g.unlock();
     }, [&](std::exception_ptr e) {
       failure = e;
       waited.set();
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(commands_and_a_contended_mutex_run_over_tls_only) {
       return !server.command_list({"PUBSUB", "CHANNELS"}).empty();
     }));
     released = std::chrono::steady_clock::now();
-    co_await held.release();
+    co_await held.unlock();
     co_await waited.wait();
     if (failure)
       std::rethrow_exception(failure);
@@ -183,7 +183,7 @@ BOOST_AUTO_TEST_CASE(a_server_that_requires_client_certificates_accepts_only_our
     corolock::mutex m(c, "client-cert-lock");
     auto g = co_await m.acquire();
     BOOST_TEST(server.command({"EXISTS", "corolock:{client-cert-lock}"}) == "1");
-    co_await g.release();
+    co_await g.unlock();
   });
   expect_clean(server);
 }
@@ -197,7 +197,7 @@ BOOST_AUTO_TEST_CASE(the_client_reconnects_over_tls_after_the_server_restarts) {
     corolock::mutex m(c, "restart-lock");
     {
       auto g = co_await m.acquire();
-      co_await g.release();
+      co_await g.unlock();
     }
     server.restart(); // same ports, same certificates, empty dataset
     // Both connections (commands, locks) notice the drop and come back, each on a new TLS
@@ -207,7 +207,7 @@ BOOST_AUTO_TEST_CASE(the_client_reconnects_over_tls_after_the_server_restarts) {
     auto r = co_await c.exec(make("SET", "after", "2"));
     BOOST_TEST(r[0].data == "OK");
     auto g = co_await m.acquire_for(5s); // the lock connection came back too
-    co_await g.release();
+    co_await g.unlock();
     auto n = corolock_clients(server, server.tls_port());
     BOOST_TEST(n.on_port >= 2);
     BOOST_TEST(n.elsewhere == 0);

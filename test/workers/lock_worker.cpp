@@ -54,7 +54,7 @@ asio::awaitable<void> counter_coroutine(corolock::client& redis, corolock::mutex
     co_await sleep_for(std::chrono::microseconds(rng() % 500)); // widen the race window
     co_await redis.exec(cmd("SET", name + ":counter", std::to_string(value + 1)));
     co_await redis.exec(cmd("RPUSH", name + ":tokens", std::to_string(g.fencing_token())));
-    co_await g.release();
+    co_await g.unlock();
   }
 }
 
@@ -125,7 +125,7 @@ asio::awaitable<void> share_coroutine(corolock::mutex& m, std::chrono::steady_cl
     }
     ++acquired;
     co_await sleep_for(hold);
-    co_await g.release();
+    co_await g.unlock();
   }
 }
 
@@ -211,7 +211,7 @@ asio::awaitable<int> run_permits(corolock::client& redis, std::string name, int 
       co_await redis.exec(std::move(in));
       co_await sleep_for(std::chrono::microseconds(rng() % 2000));
       co_await redis.exec(cmd("DECRBY", name + ":in_use", std::to_string(n)));
-      co_await g.release();
+      co_await g.unlock();
     }
   });
   redis.close();
@@ -240,7 +240,7 @@ asio::awaitable<int> run_rw(corolock::client& redis, std::string name, int corou
             cmd("RPUSH", name + ":writer_tokens", std::to_string(g.fencing_token())));
       co_await sleep_for(std::chrono::microseconds(rng() % 2000));
       co_await redis.exec(cmd("DECR", name + (writer ? ":writers" : ":readers")));
-      co_await g.release();
+      co_await g.unlock();
     }
   });
   redis.close();

@@ -451,7 +451,7 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     const auto section = co_await critical_section(resource, g, kind, s, st, rng, sections);
     bool told = g.lost() || *lost_signalled;
     phase = "release";
-    auto [rec] = co_await g.release(tuple_awaitable);
+    auto [rec] = co_await g.unlock(tuple_awaitable);
     phase = "between";
     if (!rec) {
       ++st.release_ok;

@@ -1,7 +1,11 @@
 // What acquiring a lock gives you: proof of ownership for as long as the lease holds.
 //
-// - Move-only. release() gives the lock back; a guard destroyed while still holding releases
+// - Move-only. unlock() gives the lock back; a guard destroyed while still holding releases
 //   asynchronously (the lock never waits out its lease because a guard was forgotten).
+// - Names follow std::unique_lock: owns_lock(), operator bool, unlock(). There is no counterpart
+//   of std::unique_lock::release() (give up ownership *without* unlocking): a lease nobody renews
+//   or releases would only wait out its time. unlock() was called release() before; that name is
+//   kept as a deprecated alias, because for a std::unique_lock user it promises the opposite.
 // - fencing_token(): strictly increasing across every fresh acquisition of the lock's name, by any
 //   process, forever. Pass it to the resource you protect so it can reject a stale holder.
 // - lost(): the watchdog learned the lease is gone (the key expired or names another owner, or
@@ -51,16 +55,24 @@ public:
   /// Levels currently held through this owner (1 when not re-entered).
   int depth() const noexcept;
 
-  /// Releases this level. Completes with error::already_released if this guard released before
-  /// (or holds nothing), error::lease_lost if the lease was lost or Redis no longer lists this
+  /// Unlocks (releases) this level. Completes with error::already_released if this guard was
+  /// unlocked before (or holds nothing), error::lease_lost if the lease was lost or Redis no longer lists this
   /// owner (nothing of another owner is touched), error::not_connected / error::timeout if Redis
   /// did not answer within the client's request_timeout (the lease then runs out on its own).
   /// Cancellation (any type) ends the wait with asio::error::operation_aborted; the guard is
   /// released all the same and the request goes on in the background.
   template <typename CompletionToken = default_token>
-  auto release(CompletionToken&& token = {}) {
+  auto unlock(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_release_impl(std::move(handler)); }, token);
+        [this](auto handler) { async_unlock_impl(std::move(handler)); }, token);
+  }
+
+  /// Deprecated: the former name of unlock(), kept so that existing code builds. It was renamed
+  /// because std::unique_lock::release() gives up ownership *without* unlocking.
+  template <typename CompletionToken = default_token>
+  [[deprecated("use unlock(): unlike std::unique_lock::release(), this unlocks")]] auto
+  release(CompletionToken&& token = {}) {
+    return unlock(std::forward<CompletionToken>(token));
   }
 
   /// Completes with error::lease_lost when the lease is lost (by its local deadline: at the latest
@@ -79,7 +91,7 @@ public:
 private:
   friend struct detail::guard_access;
   explicit guard(std::shared_ptr<detail::lease> l) noexcept;
-  void async_release_impl(detail::handler<void(error_code)> h);
+  void async_unlock_impl(detail::handler<void(error_code)> h);
   void async_wait_lost_impl(detail::handler<void(error_code)> h);
   void abandon() noexcept;
 

@@ -3,7 +3,7 @@
 //   corolock::mutex m{redis, "order:42"};
 //   auto g = co_await m.acquire();          // suspends until the lock is ours; no polling
 //   co_await write(g.fencing_token());
-//   co_await g.release();
+//   co_await g.unlock();
 //
 // - Every acquire() is a new owner: two coroutines sharing one mutex object exclude each other as
 //   two processes do. Re-entry is explicit: acquire(held_guard) returns a nested guard at once.

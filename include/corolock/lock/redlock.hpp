@@ -3,7 +3,7 @@
 //   corolock::redlock lock{{r0, r1, r2}, "payout:7"};   // three clients, three masters
 //   auto g = co_await lock.acquire();
 //   co_await pay(g.fencing_tokens());                  // see "Fencing" below
-//   co_await g.release();
+//   co_await g.unlock();
 //
 // Built on corolock::mutex alone: one mutex of the same name per master (key prefix{name} on each).
 // - One attempt runs try_acquire on every master at once, each bounded by per_master_timeout. It
@@ -89,7 +89,7 @@ public:
   redlock_guard(const redlock_guard&) = delete;
   redlock_guard& operator=(const redlock_guard&) = delete;
 
-  /// True from the acquisition until release() (also after the lock was lost: check lost()).
+  /// True from the acquisition until unlock() (also after the lock was lost: check lost()).
   bool owns_lock() const noexcept;
   explicit operator bool() const noexcept { return owns_lock(); }
 
@@ -118,9 +118,16 @@ public:
   /// error::already_released for a guard that holds nothing. Cancellation (any type) ends the wait
   /// with operation_aborted; the release goes on.
   template <typename CompletionToken = default_token>
-  auto release(CompletionToken&& token = {}) {
+  auto unlock(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_release_impl(std::move(handler)); }, token);
+        [this](auto handler) { async_unlock_impl(std::move(handler)); }, token);
+  }
+
+  /// Deprecated: the former name of unlock() (see corolock::guard::release).
+  template <typename CompletionToken = default_token>
+  [[deprecated("use unlock(): unlike std::unique_lock::release(), this unlocks")]] auto
+  release(CompletionToken&& token = {}) {
+    return unlock(std::forward<CompletionToken>(token));
   }
 
   /// Completes with error::lease_lost when the lock is lost (at once if it already is), or with
@@ -134,7 +141,7 @@ public:
 private:
   friend struct detail::redlock_access;
   explicit redlock_guard(std::shared_ptr<detail::redlock_hold> h) noexcept;
-  void async_release_impl(detail::handler<void(error_code)> h);
+  void async_unlock_impl(detail::handler<void(error_code)> h);
   void async_wait_lost_impl(detail::handler<void(error_code)> h);
   void abandon() noexcept;
 

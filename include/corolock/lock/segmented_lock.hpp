@@ -6,7 +6,7 @@
 //   if (ec == corolock::error::exhausted) { /* every segment is marked empty: sold out */ }
 //   // ... read and decrement segment sg.index()'s stock under sg ...
 //   if (left == 0) co_await stock.mark_empty(sg.index());   // later calls skip it
-//   co_await sg.release();
+//   co_await sg.unlock();
 //
 // - Segment i is the corolock::mutex "<name>#<i>": its own hash tag, so segments spread over the
 //   slots of a Redis Cluster. Everything a mutex guarantees (leases, watchdog, fencing tokens,
@@ -91,19 +91,26 @@ public:
   bool lost() const noexcept { return guard_.lost(); }
   std::uint64_t fencing_token() const noexcept { return guard_.fencing_token(); }
   /// The segment mutex's guard (re-entry through segment(i).acquire(g), lost_slot(), ...).
-  /// Release through segment_guard::release so that this process knows the segment is free.
+  /// Unlock through segment_guard::unlock so that this process knows the segment is free.
   corolock::guard& lock() noexcept { return guard_; }
 
-  /// Releases the segment's lock; completes as guard::release does.
+  /// Releases the segment's lock; completes as guard::unlock does.
   template <typename CompletionToken = default_token>
-  auto release(CompletionToken&& token = {}) {
+  auto unlock(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_release_impl(std::move(handler)); }, token);
+        [this](auto handler) { async_unlock_impl(std::move(handler)); }, token);
+  }
+
+  /// Deprecated: the former name of unlock() (see corolock::guard::release).
+  template <typename CompletionToken = default_token>
+  [[deprecated("use unlock(): unlike std::unique_lock::release(), this unlocks")]] auto
+  release(CompletionToken&& token = {}) {
+    return unlock(std::forward<CompletionToken>(token));
   }
 
 private:
   friend struct detail::segmented_access;
-  void async_release_impl(detail::handler<void(error_code)> h);
+  void async_unlock_impl(detail::handler<void(error_code)> h);
 
   std::size_t index_ = npos;
   // Declared before guard_ so that it is destroyed after it: the release is on its way before

@@ -3,7 +3,7 @@
 //   corolock::semaphore checkout{redis, "checkout:sku-42", 8};  // 8 concurrent checkouts
 //   auto g = co_await checkout.acquire();                       // one permit; waits, no polling
 //   ...
-//   co_await g.release();
+//   co_await g.unlock();
 //
 // - Permits expire with their holder's lease, on the server's clock: a holder that dies frees its
 //   permits when its lease runs out (no client clock is trusted, so skew between hosts is harmless).
