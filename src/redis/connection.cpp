@@ -37,8 +37,8 @@ constexpr std::size_t max_batch_buffers = 4096; // bounded scatter/gather list p
 } // namespace
 
 connection_impl::connection_impl(asio::any_io_executor ex, client_config cfg)
-    : ex_(ex), cfg_(std::move(cfg)), transport_(ex), write_cv_(ex), backoff_timer_(ex),
-      rbuf_(initial_read_buffer) {
+    : ex_(ex), cfg_(std::move(cfg)), transport_(ex), write_cv_(ex), deadline_timer_(ex),
+      backoff_timer_(ex), rbuf_(initial_read_buffer) {
   write_cv_.expires_at(asio::steady_timer::time_point::max());
   if (cfg_.sentinel.enabled()) {
     locate_ = master_locator(ex_, cfg_);
@@ -81,6 +81,7 @@ void connection_impl::close() {
   transport_.socket().close(ignored);
   backoff_timer_.cancel();
   write_cv_.cancel();
+  deadline_timer_.cancel();
   if (was_running)
     stop_.emit(asio::cancellation_type::terminal);
   mux_.fail_in_flight(error::closed);
@@ -163,7 +164,10 @@ void connection_impl::exec(request req, handler<void(error_code, response)> h, b
     }
   }
   auto timeout = p->req.opts().timeout.count() == 0 ? cfg_.request_timeout : p->req.opts().timeout;
-  if (timeout != request::no_timeout) {
+  if (timeout == cfg_.request_timeout && timeout != request::no_timeout) {
+    add_deadline(p, steady::now() + timeout);
+  } else if (timeout != request::no_timeout) {
+    // A timeout of its own: its deadline may come before those queued, so a timer of its own.
     p->timer.emplace(ex_);
     p->timer->expires_after(timeout);
     std::weak_ptr<pending> weak = p;
@@ -180,7 +184,10 @@ void connection_impl::exec(request req, handler<void(error_code, response)> h, b
   wake_writer();
 }
 
-void connection_impl::wake_writer() { write_cv_.cancel(); }
+void connection_impl::wake_writer() {
+  if (writer_waiting_)
+    write_cv_.cancel();
+}
 
 void connection_impl::deliver_completed() {
   for (auto& [p, ec] : mux_.take_completed()) {
@@ -191,6 +198,40 @@ void connection_impl::deliver_completed() {
     auto slot = std::exchange(p->slot, {});
     complete_later(ex_, p->h.take(), slot, ec, std::move(p->resp));
   }
+  while (!deadlines_.empty() && deadlines_.front().p->done)
+    deadlines_.pop_front();
+}
+
+void connection_impl::add_deadline(const pending_ptr& p, steady::time_point at) {
+  deadlines_.push_back({at, p});
+  if (!deadline_armed_)
+    arm_deadline_timer();
+}
+
+void connection_impl::arm_deadline_timer() {
+  deadline_armed_ = true;
+  deadline_timer_.expires_at(deadlines_.front().at);
+  deadline_timer_.async_wait([self = weak_from_this()](error_code ec) {
+    if (auto s = self.lock())
+      s->on_deadline_timer(ec);
+  });
+}
+
+void connection_impl::on_deadline_timer(error_code ec) {
+  deadline_armed_ = false;
+  if (ec || phase_ == phase::closed)
+    return;
+  // Armed for a front that may have completed since: what is due now fails, the rest waits.
+  const auto now = steady::now();
+  while (!deadlines_.empty() && (deadlines_.front().p->done || deadlines_.front().at <= now)) {
+    auto p = std::move(deadlines_.front().p);
+    deadlines_.pop_front();
+    if (!p->done)
+      mux_.complete(p, error::timeout);
+  }
+  deliver_completed();
+  if (!deadlines_.empty() && !deadline_armed_)
+    arm_deadline_timer();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -519,7 +560,9 @@ asio::awaitable<void> connection_impl::writer() {
       if (!connected_)
         co_return;
       write_cv_.expires_at(asio::steady_timer::time_point::max());
+      writer_waiting_ = true;
       co_await write_cv_.async_wait(use_tuple);
+      writer_waiting_ = false;
       auto cs = co_await asio::this_coro::cancellation_state;
       if (cs.cancelled() != asio::cancellation_type::none)
         co_return;

@@ -13,6 +13,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <deque>
 #include <functional>
 #include <optional>
 #include <memory>
@@ -102,6 +103,10 @@ private:
   /// Runs the handlers of the requests the multiplexer completed.
   void deliver_completed();
   void wake_writer();
+  /// error::timeout for `p` at `at`, which is no earlier than any deadline already added.
+  void add_deadline(const pending_ptr& p, steady::time_point at);
+  void arm_deadline_timer();
+  void on_deadline_timer(error_code ec);
 
   phase phase_ = phase::idle;
   bool connected_ = false;
@@ -112,6 +117,17 @@ private:
   std::string last_connect_error_;
   std::string handshake_refusal_;                // what the server refused, for the above
   asio::steady_timer write_cv_;     // timer as condition variable: the writer sleeps on it
+  bool writer_waiting_ = false;     // ... and only then is there anyone to wake
+  // Requests with the connection's request_timeout, in exec() order, which is deadline order: one
+  // timer, armed for the front, serves them all (a timer per request cost a timer-queue insert, a
+  // cancel and a posted completion for every request). Completed ones leave from the front.
+  struct deadline {
+    steady::time_point at;
+    pending_ptr p;
+  };
+  std::deque<deadline> deadlines_;
+  asio::steady_timer deadline_timer_;
+  bool deadline_armed_ = false;
   asio::steady_timer backoff_timer_;
   asio::cancellation_signal stop_;
   resp::parser parser_;

@@ -245,6 +245,46 @@ BOOST_AUTO_TEST_CASE(request_timeout) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(each_request_times_out_at_its_own_deadline) {
+  // The connection's request_timeout deadlines share one timer; a request with a timeout of its
+  // own, due earlier, must not wait for theirs, and none may fire early.
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = config_for(server);
+    cfg.request_timeout = 300ms;
+    client c(ex, cfg), sleeper(ex, config_for(server));
+    co_await c.connect();
+    co_await sleeper.connect();
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    std::vector<std::pair<char, clock::duration>> done; // which request, when
+    auto timed = [&](char name, request r, clock::duration delay) -> asio::awaitable<void> {
+      co_await sleep_for(delay);
+      auto [ec, resp] = co_await c.exec(std::move(r), tuple_awaitable);
+      BOOST_TEST(ec == error::timeout, name);
+      done.emplace_back(name, clock::now() - t0);
+    };
+    auto stall_server = [&]() -> asio::awaitable<void> {
+      co_await sleeper.exec(make("DEBUG", "SLEEP", "0.8"), tuple_awaitable);
+    };
+    request own({.timeout = 50ms});
+    own.push("PING");
+    co_await ((stall_server() && timed('a', make("PING"), 20ms)) &&
+              (timed('b', make("PING"), 120ms) && timed('c', std::move(own), 120ms)));
+    BOOST_REQUIRE_EQUAL(done.size(), 3u);
+    // c (due at 170 ms) first, then a (320 ms), then b (420 ms); each at or after its deadline.
+    BOOST_TEST(done[0].first == 'c');
+    BOOST_TEST(done[1].first == 'a');
+    BOOST_TEST(done[2].first == 'b');
+    BOOST_TEST((done[0].second >= 170ms && done[0].second < 310ms)); // not held up by a's timer
+    BOOST_TEST((done[1].second >= 320ms && done[1].second < 520ms));
+    BOOST_TEST((done[2].second >= 420ms && done[2].second < 700ms));
+    // Their late replies are discarded: the next request gets its own.
+    auto next = co_await c.exec(make("ECHO", "after"));
+    BOOST_TEST(next[0].data == "after");
+  });
+}
+
 BOOST_AUTO_TEST_CASE(cancel_if_not_connected_fails_fast_while_down) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
