@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(each_lock_lives_on_its_slots_master_and_waiters_wake_by_sha
         auto g = co_await mb.acquire();
         woke = true;
         next_token = g.fencing_token();
-        co_await g.release();
+        co_await g.unlock();
       };
       asio::co_spawn(co_await asio::this_coro::executor, waiter(), asio::detached);
       // The waiter subscribes on the owner, sharded, and nowhere else.
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(each_lock_lives_on_its_slots_master_and_waiters_wake_by_sha
       BOOST_TEST(!woke);
       auto released = std::chrono::steady_clock::now();
       const auto token = held.fencing_token();
-      co_await held.release();
+      co_await held.unlock();
       BOOST_TEST(co_await eventually([&] { return woke; }, ms(2000)));
       BOOST_TEST_MESSAGE("lock on node " << owner << ": hand-off " << since(released).count()
                                          << " ms after the release (" << since(t0).count()
@@ -264,19 +264,19 @@ BOOST_AUTO_TEST_CASE(semaphores_shared_mutexes_and_segments_spread_over_the_mast
     BOOST_TEST(st.in_use == 2);
     const auto sem_owner = cluster.owner_of(cluster.key_slot("corolock:{slots}:sem"));
     BOOST_TEST(sync(cluster.node(sem_owner), "EXISTS", "corolock:{slots}:sem") == "1");
-    co_await p1.release();
-    co_await p2.release();
+    co_await p1.unlock();
+    co_await p2.unlock();
 
     shared_mutex rw(c, "table");
     auto r1 = co_await rw.acquire_shared();
     auto r2 = co_await rw.acquire_shared();
     auto [wec, w] = co_await rw.try_acquire(tuple_awaitable);
     BOOST_TEST(!w);
-    co_await r1.release();
-    co_await r2.release();
+    co_await r1.unlock();
+    co_await r2.unlock();
     auto writer = co_await rw.acquire();
     BOOST_TEST(writer.owns_lock());
-    co_await writer.release();
+    co_await writer.unlock();
 
     // A segmented lock's segments are locks of their own: on a cluster they spread over masters.
     segmented_lock hot(c, "item", 6);
@@ -288,7 +288,7 @@ BOOST_AUTO_TEST_CASE(semaphores_shared_mutexes_and_segments_spread_over_the_mast
     }
     BOOST_TEST(nodes.size() > 1u, "6 segments on " << nodes.size() << " masters");
     for (auto& g : held)
-      co_await g.release();
+      co_await g.unlock();
     co_await c.shutdown();
   });
   expect_no_lock_keys(cluster);
@@ -331,12 +331,12 @@ BOOST_AUTO_TEST_CASE(a_stalled_master_costs_only_its_own_leases) {
       if (more_owner.at(name) != stalled) {
         BOOST_TEST(!ec, ec.message());
         if (g)
-          co_await g.release();
+          co_await g.unlock();
       }
     }
     cluster.node(stalled).resume();
     for (auto& [owner, g] : held) {
-      auto [ec] = co_await g.release(tuple_awaitable);
+      auto [ec] = co_await g.unlock(tuple_awaitable);
       BOOST_TEST((owner == stalled ? ec == error::lease_lost || !ec : !ec), ec.message());
     }
     co_await c.shutdown();
@@ -373,7 +373,7 @@ BOOST_AUTO_TEST_CASE(every_cancellation_type_leaves_nothing_on_the_owner) {
         BOOST_TEST(!tg);
       }
     }
-    co_await held.release();
+    co_await held.unlock();
     BOOST_TEST(sync(cluster.node(owner), "EXISTS", key_of("cx")) == "0");
     co_await a.shutdown();
     co_await b.shutdown();
@@ -402,7 +402,7 @@ BOOST_AUTO_TEST_CASE(close_releases_on_every_master) {
       auto [ec, g] = co_await m.acquire_for(ms(3000), tuple_awaitable);
       BOOST_TEST(!ec, ec.message());
       if (g)
-        co_await g.release();
+        co_await g.unlock();
     }
     BOOST_TEST(since(t0) < ms(2000));
     BOOST_TEST_MESSAGE("every lock of the closed client taken over within " << since(t0).count() << " ms");
@@ -448,13 +448,13 @@ BOOST_AUTO_TEST_CASE(a_resharding_under_a_held_lock_tells_the_holder_before_the_
     BOOST_TEST((told <= taken), "the holder was told before anyone else took the lock");
     BOOST_TEST(next.fencing_token() > token, "the fence moved with the slot");
     BOOST_TEST(sync_list(cluster.node(to), "KEYS", key_of(name)).size() == 1u);
-    auto [rec] = co_await held.release(tuple_awaitable);
+    auto [rec] = co_await held.unlock(tuple_awaitable);
     BOOST_TEST(rec == error::lease_lost);
-    co_await next.release();
+    co_await next.unlock();
     // And a fresh client goes straight to the new owner.
     mutex ma2(a, name);
     auto again = co_await ma2.acquire_for(ms(2000));
-    co_await again.release();
+    co_await again.unlock();
     co_await a.shutdown();
     co_await b.shutdown();
   });
@@ -500,7 +500,7 @@ BOOST_AUTO_TEST_CASE(a_failover_in_the_middle_of_lock_traffic_keeps_untold_holde
         s.end = std::chrono::steady_clock::now();
         s.told = g.lost();
         sections.push_back(s);
-        co_await g.release(tuple_awaitable);
+        co_await g.unlock(tuple_awaitable);
       }
       --running;
     };
@@ -559,7 +559,7 @@ BOOST_AUTO_TEST_CASE(acquisitions_during_a_slot_migration_wait_for_it_and_land_o
   for (int i = 0; free_name.empty(); ++i)
     if (cluster.key_slot(key_of("other" + std::to_string(i))) == slot)
       free_name = "other" + std::to_string(i);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
     auto a_owner = co_await connected_client(cluster);
     client& a = *a_owner;
     mutex held_lock(a, held_name, lease_of(ms(3000))), free_lock(a, free_name);
@@ -586,11 +586,11 @@ BOOST_AUTO_TEST_CASE(acquisitions_during_a_slot_migration_wait_for_it_and_land_o
                                          << std::chrono::duration_cast<ms>(moved_at - t0).count() << " ms");
     BOOST_TEST(took >= ms(250), "it waited for the migration");
     BOOST_TEST(sync_list(cluster.node(to), "KEYS", key_of(free_name)).size() == 1u);
-    co_await g.release();
+    co_await g.unlock();
     // The held lock's keys moved too: its release, refused by the old master with MOVED, is
     // sent on to the new one and frees the lock there.
     BOOST_TEST(!held.lost());
-    auto [rec] = co_await held.release(tuple_awaitable);
+    auto [rec] = co_await held.unlock(tuple_awaitable);
     BOOST_TEST(!rec, rec.message() << ": " << a.last_server_error());
     BOOST_TEST(sync_list(cluster.node(to), "KEYS", key_of(held_name)).empty());
     co_await a.shutdown();

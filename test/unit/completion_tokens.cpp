@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(use_future_throws_from_get) {
   std::future<guard> f = o.m.acquire(asio::use_future);
   o.io.run();
   try {
-    f.get();
+    auto g = f.get();
     BOOST_FAIL("acquire on a client never connected succeeded");
   } catch (const boost::system::system_error& e) {
     BOOST_TEST(e.code() == not_connected);
