@@ -12,6 +12,7 @@
 #include "redis/cluster/cluster_nodes.hpp"
 #include "redis/cluster/key_slot.hpp"
 #include "redis/cluster/redirection.hpp"
+#include "redis/connection_await.hpp"
 
 #include <corolock/error.hpp>
 
@@ -134,20 +135,13 @@ void release_on_new_owner(std::shared_ptr<cluster_nodes> cluster, const client_i
       co_return ec;
     request req;
     push_release(req, *n, o, true, nullptr, {}, {}, target->publish_verb());
-    auto run = [&](auto handler) { target->locks->exec(std::move(req), std::move(handler)); };
-    auto [xec, replies] =
-        co_await asio::async_initiate<decltype(use_tuple), void(error_code, response)>(run, use_tuple);
+    auto [xec, replies] = co_await exec_on(target->locks, std::move(req));
     if (xec)
       co_return xec;
-    const auto& v = replies.at(0);
-    if (v.is_error()) {
-      target->last_server_error = v.data;
-      co_return error::redis_error;
-    }
-    if (v.type != resp::type::array || v.children.empty() ||
-        v.children[0].type != resp::type::integer)
-      co_return error::unexpected_reply;
-    co_return v.children[0].integer == 0 ? error_code(error::lease_lost) : error_code{};
+    std::int64_t status = 0;
+    if (auto rec = read_release(*target, replies.at(0), status))
+      co_return rec;
+    co_return status == 0 ? error_code(error::lease_lost) : error_code{};
   };
   auto ex = node.ex;
   spawn_op(ex, resend(std::move(cluster), std::move(names), std::move(owner)), std::move(h));

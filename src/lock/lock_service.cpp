@@ -283,26 +283,26 @@ struct release_op : std::enable_shared_from_this<release_op> {
     if (ec)
       return finish(transport_error(*c, ec), true);
     const auto& v = r.at(0);
-    if (v.is_error()) {
-      c->last_server_error = v.data;
+    std::int64_t status = 0;
+    const auto rec = read_release(*c, v, status);
+    if (rec == error::redis_error) {
       // A cluster node whose slot moved away (resharding, failover): the keys went with it.
       if (auto cluster = c->cluster_of.lock();
           cluster && !followed_moved && classify_cluster_error(v.data) == cluster_error_kind::moved) {
         followed_moved = true;
         release_on_new_owner(cluster, *c, v.data, l->names, l->owner,
-                             [self = shared_from_this()](error_code rec) {
-                               self->finish(!rec && self->past_deadline ? error_code(error::lease_lost)
-                                                                        : rec,
+                             [self = shared_from_this()](error_code there) {
+                               self->finish(!there && self->past_deadline
+                                                ? error_code(error::lease_lost)
+                                                : there,
                                             false);
                              });
         return;
       }
       return finish(error::redis_error, false);
     }
-    if (v.type != resp::type::array || v.children.empty() ||
-        v.children[0].type != resp::type::integer)
-      return finish(error::unexpected_reply, true);
-    const auto status = v.children[0].integer;
+    if (rec)
+      return finish(rec, true);
     if (status == 2 && v.children.size() == 3 && offer) {
       // Given to this client's own first waiter: at once, with its full lease.
       line->handed(offer->handoff, static_cast<std::uint64_t>(v.children[1].integer), sent_at,
@@ -325,6 +325,18 @@ struct release_op : std::enable_shared_from_this<release_op> {
 };
 
 } // namespace
+
+error_code read_release(client_impl& c, const resp::value& v, std::int64_t& status) {
+  if (v.is_error()) {
+    c.last_server_error = v.data;
+    return error::redis_error;
+  }
+  if (v.type != resp::type::array || v.children.empty() ||
+      v.children[0].type != resp::type::integer)
+    return error::unexpected_reply;
+  status = v.children[0].integer;
+  return {};
+}
 
 void lock_service::release(std::shared_ptr<lease> l, handler<void(error_code)> h) {
   auto op = std::make_shared<release_op>();

@@ -91,6 +91,11 @@ void push_attempt(request& req, const lock_names& names, const std::string& owne
                   std::chrono::milliseconds waiter_ttl, std::int64_t permits,
                   const char* publish);
 
+/// Reads a release.lua (release_permits.lua) reply into its status: 0 the owner no longer holds,
+/// 1 released, 2 handed to this client's own waiter. error::redis_error (the text in
+/// c.last_server_error) for an error reply, error::unexpected_reply for another shape.
+error_code read_release(client_impl& c, const resp::value& v, std::int64_t& status);
+
 /// Builds renew.lua (renew_permits.lua): renews `owner`'s lease if it still holds under `token`;
 /// a zero `lease` only checks.
 void push_renew(request& req, const lock_names& names, const std::string& owner,

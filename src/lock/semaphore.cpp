@@ -3,6 +3,7 @@
 #include "detail/spawn.hpp"
 #include "lock/acquire.hpp"
 #include "lock/scripts.hpp"
+#include "redis/connection_await.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/redis/client.hpp>
@@ -34,9 +35,7 @@ asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
   req.push_script(permits_status_script(), n.permit_keys(), {std::to_string(n.default_permits)});
   // A set_permits whose reply was lost may be sent again: setting a count twice is harmless.
   for (int tries = 0;; ++tries) {
-    auto tok = asio::as_tuple(asio::use_awaitable);
-    auto [ec, replies] = co_await asio::async_initiate<decltype(tok), void(error_code, response)>(
-        [&](auto h) { c->locks->exec(req, std::move(h)); }, tok);
+    auto [ec, replies] = co_await exec_on(c->locks, req);
     if (ec == error::connection_lost && tries < 2 && !c->closed)
       continue;
     if (ec)

@@ -3,6 +3,7 @@
 #include "lock/lock_service.hpp"
 #include "redis/backoff.hpp"
 #include "redis/cluster/cluster_nodes.hpp"
+#include "redis/connection_await.hpp"
 #include "redis/failover_watch.hpp"
 
 #include "detail/completion.hpp"
@@ -168,13 +169,6 @@ connection_stats client::stats() const {
 namespace {
 using namespace detail;
 
-asio::awaitable<error_code> connect_one(std::shared_ptr<connection_impl> c) {
-  // A named initiation: GCC 12 destroys a lambda temporary inside a co_await expression twice.
-  auto start = [c](auto handler) { c->start(std::move(handler)); };
-  constexpr auto token = asio::as_tuple(asio::use_awaitable);
-  auto [ec] = co_await asio::async_initiate<decltype(token), void(error_code)>(start, token);
-  co_return ec;
-}
 
 // Sentinel may still name a master that a failover has just demoted: try again with backoff,
 // for up to connect_timeout, before the first connect reports error::not_master.
@@ -182,7 +176,7 @@ asio::awaitable<error_code> connect_to_master(std::shared_ptr<connection_impl> c
   const auto deadline = steady::now() + c->cfg_.connect_timeout;
   backoff delay{c->cfg_.reconnect_min, c->cfg_.reconnect_max, std::random_device{}()};
   for (;;) {
-    auto ec = co_await connect_one(c);
+    auto ec = co_await start_connection(c);
     if (ec != error::not_master || steady::now() >= deadline || c->closing())
       co_return ec;
     asio::steady_timer pause(c->ex_, delay.next());

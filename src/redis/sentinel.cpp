@@ -1,16 +1,14 @@
 #include "redis/sentinel.hpp"
 
-#include <corolock/error.hpp>
+#include "redis/connection_await.hpp"
 
-#include <boost/asio/as_tuple.hpp>
+#include <corolock/error.hpp>
 
 #include <charconv>
 
 namespace corolock::detail {
 
 namespace {
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
 std::optional<std::uint16_t> parse_port(std::string_view text) {
   unsigned value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -64,14 +62,9 @@ std::optional<server_address> parse_switch_master(std::string_view payload,
 asio::awaitable<std::pair<error_code, response>> ask_once(asio::any_io_executor ex,
                                                           client_config cfg, request req) {
   auto conn = std::make_shared<connection_impl>(ex, std::move(cfg));
-  // Named initiations: GCC 12 destroys a lambda temporary inside a co_await expression twice.
-  auto start = [conn](auto h) { conn->start(std::move(h)); };
-  auto [cec] = co_await asio::async_initiate<decltype(use_tuple), void(error_code)>(start, use_tuple);
-  if (cec)
+  if (auto cec = co_await start_connection(conn))
     co_return std::pair{cec, response{}};
-  auto exec = [conn, &req](auto h) { conn->exec(std::move(req), std::move(h)); };
-  auto [ec, replies] =
-      co_await asio::async_initiate<decltype(use_tuple), void(error_code, response)>(exec, use_tuple);
+  auto [ec, replies] = co_await exec_on(conn, std::move(req));
   conn->close();
   co_return std::pair{ec, std::move(replies)};
 }

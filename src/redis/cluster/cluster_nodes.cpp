@@ -4,6 +4,7 @@
 #include "redis/cluster/request_slot.hpp"
 #include "redis/cluster/route.hpp"
 #include "redis/cluster/topology_reply.hpp"
+#include "redis/connection_await.hpp"
 
 #include "detail/completion.hpp"
 
@@ -19,20 +20,6 @@ namespace corolock::detail {
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-asio::awaitable<error_code> start_connection(const std::shared_ptr<connection_impl>& c) {
-  auto start = [c](auto handler) { c->start(std::move(handler)); };
-  auto [ec] = co_await asio::async_initiate<decltype(use_tuple), void(error_code)>(start, use_tuple);
-  co_return ec;
-}
-
-asio::awaitable<std::pair<error_code, response>> exec_on(const std::shared_ptr<connection_impl>& c,
-                                                          request req) {
-  auto run = [c](auto handler, request r) { c->exec(std::move(r), std::move(handler)); };
-  auto [ec, r] = co_await asio::async_initiate<decltype(use_tuple), void(error_code, response)>(
-      run, use_tuple, std::move(req));
-  co_return std::pair{ec, std::move(r)};
-}
 
 /// Wakes everyone waiting on `t` (a timer used as an event).
 void wake_all(asio::steady_timer& t) {
