@@ -174,8 +174,17 @@ BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
     }
     co_await g.unlock();
     BOOST_TEST(!g.owns_lock());
+    // unlock() completes once a quorum has released (redlock.hpp); the third follows.
+    std::size_t released = 0;
     for (std::size_t i = 0; i < 3; ++i)
-      BOOST_TEST(!has_key(group[i], "order:1")); // released on every master before completion
+      released += has_key(group[i], "order:1") ? 0 : 1;
+    BOOST_TEST(released >= 2u, "released on " << released << " masters at completion");
+    BOOST_TEST(co_await eventually([&] {
+      for (std::size_t i = 0; i < 3; ++i)
+        if (has_key(group[i], "order:1"))
+          return false;
+      return true;
+    }, std::chrono::milliseconds(1000)));
     auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::already_released);
 
