@@ -1,6 +1,7 @@
 // Everything a corolock user needs.
 #pragma once
 
+#include <corolock/diagnostics.hpp>
 #include <corolock/error.hpp>
 #include <corolock/id_generator.hpp>
 #include <corolock/redis/client.hpp>

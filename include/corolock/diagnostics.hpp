@@ -1,0 +1,183 @@
+// Why one operation failed, in words, kept by the caller for that operation alone.
+//
+//   corolock::diagnostics why;
+//   auto [ec, g] = co_await m.acquire(corolock::bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+//   if (ec == corolock::error::redis_error)
+//     log(why.server_message());   // "WRONGTYPE Operation against a key holding the wrong kind of value"
+//
+// An error_code says what kind of failure it was; the words behind it (the server's error reply,
+// the address a connect could not reach) belong to the one operation that met them. A shared
+// "last error" on the client would be overwritten by the next failure of another coroutine, so
+// the words travel with the operation instead: bind a diagnostics object to the completion token.
+// It is cleared when the operation starts and written before its handler runs; like the buffers
+// of an Asio read, it must outlive the operation. Unbound, an operation keeps no words.
+// A code that says it all leaves it empty: timeout, not_connected, closed, operation_aborted
+// (except a redlock's timeout, which says how far its last attempt got).
+#pragma once
+
+#include <corolock/detail/async.hpp>
+
+#include <boost/asio/associator.hpp>
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace corolock {
+
+namespace detail {
+struct diagnostics_access;
+} // namespace detail
+
+class diagnostics {
+public:
+  /// The text of the server's error reply that made the operation fail (error::redis_error,
+  /// including a refused subscription), e.g. "NOPERM this user has no permissions to access one
+  /// of the keys used as arguments". Empty if the server said nothing.
+  const std::string& server_message() const noexcept { return server_; }
+  /// corolock's own words: why a connect failed (address and the system's reason, which
+  /// certificate check, or the server's refusal of the credentials quoted inside), a semaphore
+  /// request larger than its permits.
+  const std::string& client_message() const noexcept { return client_; }
+  /// Whichever of the two is set (the server's first).
+  const std::string& message() const noexcept { return server_.empty() ? client_ : server_; }
+  bool empty() const noexcept { return server_.empty() && client_.empty(); }
+  void clear() noexcept {
+    server_.clear();
+    client_.clear();
+  }
+
+private:
+  friend struct detail::diagnostics_access;
+  std::string server_;
+  std::string client_;
+};
+
+/// The diagnostics bound to a completion handler (null if none), in the manner of Asio's
+/// associated_cancellation_slot: Asio's own adapters (as_tuple, redirect_error, ...) pass it on.
+template <typename T, typename Default = diagnostics*>
+struct associated_diagnostics;
+
+namespace detail {
+
+template <typename T, typename D, typename = void>
+struct associated_diagnostics_impl {
+  using type = D;
+  static type get(const T&) noexcept { return nullptr; }
+  static type get(const T&, D d) noexcept { return d; }
+};
+
+// A handler Asio wraps (as_tuple_handler, redirect_error_handler, ...) forwards to the one inside.
+template <typename T, typename D>
+struct associated_diagnostics_impl<
+    T, D, std::void_t<typename asio::associator<associated_diagnostics, T, D>::type>>
+    : asio::associator<associated_diagnostics, T, D> {};
+
+} // namespace detail
+
+template <typename T, typename Default>
+struct associated_diagnostics : detail::associated_diagnostics_impl<T, Default> {};
+
+/// A completion token whose handler carries a diagnostics (see bind_diagnostics).
+template <typename Token>
+struct diagnostics_token {
+  diagnostics* diag;
+  Token token;
+};
+
+/// `token`, with `d` to receive the words of the operation's failure. Any token: the default
+/// (use_awaitable), as_tuple(use_awaitable), use_future, a callback; Asio's adapters may wrap it
+/// (as_tuple(bind_diagnostics(d))) or be wrapped by it.
+template <typename Token = default_token>
+diagnostics_token<std::decay_t<Token>> bind_diagnostics(diagnostics& d, Token&& token = {}) {
+  return {&d, std::forward<Token>(token)};
+}
+
+namespace detail {
+
+/// The handler made for a diagnostics_token: the inner handler, plus where the words go.
+template <typename Handler>
+struct diagnostics_handler {
+  diagnostics* diag;
+  Handler handler;
+
+  template <typename... Args>
+  void operator()(Args&&... args) {
+    std::move(handler)(std::forward<Args>(args)...);
+  }
+};
+
+/// What an operation's initiation asks of its handler: where its words go (or null), cleared.
+template <typename Handler>
+diagnostics* diagnostics_for(const Handler& h) noexcept {
+  diagnostics* d = associated_diagnostics<Handler>::get(h);
+  if (d)
+    d->clear();
+  return d;
+}
+
+} // namespace detail
+
+template <typename Handler, typename D>
+struct associated_diagnostics<detail::diagnostics_handler<Handler>, D> {
+  using type = diagnostics*;
+  static type get(const detail::diagnostics_handler<Handler>& h) noexcept { return h.diag; }
+  static type get(const detail::diagnostics_handler<Handler>& h, D) noexcept { return h.diag; }
+};
+
+} // namespace corolock
+
+/// @cond INTERNAL
+// The executor, allocator and cancellation slot of the inner handler stay its own.
+template <template <typename, typename> class Associator, typename Handler, typename Default>
+struct boost::asio::associator<Associator, corolock::detail::diagnostics_handler<Handler>, Default>
+    : Associator<Handler, Default> {
+  static typename Associator<Handler, Default>::type
+  get(const corolock::detail::diagnostics_handler<Handler>& h) noexcept {
+    return Associator<Handler, Default>::get(h.handler);
+  }
+  static auto get(const corolock::detail::diagnostics_handler<Handler>& h,
+                  const Default& d) noexcept -> decltype(Associator<Handler, Default>::get(h.handler, d)) {
+    return Associator<Handler, Default>::get(h.handler, d);
+  }
+};
+
+namespace corolock::detail {
+// Asio 1.81's own adapters (redirect_error, bind_cancellation_slot) ask the token inside them for
+// its return_type: pass on the inner token's, where it has one.
+template <typename Inner, typename = void>
+struct diagnostics_return_type {};
+template <typename Inner>
+struct diagnostics_return_type<Inner, std::void_t<typename Inner::return_type>> {
+  using return_type = typename Inner::return_type;
+};
+} // namespace corolock::detail
+
+template <typename Token, typename... Signatures>
+struct boost::asio::async_result<corolock::diagnostics_token<Token>, Signatures...>
+    : corolock::detail::diagnostics_return_type<boost::asio::async_result<Token, Signatures...>> {
+  template <typename Initiation>
+  struct init_wrapper {
+    corolock::diagnostics* diag;
+    Initiation initiation;
+
+    template <typename Handler, typename... Args>
+    void operator()(Handler&& handler, Args&&... args) {
+      std::move(initiation)(
+          corolock::detail::diagnostics_handler<std::decay_t<Handler>>{
+              diag, std::forward<Handler>(handler)},
+          std::forward<Args>(args)...);
+    }
+  };
+
+  template <typename Initiation, typename RawToken, typename... Args>
+  static auto initiate(Initiation&& initiation, RawToken&& token, Args&&... args) {
+    return asio::async_initiate<
+        std::conditional_t<std::is_const_v<std::remove_reference_t<RawToken>>, const Token, Token>,
+        Signatures...>(init_wrapper<std::decay_t<Initiation>>{token.diag,
+                                                              std::forward<Initiation>(initiation)},
+                       token.token, std::forward<Args>(args)...);
+  }
+};
+/// @endcond

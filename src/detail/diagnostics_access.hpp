@@ -1,0 +1,40 @@
+// Private: how an operation writes the words of its failure into the caller's diagnostics.
+#pragma once
+
+#include <corolock/diagnostics.hpp>
+#include <corolock/error.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace corolock::detail {
+
+struct diagnostics_access {
+  /// The server's error reply (a no-op without diagnostics, or without words).
+  static void server(diagnostics* d, std::string_view text) {
+    if (d && !text.empty())
+      d->server_.assign(text);
+  }
+  /// corolock's own words.
+  static void client(diagnostics* d, std::string_view text) {
+    if (d && !text.empty())
+      d->client_.assign(text);
+  }
+  /// `said` (the words of one part of a larger operation: a Redlock master, a segment), with
+  /// `label` naming that part put before corolock's own words.
+  static diagnostics labelled(const diagnostics& said, std::string label) {
+    diagnostics out;
+    server(&out, said.server_message());
+    client(&out, said.client_message().empty() ? label : label + ": " + said.client_message());
+    return out;
+  }
+  /// The words behind `ec`: an error reply's are the server's, the rest corolock's own.
+  static void of(diagnostics* d, error_code ec, std::string_view text) {
+    if (ec == error::redis_error)
+      server(d, text);
+    else
+      client(d, text);
+  }
+};
+
+} // namespace corolock::detail
