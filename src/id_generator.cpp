@@ -1,6 +1,7 @@
 #include <corolock/id_generator.hpp>
 
 #include "detail/completion.hpp"
+#include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
 #include "redis/client_impl.hpp"
 
@@ -77,6 +78,7 @@ struct issued {
   error_code ec;
   std::uint64_t seconds = 0; // since the epoch
   std::uint64_t last = 0;    // the last sequence number taken
+  std::string text{};        // with ec: the server's error reply, or corolock's words
 };
 
 /// Builds the script call outside any coroutine (GCC 12 miscompiles initializer lists in them).
@@ -110,8 +112,8 @@ asio::awaitable<issued> issue(std::shared_ptr<id_generator_state> st, std::uint3
     if (ec)
       co_return issued{ec};
     const auto& r = replies.at(0);
-    if (r.is_error())
-      co_return issued{error::redis_error}; // e.g. WRONGTYPE: another value under the counter's key
+    if (r.is_error()) // e.g. WRONGTYPE: another value under the counter's key
+      co_return issued{error::redis_error, 0, 0, r.data};
     if (r.type != resp::type::array || r.children.size() < 2)
       co_return issued{error::unexpected_reply};
     for (const auto& part : r.children)
@@ -133,11 +135,11 @@ asio::awaitable<issued> issue(std::shared_ptr<id_generator_state> st, std::uint3
       failure = error::unexpected_reply;
       continue; // our guess of the day was wrong; saw() corrected it
     case -1:
-      co_return issued{error::exhausted}; // the day's sequence numbers are used up
+      co_return issued{error::exhausted, 0, 0, "the day's 2^32 sequence numbers are used up"};
     case -2:
-      co_return issued{error::invalid_argument}; // the epoch is after the server's clock
+      co_return issued{error::invalid_argument, 0, 0, "the epoch is after the server's clock"};
     case -3:
-      co_return issued{error::exhausted}; // 31 bits of seconds since the epoch are used up
+      co_return issued{error::exhausted, 0, 0, "31 bits of seconds since the epoch are used up"};
     default:
       co_return issued{error::unexpected_reply};
     }
@@ -150,19 +152,23 @@ std::uint64_t make_id(std::uint64_t seconds, std::uint64_t sequence) {
 }
 
 asio::awaitable<std::pair<error_code, std::uint64_t>> next_op(
-    std::shared_ptr<id_generator_state> st) {
+    std::shared_ptr<id_generator_state> st, diagnostics* diag) {
   auto got = co_await issue(st, 1);
-  if (got.ec)
+  if (got.ec) {
+    diagnostics_access::of(diag, got.ec, got.text);
     co_return std::pair<error_code, std::uint64_t>{got.ec, 0};
+  }
   co_return std::pair<error_code, std::uint64_t>{error_code{}, make_id(got.seconds, got.last)};
 }
 
 asio::awaitable<std::pair<error_code, std::vector<std::uint64_t>>> batch_op(
-    std::shared_ptr<id_generator_state> st, std::uint32_t n) {
+    std::shared_ptr<id_generator_state> st, std::uint32_t n, diagnostics* diag) {
   using result = std::pair<error_code, std::vector<std::uint64_t>>;
   auto got = co_await issue(st, n);
-  if (got.ec)
+  if (got.ec) {
+    diagnostics_access::of(diag, got.ec, got.text);
     co_return result{got.ec, std::vector<std::uint64_t>{}};
+  }
   std::vector<std::uint64_t> ids(n);
   const std::uint64_t first = got.last - n + 1;
   for (std::uint32_t k = 0; k < n; ++k)
@@ -205,18 +211,21 @@ std::chrono::sys_seconds id_generator::time_of(std::uint64_t id) const noexcept 
 
 std::string id_generator::day_key(std::chrono::sys_days day) const { return state_->day_key(day); }
 
-void id_generator::async_next_impl(detail::handler<void(error_code, std::uint64_t)> h) {
-  detail::spawn_op(state_->ex, detail::next_op(state_), std::move(h));
+void id_generator::async_next_impl(diagnostics* diag,
+                                   detail::handler<void(error_code, std::uint64_t)> h) {
+  detail::spawn_op(state_->ex, detail::next_op(state_, diag), std::move(h));
 }
 
-void id_generator::async_batch_impl(std::uint32_t n,
+void id_generator::async_batch_impl(std::uint32_t n, diagnostics* diag,
                                     detail::handler<void(error_code, std::vector<std::uint64_t>)> h) {
   if (n == 0 || n > max_batch) {
+    detail::diagnostics_access::client(diag, "a batch is 1 .. " + std::to_string(max_batch) +
+                                                 " ids");
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
                            std::vector<std::uint64_t>{});
     return;
   }
-  detail::spawn_op(state_->ex, detail::batch_op(state_, n), std::move(h));
+  detail::spawn_op(state_->ex, detail::batch_op(state_, n, diag), std::move(h));
 }
 
 } // namespace corolock

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -68,7 +69,11 @@ public:
   template <typename CompletionToken = default_token>
   auto next(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::uint64_t)>(
-        [this](auto handler) { async_next_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_next_impl(diag, std::move(handler));
+        },
+        token);
   }
 
   /// n new ids (1 <= n <= max_batch), increasing, in one round trip; error::invalid_argument for
@@ -76,7 +81,10 @@ public:
   template <typename CompletionToken = default_token>
   auto next_batch(std::uint32_t n, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<std::uint64_t>)>(
-        [this](auto handler, std::uint32_t count) { async_batch_impl(count, std::move(handler)); },
+        [this](auto handler, std::uint32_t count) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_batch_impl(count, diag, std::move(handler));
+        },
         token, n);
   }
 
@@ -90,8 +98,9 @@ public:
   std::string day_key(std::chrono::sys_days day) const;
 
 private:
-  void async_next_impl(detail::handler<void(error_code, std::uint64_t)> h);
-  void async_batch_impl(std::uint32_t n, detail::handler<void(error_code, std::vector<std::uint64_t>)> h);
+  void async_next_impl(diagnostics* diag, detail::handler<void(error_code, std::uint64_t)> h);
+  void async_batch_impl(std::uint32_t n, diagnostics* diag,
+                        detail::handler<void(error_code, std::vector<std::uint64_t>)> h);
 
   std::shared_ptr<detail::id_generator_state> state_;
 };

@@ -1,5 +1,6 @@
 #include "lock/acquire.hpp"
 
+#include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
 #include "lock/lock_service.hpp"
 #include "lock/waiting_line.hpp"
@@ -23,6 +24,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
   std::int64_t permits = 1;
   stored_handler<handler<void(error_code, guard)>> h;
   asio::cancellation_slot slot;
+  diagnostics* diag = nullptr;
   error_code when_taken; // empty guard (try) or error::timeout (a deadline already past)
   int unknown_outcomes = 0;
   bool confirming = false; // won; waiting for replicas to acknowledge it
@@ -60,7 +62,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
     }
     if (r.ec) {
       svc.give_up(m->names, owner); // whatever it did, undone
-      return complete(r.ec, guard{});
+      return complete(r.ec, guard{}, r.text);
     }
     if (!r.acquired)
       return complete(when_taken, guard{});
@@ -93,7 +95,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
       return; // cancelled: given back then
     if (a.ec || !a.held) {
       svc.give_up(m->names, owner);
-      return complete(a.ec ? a.ec : error_code(error::lease_lost), guard{});
+      return complete(a.ec ? a.ec : error_code(error::lease_lost), guard{}, a.text);
     }
     // The renewal restarted a renewed lease; a fixed one was only checked and runs from the win.
     if (m->opts.watchdog)
@@ -110,9 +112,10 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
     complete({}, guard_access::make(std::move(l)));
   }
 
-  void complete(error_code ec, guard g) {
+  void complete(error_code ec, guard g, std::string_view text = {}) {
     if (!h)
       return;
+    diagnostics_access::of(diag, ec, text);
     // From the slot's own handler the slot is cleared later, by complete_later.
     complete_later(m->ex, h.take(), std::exchange(slot, {}), ec, std::move(g));
   }
@@ -134,7 +137,7 @@ void check_lock_arguments(std::string_view name, const lock_options& o, const ch
 }
 
 void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t permits,
-                   steady::time_point deadline, bool try_only,
+                   steady::time_point deadline, bool try_only, diagnostics* diag,
                    handler<void(error_code, guard)> h) {
   auto c = state->client.lock();
   error_code ec;
@@ -147,15 +150,15 @@ void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t perm
     return;
   }
   if (c->cluster) {
-    start_cluster_acquire(std::move(c), state, permits, deadline, try_only, std::move(h));
+    start_cluster_acquire(std::move(c), state, permits, deadline, try_only, diag, std::move(h));
     return;
   }
-  start_acquire_on(std::move(c), state, permits, deadline, try_only, std::move(h));
+  start_acquire_on(std::move(c), state, permits, deadline, try_only, diag, std::move(h));
 }
 
 void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<handle_state>& state,
                       std::int64_t permits, steady::time_point deadline, bool try_only,
-                      handler<void(error_code, guard)> h) {
+                      diagnostics* diag, handler<void(error_code, guard)> h) {
   if (c->closed || !c->lock_subs) {
     error_code ec = c->closed ? error_code(error::closed) : error_code(error::not_connected);
     complete_later(state->ex, std::move(h), {}, ec, guard{});
@@ -169,12 +172,14 @@ void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<hand
     op->permits = permits;
     op->owner = service.new_owner(std::min(state->opts.grant_lease, state->opts.lease));
     op->h.set(std::move(h));
+    op->diag = diag;
     op->when_taken = try_only ? error_code{} : error_code(error::timeout);
     op->start();
     return;
   }
   // Callers of one client queue in its line for the lock (see waiting_line).
-  service.line(state->names, state->opts, permits)->arrive(state, deadline, std::move(h));
+  service.line(state->names, state->opts, permits)->arrive(state, deadline, diag,
+                                                                   std::move(h));
 }
 
 void reenter(const handle_state& state, guard& held, std::int64_t permits,

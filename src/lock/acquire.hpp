@@ -5,6 +5,7 @@
 #include "lock/handle_state.hpp"
 #include "lock/line_machine.hpp"
 
+#include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -16,34 +17,35 @@
 namespace corolock::detail {
 
 /// Acquires `permits` of the handle's lock (a mutex: 1) until `deadline`; `try_only` makes one
-/// attempt and completes with an empty guard if the lock is taken.
+/// attempt and completes with an empty guard if the lock is taken. `diag` (may be null) gets the
+/// words of a failure before `h` runs.
 void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t permits,
-                   steady::time_point deadline, bool try_only,
+                   steady::time_point deadline, bool try_only, diagnostics* diag,
                    handler<void(error_code, guard)> h);
 
 /// The same on a given client: a standalone client, or one node of a cluster client.
 void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<handle_state>& state,
                       std::int64_t permits, steady::time_point deadline, bool try_only,
-                      handler<void(error_code, guard)> h);
+                      diagnostics* diag, handler<void(error_code, guard)> h);
 
 /// The same on a cluster client `top`: routed to the master of the lock's slot, and again after
 /// a MOVED, a migration or a failover (cluster_acquire.cpp).
 void start_cluster_acquire(std::shared_ptr<client_impl> top,
                            const std::shared_ptr<handle_state>& state, std::int64_t permits,
-                           steady::time_point deadline, bool try_only,
+                           steady::time_point deadline, bool try_only, diagnostics* diag,
                            handler<void(error_code, guard)> h);
 
 /// The client that serves a lock's keys: `c` itself, or on a cluster the node of the lock's slot.
 /// error::closed / not_connected as start_acquire would give.
 asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> lock_node(
-    std::shared_ptr<client_impl> c, const lock_names& names);
+    std::shared_ptr<client_impl> c, const lock_names& names, diagnostics* diag);
 
 /// A release that a cluster node refused with MOVED (`moved`: its error text; `node`: the node
 /// that said it): sent again, once, to the slot's new owner. Completes with success, lease_lost
-/// (the new owner does not list `owner`) or the error that prevented it.
+/// (the new owner does not list `owner`) or the error that prevented it, whose words go to `diag`.
 void release_on_new_owner(std::shared_ptr<cluster_nodes> cluster, const client_impl& node,
                           std::string moved, std::shared_ptr<const lock_names> names,
-                          std::string owner, handler<void(error_code)> h);
+                          std::string owner, diagnostics* diag, handler<void(error_code)> h);
 
 /// A nested guard on `held`, which must hold `permits` of the handle's lock.
 void reenter(const handle_state& state, guard& held, std::int64_t permits,

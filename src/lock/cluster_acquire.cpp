@@ -7,6 +7,7 @@
 // hops, and every cancellation type reaches the attempt under way.
 #include "lock/acquire.hpp"
 
+#include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
 #include "lock/lock_service.hpp"
 #include "redis/cluster/cluster_nodes.hpp"
@@ -31,9 +32,10 @@ constexpr std::chrono::milliseconds migration_pause{25};
 
 enum class reroute { no, refresh_map, after_pause, if_owner_changed };
 
-reroute reroute_for(error_code ec, const client_impl& node) {
+/// `said`: the node's words for this attempt's failure (its own, not another caller's).
+reroute reroute_for(error_code ec, const client_impl& node, const std::string& said) {
   if (ec == error::redis_error) {
-    switch (classify_cluster_error(node.last_server_error)) {
+    switch (classify_cluster_error(said)) {
     case cluster_error_kind::moved:
     case cluster_error_kind::down:
       return reroute::refresh_map;
@@ -57,7 +59,7 @@ asio::awaitable<bool> cancelled() {
 
 asio::awaitable<std::pair<error_code, guard>> cluster_acquire(
     std::shared_ptr<client_impl> top, std::shared_ptr<handle_state> state, std::int64_t permits,
-    steady::time_point deadline, bool try_only) {
+    steady::time_point deadline, bool try_only, diagnostics* diag) {
   using result = std::pair<error_code, guard>;
   co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
   co_await asio::this_coro::throw_if_cancelled(false);
@@ -69,19 +71,25 @@ asio::awaitable<std::pair<error_code, guard>> cluster_acquire(
       co_return result{asio::error::operation_aborted, guard{}};
     if (nec) {
       top->last_server_error = nodes->last_error();
+      diagnostics_access::client(diag, nodes->last_error());
       co_return result{nec, guard{}};
     }
+    // This hop's words: a MOVED or ASK decides where to go next; the last hop's go to the caller.
+    diagnostics said;
     auto start = [&](auto h) {
-      start_acquire_on(node, state, permits, deadline, try_only, std::move(h));
+      start_acquire_on(node, state, permits, deadline, try_only, &said, std::move(h));
     };
     auto [ec, g] =
         co_await asio::async_initiate<decltype(use_tuple), void(error_code, guard)>(start, use_tuple);
     if (ec == error::redis_error || ec == error::invalid_argument)
-      top->last_server_error = node->last_server_error;
-    const auto why = ec ? reroute_for(ec, *node) : reroute::no;
+      top->last_server_error = said.message();
+    const auto why = ec ? reroute_for(ec, *node, said.server_message()) : reroute::no;
     if (why == reroute::no || hop + 1 >= max_hops || steady::now() >= deadline ||
-        co_await cancelled() || top->closed)
+        co_await cancelled() || top->closed) {
+      if (ec && diag)
+        *diag = std::move(said);
       co_return result{ec, std::move(g)};
+    }
     if (why == reroute::after_pause) {
       asio::steady_timer pause(state->ex, std::min(steady::now() + migration_pause * (hop + 1),
                                                    deadline));
@@ -91,11 +99,14 @@ asio::awaitable<std::pair<error_code, guard>> cluster_acquire(
     const shard* before = nodes->map().owner(slot);
     const node_address was = before ? before->master : node_address{};
     // A MOVED names the new owner: no need to wait for a full refresh (which may be rate-limited).
-    if (!nodes->note_moved(node->last_server_error, node->cfg.host))
+    if (!nodes->note_moved(said.server_message(), node->cfg.host))
       co_await nodes->refresh();
     const shard* after = nodes->map().owner(slot);
-    if (why == reroute::if_owner_changed && (!after || after->master == was))
+    if (why == reroute::if_owner_changed && (!after || after->master == was)) {
+      if (diag)
+        *diag = std::move(said);
       co_return result{ec, std::move(g)}; // the same master: its error stands
+    }
   }
 }
 
@@ -103,14 +114,14 @@ asio::awaitable<std::pair<error_code, guard>> cluster_acquire(
 
 void start_cluster_acquire(std::shared_ptr<client_impl> top,
                            const std::shared_ptr<handle_state>& state, std::int64_t permits,
-                           steady::time_point deadline, bool try_only,
+                           steady::time_point deadline, bool try_only, diagnostics* diag,
                            handler<void(error_code, guard)> h) {
-  spawn_op(state->ex, cluster_acquire(std::move(top), state, permits, deadline, try_only),
+  spawn_op(state->ex, cluster_acquire(std::move(top), state, permits, deadline, try_only, diag),
            std::move(h));
 }
 
 asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> lock_node(
-    std::shared_ptr<client_impl> c, const lock_names& names) {
+    std::shared_ptr<client_impl> c, const lock_names& names, diagnostics* diag) {
   using result = std::pair<error_code, std::shared_ptr<client_impl>>;
   if (!c || c->closed)
     co_return result{error::closed, nullptr};
@@ -119,32 +130,39 @@ asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> lock_node(
   if (!c->cluster)
     co_return result{error_code{}, std::move(c)};
   auto [ec, node] = co_await c->cluster->node_for(key_slot(names.key));
-  if (ec)
+  if (ec) {
     c->last_server_error = c->cluster->last_error();
+    diagnostics_access::client(diag, c->cluster->last_error());
+  }
   co_return result{ec, std::move(node)};
 }
 
 void release_on_new_owner(std::shared_ptr<cluster_nodes> cluster, const client_impl& node,
                           std::string moved, std::shared_ptr<const lock_names> names,
-                          std::string owner, handler<void(error_code)> h) {
+                          std::string owner, diagnostics* diag, handler<void(error_code)> h) {
   cluster->note_moved(moved, node.cfg.host);
   auto resend = [](std::shared_ptr<cluster_nodes> nodes, std::shared_ptr<const lock_names> n,
-                   std::string o) -> asio::awaitable<error_code> {
+                   std::string o, diagnostics* diag) -> asio::awaitable<error_code> {
     auto [ec, target] = co_await nodes->node_for(key_slot(n->key));
-    if (ec)
+    if (ec) {
+      diagnostics_access::client(diag, nodes->last_error());
       co_return ec;
+    }
     request req;
     push_release(req, *n, o, true, nullptr, {}, {}, target->publish_verb());
     auto [xec, replies] = co_await exec_on(target->locks, std::move(req));
     if (xec)
       co_return xec;
     std::int64_t status = 0;
-    if (auto rec = read_release(*target, replies.at(0), status))
+    if (auto rec = read_release(*target, replies.at(0), status)) {
+      diagnostics_access::server(diag, replies.at(0).data);
       co_return rec;
+    }
     co_return status == 0 ? error_code(error::lease_lost) : error_code{};
   };
   auto ex = node.ex;
-  spawn_op(ex, resend(std::move(cluster), std::move(names), std::move(owner)), std::move(h));
+  spawn_op(ex, resend(std::move(cluster), std::move(names), std::move(owner), diag),
+           std::move(h));
 }
 
 } // namespace corolock::detail

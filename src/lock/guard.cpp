@@ -37,7 +37,7 @@ void guard::abandon() noexcept {
     auto c = lease_->client.lock();
     lease_->mark_released();
     if (c && !c->closed && c->lock_layer)
-      c->lock_layer->release(lease_, {});
+      c->lock_layer->release(lease_, nullptr, {});
   } catch (...) {
     // Out of memory while scheduling: the lease's expiry frees the lock.
   }
@@ -66,7 +66,7 @@ asio::cancellation_slot guard::lost_slot() {
   return lease_ ? lease_->lost_signal.slot() : asio::cancellation_slot();
 }
 
-void guard::async_unlock_impl(detail::handler<void(error_code)> h) {
+void guard::async_unlock_impl(diagnostics* diag, detail::handler<void(error_code)> h) {
   if (!holds_ || !lease_) {
     if (lease_)
       detail::complete_later(lease_->ex, std::move(h), {}, error_code(error::already_released));
@@ -93,7 +93,7 @@ void guard::async_unlock_impl(detail::handler<void(error_code)> h) {
     detail::complete_later(l->ex, std::move(h), {}, error_code(error::closed));
     return;
   }
-  c->lock_layer->release(std::move(l), std::move(h));
+  c->lock_layer->release(std::move(l), diag, std::move(h));
 }
 
 void guard::async_wait_lost_impl(detail::handler<void(error_code)> h) {

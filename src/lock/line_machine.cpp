@@ -90,10 +90,12 @@ void line_machine::give_up(const std::string& owner) {
   actions_.push_back({line_action::kind::give_up, 0, owner});
 }
 
-void line_machine::fail_all(error_code ec) {
+void line_machine::fail_all(error_code ec, std::string_view text) {
   while (!callers_.empty()) {
     auto it = callers_.begin();
-    actions_.push_back({line_action::kind::fail, it->first, {}, {}, ec});
+    line_action a{line_action::kind::fail, it->first, {}, {}, ec};
+    a.text = text;
+    actions_.push_back(std::move(a));
     remove(it);
   }
 }
@@ -145,7 +147,7 @@ void line_machine::attempt_done(const std::string& owner, const attempt_outcome&
   unknown_outcomes_ = 0;
   if (r.ec) {
     // The server refused the script, or cannot be reached in time: nobody here can wait.
-    fail_all(r.ec);
+    fail_all(r.ec, r.text);
     if (queued_ || r.ec != error::redis_error)
       give_up(owner_); // whatever the attempt did, undone
     owner_.clear();
@@ -274,9 +276,9 @@ void line_machine::subscribed(bool restored, steady::time_point now) {
   after_event(now);
 }
 
-void line_machine::refused(error_code ec, steady::time_point now) {
+void line_machine::refused(error_code ec, std::string_view text, steady::time_point now) {
   sub_ = subscription::none;
-  fail_all(ec);
+  fail_all(ec, text);
   abandon();
   after_event(now);
 }

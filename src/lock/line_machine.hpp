@@ -51,6 +51,7 @@ struct attempt_outcome {
   std::chrono::milliseconds pttl{-1};
   std::int64_t rank = -1;  ///< place in the queue, when queued
   steady::time_point sent_at{};
+  std::string text{};      ///< with ec: the server's error reply, or corolock's words
 };
 
 struct line_action {
@@ -64,6 +65,7 @@ struct line_action {
   /// grant: the lease runs `px` from `at` (a moment before the server set it); wake_at: when.
   steady::time_point at{};
   std::chrono::milliseconds px{0};
+  std::string text{};         ///< fail: the words behind ec, if any (for the caller's diagnostics)
 };
 
 class line_machine {
@@ -111,7 +113,7 @@ public:
   /// messages may have been missed).
   void subscribed(bool restored, steady::time_point now);
   /// The subscription failed: every caller fails with `ec` (it cannot be told of a grant).
-  void refused(error_code ec, steady::time_point now);
+  void refused(error_code ec, std::string_view text, steady::time_point now);
   void timer(steady::time_point now);
   /// Fails every caller with `why` and forgets everything (the client closes).
   void close(error_code why);
@@ -152,7 +154,7 @@ private:
   void remove(std::map<std::uint64_t, caller_entry>::iterator it);
   /// Nobody waits any more: leave the queue.
   void abandon();
-  void fail_all(error_code ec);
+  void fail_all(error_code ec, std::string_view text = {});
   void after_event(steady::time_point now);
   bool consumed(const std::string& owner) const;
 

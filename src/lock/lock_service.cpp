@@ -1,5 +1,6 @@
 #include "lock/lock_service.hpp"
 
+#include "detail/diagnostics_access.hpp"
 #include "lock/acquire.hpp"
 #include "lock/scripts.hpp"
 #include "lock/waiting_line.hpp"
@@ -18,14 +19,15 @@ namespace {
 void read_attempt(client_impl& c, const resp::value& r, attempt_outcome& out) {
   if (r.is_error()) {
     c.last_server_error = r.data; // e.g. WRONGTYPE: a key of another type under the lock's name
+    out.text = r.data;
     out.ec = error::redis_error;
     return;
   }
   if (r.type == resp::type::array && r.children.size() == 2 &&
       r.children[0].type == resp::type::integer && r.children[0].integer == -1) {
     // More permits wanted than the semaphore has (acquire_permits.lua).
-    c.last_server_error = "corolock: wants more permits than the semaphore's " +
-                          std::to_string(r.children[1].integer);
+    out.text = "wants more permits than the semaphore's " + std::to_string(r.children[1].integer);
+    c.last_server_error = "corolock: " + out.text;
     out.ec = error::invalid_argument;
     return;
   }
@@ -238,6 +240,8 @@ struct release_op : std::enable_shared_from_this<release_op> {
   std::optional<waiting_line::offer> offer;
   stored_handler<handler<void(error_code)>> h; // never move-assigned (see completion.hpp)
   asio::cancellation_slot slot;
+  diagnostics* diag = nullptr; // the caller's, written only while h is still there
+  diagnostics said;            // the words of the failure, until finish
   int tries = 0;
   // The local deadline had passed when the release began (lost() was already true): whatever
   // Redis says, the holder hears lease_lost. This also settles a retry that cannot tell whether
@@ -290,7 +294,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
       if (auto cluster = c->cluster_of.lock();
           cluster && !followed_moved && classify_cluster_error(v.data) == cluster_error_kind::moved) {
         followed_moved = true;
-        release_on_new_owner(cluster, *c, v.data, l->names, l->owner,
+        release_on_new_owner(cluster, *c, v.data, l->names, l->owner, &said,
                              [self = shared_from_this()](error_code there) {
                                self->finish(!there && self->past_deadline
                                                 ? error_code(error::lease_lost)
@@ -299,6 +303,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
                              });
         return;
       }
+      diagnostics_access::server(&said, v.data);
       return finish(error::redis_error, false);
     }
     if (rec)
@@ -319,8 +324,11 @@ struct release_op : std::enable_shared_from_this<release_op> {
       line->handoff_declined(offer->handoff, unknown);
     if (ec == error::lease_lost)
       l->st = lease::state::lost;
-    if (h)
-      complete_later(l->ex, h.take(), std::exchange(slot, {}), ec);
+    if (!h)
+      return;
+    if (ec && diag)
+      *diag = std::move(said);
+    complete_later(l->ex, h.take(), std::exchange(slot, {}), ec);
   }
 };
 
@@ -338,11 +346,13 @@ error_code read_release(client_impl& c, const resp::value& v, std::int64_t& stat
   return {};
 }
 
-void lock_service::release(std::shared_ptr<lease> l, handler<void(error_code)> h) {
+void lock_service::release(std::shared_ptr<lease> l, diagnostics* diag,
+                           handler<void(error_code)> h) {
   auto op = std::make_shared<release_op>();
   op->c = client.shared_from_this();
   op->l = std::move(l);
   op->h.set(std::move(h));
+  op->diag = diag;
   op->past_deadline = steady::now() >= op->l->timing.valid_until;
   op->watch_cancellation();
   if (closed_) {

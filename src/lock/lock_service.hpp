@@ -8,6 +8,7 @@
 #include "lock/replica_acks.hpp"
 #include "lock/watchdog.hpp"
 
+#include <corolock/diagnostics.hpp>
 #include <corolock/lock/options.hpp>
 
 #include <memory>
@@ -50,8 +51,9 @@ public:
   void give_up(std::shared_ptr<const lock_names> names, std::string owner);
   /// Releases a held lease (already marked released): the lock goes to the first waiter, which
   /// may be this client's own line (then at once, with nothing published). Completes with
-  /// success, error::lease_lost (Redis no longer lists the owner) or a transport error.
-  void release(std::shared_ptr<lease> l, handler<void(error_code)> h);
+  /// success, error::lease_lost (Redis no longer lists the owner) or a transport error; `diag`
+  /// (may be null) gets the words of a failure.
+  void release(std::shared_ptr<lease> l, diagnostics* diag, handler<void(error_code)> h);
 
   /// Owners with a request under way whose outcome close() must settle (tries in flight).
   void track(const std::shared_ptr<const lock_names>& names, const std::string& owner);

@@ -40,9 +40,9 @@ mutex& mutex::operator=(mutex&&) noexcept = default;
 const std::string& mutex::name() const noexcept { return state_->names->name; }
 const lock_options& mutex::options() const noexcept { return state_->opts; }
 
-void mutex::async_acquire_impl(clock::time_point deadline, bool try_only,
+void mutex::async_acquire_impl(clock::time_point deadline, bool try_only, diagnostics* diag,
                                detail::handler<void(error_code, guard)> h) {
-  detail::start_acquire(state_, 1, deadline, try_only, std::move(h));
+  detail::start_acquire(state_, 1, deadline, try_only, diag, std::move(h));
 }
 
 void mutex::async_reenter_impl(guard& held, detail::handler<void(error_code, guard)> h) {

@@ -4,6 +4,7 @@
 #include <corolock/lock/redlock.hpp>
 
 #include "detail/completion.hpp"
+#include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
 
 #include <corolock/error.hpp>
@@ -216,11 +217,12 @@ namespace {
 /// the attempt has moved on: a cancelled try completes at once, its late win is given back).
 struct attempt_round {
   attempt_round(const asio::any_io_executor& ex, std::size_t n, steady::time_point until)
-      : wake(ex, until), won(n), errors(n), done(n, 0), stops(n), pending(n) {}
+      : wake(ex, until), won(n), errors(n), said(n), done(n, 0), stops(n), pending(n) {}
 
   asio::steady_timer wake; // expires when the masters' time is up; cancelled by the last answer
   std::vector<guard> won;
   std::vector<error_code> errors;
+  std::deque<diagnostics> said; // each master's words; a deque: bound by address, must not move
   std::vector<char> done;
   std::deque<asio::cancellation_signal> stops; // a deque: signals must not move
   std::size_t pending;
@@ -229,9 +231,16 @@ struct attempt_round {
 struct attempt_result {
   std::shared_ptr<redlock_hold> hold; // set when the lock was won
   std::size_t answered = 0;           // masters that said "won" or "taken"
+  std::size_t held = 0;               // masters won and still held at the end
   error_code first_error;
+  diagnostics first_said; // first_error's words, the master named in client_message
   bool aborted = false;
 };
+
+/// "master i of n", 1-based, in the order the masters were given.
+std::string master_label(std::size_t i, std::size_t n) {
+  return "master " + std::to_string(i + 1) + " of " + std::to_string(n);
+}
 
 asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
                                         steady::time_point deadline) {
@@ -243,13 +252,14 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
   auto r = std::make_shared<attempt_round>(st->ex, n, until);
   for (std::size_t i = 0; i < n; ++i) {
     st->mutexes[i].try_acquire(asio::bind_cancellation_slot(
-        r->stops[i].slot(), asio::bind_executor(st->ex, [r, i](error_code ec, guard g) {
-          r->errors[i] = ec;
-          r->won[i] = std::move(g);
-          r->done[i] = 1;
-          --r->pending;
-          r->wake.cancel(); // the attempt looks again
-        })));
+        r->stops[i].slot(),
+        asio::bind_executor(st->ex, bind_diagnostics(r->said[i], [r, i](error_code ec, guard g) {
+                              r->errors[i] = ec;
+                              r->won[i] = std::move(g);
+                              r->done[i] = 1;
+                              --r->pending;
+                              r->wake.cancel(); // the attempt looks again
+                            }))));
   }
 
   // With a quorum won, a master whose client is disconnected will not answer in time: waiting
@@ -298,11 +308,13 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
       ++out.answered;
     } else if (!out.first_error) {
       // A try we cut short reports operation_aborted: for the caller, that master timed out.
-      out.first_error = r->errors[i] == asio::error::operation_aborted
-                            ? error_code(error::timeout)
-                            : r->errors[i];
+      const bool cut_short = r->errors[i] == asio::error::operation_aborted;
+      out.first_error = cut_short ? error_code(error::timeout) : r->errors[i];
+      out.first_said = diagnostics_access::labelled(
+          r->said[i], master_label(i, n) + (cut_short ? ": no answer within per_master_timeout" : ""));
     }
   }
+  out.held = held;
   // validity = lease - elapsed - drift > 0, i.e. now < start + lease - drift.
   if (held >= st->quorum && steady::now() < validity_until) {
     out.hold = std::make_shared<redlock_hold>(st->ex, std::move(r->won), st->quorum,
@@ -315,9 +327,24 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
 using acquire_result = std::pair<error_code, redlock_guard>;
 
 asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
-                                           steady::time_point deadline, bool try_only) {
+                                           steady::time_point deadline, bool try_only,
+                                           diagnostics* diag) {
   co_await accept_any_cancellation();
   asio::steady_timer pause(st->ex);
+  std::size_t last_held = 0;
+  // A timeout says how far the last attempt got; another error is the first failing master's.
+  auto timed_out = [&] {
+    diagnostics_access::client(diag, "no quorum in time: the last attempt held " +
+                                         std::to_string(last_held) + " of " +
+                                         std::to_string(st->mutexes.size()) + " masters, " +
+                                         std::to_string(st->quorum) + " needed");
+    return acquire_result{error::timeout, redlock_guard{}};
+  };
+  auto failed = [&](const attempt_result& a, error_code why) {
+    if (diag && a.first_error) // else why is a timeout, which has no words
+      *diag = a.first_said;
+    return acquire_result{why, redlock_guard{}};
+  };
   for (;;) {
     if (co_await cancelled())
       co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
@@ -330,14 +357,15 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
         co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
       co_return acquire_result{error_code{}, std::move(g)};
     }
+    last_held = a.held;
     const bool unreachable = a.answered < st->quorum;
     const error_code why = a.first_error ? a.first_error : error_code(error::timeout);
     if (try_only)
-      co_return acquire_result{unreachable ? why : error_code{}, redlock_guard{}};
+      co_return unreachable ? failed(a, why) : acquire_result{error_code{}, redlock_guard{}};
     if (deadline == steady::time_point::max() && unreachable)
-      co_return acquire_result{why, redlock_guard{}};
+      co_return failed(a, why);
     if (steady::now() >= deadline)
-      co_return acquire_result{error::timeout, redlock_guard{}};
+      co_return timed_out();
 
     // Contenders that split the masters between them would meet again without the jitter.
     const auto base = std::chrono::duration_cast<std::chrono::microseconds>(st->opts.retry_delay);
@@ -350,7 +378,7 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
     if (co_await cancelled())
       co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
     if (steady::now() >= deadline)
-      co_return acquire_result{error::timeout, redlock_guard{}};
+      co_return timed_out();
   }
 }
 
@@ -358,12 +386,13 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
 /// released cleanly, or every master answered. The rest goes on in the background (a master
 /// that is down would otherwise hold the caller for its client's request_timeout).
 asio::awaitable<error_code> release_op(asio::any_io_executor ex, std::vector<guard> guards,
-                                       std::size_t quorum) {
+                                       std::size_t quorum, diagnostics* diag) {
   co_await accept_any_cancellation();
   struct round {
-    explicit round(const asio::any_io_executor& e, std::size_t n) : wake(e), results(n) {}
+    explicit round(const asio::any_io_executor& e, std::size_t n) : wake(e), results(n), said(n) {}
     asio::steady_timer wake;
     std::vector<error_code> results;
+    std::deque<diagnostics> said; // bound by address: a deque, whose elements do not move
     std::size_t pending = 0, clean = 0;
   };
   auto r = std::make_shared<round>(ex, guards.size());
@@ -374,12 +403,12 @@ asio::awaitable<error_code> release_op(asio::any_io_executor ex, std::vector<gua
       continue;
     ++held;
     ++r->pending;
-    guards[i].unlock(asio::bind_executor(ex, [r, i](error_code ec) {
-      r->results[i] = ec;
-      --r->pending;
-      r->clean += !ec;
-      r->wake.cancel();
-    }));
+    guards[i].unlock(asio::bind_executor(ex, bind_diagnostics(r->said[i], [r, i](error_code ec) {
+                                           r->results[i] = ec;
+                                           --r->pending;
+                                           r->clean += !ec;
+                                           r->wake.cancel();
+                                         })));
   }
   while (r->pending > 0 && r->clean < quorum) {
     co_await r->wake.async_wait(tuple_awaitable);
@@ -392,14 +421,24 @@ asio::awaitable<error_code> release_op(asio::any_io_executor ex, std::vector<gua
   error_code first;
   for (std::size_t i = 0; i < guards.size(); ++i) {
     const auto& ec = r->results[i];
-    if (ec == error::lease_lost)
+    if (ec == error::lease_lost) {
       ++lost;
-    else if (ec && !first)
+    } else if (ec && !first) {
       first = ec;
+      if (diag)
+        *diag = diagnostics_access::labelled(r->said[i], master_label(i, guards.size()));
+    }
   }
   // The masters say that fewer than a quorum were still ours: the lock had been lost.
-  if (held - lost < quorum || !first)
+  if (held - lost < quorum || !first) {
+    if (diag)
+      diag->clear();
+    diagnostics_access::client(diag, "the lease was lost: " + std::to_string(held - lost) +
+                                         " of the " + std::to_string(held) +
+                                         " masters held still had it, " + std::to_string(quorum) +
+                                         " needed");
     co_return error_code(error::lease_lost);
+  }
   co_return first;
 }
 
@@ -519,7 +558,7 @@ std::vector<std::uint64_t> redlock_guard::fencing_tokens() const {
 std::size_t redlock_guard::held_count() const noexcept { return hold_ ? hold_->held_now() : 0; }
 std::size_t redlock_guard::quorum() const noexcept { return hold_ ? hold_->quorum : 0; }
 
-void redlock_guard::async_unlock_impl(detail::handler<void(error_code)> h) {
+void redlock_guard::async_unlock_impl(diagnostics* diag, detail::handler<void(error_code)> h) {
   if (!holds_ || !hold_) {
     complete_empty(hold_.get(), std::move(h), error::already_released);
     return;
@@ -528,10 +567,14 @@ void redlock_guard::async_unlock_impl(detail::handler<void(error_code)> h) {
   hold_->check();
   if (hold_->st == detail::redlock_hold::state::lost) {
     // Every master still held was given back when the loss was noticed.
+    detail::diagnostics_access::client(diag, "the lease was lost before unlock(): fewer than " +
+                                                 std::to_string(hold_->quorum) +
+                                                 " masters still had it");
     detail::complete_later(hold_->ex, std::move(h), {}, error_code(error::lease_lost));
     return;
   }
-  detail::spawn_op(hold_->ex, detail::release_op(hold_->ex, hold_->take_for_release(), hold_->quorum),
+  detail::spawn_op(hold_->ex,
+                   detail::release_op(hold_->ex, hold_->take_for_release(), hold_->quorum, diag),
                    std::move(h));
 }
 
@@ -581,9 +624,10 @@ const redlock_options& redlock::options() const noexcept { return state_->opts; 
 std::size_t redlock::masters() const noexcept { return state_->mutexes.size(); }
 std::size_t redlock::quorum() const noexcept { return state_->quorum; }
 
-void redlock::async_acquire_impl(clock::time_point deadline, bool try_only,
+void redlock::async_acquire_impl(clock::time_point deadline, bool try_only, diagnostics* diag,
                                  detail::handler<void(error_code, redlock_guard)> h) {
-  detail::spawn_op(state_->ex, detail::acquire_op(state_, deadline, try_only), std::move(h));
+  detail::spawn_op(state_->ex, detail::acquire_op(state_, deadline, try_only, diag),
+                   std::move(h));
 }
 
 asio::awaitable<void> redlock::with_lock(

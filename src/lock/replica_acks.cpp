@@ -119,11 +119,13 @@ void replica_acks::finish(std::vector<item> batch, error_code ec, const response
   }
   const auto n = batch.size();
   error_code all = ec;
+  std::string all_text;
   std::int64_t acknowledged = -1;
   if (!ec) {
     const auto& wait = r.at(r.size() - 1);
     if (wait.is_error()) {
       client_.last_server_error = wait.data; // e.g. WAIT sent to a replica
+      all_text = wait.data;
       all = error::redis_error;
     } else if (wait.type != resp::type::integer) {
       all = error::unexpected_reply;
@@ -136,18 +138,23 @@ void replica_acks::finish(std::vector<item> batch, error_code ec, const response
     replica_ack out;
     out.sent_at = sent_at;
     out.ec = all;
+    out.text = all_text;
     if (!all) {
       const auto& renewed = r.at(2 * i);
       const auto& marked = r.at(2 * i + 1);
       if (renewed.is_error() || marked.is_error()) {
-        client_.last_server_error = renewed.is_error() ? renewed.data : marked.data;
+        out.text = renewed.is_error() ? renewed.data : marked.data;
+        client_.last_server_error = out.text;
         out.ec = error::redis_error;
       } else {
         // Not ours any more (the lease ran out first): no mark was written, nothing to count.
         out.held = renewed.type == resp::type::integer && renewed.integer == 1 &&
                    marked.type == resp::type::integer && marked.integer == 1;
-        if (out.held && acknowledged < it.replicas)
+        if (out.held && acknowledged < it.replicas) {
           out.ec = error::not_replicated;
+          out.text = std::to_string(acknowledged) + " of the " + std::to_string(it.replicas) +
+                     " replicas wanted acknowledged in time";
+        }
       }
     }
     it.done(out);

@@ -33,6 +33,8 @@ struct replica_ack {
   bool held = false;
   /// When the renewal was sent: the lease it set runs from a moment after this.
   steady::time_point sent_at{};
+  /// With ec: the server's error reply, or how many replicas acknowledged.
+  std::string text{};
 };
 
 class replica_acks {

@@ -1,6 +1,7 @@
 #include <corolock/lock/segmented_lock.hpp>
 
 #include "detail/completion.hpp"
+#include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
 #include "redis/client_impl.hpp"
 
@@ -54,12 +55,14 @@ struct race {
   std::vector<std::size_t> segs;
   std::vector<char> state;
   std::deque<asio::cancellation_signal> stops; // a deque never moves its elements
+  std::deque<diagnostics> said;                // each wait's words (bound by address, too)
   std::size_t live = 0;                        // waits not ended
   bool won = false;
   std::size_t won_index = 0;
   guard won_guard;
   std::shared_ptr<segment_hold> won_hold;
   error_code failure;
+  diagnostics failure_said; // its words, the segment named in client_message
   bool finished = false; // the waiter has left: a late win is given back
 };
 
@@ -147,6 +150,7 @@ public:
   seg_clock::time_point refreshed_at{};
   bool refreshing = false;
   error_code refresh_error;
+  std::string refresh_said;                   // the server's words for refresh_error
   asio::steady_timer refresh_done;            // never expires: cancel() wakes refresh waiters
   std::list<std::shared_ptr<race>> races;     // waiting acquire_any calls, oldest first
   std::minstd_rand rng;
@@ -189,6 +193,11 @@ struct segmented_access {
 
 namespace {
 
+/// A segment mutex's words, with "segment i" put before corolock's own.
+diagnostics in_segment(const diagnostics& said, std::size_t i) {
+  return diagnostics_access::labelled(said, "segment " + std::to_string(i));
+}
+
 /// Runs wait k of race `r`: segment segs[k]'s mutex, until the race's deadline.
 void launch(const std::shared_ptr<segmented_state>& st, const std::shared_ptr<race>& r,
             std::size_t k) {
@@ -215,6 +224,7 @@ void launch(const std::shared_ptr<segmented_state>& st, const std::shared_ptr<ra
       // Otherwise a second win, or nobody left to take it: g's destructor releases it.
     } else if (ec && ec != asio::error::operation_aborted && ec != error::timeout && !r->failure) {
       r->failure = ec; // the connection or the client is gone: the others fail the same way
+      r->failure_said = in_segment(r->said[k], seg);
       if (s)
         s->stop_all(*r);
     }
@@ -224,8 +234,9 @@ void launch(const std::shared_ptr<segmented_state>& st, const std::shared_ptr<ra
       s->promote(seg);
   };
   st->mutexes[seg].acquire_until(
-      r->deadline,
-      asio::bind_cancellation_slot(r->stops[k].slot(), asio::bind_executor(st->ex, std::move(done))));
+      r->deadline, asio::bind_cancellation_slot(
+                       r->stops[k].slot(),
+                       asio::bind_executor(st->ex, bind_diagnostics(r->said[k], std::move(done)))));
 }
 
 /// Adds a wait on segment `seg` to race `r`: acquiring at once, or queued behind the
@@ -236,6 +247,7 @@ void start_wait(const std::shared_ptr<segmented_state>& st, const std::shared_pt
   r->segs.push_back(seg);
   r->state.push_back(race::queued);
   r->stops.emplace_back();
+  r->said.emplace_back();
   ++r->live;
   ++st->waiting[seg];
   if (st->acquiring[seg] < segmented_state::max_acquiring)
@@ -297,12 +309,15 @@ asio::awaitable<error_code> refresh_now(std::shared_ptr<segmented_state> st, cli
                                             tuple_awaitable);
   st->refreshing = false;
   st->refresh_done.cancel();
+  st->refresh_said.clear();
   if (!ec) {
     const auto& r = replies.at(0);
-    if (r.is_error())
+    if (r.is_error()) {
       ec = error::redis_error; // e.g. WRONGTYPE: something else stored under the marks' key
-    else if (r.type != resp::type::set && r.type != resp::type::array)
+      st->refresh_said = r.data;
+    } else if (r.type != resp::type::set && r.type != resp::type::array) {
       ec = error::unexpected_reply;
+    }
   }
   if (!ec && generation == st->generation) {
     std::vector<char> in_redis(st->size(), 0);
@@ -389,7 +404,8 @@ asio::awaitable<segment_guard> deliver(std::shared_ptr<segmented_state> st, clie
 }
 
 asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> st,
-                                               seg_clock::time_point deadline, bool try_only) {
+                                               seg_clock::time_point deadline, bool try_only,
+                                               diagnostics* diag) {
   // Cleanup after a cancellation needs further co_awaits: do not throw on them.
   co_await asio::this_coro::throw_if_cancelled(false);
   auto c = st->client.lock();
@@ -397,8 +413,11 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
     co_return acquire_result{error::closed, segment_guard{}};
   if (!c->ready_for_locks())
     co_return acquire_result{error::not_connected, segment_guard{}};
-  if (auto ec = co_await ensure_fresh(st, *c, false))
+  if (auto ec = co_await ensure_fresh(st, *c, false)) {
+    if (ec != asio::error::operation_aborted)
+      diagnostics_access::of(diag, ec, st->refresh_said);
     co_return acquire_result{ec, segment_guard{}};
+  }
 
   // A pass ends in a result, or after a segment was found or marked empty (its waits are
   // redirected), or after a won segment turned out empty: without reset() the passes are bounded
@@ -416,9 +435,13 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
       if (st->busy[i] || st->waiting[i] || st->empty[i])
         continue;
       auto hold = std::make_shared<segment_hold>(st, i);
-      auto [ec, g] = co_await st->mutexes[i].try_acquire(tuple_awaitable);
-      if (ec)
+      diagnostics said;
+      auto [ec, g] = co_await st->mutexes[i].try_acquire(bind_diagnostics(said, tuple_awaitable));
+      if (ec) {
+        if (diag && ec != asio::error::operation_aborted)
+          *diag = in_segment(said, i);
         co_return acquire_result{ec, segment_guard{}};
+      }
       if (!g)
         continue;
       auto out = co_await deliver(st, *c, i, std::move(g), std::move(hold));
@@ -466,8 +489,11 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
         co_return acquire_result{error_code{}, std::move(out)};
       continue;
     }
-    if (r->failure)
+    if (r->failure) {
+      if (diag)
+        *diag = r->failure_said;
       co_return acquire_result{r->failure, segment_guard{}};
+    }
     if (expired || seg_clock::now() >= deadline)
       co_return acquire_result{error::timeout, segment_guard{}};
     // Every segment we waited on was marked empty: look again.
@@ -481,40 +507,47 @@ request sadd_request(const std::string& key, std::size_t i) {
   return req;
 }
 
+/// One command; an error reply is redis_error, and its text the server's words.
+asio::awaitable<error_code> exec_one(client_impl& c, request req, diagnostics* diag) {
+  auto [ec, replies] = co_await c.exec(std::move(req), tuple_awaitable);
+  if (!ec && replies.at(0).is_error()) {
+    diagnostics_access::server(diag, replies[0].data);
+    co_return error_code(error::redis_error);
+  }
+  co_return ec;
+}
+
 asio::awaitable<error_code> mark_op(std::shared_ptr<segmented_state> st, std::size_t i,
-                                    std::uint64_t generation) {
+                                    std::uint64_t generation, diagnostics* diag) {
   auto c = st->client.lock();
   error_code ec;
   if (!c || c->closed) {
     ec = error::closed;
   } else {
-    auto [e, replies] = co_await c->exec(sadd_request(st->empty_key, i), tuple_awaitable);
-    ec = e;
-    if (!ec && replies.at(0).is_error())
-      ec = error::redis_error;
+    ec = co_await exec_one(*c, sadd_request(st->empty_key, i), diag);
   }
   if (generation == st->generation)
     --st->adds_in_flight[i];
   co_return ec;
 }
 
-asio::awaitable<error_code> refresh_op(std::shared_ptr<segmented_state> st) {
+asio::awaitable<error_code> refresh_op(std::shared_ptr<segmented_state> st, diagnostics* diag) {
   auto c = st->client.lock();
   if (!c || c->closed)
     co_return error_code(error::closed);
-  co_return co_await refresh_now(st, *c, false);
+  auto ec = co_await refresh_now(st, *c, false);
+  if (ec)
+    diagnostics_access::server(diag, st->refresh_said);
+  co_return ec;
 }
 
-asio::awaitable<error_code> reset_op(std::shared_ptr<segmented_state> st) {
+asio::awaitable<error_code> reset_op(std::shared_ptr<segmented_state> st, diagnostics* diag) {
   auto c = st->client.lock();
   if (!c || c->closed)
     co_return error_code(error::closed);
   request req;
   req.push("DEL", st->empty_key);
-  auto [ec, replies] = co_await c->exec(std::move(req), tuple_awaitable);
-  if (!ec && replies.at(0).is_error())
-    ec = error::redis_error;
-  co_return ec;
+  co_return co_await exec_one(*c, std::move(req), diag);
 }
 
 } // namespace
@@ -530,8 +563,12 @@ error_code segmented_lock_options::validate() const {
   return {};
 }
 
-void segment_guard::async_unlock_impl(detail::handler<void(error_code)> h) {
-  guard_.unlock(std::move(h)); // queued before anything the hold's offer starts
+void segment_guard::async_unlock_impl(diagnostics* diag, detail::handler<void(error_code)> h) {
+  // Queued before anything the hold's offer starts.
+  if (diag)
+    guard_.unlock(bind_diagnostics(*diag, std::move(h)));
+  else
+    guard_.unlock(std::move(h));
   hold_.reset();
 }
 
@@ -571,26 +608,31 @@ bool segmented_lock::marked_empty(std::size_t i) const noexcept {
 std::size_t segmented_lock::empty_count() const noexcept { return state_->empty_count; }
 
 void segmented_lock::async_acquire_impl(clock::time_point deadline, bool try_only,
+                                        diagnostics* diag,
                                         detail::handler<void(error_code, segment_guard)> h) {
-  detail::spawn_op(state_->ex, detail::acquire_any_op(state_, deadline, try_only), std::move(h));
+  detail::spawn_op(state_->ex, detail::acquire_any_op(state_, deadline, try_only, diag),
+                   std::move(h));
 }
 
-void segmented_lock::async_mark_empty_impl(std::size_t i, detail::handler<void(error_code)> h) {
+void segmented_lock::async_mark_empty_impl(std::size_t i, diagnostics* diag,
+                                           detail::handler<void(error_code)> h) {
   if (i >= state_->size()) {
+    detail::diagnostics_access::client(diag, "no segment " + std::to_string(i) + " of " +
+                                                 std::to_string(state_->size()));
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument));
     return;
   }
   // Locally at once: waits on the segment are redirected before the SADD is even sent.
   state_->set_empty(i, true);
   ++state_->adds_in_flight[i];
-  detail::spawn_op(state_->ex, detail::mark_op(state_, i, state_->generation), std::move(h));
+  detail::spawn_op(state_->ex, detail::mark_op(state_, i, state_->generation, diag), std::move(h));
 }
 
-void segmented_lock::async_refresh_impl(detail::handler<void(error_code)> h) {
-  detail::spawn_op(state_->ex, detail::refresh_op(state_), std::move(h));
+void segmented_lock::async_refresh_impl(diagnostics* diag, detail::handler<void(error_code)> h) {
+  detail::spawn_op(state_->ex, detail::refresh_op(state_, diag), std::move(h));
 }
 
-void segmented_lock::async_reset_impl(detail::handler<void(error_code)> h) {
+void segmented_lock::async_reset_impl(diagnostics* diag, detail::handler<void(error_code)> h) {
   auto& st = *state_;
   ++st.generation; // replies of refreshes sent before the DEL are void
   std::fill(st.adds_in_flight.begin(), st.adds_in_flight.end(), 0);
@@ -598,7 +640,7 @@ void segmented_lock::async_reset_impl(detail::handler<void(error_code)> h) {
     st.set_empty(i, false);
   st.loaded = true; // what the DEL leaves in Redis
   st.refreshed_at = std::chrono::steady_clock::now();
-  detail::spawn_op(state_->ex, detail::reset_op(state_), std::move(h));
+  detail::spawn_op(state_->ex, detail::reset_op(state_, diag), std::move(h));
 }
 
 } // namespace corolock

@@ -1,5 +1,6 @@
 #include <corolock/lock/semaphore.hpp>
 
+#include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
 #include "lock/acquire.hpp"
 #include "lock/scripts.hpp"
@@ -22,10 +23,10 @@ bool valid_count(std::int64_t n, std::int64_t least) {
 
 /// Runs set_permits.lua ({count, in use}) or permits_status.lua ({count, in use, waiting}).
 asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
-    std::shared_ptr<handle_state> st, std::optional<std::int64_t> new_count) {
+    std::shared_ptr<handle_state> st, std::optional<std::int64_t> new_count, diagnostics* diag) {
   using result = std::pair<error_code, semaphore_status>;
   const auto& n = *st->names;
-  auto [node_ec, c] = co_await lock_node(st->client.lock(), n);
+  auto [node_ec, c] = co_await lock_node(st->client.lock(), n, diag);
   if (node_ec)
     co_return result{node_ec, semaphore_status{}};
   request req;
@@ -43,6 +44,7 @@ asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
     for (const auto& r : replies)
       if (r.is_error()) {
         c->last_server_error = r.data;
+        diagnostics_access::server(diag, r.data);
         co_return result{error::redis_error, semaphore_status{}};
       }
     const auto& s = replies.back();
@@ -78,27 +80,30 @@ const std::string& semaphore::name() const noexcept { return state_->names->name
 const lock_options& semaphore::options() const noexcept { return state_->opts; }
 
 void semaphore::async_acquire_impl(std::int64_t n, clock::time_point deadline, bool try_only,
-                                   detail::handler<void(error_code, guard)> h) {
+                                   diagnostics* diag, detail::handler<void(error_code, guard)> h) {
   if (!detail::valid_count(n, 1)) {
+    detail::diagnostics_access::client(diag, "a permit count is 1 .. 2^40");
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
                            guard{});
     return;
   }
-  detail::start_acquire(state_, n, deadline, try_only, std::move(h));
+  detail::start_acquire(state_, n, deadline, try_only, diag, std::move(h));
 }
 
-void semaphore::async_set_permits_impl(std::int64_t permits,
+void semaphore::async_set_permits_impl(std::int64_t permits, diagnostics* diag,
                                        detail::handler<void(error_code, semaphore_status)> h) {
   if (!detail::valid_count(permits, 0)) {
+    detail::diagnostics_access::client(diag, "a semaphore's permits are 0 .. 2^40");
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
                            semaphore_status{});
     return;
   }
-  detail::spawn_op(state_->ex, detail::permits_op(state_, permits), std::move(h));
+  detail::spawn_op(state_->ex, detail::permits_op(state_, permits, diag), std::move(h));
 }
 
-void semaphore::async_status_impl(detail::handler<void(error_code, semaphore_status)> h) {
-  detail::spawn_op(state_->ex, detail::permits_op(state_, std::nullopt), std::move(h));
+void semaphore::async_status_impl(diagnostics* diag,
+                                  detail::handler<void(error_code, semaphore_status)> h) {
+  detail::spawn_op(state_->ex, detail::permits_op(state_, std::nullopt, diag), std::move(h));
 }
 
 asio::awaitable<void> semaphore::with_permits(std::int64_t n,

@@ -27,8 +27,9 @@ const std::string& shared_mutex::name() const noexcept { return state_->names->n
 const lock_options& shared_mutex::options() const noexcept { return state_->opts; }
 
 void shared_mutex::async_acquire_impl(bool shared, clock::time_point deadline, bool try_only,
+                                      diagnostics* diag,
                                       detail::handler<void(error_code, guard)> h) {
-  detail::start_acquire(state_, permits_for(shared), deadline, try_only, std::move(h));
+  detail::start_acquire(state_, permits_for(shared), deadline, try_only, diag, std::move(h));
 }
 
 void shared_mutex::async_reenter_impl(bool shared, guard& held,

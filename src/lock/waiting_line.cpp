@@ -1,5 +1,6 @@
 #include "lock/waiting_line.hpp"
 
+#include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
 #include "lock/lock_service.hpp"
 #include "lock/scripts.hpp"
@@ -67,11 +68,12 @@ const lock_options& waiting_line::first_options() const {
 }
 
 void waiting_line::arrive(std::shared_ptr<handle_state> m, steady::time_point deadline,
-                          handler<void(error_code, guard)> h) {
+                          diagnostics* diag, handler<void(error_code, guard)> h) {
   const auto id = ++arrivals_;
   auto& c = callers_[id];
   c.m = std::move(m);
   c.deadline = deadline;
+  c.diag = diag;
   c.slot = asio::get_associated_cancellation_slot(h);
   c.h.set(std::move(h));
   if (c.slot.is_connected()) {
@@ -135,7 +137,7 @@ void waiting_line::run() {
         grant(a.caller, a);
         break;
       case line_action::kind::fail:
-        fail(a.caller, a.ec);
+        fail(a.caller, a.ec, a.text);
         break;
       case line_action::kind::wake_at:
         arm(a.at);
@@ -201,8 +203,12 @@ void waiting_line::claim(std::uint64_t id, const line_action& a) {
         }
         if (!renewed || c->cancelled) {
           self->service_.give_up(self->names_, owner); // whatever it holds, given back
-          self->fail(id, c->cancelled ? error_code(asio::error::operation_aborted)
-                                      : (ec ? ec : error_code(error::unexpected_reply)));
+          if (c->cancelled)
+            self->fail(id, asio::error::operation_aborted);
+          else if (!ec && !r.empty() && r[0].is_error())
+            self->fail(id, error::redis_error, r[0].data);
+          else
+            self->fail(id, ec ? ec : error_code(error::unexpected_reply));
           return;
         }
         self->again(id); // the grant ran out before it was claimed
@@ -233,7 +239,7 @@ void waiting_line::confirm(std::uint64_t id, const std::string& owner, std::uint
         }
         if (r.ec) {
           self->service_.give_up(self->names_, owner);
-          self->fail(id, r.ec);
+          self->fail(id, r.ec, r.text);
           return;
         }
         // The renewal restarted a renewed lease; a fixed one was only checked.
@@ -279,10 +285,11 @@ void waiting_line::complete_grant(std::uint64_t id, const std::string& owner, st
   complete_later(m->ex, std::move(h), slot, error_code{}, guard_access::make(std::move(l)));
 }
 
-void waiting_line::fail(std::uint64_t id, error_code ec) {
+void waiting_line::fail(std::uint64_t id, error_code ec, std::string_view text) {
   auto it = callers_.find(id);
   if (it == callers_.end())
     return;
+  diagnostics_access::of(it->second.diag, ec, text);
   auto ex = it->second.m->ex;
   auto slot = std::exchange(it->second.slot, {});
   auto h = it->second.h.take();
@@ -358,7 +365,7 @@ void waiting_line::on_refused(error_code ec, std::string_view text) {
   subscribed_ = false; // the subscriber forgot us
   if (!text.empty())
     service_.client.last_server_error = std::string(text);
-  machine_.refused(ec, steady::now());
+  machine_.refused(ec, text, steady::now());
   run();
 }
 

@@ -29,7 +29,8 @@ public:
   ~waiting_line() override;
 
   /// A caller waits until `deadline`; `h` gets a guard, or the reason it did not.
-  void arrive(std::shared_ptr<handle_state> m, steady::time_point deadline,
+  /// `diag` (may be null): where the words of its failure go.
+  void arrive(std::shared_ptr<handle_state> m, steady::time_point deadline, diagnostics* diag,
               handler<void(error_code, guard)> h);
 
   /// See line_machine::offer_handoff; `lease` is the first caller's lease.
@@ -63,6 +64,7 @@ private:
     std::shared_ptr<handle_state> m;
     stored_handler<handler<void(error_code, guard)>> h;
     asio::cancellation_slot slot;
+    diagnostics* diag = nullptr;
     steady::time_point deadline;
     bool claiming = false;  // granted; its claim is under way (see grant())
     bool cancelled = false; // cancelled while claiming
@@ -86,7 +88,7 @@ private:
   void again(std::uint64_t id);
   void complete_grant(std::uint64_t id, const std::string& owner, std::uint64_t token,
                       steady::time_point from, std::chrono::milliseconds px);
-  void fail(std::uint64_t id, error_code ec);
+  void fail(std::uint64_t id, error_code ec, std::string_view text = {});
   /// A caller left the line: if it was the last thing under way, the line may go (after linger).
   void note_idle();
   void arm(steady::time_point at);

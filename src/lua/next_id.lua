@@ -43,6 +43,9 @@ end
 
 local n = tonumber(ARGV[2])
 local count = tonumber(redis.call('get', KEYS[1]) or '0')
+if not count then
+  return redis.error_reply('WRONGTYPE corolock: ' .. KEYS[1] .. ' holds a value that is not an id counter')
+end
 if count + n > 4294967295 then
   return {-1, t, count}
 end

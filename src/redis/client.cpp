@@ -7,6 +7,7 @@
 #include "redis/failover_watch.hpp"
 
 #include "detail/completion.hpp"
+#include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
 
 #include <corolock/error.hpp>
@@ -101,20 +102,24 @@ void client_impl::finish_close() {
     complete_later(ex, h.take(), {}, error_code{});
 }
 
-void client_impl::exec_routed(request req, handler<void(error_code, response)> h) {
+void client_impl::exec_routed(request req, diagnostics* diag,
+                              handler<void(error_code, response)> h) {
   if (!cluster) {
     user->exec(std::move(req), std::move(h));
     return;
   }
-  auto routed = [](std::shared_ptr<client_impl> self,
-                   request r) -> asio::awaitable<std::pair<error_code, response>> {
+  auto routed = [](std::shared_ptr<client_impl> self, request r,
+                   diagnostics* diag) -> asio::awaitable<std::pair<error_code, response>> {
     std::string why;
     auto result = co_await self->cluster->exec(std::move(r), why);
-    if (!why.empty())
+    if (!why.empty()) {
       self->last_server_error = why;
+      if (result.first)
+        diagnostics_access::of(diag, result.first, why);
+    }
     co_return result;
   };
-  spawn_op(ex, routed(shared_from_this(), std::move(req)), std::move(h));
+  spawn_op(ex, routed(shared_from_this(), std::move(req), diag), std::move(h));
 }
 
 void client_impl::when_closed(handler<void(error_code)> h) {
@@ -291,7 +296,7 @@ asio::awaitable<error_code> connect_cluster(std::shared_ptr<client_impl> impl) {
 }
 } // namespace
 
-void client::async_connect_impl(detail::handler<void(error_code)> h) {
+void client::async_connect_impl(diagnostics* diag, detail::handler<void(error_code)> h) {
   if (impl_->connect_started || impl_->closed) {
     error_code ec = impl_->closed ? error_code(error::closed) : error_code(error::invalid_argument);
     asio::post(impl_->ex, asio::append(std::move(h), ec));
@@ -300,15 +305,19 @@ void client::async_connect_impl(detail::handler<void(error_code)> h) {
   impl_->connect_started = true;
   auto connect = impl_->cfg.cluster.enabled() ? connect_cluster(impl_) : connect_standalone(impl_);
   asio::co_spawn(impl_->ex, std::move(connect),
-                 [h = std::move(h)](std::exception_ptr e, error_code ec) mutable {
+                 [h = std::move(h), diag, impl = impl_](std::exception_ptr e,
+                                                         error_code ec) mutable {
                    if (e)
                      ec = error::connect_failed;
+                   if (ec)
+                     detail::diagnostics_access::client(diag, impl->last_connect_error);
                    std::move(h)(ec);
                  });
 }
 
-void client::async_exec_impl(request req, detail::handler<void(error_code, response)> h) {
-  impl_->exec_routed(std::move(req), std::move(h));
+void client::async_exec_impl(request req, diagnostics* diag,
+                             detail::handler<void(error_code, response)> h) {
+  impl_->exec_routed(std::move(req), diag, std::move(h));
 }
 
 void client::async_shutdown_impl(detail::handler<void(error_code)> h) {

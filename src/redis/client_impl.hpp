@@ -46,10 +46,14 @@ public:
   template <typename CompletionToken>
   auto exec(request req, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
-        [this](auto h, request r) { exec_routed(std::move(r), std::move(h)); }, token,
-        std::move(req));
+        [this](auto h, request r) {
+          auto* diag = diagnostics_for(h);
+          exec_routed(std::move(r), diag, std::move(h));
+        },
+        token, std::move(req));
   }
-  void exec_routed(request req, handler<void(error_code, response)> h);
+  /// `diag` (may be null): where a routing failure's words go.
+  void exec_routed(request req, diagnostics* diag, handler<void(error_code, response)> h);
 
   /// Whether lock operations can start: connected once (a standalone client: its lock
   /// subscriber exists).

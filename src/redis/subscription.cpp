@@ -1,4 +1,5 @@
 #include "detail/completion.hpp"
+#include "detail/diagnostics_access.hpp"
 #include "redis/client_impl.hpp"
 
 #include <corolock/error.hpp>
@@ -33,6 +34,7 @@ public:
     registered_ = false;
     closed_ = true;
     failure_ = ec;
+    failure_text_ = text;
     if (auto c = client_.lock(); c && !text.empty())
       c->last_server_error = std::string(text);
     deliver();
@@ -43,13 +45,14 @@ public:
     deliver();
   }
 
-  void receive(handler<void(error_code, message)> h) {
+  void receive(diagnostics* diag, handler<void(error_code, message)> h) {
     if (waiting_) {
       // One receive at a time, as with Asio's own I/O objects.
       asio::post(ex_, asio::append(std::move(h), error_code(error::invalid_argument), message{}));
       return;
     }
     waiting_.set(std::move(h));
+    diag_ = diag;
     slot_ = asio::get_associated_cancellation_slot(waiting_.get());
     if (slot_.is_connected()) {
       slot_.assign([weak = weak_from_this()](asio::cancellation_type) {
@@ -83,6 +86,8 @@ private:
       queue_.pop_front();
       complete({}, std::move(m));
     } else if (closed_) {
+      if (failure_)
+        diagnostics_access::of(diag_, failure_, failure_text_);
       complete(failure_ ? failure_ : error_code(error::closed), {});
     }
   }
@@ -90,6 +95,7 @@ private:
     auto h = waiting_.take();
     auto slot = slot_;
     slot_ = {};
+    diag_ = nullptr;
     complete_later(ex_, std::move(h), slot, ec, std::move(m));
   }
 
@@ -99,7 +105,9 @@ private:
   std::deque<message> queue_;
   stored_handler<handler<void(error_code, message)>> waiting_;
   asio::cancellation_slot slot_;
-  error_code failure_; // why the server ended the subscription, if it did
+  diagnostics* diag_ = nullptr; // the waiting receive's
+  error_code failure_;          // why the server ended the subscription, if it did
+  std::string failure_text_;    // and in its words
   bool registered_ = false;
   bool closed_ = false;
 };
@@ -135,14 +143,15 @@ void subscription::unsubscribe() {
     state_->unsubscribe();
 }
 
-void subscription::async_receive_impl(detail::handler<void(error_code, message)> h) {
+void subscription::async_receive_impl(diagnostics* diag,
+                                      detail::handler<void(error_code, message)> h) {
   if (!state_) {
     // A moved-from subscription has no executor of its own: complete on the handler's.
     detail::complete_later(asio::system_executor(), std::move(h), {},
                            error_code(error::closed), message{});
     return;
   }
-  state_->receive(std::move(h));
+  state_->receive(diag, std::move(h));
 }
 
 subscription client::subscribe(std::string channel) {

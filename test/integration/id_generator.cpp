@@ -240,15 +240,30 @@ BOOST_AUTO_TEST_CASE(bad_input_and_bad_state) {
     id_generator_options future;
     future.epoch = std::chrono::sys_seconds{std::chrono::seconds{server_time(server) + 86400}};
     corolock::id_generator ahead(c, "ahead", future);
-    auto [ec3, id3] = co_await ahead.next(tuple_awaitable);
+    diagnostics why;
+    auto [ec3, id3] = co_await ahead.next(bind_diagnostics(why, tuple_awaitable));
     BOOST_TEST(ec3 == error::invalid_argument);
+    BOOST_TEST(why.client_message() == "the epoch is after the server's clock", why.message());
     BOOST_TEST(sync(server, "EXISTS", ahead.day_key(server_day(server))) == "0");
     // Something else under the counter's key.
     corolock::id_generator wrong(c, "wrong");
     auto key = wrong.day_key(server_day(server));
     sync(server, "SET", key, "not a number");
-    auto [ec4, id4] = co_await wrong.next(tuple_awaitable);
+    auto [ec4, id4] = co_await wrong.next(bind_diagnostics(why, tuple_awaitable));
     BOOST_TEST(ec4 == error::redis_error);
+    BOOST_TEST(why.server_message() ==
+                   "WRONGTYPE corolock: " + key + " holds a value that is not an id counter",
+               why.message());
+    auto [ec5, ids5] = co_await wrong.next_batch(3, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec5 == error::redis_error);
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE corolock: "), why.message());
+    BOOST_TEST(sync(server, "GET", key) == "not a number"); // left as it was
+    // A list there: the server's own WRONGTYPE.
+    sync(server, "DEL", key);
+    sync(server, "RPUSH", key, "x");
+    auto [ec6, id6] = co_await wrong.next(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec6 == error::redis_error);
+    BOOST_TEST(why.server_message().find("WRONGTYPE") != std::string::npos, why.message());
     sync(server, "DEL", key);
   });
   expect_clean(server, "corolock:id:"); // day counters are kept by design

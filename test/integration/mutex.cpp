@@ -322,9 +322,10 @@ BOOST_AUTO_TEST_CASE(wrong_type_key_is_redis_error) {
     co_await c.connect();
     for (std::string name : {"typed", "listed"}) {
       corolock::mutex m(c, name);
-      auto [ec, g] = co_await m.acquire(tuple_awaitable);
+      diagnostics why;
+      auto [ec, g] = co_await m.acquire(bind_diagnostics(why, tuple_awaitable));
       BOOST_TEST(ec == error::redis_error, name);
-      BOOST_TEST(c.last_server_error().starts_with("WRONGTYPE"), c.last_server_error());
+      BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
       BOOST_TEST(!g);
       auto [ec2, g2] = co_await m.try_acquire(tuple_awaitable);
       BOOST_TEST(ec2 == error::redis_error);

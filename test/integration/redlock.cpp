@@ -12,6 +12,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -248,6 +249,83 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
     co_await (worker(la) && worker(lb));
     BOOST_TEST(max_inside == 1);
     BOOST_TEST(rounds == 20);
+  }, std::chrono::seconds(30));
+  expect_clean_except(group, {});
+}
+
+// The words behind a redlock's error name the master and carry its server's reply verbatim; a
+// timeout says how far the last attempt got; an unlock says which master refused, or how many
+// still had the lease.
+BOOST_AUTO_TEST_CASE(the_words_name_the_failing_master) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set a(ex, group), b(ex, group);
+    co_await a.connect();
+    co_await b.connect();
+    corolock::redlock la(a.refs(), "words", fast()), lb(b.refs(), "words", fast());
+    const auto key = key_of("words");
+    diagnostics why;
+
+    // Masters 2 and 3 hold a list under the lock's name: no quorum answers, master 2's words.
+    sync(group[1], "RPUSH", key, "x");
+    sync(group[2], "RPUSH", key, "x");
+    auto [ec, none] = co_await la.try_acquire(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec == error::redis_error);
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
+    BOOST_TEST(why.client_message() == "master 2 of 3", why.client_message());
+    // What master 1 won is given back (a moment later: the release runs in the background).
+    BOOST_TEST(co_await eventually([&] { return !has_key(group[0], "words"); }));
+    sync(group[1], "DEL", key);
+    sync(group[2], "DEL", key);
+
+    // Taken by the other set: a timeout, and how far the last attempt got (the masters g did
+    // not win, if a slow one was given back: none, as a rule).
+    auto g = co_await la.acquire();
+    const auto tokens = g.fencing_tokens();
+    const auto free = std::count(tokens.begin(), tokens.end(), 0u);
+    auto [tec, tnone] = co_await lb.acquire_for(std::chrono::milliseconds(100),
+                                                bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(tec == error::timeout);
+    BOOST_TEST(why.server_message().empty(), why.server_message());
+    BOOST_TEST(why.client_message() == "no quorum in time: the last attempt held " +
+                                           std::to_string(free) + " of 3 masters, 2 needed",
+               why.client_message());
+
+    // Released where masters 2 and 3 refuse (a list replaced the lock there): the first refusing
+    // master's words.
+    sync(group[1], "DEL", key);
+    sync(group[1], "RPUSH", key, "x");
+    sync(group[2], "DEL", key);
+    sync(group[2], "RPUSH", key, "x");
+    auto [uec] = co_await g.unlock(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(uec == error::redis_error);
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
+    BOOST_TEST(why.client_message() == (tokens[1] != 0 ? "master 2 of 3" : "master 3 of 3"),
+               why.client_message());
+    sync(group[1], "DEL", key);
+    sync(group[2], "DEL", key);
+
+    // Released after masters 2 and 3 lost it: lease_lost, and how many still had it (of the
+    // masters h won: all three, as a rule).
+    auto h = co_await la.acquire();
+    const auto won = h.fencing_tokens();
+    const auto held = 3 - std::count(won.begin(), won.end(), 0u);
+    const auto still = won[0] != 0 ? 1 : 0;
+    sync(group[1], "DEL", key);
+    sync(group[2], "DEL", key);
+    auto [lec] = co_await h.unlock(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(lec == error::lease_lost);
+    BOOST_TEST(why.server_message().empty(), why.server_message());
+    BOOST_TEST(why.client_message() == "the lease was lost: " + std::to_string(still) + " of the " +
+                                           std::to_string(held) +
+                                           " masters held still had it, 2 needed",
+               why.client_message());
+
+    // A success leaves the reused diagnostics empty.
+    auto k = co_await la.acquire(bind_diagnostics(why));
+    BOOST_TEST(why.empty(), why.message());
+    co_await k.unlock(bind_diagnostics(why));
+    BOOST_TEST(why.empty(), why.message());
   }, std::chrono::seconds(30));
   expect_clean_except(group, {});
 }

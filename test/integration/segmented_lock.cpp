@@ -503,4 +503,66 @@ BOOST_AUTO_TEST_CASE(stock_split_over_segments_is_never_oversold) {
   expect_clean(server);
 }
 
+// The words behind an error: the server's reply, and which segment when a segment's mutex failed.
+BOOST_AUTO_TEST_CASE(the_words_say_what_the_server_said_and_which_segment) {
+  redis_server server;
+  // A user whose waits cannot subscribe (no channel rights): a wait on a busy segment fails.
+  const auto nochan = user_without_channel_rights(server);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    diagnostics why;
+
+    // Something else under the marks' key: every operation that reads or writes it says so.
+    corolock::segmented_lock s(c, "w", 2);
+    sync(server, "SET", "corolock:{w}:empty", "not a set");
+    auto [ec, none] = co_await s.acquire_any(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec == error::redis_error);
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
+    auto [rec] = co_await s.refresh(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(rec == error::redis_error);
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
+    auto [mec] = co_await s.mark_empty(1, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(mec == error::redis_error);
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
+    auto [bad] = co_await s.mark_empty(7, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(bad == error::invalid_argument);
+    BOOST_TEST(why.client_message() == "no segment 7 of 2", why.message());
+    auto [xec] = co_await s.reset(bind_diagnostics(why, tuple_awaitable)); // DEL: the string goes
+    BOOST_TEST(!xec);
+    BOOST_TEST(why.empty(), why.message());
+
+    // A segment's own key holds a list: its mutex's words, and which segment.
+    corolock::segmented_lock one(c, "v", 1);
+    sync(server, "RPUSH", "corolock:{v#0}", "x");
+    auto [tec, tnone] = co_await one.try_acquire_any(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(tec == error::redis_error);
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
+    BOOST_TEST(why.client_message() == "segment 0", why.client_message());
+    sync(server, "DEL", "corolock:{v#0}");
+
+    // Waiting on a busy segment without channel rights: the wait's NOPERM, and which segment.
+    client limited(ex, nochan);
+    co_await limited.connect();
+    corolock::segmented_lock mine(limited, "u", 1);
+    corolock::mutex other(c, "u#0");
+    auto held = co_await other.acquire();
+    auto [wec, wnone] = co_await mine.acquire_any_for(std::chrono::seconds(2),
+                                                      bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(wec == error::redis_error);
+    BOOST_TEST(why.server_message().starts_with("NOPERM"), why.message());
+    BOOST_TEST(why.client_message() == "segment 0", why.client_message());
+    co_await held.unlock();
+
+    // A success leaves a reused diagnostics empty; so does the segment's unlock.
+    auto g = co_await mine.acquire_any(bind_diagnostics(why));
+    BOOST_TEST(why.empty(), why.message());
+    co_await g.unlock(bind_diagnostics(why));
+    BOOST_TEST(why.empty(), why.message());
+    co_await settle(limited);
+    co_await limited.shutdown();
+  });
+  expect_clean(server);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -8,6 +8,7 @@
 #include <corolock/redis/request.hpp>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,18 @@ inline client_config tls_config_for(const redis_server& server) {
   auto cfg = client_config::from_url(server.tls_url());
   cfg.reconnect_min = std::chrono::milliseconds(10);
   cfg.reconnect_max = std::chrono::milliseconds(100);
+  return cfg;
+}
+
+/// Creates the ACL user "nochan" (password "pw"): every key and command, no pub/sub channel (said
+/// outright, not left to acl-pubsub-default). Returns a configuration that logs in as it.
+inline client_config user_without_channel_rights(redis_server& server) {
+  if (server.command({"ACL", "SETUSER", "nochan", "on", ">pw", "~*", "resetchannels", "+@all"}) !=
+      "OK")
+    throw std::runtime_error("ACL SETUSER nochan failed");
+  auto cfg = config_for(server);
+  cfg.username = "nochan";
+  cfg.password = "pw";
   return cfg;
 }
 

@@ -69,7 +69,8 @@ std::string describe(const line_action& a) {
     return "grant " + std::to_string(a.caller) + " " + a.owner + " #" + std::to_string(a.token) +
            " @" + ms(a.at) + "+" + std::to_string(a.px.count());
   case line_action::kind::fail:
-    return "fail " + std::to_string(a.caller) + " " + name(a.ec);
+    return "fail " + std::to_string(a.caller) + " " + name(a.ec) +
+           (a.text.empty() ? "" : " (" + a.text + ")");
   case line_action::kind::wake_at:
     return "wake_at " + ms(a.at);
   }
@@ -99,9 +100,10 @@ attempt_outcome taken(milliseconds pttl, time_point sent_at, std::int64_t rank =
   r.sent_at = sent_at;
   return r;
 }
-attempt_outcome failed(error e) {
+attempt_outcome failed(error e, std::string text = {}) {
   attempt_outcome r;
   r.ec = e;
+  r.text = std::move(text);
   return r;
 }
 
@@ -339,9 +341,10 @@ BOOST_AUTO_TEST_CASE(redis_error_fails_every_caller) {
   l.m.arrive(1, forever, at(0));
   l.m.arrive(2, forever, at(1));
   BOOST_TEST(l.acts() == "attempt o1 try");
-  l.m.attempt_done("o1", failed(error::redis_error), at(3));
-  // The script was refused: it took nothing, so there is nothing to give up.
-  BOOST_TEST(l.acts() == "fail 1 redis_error; fail 2 redis_error");
+  l.m.attempt_done("o1", failed(error::redis_error, "WRONGTYPE x"), at(3));
+  // The script was refused: it took nothing, so there is nothing to give up. Both callers carry
+  // the server's words.
+  BOOST_TEST(l.acts() == "fail 1 redis_error (WRONGTYPE x); fail 2 redis_error (WRONGTYPE x)");
   BOOST_TEST(l.m.idle());
   BOOST_TEST(l.m.owner() == "");
 }
@@ -462,8 +465,10 @@ BOOST_AUTO_TEST_CASE(refused_subscription_fails_every_caller) {
   l.m.take_actions();
   l.m.attempt_done("o1", taken(milliseconds(60000), at(0)), at(5));
   BOOST_TEST(l.acts() == "subscribe; attempt o1 queue");
-  l.m.refused(error::redis_error, at(6)); // e.g. NOPERM on the channel
-  BOOST_TEST(l.acts() == "fail 1 redis_error; fail 2 redis_error; give_up o1");
+  l.m.refused(error::redis_error, "NOPERM no channel", at(6)); // e.g. NOPERM on the channel
+  // Each caller carries the server's words to its own diagnostics.
+  BOOST_TEST(l.acts() == "fail 1 redis_error (NOPERM no channel); fail 2 redis_error (NOPERM no "
+                         "channel); give_up o1");
   // A later caller starts over (after the attempt still out), subscribing again if need be.
   l.m.arrive(3, forever, at(10));
   BOOST_TEST(l.acts() == "");

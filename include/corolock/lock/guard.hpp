@@ -15,6 +15,7 @@
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 
 #include <boost/asio/cancellation_signal.hpp>
 
@@ -64,7 +65,11 @@ public:
   template <typename CompletionToken = default_token>
   auto unlock(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_unlock_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_unlock_impl(diag, std::move(handler));
+        },
+        token);
   }
 
   /// Deprecated: the former name of unlock(), kept so that existing code builds. It was renamed
@@ -91,7 +96,7 @@ public:
 private:
   friend struct detail::guard_access;
   explicit guard(std::shared_ptr<detail::lease> l) noexcept;
-  void async_unlock_impl(detail::handler<void(error_code)> h);
+  void async_unlock_impl(diagnostics* diag, detail::handler<void(error_code)> h);
   void async_wait_lost_impl(detail::handler<void(error_code)> h);
   void abandon() noexcept;
 

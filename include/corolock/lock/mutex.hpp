@@ -15,10 +15,14 @@
 // - While a guard lives its lease is renewed every lease/3 (unless lock_options::watchdog is false).
 // - Cancellation (Asio cancellation slots, `||`) at any point leaves no lock held: an attempt whose
 //   reply says we won is released before the operation completes with operation_aborted.
+// - The words behind an error (the server's WRONGTYPE or NOPERM reply) go to a diagnostics bound
+//   to the operation's token: m.acquire(bind_diagnostics(why)). So do those of semaphore,
+//   shared_mutex and guard::unlock().
 // - A mutex is a cheap handle; it must not outlive its client. Use it from the client's executor.
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/options.hpp>
 
@@ -98,11 +102,12 @@ private:
   auto initiate_acquire(clock::time_point deadline, bool try_only, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, guard)>(
         [this](auto handler, clock::time_point d, bool t) {
-          async_acquire_impl(d, t, std::move(handler));
+          auto* diag = detail::diagnostics_for(handler);
+          async_acquire_impl(d, t, diag, std::move(handler));
         },
         token, deadline, try_only);
   }
-  void async_acquire_impl(clock::time_point deadline, bool try_only,
+  void async_acquire_impl(clock::time_point deadline, bool try_only, diagnostics* diag,
                           detail::handler<void(error_code, guard)> h);
   void async_reenter_impl(guard& held, detail::handler<void(error_code, guard)> h);
 

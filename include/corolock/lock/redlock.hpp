@@ -27,11 +27,16 @@
 //   paused. Without such a check at the resource, Redlock is only as safe as its timing
 //   assumptions (bounded pauses, network delay and clock drift).
 // - Cancellation (any type) at any point of an acquisition leaves nothing held.
+// - The words behind an error go to a diagnostics bound to the token (bind_diagnostics): the
+//   failing master's server reply verbatim in server_message(), and which master it was in
+//   client_message() ("master 2 of 3", 1-based, in the order given); for a timeout, how far the
+//   last attempt got.
 // - All masters' clients must run on one executor (the first master's): the redlock completes on
 //   it and is not thread-safe. A redlock must not outlive its clients.
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 #include <corolock/lock/options.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -120,7 +125,11 @@ public:
   template <typename CompletionToken = default_token>
   auto unlock(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_unlock_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_unlock_impl(diag, std::move(handler));
+        },
+        token);
   }
 
   /// Deprecated: the former name of unlock() (see corolock::guard::release).
@@ -141,7 +150,7 @@ public:
 private:
   friend struct detail::redlock_access;
   explicit redlock_guard(std::shared_ptr<detail::redlock_hold> h) noexcept;
-  void async_unlock_impl(detail::handler<void(error_code)> h);
+  void async_unlock_impl(diagnostics* diag, detail::handler<void(error_code)> h);
   void async_wait_lost_impl(detail::handler<void(error_code)> h);
   void abandon() noexcept;
 
@@ -209,11 +218,12 @@ private:
   auto initiate_acquire(clock::time_point deadline, bool try_only, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, redlock_guard)>(
         [this](auto handler, clock::time_point d, bool t) {
-          async_acquire_impl(d, t, std::move(handler));
+          auto* diag = detail::diagnostics_for(handler);
+          async_acquire_impl(d, t, diag, std::move(handler));
         },
         token, deadline, try_only);
   }
-  void async_acquire_impl(clock::time_point deadline, bool try_only,
+  void async_acquire_impl(clock::time_point deadline, bool try_only, diagnostics* diag,
                           detail::handler<void(error_code, redlock_guard)> h);
 
   std::shared_ptr<detail::redlock_state> state_;

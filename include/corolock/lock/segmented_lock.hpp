@@ -26,10 +26,14 @@
 //   acquire_any starts, and re-read before a segment is handed out if the cache has aged since).
 //   The mark is a hint that saves work; the caller's own stock check under the lock is what is
 //   safe. When every segment is marked, acquire_any completes with error::exhausted.
+// - The words behind an error go to a diagnostics bound to the token (bind_diagnostics): the
+//   server's reply in server_message(), and for a segment mutex's failure "segment i" in
+//   client_message().
 // - Not thread-safe; use it from its client's executor. It must not outlive its client.
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/mutex.hpp>
 #include <corolock/lock/options.hpp>
@@ -98,7 +102,11 @@ public:
   template <typename CompletionToken = default_token>
   auto unlock(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_unlock_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_unlock_impl(diag, std::move(handler));
+        },
+        token);
   }
 
   /// Deprecated: the former name of unlock() (see corolock::guard::release).
@@ -110,7 +118,7 @@ public:
 
 private:
   friend struct detail::segmented_access;
-  void async_unlock_impl(detail::handler<void(error_code)> h);
+  void async_unlock_impl(diagnostics* diag, detail::handler<void(error_code)> h);
 
   std::size_t index_ = npos;
   // Declared before guard_ so that it is destroyed after it: the release is on its way before
@@ -172,7 +180,10 @@ public:
   template <typename CompletionToken = default_token>
   auto mark_empty(std::size_t i, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler, std::size_t s) { async_mark_empty_impl(s, std::move(handler)); },
+        [this](auto handler, std::size_t s) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_mark_empty_impl(s, diag, std::move(handler));
+        },
         token, i);
   }
 
@@ -180,7 +191,11 @@ public:
   template <typename CompletionToken = default_token>
   auto refresh(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_refresh_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_refresh_impl(diag, std::move(handler));
+        },
+        token);
   }
 
   /// Clears every empty mark, in Redis and here (for demos and tests). Other processes see it at
@@ -188,7 +203,11 @@ public:
   template <typename CompletionToken = default_token>
   auto reset(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_reset_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_reset_impl(diag, std::move(handler));
+        },
+        token);
   }
 
 private:
@@ -196,15 +215,17 @@ private:
   auto initiate_acquire(clock::time_point deadline, bool try_only, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, segment_guard)>(
         [this](auto handler, clock::time_point d, bool t) {
-          async_acquire_impl(d, t, std::move(handler));
+          auto* diag = detail::diagnostics_for(handler);
+          async_acquire_impl(d, t, diag, std::move(handler));
         },
         token, deadline, try_only);
   }
-  void async_acquire_impl(clock::time_point deadline, bool try_only,
+  void async_acquire_impl(clock::time_point deadline, bool try_only, diagnostics* diag,
                           detail::handler<void(error_code, segment_guard)> h);
-  void async_mark_empty_impl(std::size_t i, detail::handler<void(error_code)> h);
-  void async_refresh_impl(detail::handler<void(error_code)> h);
-  void async_reset_impl(detail::handler<void(error_code)> h);
+  void async_mark_empty_impl(std::size_t i, diagnostics* diag,
+                             detail::handler<void(error_code)> h);
+  void async_refresh_impl(diagnostics* diag, detail::handler<void(error_code)> h);
+  void async_reset_impl(diagnostics* diag, detail::handler<void(error_code)> h);
 
   std::shared_ptr<detail::segmented_state> state_;
 };

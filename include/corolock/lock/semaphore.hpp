@@ -21,6 +21,7 @@
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/options.hpp>
 
@@ -108,7 +109,10 @@ public:
   template <typename CompletionToken = default_token>
   auto set_permits(std::int64_t permits, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, semaphore_status)>(
-        [this](auto handler, std::int64_t p) { async_set_permits_impl(p, std::move(handler)); },
+        [this](auto handler, std::int64_t p) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_set_permits_impl(p, diag, std::move(handler));
+        },
         token, permits);
   }
 
@@ -116,7 +120,11 @@ public:
   template <typename CompletionToken = default_token>
   auto status(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, semaphore_status)>(
-        [this](auto handler) { async_status_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_status_impl(diag, std::move(handler));
+        },
+        token);
   }
 
   /// Takes `n` permits, runs `body`, gives them back on every exit path. The body is cancelled
@@ -130,15 +138,17 @@ private:
                 CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, guard)>(
         [this](auto handler, std::int64_t k, clock::time_point d, bool t) {
-          async_acquire_impl(k, d, t, std::move(handler));
+          auto* diag = detail::diagnostics_for(handler);
+          async_acquire_impl(k, d, t, diag, std::move(handler));
         },
         token, n, deadline, try_only);
   }
   void async_acquire_impl(std::int64_t n, clock::time_point deadline, bool try_only,
-                          detail::handler<void(error_code, guard)> h);
-  void async_set_permits_impl(std::int64_t permits,
+                          diagnostics* diag, detail::handler<void(error_code, guard)> h);
+  void async_set_permits_impl(std::int64_t permits, diagnostics* diag,
                               detail::handler<void(error_code, semaphore_status)> h);
-  void async_status_impl(detail::handler<void(error_code, semaphore_status)> h);
+  void async_status_impl(diagnostics* diag,
+                         detail::handler<void(error_code, semaphore_status)> h);
 
   std::shared_ptr<detail::handle_state> state_;
 };

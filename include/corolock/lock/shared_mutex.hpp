@@ -18,6 +18,7 @@
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/options.hpp>
 
@@ -113,7 +114,8 @@ private:
   auto initiate(bool shared, clock::time_point deadline, bool try_only, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, guard)>(
         [this](auto handler, bool s, clock::time_point d, bool t) {
-          async_acquire_impl(s, d, t, std::move(handler));
+          auto* diag = detail::diagnostics_for(handler);
+          async_acquire_impl(s, d, t, diag, std::move(handler));
         },
         token, shared, deadline, try_only);
   }
@@ -124,7 +126,7 @@ private:
         token, shared, &held);
   }
   void async_acquire_impl(bool shared, clock::time_point deadline, bool try_only,
-                          detail::handler<void(error_code, guard)> h);
+                          diagnostics* diag, detail::handler<void(error_code, guard)> h);
   void async_reenter_impl(bool shared, guard& held, detail::handler<void(error_code, guard)> h);
 
   std::shared_ptr<detail::handle_state> state_;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/redis/connection.hpp>
 #include <corolock/redis/request.hpp>
@@ -42,18 +43,31 @@ public:
   executor_type get_executor() const noexcept;
   const client_config& config() const noexcept;
 
-  /// Connects (see connection::connect). Call once before anything else.
+  /// Connects (see connection::connect). Call once before anything else. On failure a bound
+  /// diagnostics (bind_diagnostics) says why in words: the address and the system's reason, the
+  /// server's refusal of the credentials, or for error::tls_failed which file could not be used
+  /// or what the certificate check said ("hostname mismatch").
   template <typename CompletionToken = default_token>
   auto connect(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_connect_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_connect_impl(diag, std::move(handler));
+        },
+        token);
   }
 
-  /// Runs a request (see connection::exec).
+  /// Runs a request (see connection::exec). A command the server refuses is an error reply in the
+  /// response, with its text there; on a cluster client a request that could not be routed
+  /// (CLUSTERDOWN, too many redirections) completes with error::redis_error, its text in a bound
+  /// diagnostics.
   template <typename CompletionToken = default_token>
   auto exec(request req, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
-        [this](auto handler, request r) { async_exec_impl(std::move(r), std::move(handler)); },
+        [this](auto handler, request r) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_exec_impl(std::move(r), diag, std::move(handler));
+        },
         token, std::move(req));
   }
 
@@ -79,19 +93,20 @@ public:
   const std::string& id() const noexcept;
   /// Counters of the connection(s), summed.
   connection_stats stats() const;
-  /// The server's text of the last error reply that made a lock operation of this client fail
-  /// with error::redis_error (e.g. "WRONGTYPE Operation against a key holding the wrong kind of
-  /// value"). exec() callers have the text on the reply itself.
+  /// Deprecated: the text of the last error reply that made *some* lock operation of this client
+  /// fail, which the next failure of another coroutine overwrites. Bind a diagnostics to the
+  /// operation instead (bind_diagnostics): its words are that operation's alone.
+  [[deprecated("bind a corolock::diagnostics to the operation (bind_diagnostics)")]]
   const std::string& last_server_error() const noexcept;
-  /// Why the last connect() failed, in words: the address and the system's reason, or for
-  /// error::tls_failed which file could not be used or what the certificate check said
-  /// ("hostname mismatch", "unable to get local issuer certificate"). Empty after a success.
+  /// Why the last connect() failed, in words (as a diagnostics bound to connect() has them).
+  /// Empty after a success.
   const std::string& last_connect_error() const noexcept;
 
 private:
   friend struct detail::client_access;
-  void async_connect_impl(detail::handler<void(error_code)> h);
-  void async_exec_impl(request req, detail::handler<void(error_code, response)> h);
+  void async_connect_impl(diagnostics* diag, detail::handler<void(error_code)> h);
+  void async_exec_impl(request req, diagnostics* diag,
+                       detail::handler<void(error_code, response)> h);
   void async_shutdown_impl(detail::handler<void(error_code)> h);
 
   std::shared_ptr<detail::client_impl> impl_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 
 #include <memory>
 #include <string>
@@ -31,12 +32,16 @@ public:
 
   /// The next message (or reconnect notice), in arrival order; messages are buffered between
   /// calls. Completes with error::closed once unsubscribed or when the client closes, and with
-  /// error::redis_error if the server refused the subscription (client::last_server_error()
-  /// has its reply, e.g. "NOPERM ...").
+  /// error::redis_error if the server refused the subscription (a bound diagnostics has its
+  /// reply, e.g. "NOPERM ...": see bind_diagnostics).
   template <typename CompletionToken = default_token>
   auto receive(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, message)>(
-        [this](auto handler) { async_receive_impl(std::move(handler)); }, token);
+        [this](auto handler) {
+          auto* diag = detail::diagnostics_for(handler);
+          async_receive_impl(diag, std::move(handler));
+        },
+        token);
   }
 
   const std::string& channel() const;
@@ -46,7 +51,7 @@ public:
   void unsubscribe();
 
 private:
-  void async_receive_impl(detail::handler<void(error_code, message)> h);
+  void async_receive_impl(diagnostics* diag, detail::handler<void(error_code, message)> h);
   std::shared_ptr<detail::subscription_state> state_;
 };
 
