@@ -603,4 +603,79 @@ BOOST_AUTO_TEST_CASE(every_cancellation_type_at_every_place) {
   expect_clean(server);
 }
 
+// Item 11. A grant that lapses before its waiter can claim it (the waiter's link stalled, or its
+// process stopped, between the grant and the message) is never handed out: the waiter asks again
+// and its guard carries a fresh token that Redis holds. The mutex and a shared_mutex writer (the
+// permit scripts) both.
+BOOST_AUTO_TEST_CASE(a_grant_that_lapses_before_its_claim_is_never_handed_out) {
+  redis_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, through(proxy)), other(ex, config_for(server));
+    co_await c.connect();
+    co_await other.connect();
+    const auto lease = lease_of(std::chrono::milliseconds(300)); // a grant's lease is 300 ms too
+    corolock::mutex m(c, "lapse", lease), rival(other, "lapse");
+    corolock::shared_mutex w(c, "lapse", lease), rival_w(other, "lapse");
+    // What Redis holds for the lock at `key` in the name of one of c's owners: {token, owner}, or
+    // {0, ""}. A permit holder whose lease ended stays listed until a script prunes it.
+    auto granted_to_c = [&](const std::string& key,
+                            bool permits) -> std::pair<std::uint64_t, std::string> {
+      if (!permits) {
+        auto held = sync(server, "GET", key); // "<token> <owner>"
+        auto space = held.find(' ');
+        if (space != std::string::npos && held.substr(space + 1).starts_with(c.id()))
+          return {std::stoull(held.substr(0, space)), held.substr(space + 1)};
+        return {0, ""};
+      }
+      auto all = sync_list(server, "HGETALL", key); // owner -> "<permits> <token>"
+      for (std::size_t i = 0; i + 1 < all.size(); i += 2)
+        if (all[i].starts_with(c.id()))
+          return {std::stoull(all[i + 1].substr(all[i + 1].find(' ') + 1)), all[i]};
+      return {0, ""};
+    };
+    auto ran_out = [&](const std::string& key, bool permits, const std::string& owner) {
+      if (!permits)
+        return sync(server, "EXISTS", key) == "0";
+      auto now = sync_list(server, "TIME");
+      auto ends = sync(server, "ZSCORE", key + ":hx", owner);
+      return ends == "(nil)" ||
+             std::stoll(ends) <= std::stoll(now.at(0)) * 1000 + std::stoll(now.at(1)) / 1000;
+    };
+    auto one = [&](auto& mine, auto& theirs, std::string key, bool permits) -> asio::awaitable<void> {
+      auto held = co_await theirs.acquire();
+      error_code ec;
+      guard got;
+      auto waiter = [&]() -> asio::awaitable<void> {
+        std::tie(ec, got) = co_await mine.acquire_for(std::chrono::seconds(5), tuple_awaitable);
+      };
+      std::uint64_t lapsed = 0;
+      auto driver = [&]() -> asio::awaitable<void> {
+        BOOST_TEST(co_await eventually([&] { return sync(server, "ZCARD", key + ":q") == "1"; }));
+        proxy.blackhole(direction::both, true);
+        co_await held.unlock(); // grants c's waiter, whose link hears nothing now
+        const auto [token, owner] = granted_to_c(key, permits);
+        lapsed = token;
+        co_await sleep_for(std::chrono::milliseconds(700)); // the 300 ms grant runs out
+        BOOST_TEST(ran_out(key, permits, owner));
+        proxy.heal();
+      };
+      co_await (waiter() && driver());
+      BOOST_TEST_MESSAGE(key << ": the lapsed grant's token " << lapsed << ", the guard's "
+                             << got.fencing_token());
+      BOOST_TEST(lapsed != 0); // it was granted to c
+      BOOST_TEST(!ec);
+      BOOST_TEST(got.owns_lock());
+      BOOST_TEST(!got.lost());
+      BOOST_TEST(got.fencing_token() > lapsed); // asked again: a fresh token, not the lapsed one
+      BOOST_TEST(granted_to_c(key, permits).first == got.fencing_token()); // and Redis holds it
+      auto [rec] = co_await got.unlock(tuple_awaitable);
+      BOOST_TEST(!rec);
+    };
+    co_await one(m, rival, "corolock:{lapse}", false);
+    co_await one(w, rival_w, "corolock:{lapse}:rw", true);
+  });
+  expect_clean(server);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -153,6 +153,10 @@ struct stats {
   steady::time_point last_beat = steady::now(); // the heartbeat's last turn
   std::vector<std::pair<steady::time_point, steady::time_point>> stalls; // gaps > 100 ms
   std::vector<std::uint64_t> told_tokens;
+  // Every token a guard was handed out with: a token the coordinator saw held by this process
+  // while it was stopped, and that is not here, was a grant that lapsed before the process could
+  // claim it (the library then asked again): nobody held it, so nobody was to be told.
+  std::vector<std::uint64_t> acquired_tokens;
   std::vector<section_record> records;
   std::int64_t subscriptions_at_end = -1;  // the connection's sub= count once idle (-1: unknown)
   int running = -1;                    // section coroutines running (-1: not started yet)
@@ -208,6 +212,7 @@ void write_stats(const settings& s, const stats& st) {
     }
     line("sections_per_coroutine", fmt::format("{}", fmt::join(st.sections_per_coroutine, " ")));
     line("told_tokens", fmt::format("{}", fmt::join(st.told_tokens, " ")));
+    line("acquired_tokens", fmt::format("{}", fmt::join(st.acquired_tokens, " ")));
     line("recorded", st.records.size());
   }
   // One line a section: entry_us exit_us kind permits token told fence_at_exit. Written first:
@@ -434,6 +439,7 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     }
     ++st.acquired;
     const auto token = g.fencing_token();
+    st.acquired_tokens.push_back(token);
     if (token <= (kind == section_kind::exclusive ? st.max_token : max_token_before))
       ++st.token_regressions;
     else if (token <= st.max_token)
