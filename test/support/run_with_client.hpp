@@ -1,39 +1,10 @@
-// What the demos' and the tests' worker processes do in main: run one coroutine with a
-// corolock::client on its own io_context, and turn how it ended into an exit code.
+// What the tests' worker processes do in main: run one coroutine with a corolock::client on its
+// own io_context and turn how it ended into an exit code. The inventory_race demo owns the one
+// copy (its folder stays self-contained, to be lifted out as it is); the workers borrow it.
 #pragma once
 
-#include <corolock/corolock.hpp>
-
-#include <boost/asio.hpp>
-#include <fmt/core.h>
-
-#include <exception>
-#include <string>
+#include "../../examples/inventory_race/with_client.hpp"
 
 namespace corolock::test {
-
-/// Runs `program(client)` (an asio::awaitable<int>) to its end; returns its result, or 1 after
-/// reporting an exception as "`what` failed: ...". The client is closed either way: one left open
-/// would keep io.run() reconnecting.
-template <typename Program>
-int run_with_client(const std::string& url, const char* what, Program program) {
-  boost::asio::io_context io;
-  corolock::client redis(io.get_executor(), url);
-  int status = 1;
-  boost::asio::co_spawn(io, program(redis), [&](std::exception_ptr e, int rc) {
-    redis.close();
-    status = rc;
-    if (e) {
-      status = 1;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        fmt::print(stderr, "{} failed: {}\n", what, ex.what());
-      }
-    }
-  });
-  io.run();
-  return status;
-}
-
+using inventory_race::with_client;
 } // namespace corolock::test

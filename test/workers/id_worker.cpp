@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: id_worker URL NAME COUNT OUTFILE single|batch\n");
     return 2;
   }
-  return corolock::test::run_with_client(args[0], "id_worker", [&](corolock::client& redis) {
+  return corolock::test::with_client(args[0], "id_worker", [&](corolock::client& redis) {
     return run(redis, args[1], std::stoul(args[2]), args[3], args[4] == "batch");
   });
 }

@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: lock_worker counter|hold|share URL NAME ...\n");
     return 2;
   }
-  return corolock::test::run_with_client(args[1], "lock_worker", [&](corolock::client& redis) {
+  return corolock::test::with_client(args[1], "lock_worker", [&](corolock::client& redis) {
     return run_command(redis, args);
   });
 }
