@@ -15,6 +15,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
@@ -189,14 +190,53 @@ void connection_impl::wake_writer() {
     write_cv_.cancel();
 }
 
+namespace {
+/// The handlers of one batch of completed requests, run in completion order by one posted
+/// operation: a reply burst of N requests costs one post, not N. Each handler is still dispatched
+/// to its own executor, after its cancellation slot is cleared (as complete_later does). If one
+/// throws, the rest are posted again before the exception goes on.
+struct completion_batch {
+  asio::any_io_executor ex;
+  std::vector<std::pair<pending_ptr, error_code>> done;
+  std::size_t next = 0;
+
+  void operator()() {
+    struct rest_on_unwind {
+      completion_batch& b;
+      ~rest_on_unwind() {
+        if (b.next < b.done.size())
+          asio::post(b.ex, std::move(b));
+      }
+    } rest{*this};
+    const auto* own = ex.target<asio::io_context::executor_type>();
+    while (next < done.size()) {
+      auto [p, ec] = std::move(done[next++]);
+      if (!p->h)
+        continue;
+      if (auto slot = std::exchange(p->slot, {}); slot.is_connected())
+        slot.clear();
+      auto h = p->h.take();
+      // A handler whose executor is the one running this batch (a coroutine on the client's
+      // executor) is called here, as dispatch() would, without the type-erased detour.
+      // (Type-erased executors hold the concrete one, so that is what is compared.)
+      const auto target = asio::get_associated_executor(h, ex);
+      const auto* theirs = target.template target<asio::io_context::executor_type>();
+      if (own && theirs && *theirs == *own)
+        std::move(h)(ec, std::move(p->resp));
+      else
+        asio::dispatch(asio::append(std::move(h), ec, std::move(p->resp)));
+    }
+  }
+};
+} // namespace
+
 void connection_impl::deliver_completed() {
-  for (auto& [p, ec] : mux_.take_completed()) {
-    if (p->timer)
-      p->timer->cancel();
-    if (!p->h)
-      continue;
-    auto slot = std::exchange(p->slot, {});
-    complete_later(ex_, p->h.take(), slot, ec, std::move(p->resp));
+  auto done = mux_.take_completed();
+  if (!done.empty()) {
+    for (auto& [p, ec] : done)
+      if (p->timer)
+        p->timer->cancel();
+    asio::post(ex_, completion_batch{ex_, std::move(done)});
   }
   while (!deadlines_.empty() && deadlines_.front().p->done)
     deadlines_.pop_front();
@@ -531,20 +571,26 @@ asio::awaitable<void> connection_impl::reader() {
       const bool demoted = master_only_ && v.is_error() && v.error_code() == "READONLY";
       switch (mux_.on_value(v)) {
       case multiplexer::frame::reply:
-        deliver_completed();
+        // Handlers of the replies parsed from one read go out together (deliver_completed,
+        // below): the order of completions and pushes stays the order the server sent them.
         if (mux_.has_queued())
           wake_writer(); // a NOSCRIPT replay was queued
         break;
       case multiplexer::frame::push:
+        deliver_completed(); // the replies before it first
         if (on_push_)
           on_push_(std::move(v), mux_.answered_sent_at());
         break;
       case multiplexer::frame::out_of_step:
+        deliver_completed();
         co_return; // reconnect rather than misroute
       }
-      if (!connected_ || demoted)
+      if (!connected_ || demoted) {
+        deliver_completed();
         co_return;
+      }
     }
+    deliver_completed();
     auto [ec, n] = co_await transport_.async_read_some(read_space(), use_tuple);
     if (ec)
       co_return;

@@ -5,7 +5,9 @@
 #include <support/client_helpers.hpp>
 #include <support/redis_server.hpp>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/strand.hpp>
 
 using namespace corolock;
 using namespace corolock::test;
@@ -457,6 +459,63 @@ BOOST_AUTO_TEST_CASE(use_future_and_callbacks_work) {
   asio::post(io, [&] { c.close(); });
   io.stop();
   runner.join();
+}
+
+// The replies parsed from one read complete together (one posted batch): their handlers still run
+// in request order, each on its own executor (a strand's handler inside the strand), and one that
+// throws loses none of the others: they run once the caller goes on running the io_context.
+BOOST_AUTO_TEST_CASE(a_reply_burst_completes_in_order_and_a_throwing_handler_loses_none) {
+  redis_server server;
+  asio::io_context io;
+  client c(io.get_executor(), config_for(server));
+  auto run_until = [&](auto done) {
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (!done() && std::chrono::steady_clock::now() < give_up) {
+      try {
+        io.run_one_for(100ms);
+      } catch (const std::runtime_error& e) {
+        BOOST_TEST(std::string(e.what()) == "handler 2 throws");
+      }
+    }
+  };
+  bool connected = false;
+  c.connect([&](error_code ec) {
+    BOOST_TEST(!ec);
+    connected = true;
+  });
+  run_until([&] { return connected; });
+  BOOST_REQUIRE(connected);
+
+  auto strand = asio::make_strand(io);
+  std::vector<int> order;
+  bool strand_handler_in_strand = false;
+  constexpr int n = 6;
+  for (int i = 0; i < n; ++i) {
+    auto record = [&, i](error_code ec, response r) {
+      BOOST_TEST(!ec);
+      BOOST_TEST(r.at(0).data == std::to_string(i));
+      order.push_back(i);
+      if (i == 2)
+        throw std::runtime_error("handler 2 throws");
+    };
+    if (i == 4)
+      c.exec(make("ECHO", std::to_string(i)),
+             asio::bind_executor(strand, [&, record](error_code ec, response r) mutable {
+               strand_handler_in_strand = strand.running_in_this_thread();
+               record(ec, std::move(r));
+             }));
+    else
+      c.exec(make("ECHO", std::to_string(i)), record);
+  }
+  run_until([&] { return order.size() == n; });
+  BOOST_TEST(order == (std::vector<int>{0, 1, 2, 3, 4, 5}), boost::test_tools::per_element());
+  BOOST_TEST(strand_handler_in_strand);
+  // The connection is still in step after the throw.
+  std::string after;
+  c.exec(make("ECHO", "after"), [&](error_code ec, response r) { after = ec ? ec.message() : r.at(0).data; });
+  run_until([&] { return !after.empty(); });
+  BOOST_TEST(after == "after");
+  c.close();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
