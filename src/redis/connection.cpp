@@ -126,7 +126,7 @@ void connection_impl::close_after(request last, handler<void(error_code, respons
 // exec
 
 void connection_impl::exec(request req, handler<void(error_code, response)> h, bool first) {
-  auto p = std::make_shared<pending>();
+  auto p = std::allocate_shared<pending>(recycling_allocator<pending>{});
   p->replies_left = req.expected_replies();
   p->resp.reserve(p->replies_left);
   p->req = std::move(req);

@@ -153,7 +153,7 @@ void multiplexer::finish(const pending_ptr& p) {
     }
     if (!missing.empty()) {
       // Load each script once, then replay only the commands that failed.
-      auto retry = std::make_shared<pending>();
+      auto retry = std::allocate_shared<pending>(recycling_allocator<pending>{});
       retry->is_retry = true;
       std::vector<const script*> loaded;
       for (auto* call : missing) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "detail/completion.hpp"
+#include "detail/recycling_allocator.hpp"
 
 #include <corolock/redis/connection.hpp>
 #include <corolock/redis/request.hpp>
