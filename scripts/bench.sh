@@ -5,7 +5,10 @@
 #   --quick  shorter runs: 3 repetitions, under 3 minutes (the full run: 5 repetitions, the peers
 #            3, under 20 minutes).
 # Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_REPETITIONS (override),
-#              BENCH_PEERS=0 (skip the peers), CMAKE_ARGS (passed to build.sh).
+#              BENCH_PEERS=0 (skip the peers), CMAKE_ARGS (passed to build.sh),
+#              BENCH_ONLY="connection_bench" (run only these programs), BENCH_NAME (default
+#              latest: the results are bench/results/<name>.{json,md} and <name>-*.png).
+#   e.g. the connection rows alone: BENCH_ONLY=connection_bench BENCH_PEERS=0 BENCH_NAME=connection
 #
 # Steps: deps.sh --bench; Release build of the bench programs into their own build dir; a private
 # redis-server (persistence off) on a free loopback port; the baselines and ceilings with
@@ -29,6 +32,10 @@ done
 
 # The benchmark programs, in the order they run. Each is a target in bench/CMakeLists.txt.
 BENCH_PROGRAMS=(connection_bench lock_bench)
+if [[ -n ${BENCH_ONLY:-} ]]; then
+  read -r -a BENCH_PROGRAMS <<<"$BENCH_ONLY"
+fi
+name=${BENCH_NAME:-latest}
 
 if ((quick)); then
   REPS=${BENCH_REPETITIONS:-3}
@@ -234,6 +241,6 @@ for program in "${BENCH_PROGRAMS[@]}" peers; do
   [[ -f $parts/$program.jsonl ]] && parts_files+=("$parts/$program.jsonl")
 done
 "${REPORT[@]}" set --out "$parts/machine.jsonl" machine run_seconds "$measured"
-"${REPORT[@]}" merge --json "$results/latest.json" --md "$results/latest.md" --charts "$results" \
+"${REPORT[@]}" merge --json "$results/$name.json" --md "$results/$name.md" --charts "$results" \
   "${parts_files[@]}"
-step "wrote $results/latest.json, latest.md, latest-*.png (run: ${measured} s, build excluded)"
+step "wrote $results/$name.json, $name.md, $name-*.png (run: ${measured} s, build excluded)"
