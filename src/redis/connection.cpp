@@ -191,13 +191,21 @@ void connection_impl::wake_writer() {
 }
 
 namespace {
+/// One completed request, taken out of its pending state: what its handler is called with.
+struct completion {
+  handler<void(error_code, response)> h;
+  asio::cancellation_slot slot;
+  error_code ec;
+  response resp;
+};
+
 /// The handlers of one batch of completed requests, run in completion order by one posted
 /// operation: a reply burst of N requests costs one post, not N. Each handler is still dispatched
 /// to its own executor, after its cancellation slot is cleared (as complete_later does). If one
 /// throws, the rest are posted again before the exception goes on.
 struct completion_batch {
   asio::any_io_executor ex;
-  std::vector<std::pair<pending_ptr, error_code>> done;
+  std::vector<completion> done;
   std::size_t next = 0;
 
   void operator()() {
@@ -210,33 +218,36 @@ struct completion_batch {
     } rest{*this};
     const auto* own = ex.target<asio::io_context::executor_type>();
     while (next < done.size()) {
-      auto [p, ec] = std::move(done[next++]);
-      if (!p->h)
-        continue;
-      if (auto slot = std::exchange(p->slot, {}); slot.is_connected())
-        slot.clear();
-      auto h = p->h.take();
+      auto& c = done[next++];
+      if (c.slot.is_connected())
+        c.slot.clear();
       // A handler whose executor is the one running this batch (a coroutine on the client's
       // executor) is called here, as dispatch() would, without the type-erased detour.
       // (Type-erased executors hold the concrete one, so that is what is compared.)
-      const auto target = asio::get_associated_executor(h, ex);
+      const auto target = asio::get_associated_executor(c.h, ex);
       const auto* theirs = target.template target<asio::io_context::executor_type>();
       if (own && theirs && *theirs == *own)
-        std::move(h)(ec, std::move(p->resp));
+        std::move(c.h)(c.ec, std::move(c.resp));
       else
-        asio::dispatch(asio::append(std::move(h), ec, std::move(p->resp)));
+        asio::dispatch(asio::append(std::move(c.h), c.ec, std::move(c.resp)));
     }
   }
 };
 } // namespace
 
 void connection_impl::deliver_completed() {
-  auto done = mux_.take_completed();
-  if (!done.empty()) {
-    for (auto& [p, ec] : done)
+  auto finished = mux_.take_completed();
+  if (!finished.empty()) {
+    std::vector<completion> done;
+    done.reserve(finished.size());
+    for (auto& [p, ec] : finished) {
       if (p->timer)
         p->timer->cancel();
-    asio::post(ex_, completion_batch{ex_, std::move(done)});
+      if (p->h)
+        done.push_back({p->h.take(), std::exchange(p->slot, {}), ec, std::move(p->resp)});
+    }
+    if (!done.empty())
+      asio::post(ex_, completion_batch{ex_, std::move(done)});
   }
   while (!deadlines_.empty() && deadlines_.front().p->done)
     deadlines_.pop_front();
