@@ -11,6 +11,9 @@ if(COROLOCK_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
 endif()
 
 add_library(corolock_warnings INTERFACE)
+# Our own sources stay clear of Asio's deprecated names; this is not forced on consumers (their
+# `io_context::work` or `io.post()` keeps compiling when they link corolock).
+target_compile_definitions(corolock_warnings INTERFACE BOOST_ASIO_NO_DEPRECATED)
 target_compile_options(corolock_warnings INTERFACE -Wall -Wextra -Wpedantic
   # GCC 12 misreports the sized operator delete of Asio coroutine frames (awaitable_frame_base).
   $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>)

@@ -14,7 +14,9 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$COROLOCK_ROOT}
 
 read -r -a extra_args <<<"${CMAKE_ARGS:-}"
 log "configuring $BUILD_DIR ($BUILD_TYPE)"
-cmake -S "$COROLOCK_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${extra_args[@]}"
+# COROLOCK_DEVELOPER: tests, examples and benchmarks too (a user's plain configure builds the library).
+cmake -S "$COROLOCK_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DCOROLOCK_DEVELOPER=ON \
+  "${extra_args[@]}"
 
 targets=()
 if (($# > 0)); then
