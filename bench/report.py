@@ -15,7 +15,7 @@ A part is JSON lines: {"kind": "scenario", "row": {...}}, {"kind": "machine"|"ce
 bench/common/bench.hpp); merge writes each verdict into the target and the first one also into
 the row's flat fields (baseline, ratio_metric, better, target, target_ratio, ratio,
 ceiling_fraction, target_met) that earlier results had.
-Runs with Debian's /usr/bin/python3: only the standard library, and matplotlib for the charts.
+Runs with Debian's /usr/bin/python3: only the standard library; the charts are drawn by gnuplot.
 """
 import argparse
 import csv
@@ -23,7 +23,9 @@ import json
 import math
 import operator
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 
 OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
@@ -296,16 +298,95 @@ def markdown(doc, charts, intro=None):
 
 
 # ---- merge: charts ----------------------------------------------------------------------------
+# Drawn by gnuplot (Debian's gnuplot-nox, pngcairo): matplotlib's Debian dependencies pull in
+# Boost 1.74, which cannot be installed beside the Boost 1.81 the library builds with. Each chart is
+# one gnuplot script fed on stdin, its data inline as datablocks; sizes are matplotlib's at 90 dpi,
+# as the charts had before.
+
+BLUE, GREY, ORANGE, GREEN, RED = "#3c7dc4", "#9aa5b1", "#d9914a", "#3c9a5f", "#c8553d"
+TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+         "#bcbd22", "#17becf"]  # the processes' colours, matplotlib's as before
+
+
+def gp_str(s):
+    """A gnuplot double-quoted string (a newline in s breaks the line)."""
+    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def gp_block(name, rows):
+    """A datablock: one line per row; strings quoted (a data file knows no escapes)."""
+    field = lambda v: '"' + v.replace('"', "'") + '"' if isinstance(v, str) else repr(v)
+    return f"${name} << EOD\n" + "".join(" ".join(map(field, r)) + "\n" for r in rows) + "EOD\n"
+
+
+def gp_tics(labels):
+    return "(" + ", ".join(f"{gp_str(l)} {i}" for i, l in enumerate(labels)) + ")"
+
+
+def gp_log_range(values, top):
+    """A log axis from the decade below the smallest positive value to top × the largest."""
+    positive = [v for v in values if v and v > 0] or [1]
+    return 10 ** math.floor(math.log10(min(positive))), max(positive) * top
+
+
+def gnuplot(path, width, height, body):
+    """Runs body after the terminal settings; the PNG goes to path. A failing script stops the
+    report (as a failing matplotlib call did)."""
+    script = (f'set encoding utf8\nset terminal pngcairo size {round(width)},{round(height)} '
+              f'font "DejaVu Sans,9" noenhanced\nset output {gp_str(path)}\n'
+              'set style fill solid 1.0 noborder\n' + body + "unset multiplot\nset output\n")
+    # stdout to nowhere: where the output file cannot be opened, gnuplot writes the PNG there.
+    r = subprocess.run(["gnuplot"], input=script, text=True, errors="replace",
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        sys.exit(f"report.py: gnuplot failed on {path}:\n{r.stderr}")
+    if r.stderr.strip():
+        print(f"report.py: gnuplot on {path}:\n{r.stderr}", file=sys.stderr)
+
+
+def gp_step(top):
+    """A tic step of 1, 2 or 5 × 10^k that gives an axis from 0 to top four or five tics."""
+    raw = top / 4
+    mag = 10 ** math.floor(math.log10(raw))
+    return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+
+
+def gp_log_tics(lo, hi):
+    """Tics of a log axis: 1, 2 and 5 × 10^k where it spans two decades or less (gnuplot would
+    label only the powers of ten), else gnuplot's."""
+    if hi / lo > 100:
+        return "autofreq"
+    tics = [m * 10 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            for m in (1, 2, 5)]
+    return "(" + ", ".join(f"{t:g}" for t in tics if lo <= t <= hi) + ")"
+
+
+def hbars(name, labels, values, colors, texts, xrange, log, xlabel, title=None, ytic_font=8,
+          extra=""):
+    """One panel of horizontal bars, the first label at the top, the value printed after each;
+    extra: more settings for the panel."""
+    lo, hi = xrange
+    rows = [(l, max(v, lo), int(c[1:], 16), t) for l, v, c, t in zip(labels, values, colors, texts)]
+    # gnuplot sizes the left margin by the default font; the labels are smaller.
+    margin = math.ceil(max(map(len, labels)) * ytic_font / 9 * 0.9) + 2
+    if len(xlabel) > 45:  # a long axis label on two lines, where a panel is narrow
+        xlabel = xlabel.replace(" (", "\n(", 1)
+    return (gp_block(name, rows) +
+            f"set title {gp_str(title or '')} font \",10\"\n"
+            f"{'set' if log else 'unset'} logscale x\nset xrange [{lo!r}:{hi!r}]\n"
+            f"set yrange [{len(rows) - 0.5}:-0.5]\nset lmargin {margin}\n"
+            f"set ytics nomirror scale 0 font \",{ytic_font}\"\n"
+            f"set xtics nomirror {gp_log_tics(lo, hi) if log else repr(gp_step(hi))} font \",8\"\n"
+            f"unset key\nset xlabel {gp_str(xlabel)} font \",8\"\n" + extra +
+            f"plot ${name} using ({lo!r}):0:({lo!r}):2:($0-0.4):($0+0.4):3:ytic(1) "
+            "with boxxyerror lc rgb variable, \\\n"
+            f"  '' using 2:0:4 with labels left font \",7\"\n")
+
 
 def charts(doc, directory, stem):
     """PNG charts beside the results; returns [(file name, title)]."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("report.py: no matplotlib for /usr/bin/python3 (scripts/deps.sh --bench): no charts",
-              file=sys.stderr)
+    if shutil.which("gnuplot") is None:
+        print("report.py: no gnuplot (scripts/deps.sh --bench): no charts", file=sys.stderr)
         return []
     made = []
     rows = doc["scenarios"]
@@ -322,65 +403,63 @@ def charts(doc, directory, stem):
                for r0 in rows_of("fairness")[:1]]
     panels = [p for p in panels if p[1]]
     if panels:
-        fig, axes = plt.subplots(2, len(panels), figsize=(4.2 * len(panels), 7.5), squeeze=False)
+        body = (f"set multiplot layout 2,{len(panels)} columnsfirst title "
+                f"{gp_str('One hot lock: corolock pubsub (blue), polling (grey), peers (orange)')}"
+                " font \",12\"\n")
         for i, (title, rs) in enumerate(panels):
             labels = [r["mode"] for r in rs]
-            colors = ["#3c7dc4" if r["mode"] == "pubsub" else
-                      "#9aa5b1" if r["mode"].startswith(("poll", "setnx")) else "#d9914a"
-                      for r in rs]
-            for ax, key, what, digits in (
-                    (axes[0][i], "ops_per_s", "acquisitions/s (higher is better)", 0),
-                    (axes[1][i], "redis_cmds_per_op", "Redis commands sent per acquisition "
-                     "(lower is better)", 1)):
+            colors = [BLUE if r["mode"] == "pubsub" else
+                      GREY if r["mode"].startswith(("poll", "setnx")) else ORANGE for r in rs]
+            for j, (key, what, digits) in enumerate((
+                    ("ops_per_s", "acquisitions/s (higher is better)", 0),
+                    ("redis_cmds_per_op", "Redis commands sent per acquisition "
+                     "(lower is better)", 1))):
                 values = [r.get(key) or 0 for r in rs]
-                ax.barh(labels, values, color=colors)
                 positive = [v for v in values if v > 0]
-                log = positive and max(positive) / min(positive) > 20
-                if log:
-                    ax.set_xscale("log")
-                for y, v in enumerate(values):
-                    ax.text(v, y, f" {v:,.{digits}f}", va="center", fontsize=7)
-                ax.set_xlim(right=max(values or [1]) * (3 if log else 1.25))
-                ax.set_xlabel(what + (" — log scale" if log else ""), fontsize=8)
-                ax.invert_yaxis()
-                ax.tick_params(labelsize=8)
-            axes[0][i].set_title(title, fontsize=10)
-        fig.suptitle("One hot lock: corolock pubsub (blue), polling (grey), peers (orange)")
-        fig.tight_layout()
+                log = bool(positive) and max(positive) / min(positive) > 20
+                xrange = gp_log_range(values, 3) if log else (0, max(values or [1]) * 1.25 or 1)
+                body += hbars(f"p{i}_{j}", labels, values, colors,
+                              [f" {v:,.{digits}f}" for v in values], xrange, log,
+                              what + (" — log scale" if log else ""), title if j == 0 else None)
         name = f"{stem}-contended.png"
-        fig.savefig(os.path.join(directory, name), dpi=90)
-        plt.close(fig)
+        gnuplot(os.path.join(directory, name), 4.2 * 90 * len(panels), 7.5 * 90, body)
         made.append((name, "acquisitions/s and commands per acquisition on one hot lock"))
 
     # 2. Fairness: each process's share of acquisitions relative to a fair share, and wait p99.
     fair = rows_of("fairness")
     if fair:
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
         P = fair[0]["processes"]
         width = 0.8 / P
-        for p in range(P):
-            ax1.bar([i + p * width for i in range(len(fair))],
-                    [r.get(f"share_ratio_p{p}") or 0 for r in fair], width, label=f"process {p}")
-        ax1.axhspan(0.8, 1.2, color="#3c9a5f", alpha=0.15, label="target 0.8–1.2")
-        ax1.set_xticks([i + 0.4 - width / 2 for i in range(len(fair))])
-        ax1.set_xticklabels([r["mode"] for r in fair], rotation=30, ha="right", fontsize=8)
-        ax1.set_ylabel("share of acquisitions / fair share")
-        ax1.legend(fontsize=7)
-        ax1.set_title("fairness: share per process (1 = fair)", fontsize=10)
-        x = range(len(fair))
-        ax2.bar(x, [(r.get("p99_us") or 0) / 1000 for r in fair], color="#3c7dc4", label="wait p99")
-        ax2.scatter(x, [(r.get("wait_p99_limit_us") or 0) / 1000 for r in fair], color="black",
-                    marker="_", s=400, label="target: 2 × N × cycle")
-        ax2.set_yscale("log")
-        ax2.set_xticks(list(x))
-        ax2.set_xticklabels([r["mode"] for r in fair], rotation=30, ha="right", fontsize=8)
-        ax2.set_ylabel("ms (log)")
-        ax2.legend(fontsize=7)
-        ax2.set_title("fairness: wait p99 against its target", fontsize=10)
-        fig.tight_layout()
+        modes = gp_tics([r["mode"] for r in fair])
+        body = gp_block("share", [[i] + [r.get(f"share_ratio_p{p}") or 0 for p in range(P)]
+                                  for i, r in enumerate(fair)])
+        body += ("set multiplot layout 1,2\n"
+                 f"set xrange [-0.6:{len(fair) - 0.4}]\nset yrange [0:*]\n"
+                 f"set xtics {modes} rotate by 30 right font \",8\" scale 0\n"
+                 "set ylabel \"share of acquisitions / fair share\"\n"
+                 "set key below horizontal reverse Left font \",8\" samplen 1.5\n"
+                 "set ytics nomirror\n"
+                 + "".join(f"set linetype {i + 1} lc rgb \"{c}\"\n" for i, c in enumerate(TAB10)) +
+                 "set title \"fairness: share per process (1 = fair)\" font \",10\"\n"
+                 f"set boxwidth {width!r} absolute\n"
+                 f"plot '+' using 1:(0.8):(1.2) with filledcurves lc rgb \"{GREEN}\" "
+                 "fs transparent solid 0.15 title \"target 0.8–1.2\", \\\n"
+                 f"  for [p=0:{P - 1}] $share using ($1 + (p - {(P - 1) / 2!r}) * {width!r})"
+                 ":(column(p + 2)) with boxes lt p + 1 title sprintf(\"process %d\", p)\n")
+        p99 = [(r.get("p99_us") or 0) / 1000 for r in fair]
+        limit = [(r.get("wait_p99_limit_us") or 0) / 1000 for r in fair]
+        lo, hi = gp_log_range(p99 + limit, 1.5)
+        body += gp_block("p99", [(i, max(v, lo), l if l > 0 else math.nan)
+                                 for i, (v, l) in enumerate(zip(p99, limit))])
+        body += ("set logscale y\n"
+                 f"set yrange [{lo!r}:{hi!r}]\nset ylabel \"ms (log)\"\n"
+                 "set title \"fairness: wait p99 against its target\" font \",10\"\n"
+                 f"plot $p99 using 1:2:($1-0.4):($1+0.4):({lo!r}):2 with boxxyerror "
+                 f"lc rgb \"{BLUE}\" title \"wait p99\", \\\n"
+                 "  '' using ($1-0.3):3:(0.6):(0) with vectors nohead lw 2 lc rgb \"black\" "
+                 "title \"target: 2 × N × cycle\"\n")
         name = f"{stem}-fairness.png"
-        fig.savefig(os.path.join(directory, name), dpi=90)
-        plt.close(fig)
+        gnuplot(os.path.join(directory, name), 12 * 90, 4.5 * 90, body)
         made.append((name, "fairness: share per process and wait p99"))
 
     # 3. Targets: each judged figure as a fraction of its target (1 = just met).
@@ -399,20 +478,15 @@ def charts(doc, directory, stem):
             bars.append((f"{r['name']} {r['mode']} {r['processes']}×{r['coroutines']}: "
                          f"{t['metric']}", min(frac, 10), t["met"]))
     if bars:
-        fig, ax = plt.subplots(figsize=(10, 0.32 * len(bars) + 1.2))
-        ax.barh([b[0] for b in bars], [max(b[1], 1e-3) for b in bars],
-                color=["#3c9a5f" if b[2] else "#c8553d" for b in bars])
-        ax.axvline(1, color="black", linestyle="--", linewidth=1)
-        ax.set_xscale("log")
-        ax.invert_yaxis()
-        ax.tick_params(labelsize=7)
-        ax.set_xlabel("measured ÷ target, oriented so that ≥ 1 meets it (log; green met, red "
-                      "missed)", fontsize=8)
-        ax.set_title("corolock against its targets", fontsize=10)
-        fig.tight_layout()
+        fracs = [max(b[1], 1e-3) for b in bars]
+        lo, hi = gp_log_range(fracs + [1], 1.5)
+        body = hbars("t", [b[0] for b in bars], fracs, [GREEN if b[2] else RED for b in bars],
+                     ["" for _ in bars], (lo, hi), True,
+                     "measured ÷ target, oriented so that ≥ 1 meets it (log; green met, red "
+                     "missed)", "corolock against its targets", ytic_font=7,
+                     extra="set arrow from 1, graph 0 to 1, graph 1 nohead dt 2 front\n")
         name = f"{stem}-targets.png"
-        fig.savefig(os.path.join(directory, name), dpi=90)
-        plt.close(fig)
+        gnuplot(os.path.join(directory, name), 10 * 90, (0.32 * len(bars) + 1.2) * 90, body)
         made.append((name, "every target: measured ÷ target"))
     return made
 

@@ -65,7 +65,7 @@ BUILD_TYPE=Release
 export BUILD_DIR BUILD_TYPE
 nice -n 10 "$COROLOCK_ROOT/scripts/build.sh" "${BENCH_PROGRAMS[@]}"
 BIN=$BUILD_DIR/bench
-REPORT=("/usr/bin/python3" "$COROLOCK_ROOT/bench/report.py") # Debian's python3: matplotlib
+REPORT=("/usr/bin/python3" "$COROLOCK_ROOT/bench/report.py") # Debian's python3
 
 run_start=$SECONDS
 results=$COROLOCK_ROOT/bench/results

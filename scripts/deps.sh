@@ -4,9 +4,10 @@
 # Usage: scripts/deps.sh [--fuzz] [--bench] [--docs]
 #   --fuzz   adds clang and libFuzzer for the fuzz targets.
 #   --docs   adds Doxygen for the API reference (scripts/docs.sh).
-#   --bench  adds what scripts/bench.sh needs beyond the build: matplotlib and redis-py for Debian's
-#            /usr/bin/python3 (report, charts, the redis-py peer), Node.js and npm, and the Node
-#            peers (`npm ci` in bench/peers from its committed package-lock.json).
+#   --bench  adds what scripts/bench.sh needs beyond the build: gnuplot and the font its charts name
+#            (not matplotlib: its Debian dependencies want Boost 1.74, which conflicts with 1.81),
+#            redis-py for Debian's /usr/bin/python3 (the redis-py peer), Node.js and npm, and the
+#            Node peers (`npm ci` in bench/peers from its committed package-lock.json).
 set -euo pipefail
 
 packages=(
@@ -31,7 +32,8 @@ for arg in "$@"; do
     --docs) packages+=(doxygen) ;;
     --bench)
       bench=1
-      packages+=(python3-matplotlib python3-redis)
+      # gnuplot-nox: no X; its pngcairo terminal draws bench/report.py's charts.
+      packages+=(gnuplot-nox fonts-dejavu-core python3-redis)
       # Node.js: Debian's, unless a node and npm are already on the machine (another build of
       # node, e.g. from a vendor repository, conflicts with Debian's npm package).
       if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
