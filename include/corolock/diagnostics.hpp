@@ -17,10 +17,14 @@
 
 #include <corolock/detail/async.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associator.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -178,6 +182,75 @@ struct boost::asio::async_result<corolock::diagnostics_token<Token>, Signatures.
         Signatures...>(init_wrapper<std::decay_t<Initiation>>{token.diag,
                                                               std::forward<Initiation>(initiation)},
                        token.token, std::forward<Args>(args)...);
+  }
+};
+
+namespace corolock::detail {
+
+/// What `co_await op()` gives with the default token for a completion (error_code, Ts...).
+template <typename... Ts>
+struct awaited_value {
+  using type = std::tuple<Ts...>;
+};
+template <>
+struct awaited_value<> {
+  using type = void;
+};
+template <typename T>
+struct awaited_value<T> {
+  using type = T;
+};
+
+/// The system_error the default token throws: the code, and the words behind it in what().
+[[noreturn]] inline void throw_with_words(error_code ec, const diagnostics& words) {
+  const auto& server = words.server_message();
+  const auto& client = words.client_message();
+  if (server.empty() && client.empty())
+    throw boost::system::system_error(ec);
+  if (server.empty() || client.empty())
+    throw boost::system::system_error(ec, server.empty() ? client : server);
+  throw boost::system::system_error(ec, client + ": " + server);
+}
+
+} // namespace corolock::detail
+
+// The default token inside an adapter that changes the signature (as_tuple(bind_diagnostics(d)),
+// whose signature has no error_code first): nothing to throw, so it is use_awaitable.
+template <typename... Ts>
+struct boost::asio::async_result<corolock::default_token, void(Ts...)> {
+  using return_type = typename boost::asio::async_result<boost::asio::use_awaitable_t<>,
+                                                         void(Ts...)>::return_type;
+
+  template <typename Initiation, typename... Args>
+  static return_type initiate(Initiation&& initiation, corolock::default_token, Args&&... args) {
+    auto token = boost::asio::use_awaitable;
+    return boost::asio::async_initiate<decltype(token), void(Ts...)>(
+        std::forward<Initiation>(initiation), token, std::forward<Args>(args)...);
+  }
+};
+
+// The default token: the operation runs as with as_tuple(use_awaitable) and its own diagnostics;
+// an error is thrown with its words. A diagnostics the caller binds around the default token
+// (bind_diagnostics(d)) is the one the operation fills; the exception then carries the code alone.
+template <typename... Ts>
+struct boost::asio::async_result<corolock::default_token, void(boost::system::error_code, Ts...)> {
+  using return_type = boost::asio::awaitable<typename corolock::detail::awaited_value<Ts...>::type>;
+
+  template <typename Initiation, typename... Args>
+  static return_type initiate(Initiation initiation, corolock::default_token, Args... args) {
+    corolock::diagnostics words;
+    auto token = corolock::bind_diagnostics(words, boost::asio::as_tuple(boost::asio::use_awaitable));
+    auto result = co_await boost::asio::async_initiate<decltype(token),
+                                                       void(boost::system::error_code, Ts...)>(
+        std::move(initiation), token, std::move(args)...);
+    if (const auto& ec = std::get<0>(result))
+      corolock::detail::throw_with_words(ec, words);
+    if constexpr (sizeof...(Ts) == 1)
+      co_return std::move(std::get<1>(result));
+    else if constexpr (sizeof...(Ts) > 1)
+      co_return std::apply([](auto&&, auto&&... values) {
+        return std::tuple<Ts...>(std::move(values)...);
+      }, std::move(result));
   }
 };
 /// @endcond

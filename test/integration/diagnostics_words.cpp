@@ -182,4 +182,43 @@ BOOST_AUTO_TEST_CASE(codes_that_say_it_all_leave_no_words) {
   });
 }
 
+// The default token (plain `co_await op()`) throws a system_error whose what() carries the words:
+// the address a connect could not reach and why, the server's reply to an acquisition. Plain
+// use_awaitable would throw the code alone ("could not connect to the Redis server").
+BOOST_AUTO_TEST_CASE(the_default_token_throws_with_the_words) {
+  redis_server server;
+  server.command({"SET", "corolock:{typed}", "a string"});
+  const auto nobody = pick_free_port();
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto down = config_for(server);
+    down.port = nobody;
+    client c(ex, down);
+    std::string connect_what;
+    try {
+      co_await c.connect();
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(e.code() == error::connect_failed);
+      connect_what = e.what();
+    }
+    BOOST_TEST(connect_what.find("127.0.0.1:" + std::to_string(nobody)) != std::string::npos,
+               connect_what);
+
+    client u(ex, config_for(server));
+    co_await u.connect();
+    corolock::mutex typed(u, "typed");
+    std::string acquire_what;
+    try {
+      auto g = co_await typed.try_acquire();
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(e.code() == error::redis_error);
+      acquire_what = e.what();
+    }
+    BOOST_TEST(acquire_what.find("WRONGTYPE") != std::string::npos, acquire_what);
+    BOOST_TEST_MESSAGE("connect: " << connect_what << " | acquire: " << acquire_what);
+    co_await u.shutdown();
+  });
+  server.command({"DEL", "corolock:{typed}"});
+  expect_clean(server);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

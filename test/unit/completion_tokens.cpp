@@ -20,7 +20,8 @@ using corolock::test::run_async;
 static_assert(std::is_void_v<asio::default_completion_token_t<asio::any_io_executor>>,
               "Asio now has a default completion token for any_io_executor: revisit "
               "corolock::default_token in include/corolock/detail/async.hpp");
-static_assert(std::is_same_v<default_token, asio::use_awaitable_t<>>);
+static_assert(std::is_same_v<decltype(std::declval<mutex&>().acquire()), asio::awaitable<guard>>);
+static_assert(std::is_same_v<decltype(std::declval<guard&>().unlock()), asio::awaitable<void>>);
 
 namespace {
 

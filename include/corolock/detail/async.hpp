@@ -14,18 +14,23 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 
 /// The default completion token of corolock's operations: `co_await op()` inside an
-/// `asio::awaitable`, throwing `boost::system::system_error` on an error. Any other token works
-/// when passed: `as_tuple(use_awaitable)`, `redirect_error`, `use_future`, `deferred`, a callback.
+/// `asio::awaitable`, as with `asio::use_awaitable`, throwing `boost::system::system_error` on an
+/// error — whose what() also carries the words behind it (the address a connect could not reach
+/// and why, the server's error reply), which plain use_awaitable would drop. Any other token works
+/// when passed: `as_tuple(use_awaitable)`, `redirect_error`, `use_future`, `deferred`, a callback
+/// (bind a corolock::diagnostics to keep the words, see diagnostics.hpp).
 ///
 /// Why not the executor's default (`asio::default_completion_token_t<executor_type>`), as Asio's
 /// own I/O objects use: corolock's handles run on a type-erased `asio::any_io_executor` (so that the
 /// library compiles once), and in Boost 1.81 that executor has no default token (the trait is
 /// `void`). Following it would leave every operation without a default, so that `co_await
 /// m.acquire()` no longer compiles; and `asio::as_default_on` cannot change it either, since the
-/// handles are not templates on their executor. use_awaitable is what corolock is written for.
+/// handles are not templates on their executor. An awaitable is what corolock is written for.
 /// test/unit/completion_tokens.cpp fails to compile once Asio gives any_io_executor a default
 /// (deferred, from Boost 1.86), to make this choice be looked at again then.
-using default_token = asio::use_awaitable_t<>;
+/// Its completion (diagnostics.hpp) is an awaitable of the operation's values after the
+/// error_code: `void`, the one value, or a std::tuple of several.
+struct default_token {};
 
 namespace detail {
 template <typename Signature>

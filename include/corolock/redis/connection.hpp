@@ -21,6 +21,7 @@
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/redis/request.hpp>
 #include <corolock/resp/value.hpp>
