@@ -341,9 +341,15 @@ bool print_verdict(const demo_options& opts, const std::vector<run_result>& rows
     if (r.mode == "corolock")
       corolock = &r;
     const bool exact = r.final_value == opts.requests;
+    const auto lost = opts.requests - r.final_value;
     if (!r.failure.empty()) {
       ok = false;
       fmt::print("{}: FAILED: {}\n", r.mode, r.failure);
+    } else if (r.mode == "none" && lost < opts.min_lost_unlocked) {
+      ok = false;
+      fmt::print("none: FAILED: {} updates lost, at least {} required: without a lock the requests "
+                 "did not race, so this run shows nothing that a lock fixes\n",
+                 lost, opts.min_lost_unlocked);
     } else if (r.must_be_exact && !exact) {
       ok = false;
       fmt::print("{}: FAILED: ended at {}, expected {}: the lock let updates through\n", r.mode,

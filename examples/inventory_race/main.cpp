@@ -10,13 +10,15 @@
 //
 //   inventory_race [REDIS_URL] [--redis-url URL] [--requests N] [--processes P]
 //                  [--concurrency C] [--work-us US] [--modes none,local,poll_30ms,corolock]
+//                  [--min-lost-unlocked N]
 //
 // --concurrency: requests in flight per process; the default, 0, sends each process's whole share
 // at once, as the seeds' 5000 users ordering at the same moment. --work-us: the pause between GET
 // and SET (default 200). Without a URL (argument or $REDIS_URL) it uses redis://127.0.0.1:6379;
 // scripts/demo.sh and scripts/with_redis.sh start a private redis-server and pass its URL.
 // It spawns itself as the workers (--worker MODE ...). Exit code 1 if a mode that must be exact
-// is not, or anything failed; 2 for bad arguments.
+// is not, if `none` lost fewer than --min-lost-unlocked updates (default 0), or anything failed; 2
+// for bad arguments.
 #include "coordinator.hpp"
 #include "worker.hpp"
 
@@ -33,7 +35,7 @@ namespace {
 constexpr const char* usage =
     "usage: inventory_race [REDIS_URL] [--redis-url URL] [--requests N] [--processes P]\n"
     "                      [--concurrency C] [--work-us US]\n"
-    "                      [--modes none,local,poll_30ms,corolock]\n";
+    "                      [--modes none,local,poll_30ms,corolock] [--min-lost-unlocked N]\n";
 
 std::optional<int> parse_int(const std::string& s, int min, int max) {
   int v = 0;
@@ -112,6 +114,10 @@ std::optional<parsed> parse(const std::vector<std::string>& args) {
       if (!(n = number(0, 1'000'000)))
         return std::nullopt;
       p.demo.work = std::chrono::microseconds(*n);
+    } else if (a == "--min-lost-unlocked") {
+      if (!(n = number(0, 10'000'000)))
+        return std::nullopt;
+      p.demo.min_lost_unlocked = *n;
     } else if (a == "--modes") {
       p.demo.modes = split(v);
       for (const auto& m : p.demo.modes)

@@ -49,6 +49,19 @@ public:
     return out;
   }
   client& operator[](std::size_t i) { return *clients_.at(i); }
+  /// Every client's shutdown(): what the locks of this set still hold, may have won late or are
+  /// giving back is released in Redis before it completes.
+  /// All at once: the client of a dead master takes up to its request_timeout.
+  asio::awaitable<void> shutdown() {
+    event all_done(co_await asio::this_coro::executor);
+    std::size_t pending = clients_.size();
+    for (auto& c : clients_)
+      c->shutdown([&](error_code) {
+        if (--pending == 0)
+          all_done.set();
+      });
+    co_await all_done.wait();
+  }
 
 private:
   std::vector<std::unique_ptr<client>> clients_;
@@ -65,6 +78,10 @@ redlock_options fast(std::chrono::milliseconds lease = std::chrono::milliseconds
   return o;
 }
 
+/// For the tests of giving back: a lease that cannot run out during the test (limit 20 s), so a
+/// key that is gone was given back, not expired.
+constexpr std::chrono::milliseconds long_lease{30000};
+
 bool has_key(redis_server& server, const std::string& name) {
   return sync(server, "EXISTS", key_of(name)) == "1";
 }
@@ -73,6 +90,27 @@ void expect_clean_except(redis_server_group& group, std::initializer_list<std::s
   for (std::size_t i = 0; i < group.size(); ++i)
     if (std::find(dead.begin(), dead.end(), i) == dead.end())
       expect_clean(group[i]);
+}
+
+/// One more attempt on `lock`'s clients, given back if it wins: once it has completed, every
+/// earlier attempt of theirs has been answered (each master's lock requests are answered in order),
+/// so what those won late is being given back, not still on its way to be won.
+asio::awaitable<void> answered_so_far(corolock::redlock& lock) {
+  auto probe = co_await lock.try_acquire();
+  if (probe)
+    co_await probe.unlock();
+}
+
+/// Inside the test body, once every client of the test was shut down: nothing may be left on the
+/// live masters at once (shutdown() completes once the releases are answered), whatever the lease.
+void expect_given_back_except(redis_server_group& group, std::initializer_list<std::size_t> dead) {
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    if (std::find(dead.begin(), dead.end(), i) != dead.end())
+      continue;
+    auto left = leftovers(group[i], std::chrono::milliseconds(0));
+    BOOST_TEST(left.empty(), "master " << i << " after shutdown(): left behind: "
+                                       << (left.empty() ? "" : left.front()));
+  }
 }
 
 /// Runs `make()` and expects system_error(invalid_argument) whose text mentions `needle`.
@@ -361,7 +399,7 @@ BOOST_AUTO_TEST_CASE(three_masters_two_killed_time_out_and_leave_nothing) {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     master_set m(ex, group);
     co_await m.connect();
-    corolock::redlock lock(m.refs(), "majority", fast());
+    corolock::redlock lock(m.refs(), "majority", fast(long_lease));
     group[0].kill();
     group[2].kill();
     auto t0 = steady::now();
@@ -385,8 +423,13 @@ BOOST_AUTO_TEST_CASE(three_masters_two_killed_time_out_and_leave_nothing) {
                                                           << ec_try.message() << " after "
                                                           << took_try << " ms; acquire() -> "
                                                           << ec_acq.message());
+    // Every attempt won the survivor and gave it back, while the client runs (the last give-back
+    // may still be on its way); shutdown() leaves nothing either.
+    BOOST_TEST(co_await eventually([&] { return !has_key(group[1], "majority"); },
+                                   std::chrono::seconds(2)));
+    co_await m.shutdown();
+    expect_given_back_except(group, {0, 2});
   }, std::chrono::seconds(20));
-  expect_clean_except(group, {0, 2}); // the survivor's wins were all given back
 }
 
 BOOST_AUTO_TEST_CASE(five_masters_survive_two_losses_not_three) {
@@ -464,25 +507,54 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_majority_dies_is_told_within_a_lease) {
 BOOST_AUTO_TEST_CASE(without_a_watchdog_the_lock_ends_at_validity_until) {
   redis_server_group group(3);
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set m(ex, group);
+    master_set m(ex, group), r(ex, group);
     co_await m.connect();
+    co_await r.connect();
     const auto lease = std::chrono::milliseconds(300);
     auto opts = fast(lease, false);
-    corolock::redlock lock(m.refs(), "fixed", opts);
+    corolock::redlock lock(m.refs(), "fixed", opts), rival(r.refs(), "fixed", opts);
     auto g = co_await lock.acquire();
     const auto until = g.validity_until();
     BOOST_TEST((until < steady::now() + lease));
-    auto [ec] = co_await g.wait_lost(tuple_awaitable);
-    const auto now = steady::now();
+    // A rival tries every 2 ms. It wins once the masters' leases have run out (after
+    // validity_until: the lease less the drift allowance, counted from before the requests went
+    // out) or once the holder gave them back at its loss: either way the holder must read lost()
+    // by then, however late the machine runs its timers.
+    bool lost_when_the_rival_won = false;
+    steady::time_point rival_won;
+    auto contend = [&]() -> asio::awaitable<void> {
+      for (;;) {
+        auto h = co_await rival.try_acquire();
+        if (h) {
+          rival_won = steady::now();
+          lost_when_the_rival_won = g.lost();
+          co_await h.unlock();
+          co_return;
+        }
+        co_await sleep_for(std::chrono::milliseconds(2));
+      }
+    };
+    error_code ec;
+    steady::time_point told;
+    auto wait = [&]() -> asio::awaitable<void> {
+      std::tie(ec) = co_await g.wait_lost(tuple_awaitable);
+      told = steady::now();
+    };
+    using namespace asio::experimental::awaitable_operators;
+    co_await (contend() && wait());
     BOOST_TEST(ec == error::lease_lost);
     BOOST_TEST(g.lost());
-    BOOST_TEST((now >= until));
-    const auto late = std::chrono::duration_cast<std::chrono::microseconds>(now - until).count();
-    BOOST_TEST(late < 50000);
-    BOOST_TEST_MESSAGE("fixed 300 ms lease: lost " << late << " us after validity_until (drift "
-                                                   << std::chrono::duration_cast<std::chrono::microseconds>(
-                                                          opts.drift()).count()
-                                                   << " us before the lease ends)");
+    BOOST_TEST((told >= until)); // not before its time
+    BOOST_TEST(lost_when_the_rival_won, "the rival won while the holder did not read lost()");
+    BOOST_TEST((rival_won >= until));
+    auto us = [](steady::duration d) {
+      return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+    };
+    BOOST_TEST_MESSAGE("fixed 300 ms lease: wait_lost " << us(told - until)
+                                                        << " us after validity_until, the rival won "
+                                                        << us(rival_won - until)
+                                                        << " us after it (drift allowance "
+                                                        << us(opts.drift()) << " us)");
     auto [rec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(rec == error::lease_lost);
   }, std::chrono::seconds(20));
@@ -496,7 +568,7 @@ BOOST_AUTO_TEST_CASE(late_answers_count_as_failures_and_are_given_back) {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     master_set m(ex, group);
     co_await m.connect();
-    corolock::redlock lock(m.refs(), "slow", fast());
+    corolock::redlock lock(m.refs(), "slow", fast(long_lease));
     group[2].pause();
     auto t0 = steady::now();
     auto g = co_await lock.acquire_for(std::chrono::seconds(2));
@@ -504,7 +576,9 @@ BOOST_AUTO_TEST_CASE(late_answers_count_as_failures_and_are_given_back) {
     BOOST_TEST(g.held_count() == 2u);
     BOOST_TEST(g.fencing_tokens()[2] == 0u);
     group[2].resume(); // the attempt runs now, wins, and is given back
-    BOOST_TEST(co_await eventually([&] { return !has_key(group[2], "slow"); }));
+    co_await answered_so_far(lock);
+    BOOST_TEST(co_await eventually([&] { return !has_key(group[2], "slow"); },
+                                   std::chrono::seconds(3)));
     BOOST_TEST(has_key(group[0], "slow"));
     co_await g.unlock();
 
@@ -522,8 +596,14 @@ BOOST_AUTO_TEST_CASE(late_answers_count_as_failures_and_are_given_back) {
     BOOST_TEST_MESSAGE("1 of 3 paused: acquired in " << took << " ms; 2 of 3 paused: try_acquire -> "
                                                      << ec.message() << " after " << took_try
                                                      << " ms");
+    // The late wins on masters 1 and 2 are answered now, and given back while the client runs;
+    // shutdown() leaves nothing either.
+    co_await answered_so_far(lock);
+    BOOST_TEST(co_await eventually([&] { return !has_key(group[0], "slow") && !has_key(group[1], "slow"); },
+                                   std::chrono::seconds(3)));
+    co_await m.shutdown();
+    expect_given_back_except(group, {});
   }, std::chrono::seconds(20));
-  expect_clean_except(group, {}); // the late wins on every master went back
 }
 
 // Cancelling a waiting acquire (every type, at many moments of its attempts) leaves nothing held.
@@ -537,7 +617,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_no_key_on_any_master) {
     corolock::mutex b0(blocker[0], "cancel"), b1(blocker[1], "cancel");
     auto h0 = co_await b0.acquire();
     auto h1 = co_await b1.acquire();
-    corolock::redlock lock(m.refs(), "cancel", fast());
+    corolock::redlock lock(m.refs(), "cancel", fast(long_lease));
     const asio::cancellation_type types[] = {asio::cancellation_type::terminal,
                                              asio::cancellation_type::partial,
                                              asio::cancellation_type::total};
@@ -555,6 +635,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_no_key_on_any_master) {
         ++cases;
       }
     }
+    co_await answered_so_far(lock);
     BOOST_TEST(co_await eventually([&] { return !has_key(group[2], "cancel"); },
                                    std::chrono::seconds(3)));
     // The blockers' locks were never touched.
@@ -563,8 +644,10 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_no_key_on_any_master) {
     co_await h0.unlock();
     co_await h1.unlock();
     BOOST_TEST_MESSAGE(cases << " cancelled acquisitions, nothing left held");
+    co_await m.shutdown();
+    co_await blocker.shutdown();
+    expect_given_back_except(group, {});
   }, std::chrono::seconds(20));
-  expect_clean_except(group, {});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -49,7 +49,9 @@ BOOST_AUTO_TEST_CASE(readers_share_and_a_writer_is_alone) {
 
 // Readers keep the lock busy, overlapping, so that it is never free of readers; a writer then asks.
 // Were new readers let in past a waiting writer, it would wait for ever. It waits instead only for
-// the readers that hold when it arrives: at most one hold (40 ms) plus the hand-off.
+// the readers that hold when it arrives: no reader coroutine gets in twice while the writer waits
+// (its one entry may be an ask that crossed the writer's on the way to the server). Counted, not
+// timed: how long the readers' 40 ms holds take on a loaded machine does not matter.
 BOOST_AUTO_TEST_CASE(a_writer_behind_a_stream_of_readers_gets_in_within_one_hold) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
@@ -58,34 +60,47 @@ BOOST_AUTO_TEST_CASE(a_writer_behind_a_stream_of_readers_gets_in_within_one_hold
     co_await b.connect();
     co_await w.connect();
     corolock::shared_mutex ra(a, "prices"), rb(b, "prices"), writer(w, "prices");
+    using steady = std::chrono::steady_clock;
+    struct entry {
+      int reader;
+      steady::time_point asked, got;
+    };
+    std::vector<entry> entries;
     bool stop = false;
-    long reads = 0;
     auto reader = [&](corolock::shared_mutex& rw, int k) -> asio::awaitable<void> {
       co_await sleep_for(ms(10 * k));
       while (!stop) {
+        const auto asked = steady::now();
         auto g = co_await rw.acquire_shared_for(5s);
-        ++reads;
+        entries.push_back({k, asked, steady::now()});
         co_await sleep_for(40ms);
         co_await g.unlock();
       }
     };
     ms worst{0};
+    int most_overtakes = 0; // the most entries of one reader coroutine during one writer's wait
     auto writes = [&]() -> asio::awaitable<void> {
       for (int i = 0; i < 5; ++i) {
         co_await sleep_for(150ms);
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = steady::now();
         auto g = co_await writer.acquire_for(2s);
+        const auto got = steady::now();
         worst = std::max(worst, since(start));
+        int per_reader[4] = {};
+        for (const auto& e : entries)
+          if (e.asked >= start && e.got <= got)
+            most_overtakes = std::max(most_overtakes, ++per_reader[e.reader]);
         co_await sleep_for(5ms);
         co_await g.unlock();
       }
       stop = true;
     };
     co_await (reader(ra, 0) && reader(rb, 1) && reader(ra, 2) && reader(rb, 3) && writes());
-    BOOST_TEST_MESSAGE("writer's longest wait behind readers holding 40 ms: " << worst.count()
-                                                                              << " ms (" << reads
-                                                                              << " reads)");
-    BOOST_TEST(worst < 90ms);
+    BOOST_TEST_MESSAGE("writer's longest wait behind readers holding 40 ms: "
+                       << worst.count() << " ms (" << entries.size()
+                       << " reads); most entries of one reader during a writer's wait: "
+                       << most_overtakes);
+    BOOST_TEST(most_overtakes <= 1);
   });
   expect_clean(server);
 }

@@ -40,6 +40,7 @@ struct section {
   std::uint64_t token = 0;
   bool told = false;
   std::uint64_t fence_at_exit = 0; // the highest writer token accepted when it ended
+  std::int64_t told_us = 0;         // when the holder first knew its lease was lost; 0: never
   pid_t pid = -1;
 };
 
@@ -107,7 +108,7 @@ worker_result read_stats(const std::filesystem::path& file) {
   section one;
   int told = 0;
   while (sections >> one.entry_us >> one.exit_us >> one.kind >> one.permits >> one.token >> told >>
-         one.fence_at_exit) {
+         one.fence_at_exit >> one.told_us) {
     one.told = told != 0;
     r.sections.push_back(one);
   }
@@ -126,6 +127,20 @@ std::string lock_key(const config& cfg) {
   return key;
 }
 
+/// Now on the wall clock in microseconds: the resource server's clock (TIME), on this machine.
+std::int64_t wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A stretch of wall-clock time in microseconds, and whose (a stopped process's pid; 0: the
+/// restart of the lock server).
+struct window {
+  pid_t pid = 0;
+  std::int64_t from_us = 0, to_us = 0;
+};
+
 /// What the chaos loop did.
 struct chaos_record {
   std::map<chaos, int> events;
@@ -135,6 +150,7 @@ struct chaos_record {
   int paused_writers = 0;                                       // of them, shared_mutex writers
   int stopped_non_holders = 0;
   int failed_actions = 0;
+  std::vector<window> blind; // stops of a worker, and the restart: faults a holder cannot see
 };
 
 double seconds_since(steady::time_point t0) {
@@ -203,7 +219,7 @@ public:
         c = chaos::restart;
         restart_at = steady::time_point::max();
       } else if (!random_faults_.empty()) {
-        c = random_faults_[std::uniform_int_distribution<std::size_t>(0, random_faults_.size() - 1)(rng_)];
+        c = next_fault();
       } else {
         continue;
       }
@@ -224,6 +240,19 @@ private:
     fmt::print(out_, "  {:6.1f} s  {}\n", seconds_since(t0_),
                fmt::format(format, std::forward<Args>(args)...));
     out_.flush();
+  }
+
+  /// Drawn from a shuffled bag of every configured fault, refilled when empty: each one happens
+  /// in every round of draws (a run whose faults merely may happen proves nothing about them). A
+  /// SIGSTOP that found no holder goes back into the bag.
+  chaos next_fault() {
+    if (bag_.empty()) {
+      bag_ = random_faults_;
+      std::shuffle(bag_.begin(), bag_.end(), rng_);
+    }
+    auto c = bag_.back();
+    bag_.pop_back();
+    return c;
   }
 
   milliseconds uniform(milliseconds lo, milliseconds hi) {
@@ -257,11 +286,15 @@ private:
     case chaos::sigstop:
       stop_the_holder();
       break;
-    case chaos::restart:
+    case chaos::restart: {
       note("restarting the lock server (its data is lost)");
+      window w{0, wall_us(), 0};
       lock_.restart();
+      w.to_us = wall_us();
+      record_.blind.push_back(w);
       note("lock server back");
       break;
+    }
     }
   }
 
@@ -306,8 +339,10 @@ private:
     }
     if (!target) {
       note("SIGSTOP: no worker to stop");
+      bag_.push_back(chaos::sigstop);
       return;
     }
+    window stopped{target->pid(), wall_us(), 0};
     target->signal(SIGSTOP);
     // It held the lock while stopped if the lock still names the token it held before the stop,
     // once what it may have sent just before (a release) has had time to land.
@@ -320,12 +355,16 @@ private:
     if (holding) {
       record_.paused_holders.emplace_back(target->pid(), token);
       record_.paused_writers += what == "writer token" ? 1 : 0;
-    } else
+    } else {
       ++record_.stopped_non_holders;
+      bag_.push_back(chaos::sigstop);
+    }
     note("SIGSTOP pid {} for {} ms ({})", target->pid(), d.count(),
          holding ? fmt::format("holding {} {}", what, token) : std::string("not holding"));
     std::this_thread::sleep_for(d); // resumed even when the run ends meanwhile
     target->signal(SIGCONT);
+    stopped.to_us = wall_us();
+    record_.blind.push_back(stopped);
   }
 
   const config& cfg_;
@@ -336,6 +375,7 @@ private:
   std::mt19937_64 rng_;
   std::string key_;
   std::vector<chaos> random_faults_;
+  std::vector<chaos> bag_; // what next_fault() draws from
   int stops_ = 0;
   steady::time_point t0_;
   chaos_record record_;
@@ -354,22 +394,32 @@ check make_check(std::string name, bool passed, std::string figures, bool applic
   return check{std::move(name), applicable, passed, std::move(figures)};
 }
 
-/// How many held at once among the sections of holders never told, swept over the resource
-/// server's clock. Two sections overlap when each began before the other ended: a holder's exit is
-/// read before its release and its successor's entry after its acquisition, so a hand-over never
-/// looks like an overlap.
+/// How many held at once, swept over the resource server's clock. Two sections overlap when each
+/// began before the other ended: a holder's exit is read before its release and its successor's
+/// entry after its acquisition, so a hand-over never looks like an overlap.
+///
+/// Every section is swept. When one enters, a section already inside counts against it unless
+/// its holder could rightly be overlapped by then: it had been told its lease was lost (told_us at
+/// or before the entry: told in time, not at its release long after), or its process was stopped
+/// meanwhile, or the lock server restarted meanwhile (faults the library cannot see; only the fence
+/// protects from those holders).
 struct overlap_summary {
-  std::size_t judged = 0, told = 0;  // sections swept; sections of told holders, left out
-  std::size_t exclusive = 0, shared = 0; // of the judged: exclusive ones, readers or permits
-  std::int64_t max_sections = 0;     // the most sections inside at once
-  std::int64_t max_permits = 0;      // the largest sum of permits inside at once
-  std::int64_t max_readers = 0;      // the most readers inside at once
-  std::uint64_t violations = 0;      // entries that broke the rule
-  std::string first;                 // the first of them: who was inside
+  std::size_t judged = 0;                // sections swept
+  std::size_t told = 0;                  // of them, of holders told at some point
+  std::size_t exclusive = 0, shared = 0; // of them: exclusive ones, readers or permits
+  std::int64_t max_sections = 0;         // the most sections inside at once, excused or not
+  std::int64_t max_permits = 0;          // the largest sum of permits at once, not excused
+  std::int64_t max_readers = 0;          // the most readers inside at once
+  std::uint64_t excused_told = 0;        // entries beside a holder told in time
+  std::uint64_t excused_blind = 0;       // entries beside a holder stopped or across the restart
+  std::uint64_t violations = 0;          // entries that broke the rule
+  std::string first;                     // the first of them: who was inside
 };
 
 /// `capacity`: the permits that may be inside at once; an exclusive section must be alone.
-overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t capacity) {
+/// `blind`: the stops of worker processes (by pid) and the restart of the lock server (pid 0).
+overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t capacity,
+                               const std::vector<window>& blind) {
   overlap_summary out;
   struct event {
     std::int64_t at;
@@ -378,11 +428,8 @@ overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t cap
   };
   std::vector<event> events;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (all[i].told) {
-      ++out.told;
-      continue;
-    }
     ++out.judged;
+    out.told += all[i].told ? 1 : 0;
     ++(all[i].kind == 'x' ? out.exclusive : out.shared);
     events.push_back({all[i].entry_us, true, i});
     events.push_back({all[i].exit_us, false, i});
@@ -390,28 +437,54 @@ overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t cap
   std::sort(events.begin(), events.end(), [](const event& a, const event& b) {
     return std::tie(a.at, a.entry) < std::tie(b.at, b.entry);
   });
+  // Whether `sec`, inside since its entry, may be overlapped by an entry at `t`: 1 told in time,
+  // 2 stopped or restarted meanwhile, 0 not.
+  auto excused = [&](const section& sec, std::int64_t t) {
+    if (sec.told_us != 0 && sec.told_us <= t)
+      return 1;
+    for (const auto& w : blind)
+      if ((w.pid == 0 || w.pid == sec.pid) && w.from_us <= t && w.to_us >= sec.entry_us)
+        return 2;
+    return 0;
+  };
   std::set<std::size_t> inside;
-  std::int64_t permits = 0, exclusive = 0, readers = 0;
+  std::int64_t readers = 0;
   for (const auto& e : events) {
     const auto& sec = all[e.index];
-    const int sign = e.entry ? 1 : -1;
-    permits += sign * sec.permits;
-    exclusive += sign * (sec.kind == 'x' ? 1 : 0);
-    readers += sign * (sec.kind == 'r' ? 1 : 0);
+    readers += (e.entry ? 1 : -1) * (sec.kind == 'r' ? 1 : 0);
     if (!e.entry) {
       inside.erase(e.index);
       continue;
+    }
+    // Those inside that count against this entry, and this entry itself.
+    std::int64_t permits = sec.permits, exclusive = sec.kind == 'x' ? 1 : 0;
+    std::size_t counted = 1;
+    std::vector<std::size_t> against;
+    for (auto i : inside) {
+      switch (excused(all[i], e.at)) {
+      case 1: ++out.excused_told; continue;
+      case 2: ++out.excused_blind; continue;
+      default: break;
+      }
+      against.push_back(i);
+      permits += all[i].permits;
+      exclusive += all[i].kind == 'x' ? 1 : 0;
+      ++counted;
     }
     inside.insert(e.index);
     out.max_sections = std::max(out.max_sections, static_cast<std::int64_t>(inside.size()));
     out.max_permits = std::max(out.max_permits, permits);
     out.max_readers = std::max(out.max_readers, readers);
-    const bool broken = exclusive > 0 ? inside.size() > 1 : permits > capacity;
+    const bool broken = exclusive > 0 ? counted > 1 : permits > capacity;
     if (broken && out.violations++ == 0) {
       std::vector<std::string> who;
-      for (auto i : inside)
-        who.push_back(fmt::format("{} token {} pid {} x{} [{}, {}] us", all[i].kind, all[i].token,
-                                  all[i].pid, all[i].permits, all[i].entry_us, all[i].exit_us));
+      against.push_back(e.index);
+      for (auto i : against)
+        who.push_back(fmt::format("{} token {} pid {} x{} [{}, {}] us, told {}", all[i].kind,
+                                  all[i].token, all[i].pid, all[i].permits, all[i].entry_us,
+                                  all[i].exit_us,
+                                  all[i].told_us == 0 ? std::string("never")
+                                                      : fmt::format("at {} us", all[i].told_us)));
       out.first = fmt::format("{}", fmt::join(who, "; "));
     }
   }
@@ -648,6 +721,23 @@ report run(const config& cfg, std::ostream& out) {
   const bool holders_paused = cfg.faults.contains(chaos::sigstop);
   const bool restarted = cfg.faults.contains(chaos::restart);
   {
+    // A check that a fault makes meaningful proves nothing if the fault did not happen.
+    std::vector<std::string> missing;
+    for (auto f : cfg.faults)
+      if (!record.events.contains(f))
+        missing.push_back(fmt::format("no {}", to_string(f)));
+    if (holders_paused && record.paused_holders.empty())
+      missing.push_back("no holder stopped past its lease");
+    if (record.failed_actions > 0)
+      missing.push_back(fmt::format("{} chaos actions failed", record.failed_actions));
+    rep.checks.push_back(make_check(
+        "the configured faults happened", missing.empty(),
+        missing.empty() ? fmt::format("every one of: {}; {} holders stopped past their lease",
+                                      faults_text(cfg.faults), record.paused_holders.size())
+                        : fmt::format("{}", fmt::join(missing, "; ")),
+        !cfg.faults.empty()));
+  }
+  {
     std::vector<std::string> bad;
     for (auto& r : results)
       if (!r.clean_exit || !r.has_stats || r.num("stuck") != 0)
@@ -703,6 +793,13 @@ report run(const config& cfg, std::ostream& out) {
                                       never_handed_out)),
         holders_paused));
   }
+  // A mutex holder stopped during its section writes late, after newer holders: the fence must
+  // have refused some such write, or the run never put the fence to the test.
+  rep.checks.push_back(make_check(
+      "the fence refused a stopped holder's write", sum("fenced_rejected") > 0,
+      fmt::format("{} fenced writes rejected, {} holders stopped past their lease",
+                  sum("fenced_rejected"), record.paused_holders.size()),
+      cfg.lock == primitive::mutex && holders_paused));
   rep.checks.push_back(make_check("no fenced write rejected from a holder not told",
                                   sum("rejected_untold") == 0,
                                   fmt::format("{} of {} rejected{}", sum("rejected_untold"),
@@ -753,30 +850,34 @@ report run(const config& cfg, std::ostream& out) {
     const std::int64_t capacity = cfg.lock == primitive::semaphore ? cfg.permits
                                   : cfg.lock == primitive::shared_mutex ? std::int64_t{1} << 30
                                                                         : 1;
-    const auto o = sweep_overlaps(all, capacity);
+    const auto o = sweep_overlaps(all, capacity, record.blind);
     const bool judged = incomplete.empty() && o.judged > 0;
     const auto first = o.violations == 0 ? std::string() : "; first: " + o.first;
+    const auto excused = fmt::format("entries beside an excused holder: {} told in time, {} stopped "
+                                     "or across the restart; {} sections of holders told at some point",
+                                     o.excused_told, o.excused_blind, o.told);
     switch (cfg.lock) {
     case primitive::mutex:
       rep.checks.push_back(make_check(
           "untold holders never overlapped", judged && o.violations == 0,
-          fmt::format("at most {} inside at once over {} sections ({} of told holders left out){}{}",
-                      o.max_sections, o.judged, o.told, first, missing)));
+          fmt::format("{} entries beside a holder not told in time; at most {} inside at once over {} "
+                      "sections ({}){}{}",
+                      o.violations, o.max_sections, o.judged, excused, first, missing)));
       break;
     case primitive::semaphore:
       rep.checks.push_back(make_check(
           "untold permits at once <= permit count", judged && o.max_permits <= cfg.permits,
           fmt::format("max {} of {} permits at once, {} entries over the count, over {} sections of "
-                      "1..{} permits ({} of told holders left out){}{}",
-                      o.max_permits, cfg.permits, o.violations, o.judged, cfg.max_take, o.told,
+                      "1..{} permits ({}){}{}",
+                      o.max_permits, cfg.permits, o.violations, o.judged, cfg.max_take, excused,
                       first, missing)));
       break;
     case primitive::shared_mutex:
       rep.checks.push_back(make_check(
           "untold writers never overlapped", judged && o.violations == 0,
-          fmt::format("{} overlaps; {} writer and {} reader sections, up to {} readers at once ({} "
-                      "of told holders left out){}{}",
-                      o.violations, o.exclusive, o.shared, o.max_readers, o.told, first, missing)));
+          fmt::format("{} overlaps with a holder not told in time; {} writer and {} reader "
+                      "sections, up to {} readers at once ({}){}{}",
+                      o.violations, o.exclusive, o.shared, o.max_readers, excused, first, missing)));
       break;
     }
     // A writer's token is above every token handed out before it: a fence above a reader's own

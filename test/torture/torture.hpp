@@ -6,10 +6,13 @@
 // saw, and a summary table is printed.
 //
 // Every section's interval is read on the resource server's clock, so how many held at once is
-// measured, not inferred: among the holders never told their lease was lost, the mutex and a
-// shared_mutex writer must be alone and a semaphore's permits must not exceed its count. A holder
-// that was told (stopped past its lease, its lock lost in the restart) may rightly have been
-// overlapped and is left out of those checks.
+// measured, not inferred: the mutex and a shared_mutex writer must be alone and a semaphore's
+// permits must not exceed its count, counting every holder inside except one that may rightly be
+// overlapped by then: told its lease was lost before the newcomer entered (the time it was told,
+// on the same clock, against the newcomer's entry: a holder told only at its release is not told
+// in time), or stopped meanwhile, or holding across the restart (faults the library cannot see).
+// Every configured fault must have happened (the chaos draws each in every round), no chaos
+// action may fail, and with SIGSTOPs a mutex run must show the fence refusing a late write.
 //
 // The resource is a second redis-server that the chaos leaves alone, as a real database would
 // survive the lock server's troubles: so the fenced count is exact across a restart of the lock

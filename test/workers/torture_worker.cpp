@@ -14,7 +14,8 @@
 //   release.
 //
 // Every section's interval on the resource server's clock, its kind, permits, token, whether its
-// holder was told the lease was lost and the fence seen at exit go to STATS_FILE.sections, for the
+// holder was told the lease was lost (and when, on the wall clock, which is the resource server's:
+// the same machine) and the fence seen at exit go to STATS_FILE.sections, for the
 // coordinator's checks of how many held at once.
 //
 // Usage: corolock_torture_worker LOCK_URL RESOURCE_URL NAME COROUTINES DURATION_MS LEASE_MS
@@ -121,6 +122,10 @@ struct section_record {
   std::uint64_t token = 0;
   bool told = false;
   std::uint64_t fence_at_exit = 0;
+  // When the holder first knew its lease was lost (wait_lost, lost() read, or the release's
+  // lease_lost), on the wall clock in microseconds: the resource server's clock, on this machine.
+  // 0: never told.
+  std::int64_t told_us = 0;
 };
 
 /// What the process saw; only touched on the io_context's one thread.
@@ -215,13 +220,14 @@ void write_stats(const settings& s, const stats& st) {
     line("acquired_tokens", fmt::format("{}", fmt::join(st.acquired_tokens, " ")));
     line("recorded", st.records.size());
   }
-  // One line a section: entry_us exit_us kind permits token told fence_at_exit. Written first:
+  // One line a section: entry_us exit_us kind permits token told fence_at_exit told_us. Written first:
   // the stats file appearing means both are complete.
   {
     std::string text;
     for (const auto& r : st.records)
-      fmt::format_to(std::back_inserter(text), "{} {} {} {} {} {} {}\n", r.entry_us, r.exit_us,
-                     static_cast<char>(r.kind), r.permits, r.token, r.told ? 1 : 0, r.fence_at_exit);
+      fmt::format_to(std::back_inserter(text), "{} {} {} {} {} {} {} {}\n", r.entry_us, r.exit_us,
+                     static_cast<char>(r.kind), r.permits, r.token, r.told ? 1 : 0, r.fence_at_exit,
+                     r.told_us);
     std::ofstream(s.stats_file + ".sections.tmp") << text;
     std::filesystem::rename(s.stats_file + ".sections.tmp", s.stats_file + ".sections");
   }
@@ -353,9 +359,23 @@ std::optional<std::pair<std::int64_t, std::string>> clock_and_value(
   return std::pair{std::stoll(c[0].data) * 1'000'000 + std::stoll(c[1].data), c[2].data};
 }
 
+/// Now on the wall clock, in microseconds (comparable with the resource server's TIME: same machine).
+std::int64_t wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Notes the first moment the holder knew its lease was lost.
+void told_now(std::int64_t& told_us) {
+  if (told_us == 0)
+    told_us = wall_us();
+}
+
 asio::awaitable<section_outcome> critical_section(corolock::client& resource, corolock::guard& g,
                                                   section_kind kind, const settings& s, stats& st,
-                                                  std::minstd_rand& rng, std::uint64_t& sections) {
+                                                  std::minstd_rand& rng, std::uint64_t& sections,
+                                                  std::int64_t& told_us) {
   section_outcome out;
   const auto token = std::to_string(g.fencing_token());
   auto entry = clock_and_value(co_await on_resource(
@@ -382,9 +402,10 @@ asio::awaitable<section_outcome> critical_section(corolock::client& resource, co
     }
     // A holder that is told in time stays out; one paused past its lease cannot know, and only
     // the fence protects the resource from it.
-    if (g.lost())
+    if (g.lost()) {
+      told_now(told_us);
       ++st.abandoned;
-    else
+    } else
       new_value = std::to_string(value + 1);
   }
   auto exit = clock_and_value(co_await on_resource(
@@ -447,15 +468,21 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     st.max_token = std::max(st.max_token, token);
 
     auto lost_signalled = std::make_shared<bool>(false);
-    g.wait_lost([lost_signalled](error_code e) {
-      if (e == corolock::error::lease_lost)
+    auto told_us = std::make_shared<std::int64_t>(0);
+    g.wait_lost([lost_signalled, told_us](error_code e) {
+      if (e == corolock::error::lease_lost) {
         *lost_signalled = true;
+        told_now(*told_us);
+      }
     });
     phase = "section";
     // Its own write: the other coroutines of this process write meanwhile too (a stopped
     // holder's rejected write lands during the next holder's section).
-    const auto section = co_await critical_section(resource, g, kind, s, st, rng, sections);
+    const auto section =
+        co_await critical_section(resource, g, kind, s, st, rng, sections, *told_us);
     bool told = g.lost() || *lost_signalled;
+    if (told)
+      told_now(*told_us);
     phase = "release";
     auto [rec] = co_await g.unlock(tuple_awaitable);
     phase = "between";
@@ -464,6 +491,7 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     } else if (rec == corolock::error::lease_lost) {
       ++st.release_lease_lost;
       told = true;
+      told_now(*told_us);
     } else if (rec == corolock::error::not_owner) {
       ++st.release_not_owner;
     } else {
@@ -475,7 +503,7 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     }
     if (section.entry_us && section.exit_us)
       st.records.push_back({*section.entry_us, *section.exit_us, kind, permits, token, told,
-                            section.fence_at_exit});
+                            section.fence_at_exit, *told_us});
     if (section.rejected && !told) {
       ++st.rejected_untold;
       // What the coordinator cannot see: enough to tell which path let two holders overlap.
