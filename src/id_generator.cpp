@@ -3,6 +3,7 @@
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
+#include "lock/script_replies.hpp"
 #include "redis/client_impl.hpp"
 
 #include <corolock/error.hpp>
@@ -111,26 +112,14 @@ asio::awaitable<issued> issue(std::shared_ptr<id_generator_state> st, std::uint3
     }
     if (ec)
       co_return issued{ec};
-    const auto& r = replies.at(0);
-    if (r.is_error()) // e.g. WRONGTYPE: another value under the counter's key
-      co_return issued{error::redis_error, 0, 0, r.data};
-    if (r.type != resp::type::array || r.children.size() < 2)
-      co_return issued{error::unexpected_reply};
-    for (const auto& part : r.children)
-      if (part.type != resp::type::integer)
-        co_return issued{error::unexpected_reply};
-    const std::int64_t status = r.children[0].integer;
-    const std::int64_t unix_seconds = r.children[1].integer;
-    st->saw(unix_seconds);
-    switch (status) {
-    case 1: {
-      if (r.children.size() != 3 || r.children[2].integer < static_cast<std::int64_t>(n) ||
-          r.children[2].integer > static_cast<std::int64_t>(id_generator::max_sequence))
-        co_return issued{error::unexpected_reply};
-      const auto since_epoch = unix_seconds - st->opts.epoch.time_since_epoch().count();
-      co_return issued{error_code{}, static_cast<std::uint64_t>(since_epoch),
-                       static_cast<std::uint64_t>(r.children[2].integer)};
-    }
+    const auto epoch = st->opts.epoch.time_since_epoch().count();
+    const auto r = read_next_id_reply(replies.at(0), n, id_generator::max_sequence, epoch);
+    if (r.ec)
+      co_return issued{r.ec, 0, 0, r.text};
+    st->saw(r.unix_seconds);
+    switch (r.status) {
+    case 1:
+      co_return issued{error_code{}, static_cast<std::uint64_t>(r.unix_seconds - epoch), r.last};
     case 0:
       failure = error::unexpected_reply;
       continue; // our guess of the day was wrong; saw() corrected it

@@ -1,5 +1,6 @@
 // connection_tour: connect, SET/GET, 10 000 pipelined commands from concurrent coroutines, and a
-// pub/sub round trip — over one corolock connection.
+// pub/sub round trip — over one corolock connection. Each step checks what it got (its ctest
+// fails, exit status 1, on a wrong reply, a lost INCR, unpipelined writes or a wrong message).
 //
 //   connection_tour redis://127.0.0.1:6379
 #include <corolock/corolock.hpp>
@@ -8,9 +9,17 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
+
+/// Ends the tour with what was expected and what came instead.
+void expect(bool ok, const std::string& what) {
+  if (!ok)
+    throw std::runtime_error("unexpected: " + what);
+}
 
 asio::awaitable<void> demo(corolock::client& redis) {
   co_await redis.connect();
@@ -20,10 +29,16 @@ asio::awaitable<void> demo(corolock::client& redis) {
   corolock::request req;
   req.push("SET", "tour:greeting", "hello from corolock").push("GET", "tour:greeting");
   auto replies = co_await redis.exec(req);
-  fmt::print("SET -> {}, GET -> {}\n", corolock::resp::to_debug_string(replies[0]),
-             corolock::resp::to_debug_string(replies[1]));
+  const auto set = corolock::resp::to_debug_string(replies[0]);
+  const auto got = corolock::resp::to_debug_string(replies[1]);
+  fmt::print("SET -> {}, GET -> {}\n", set, got);
+  expect(replies.size() == 2 && replies[0].data == "OK", "SET -> " + set);
+  expect(replies[1].data == "hello from corolock", "GET -> " + got);
 
   // 10 000 INCRs from 100 coroutines at once: they leave in a few large writes.
+  corolock::request reset;
+  reset.push("DEL", "tour:counter");
+  co_await redis.exec(reset);
   auto before = redis.stats();
   auto start = std::chrono::steady_clock::now();
   auto ex = co_await asio::this_coro::executor;
@@ -46,8 +61,12 @@ asio::awaitable<void> demo(corolock::client& redis) {
   corolock::request get;
   get.push("GET", "tour:counter").push("DEL", "tour:counter", "tour:greeting");
   auto counter = co_await redis.exec(get);
+  const auto writes = after.writes - before.writes;
   fmt::print("10000 pipelined INCRs: counter = {}, {:.0f} commands/s, {} socket writes\n",
-             counter[0].data, 10000 / elapsed, after.writes - before.writes);
+             counter[0].data, 10000 / elapsed, writes);
+  expect(counter[0].data == "10000", "counter " + corolock::resp::to_debug_string(counter[0]));
+  // 100 coroutines each with one INCR outstanding: a write carries many of them.
+  expect(writes > 0 && writes < 10000, std::to_string(writes) + " writes for 10000 INCRs");
 
   // Pub/sub round trip on the same connection (RESP3 push frames).
   auto sub = redis.subscribe("tour:news");
@@ -59,6 +78,8 @@ asio::awaitable<void> demo(corolock::client& redis) {
   auto rtt = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start);
   fmt::print("pub/sub: received '{}' on '{}' in {:.0f} us\n", msg.payload, msg.channel,
              rtt.count());
+  expect(msg.channel == "tour:news" && msg.payload == "corolock says hi",
+         "message '" + msg.payload + "' on '" + msg.channel + "'");
   sub.unsubscribe();
   redis.close();
 }
@@ -76,6 +97,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& ex) {
       fmt::print(stderr, "connection_tour failed: {}\n", ex.what());
       status = 1;
+      io.stop(); // the client would go on (reconnecting, say): end here
     }
   });
   io.run();

@@ -2,6 +2,7 @@
 
 #include "detail/diagnostics_access.hpp"
 #include "lock/acquire.hpp"
+#include "lock/script_replies.hpp"
 #include "lock/scripts.hpp"
 #include "lock/waiting_line.hpp"
 #include "redis/cluster/redirection.hpp"
@@ -14,37 +15,14 @@ namespace corolock::detail {
 
 namespace {
 
-/// Reads an acquire.lua (or acquire_permits.lua) reply: {1, token, pttl}, {0, pttl, rank}, or
-/// {-1, permit count}.
-void read_attempt(client_impl& c, const resp::value& r, attempt_outcome& out) {
-  if (r.is_error()) {
-    c.last_server_error = r.data; // e.g. WRONGTYPE: a key of another type under the lock's name
-    out.text = r.data;
-    out.ec = error::redis_error;
-    return;
-  }
-  if (r.type == resp::type::array && r.children.size() == 2 &&
-      r.children[0].type == resp::type::integer && r.children[0].integer == -1) {
-    // More permits wanted than the semaphore has (acquire_permits.lua).
-    out.text = "wants more permits than the semaphore's " + std::to_string(r.children[1].integer);
+/// Reads an acquire.lua (or acquire_permits.lua) reply (checked: lock/script_replies.hpp).
+void read_attempt(client_impl& c, const resp::value& r, std::chrono::milliseconds lease,
+                  attempt_outcome& out) {
+  read_attempt_reply(r, lease, out);
+  if (out.ec == error::redis_error)
+    c.last_server_error = out.text;
+  else if (out.ec == error::invalid_argument)
     c.last_server_error = "corolock: " + out.text;
-    out.ec = error::invalid_argument;
-    return;
-  }
-  if (r.type != resp::type::array || r.children.size() != 3 ||
-      r.children[0].type != resp::type::integer || r.children[1].type != resp::type::integer ||
-      r.children[2].type != resp::type::integer) {
-    out.ec = error::unexpected_reply;
-    return;
-  }
-  out.acquired = r.children[0].integer == 1;
-  if (out.acquired) {
-    out.token = static_cast<std::uint64_t>(r.children[1].integer);
-    out.pttl = std::chrono::milliseconds(r.children[2].integer);
-  } else {
-    out.pttl = std::chrono::milliseconds(r.children[1].integer);
-    out.rank = r.children[2].integer;
-  }
 }
 
 /// A request that timed out while the connection was down failed for want of a connection.
@@ -178,7 +156,7 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
   request req;
   push_attempt(req, names, owner, lease, mode, waiter_ttl, permits, client.publish_verb());
   const auto sent_at = steady::now();
-  client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at,
+  client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at, lease,
                                       done = std::move(done)](error_code ec, response r) {
     auto c = weak.lock();
     if (!c)
@@ -188,7 +166,7 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
     if (ec)
       out.ec = transport_error(*c, ec);
     else
-      read_attempt(*c, r.at(0), out);
+      read_attempt(*c, r.at(0), lease, out);
     done(out);
   });
 }
@@ -287,9 +265,10 @@ struct release_op : std::enable_shared_from_this<release_op> {
     if (ec)
       return finish(transport_error(*c, ec), true);
     const auto& v = r.at(0);
-    std::int64_t status = 0;
-    const auto rec = read_release(*c, v, status);
+    const auto got = read_release_reply(v, offer ? offer->lease : std::chrono::milliseconds(0));
+    const auto& rec = got.ec;
     if (rec == error::redis_error) {
+      c->last_server_error = v.data;
       // A cluster node whose slot moved away (resharding, failover): the keys went with it.
       if (auto cluster = c->cluster_of.lock();
           cluster && !followed_moved && classify_cluster_error(v.data) == cluster_error_kind::moved) {
@@ -306,12 +285,14 @@ struct release_op : std::enable_shared_from_this<release_op> {
       diagnostics_access::server(&said, v.data);
       return finish(error::redis_error, false);
     }
-    if (rec)
+    if (rec) {
+      diagnostics_access::client(&said, got.text);
       return finish(rec, true);
-    if (status == 2 && v.children.size() == 3 && offer) {
+    }
+    const auto status = got.status;
+    if (status == 2) {
       // Given to this client's own first waiter: at once, with its full lease.
-      line->handed(offer->handoff, static_cast<std::uint64_t>(v.children[1].integer), sent_at,
-                   std::chrono::milliseconds(v.children[2].integer));
+      line->handed(offer->handoff, got.token, sent_at, got.pttl);
       offer.reset();
       return finish(past_deadline ? error_code(error::lease_lost) : error_code{}, false);
     }
@@ -335,15 +316,11 @@ struct release_op : std::enable_shared_from_this<release_op> {
 } // namespace
 
 error_code read_release(client_impl& c, const resp::value& v, std::int64_t& status) {
-  if (v.is_error()) {
+  auto got = read_release_reply(v, std::chrono::milliseconds(0));
+  if (got.ec == error::redis_error)
     c.last_server_error = v.data;
-    return error::redis_error;
-  }
-  if (v.type != resp::type::array || v.children.empty() ||
-      v.children[0].type != resp::type::integer)
-    return error::unexpected_reply;
-  status = v.children[0].integer;
-  return {};
+  status = got.status;
+  return got.ec;
 }
 
 void lock_service::release(std::shared_ptr<lease> l, diagnostics* diag,

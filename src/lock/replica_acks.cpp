@@ -1,6 +1,7 @@
 #include "lock/replica_acks.hpp"
 
 #include "lock/lock_service.hpp"
+#include "lock/script_replies.hpp"
 #include "lock/scripts.hpp"
 
 #include <corolock/error.hpp>
@@ -127,7 +128,7 @@ void replica_acks::finish(std::vector<item> batch, error_code ec, const response
       client_.last_server_error = wait.data; // e.g. WAIT sent to a replica
       all_text = wait.data;
       all = error::redis_error;
-    } else if (wait.type != resp::type::integer) {
+    } else if (wait.type != resp::type::integer || wait.integer < 0) {
       all = error::unexpected_reply;
     } else {
       acknowledged = wait.integer;
@@ -148,9 +149,11 @@ void replica_acks::finish(std::vector<item> batch, error_code ec, const response
         out.ec = error::redis_error;
       } else {
         // Not ours any more (the lease ran out first): no mark was written, nothing to count.
-        out.held = renewed.type == resp::type::integer && renewed.integer == 1 &&
-                   marked.type == resp::type::integer && marked.integer == 1;
-        if (out.held && acknowledged < it.replicas) {
+        const auto r_renewed = read_renew_reply(renewed), r_marked = read_renew_reply(marked);
+        out.held = r_renewed == renew_reply::held && r_marked == renew_reply::held;
+        if (r_renewed == renew_reply::unexpected || r_marked == renew_reply::unexpected) {
+          out.ec = error::unexpected_reply;
+        } else if (out.held && acknowledged < it.replicas) {
           out.ec = error::not_replicated;
           out.text = std::to_string(acknowledged) + " of the " + std::to_string(it.replicas) +
                      " replicas wanted acknowledged in time";

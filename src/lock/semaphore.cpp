@@ -3,6 +3,7 @@
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
 #include "lock/acquire.hpp"
+#include "lock/script_replies.hpp"
 #include "lock/scripts.hpp"
 #include "redis/connection_await.hpp"
 
@@ -41,20 +42,20 @@ asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
       continue;
     if (ec)
       co_return result{ec, semaphore_status{}};
-    for (const auto& r : replies)
-      if (r.is_error()) {
-        c->last_server_error = r.data;
-        diagnostics_access::server(diag, r.data);
-        co_return result{error::redis_error, semaphore_status{}};
-      }
-    const auto& s = replies.back();
-    if (s.type != resp::type::array || s.children.size() != 3)
-      co_return result{error::unexpected_reply, semaphore_status{}};
-    for (const auto& v : s.children)
-      if (v.type != resp::type::integer)
-        co_return result{error::unexpected_reply, semaphore_status{}};
-    co_return result{error_code{}, semaphore_status{s.children[0].integer, s.children[1].integer,
-                                                    s.children[2].integer}};
+    // Each reply checked (lock/script_replies.hpp): set_permits must repeat the count it set.
+    permits_reply got;
+    for (std::size_t i = 0; i < replies.size() && !got.ec; ++i)
+      got = read_permits_reply(replies[i], semaphore::max_permits,
+                               new_count && i == 0 ? *new_count : -1);
+    if (got.ec == error::redis_error) {
+      c->last_server_error = got.text;
+      diagnostics_access::server(diag, got.text);
+    } else if (got.ec) {
+      diagnostics_access::client(diag, got.text);
+    }
+    if (got.ec)
+      co_return result{got.ec, semaphore_status{}};
+    co_return result{error_code{}, semaphore_status{got.permits, got.in_use, got.waiting}};
   }
 }
 

@@ -3,6 +3,7 @@
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
 #include "lock/lock_service.hpp"
+#include "lock/script_replies.hpp"
 #include "lock/scripts.hpp"
 
 #include <corolock/error.hpp>
@@ -193,8 +194,9 @@ void waiting_line::claim(std::uint64_t id, const line_action& a) {
         auto* c = self ? self->returned(id, owner) : nullptr;
         if (!c)
           return;
-        const bool renewed = !ec && !r.empty() && r[0].type == resp::type::integer;
-        if (renewed && r[0].integer == 1 && !c->cancelled) {
+        const auto got = !ec && !r.empty() ? read_renew_reply(r[0]) : renew_reply::unexpected;
+        const bool renewed = got == renew_reply::held || got == renew_reply::gone;
+        if (got == renew_reply::held && !c->cancelled) {
           if (c->m->opts.min_replicas > 0)
             self->confirm(id, owner, token, sent_at, lease_ms);
           else

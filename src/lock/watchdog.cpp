@@ -1,6 +1,7 @@
 #include "lock/watchdog.hpp"
 
 #include "lock/lock_service.hpp"
+#include "lock/script_replies.hpp"
 #include "lock/scripts.hpp"
 
 #include <corolock/error.hpp>
@@ -115,17 +116,19 @@ void watchdog::send(std::vector<std::shared_ptr<lease>> batch, std::vector<bool>
       auto& l = *batch[i];
       if (l.st != lease::state::held)
         continue; // released (or lost) while the renewal was in flight
-      const resp::value* r = i < replies.size() && !ec ? &replies[i] : nullptr;
-      if (r && r->type == resp::type::integer && r->integer == 1) {
+      const auto got = i < replies.size() && !ec ? read_renew_reply(replies[i])
+                                                 : renew_reply::unexpected;
+      if (got == renew_reply::held) {
         if (check_only[i])
           l.timing.renewing = false; // still ours; its deadline stays where it was
         else
           l.timing.renewed(sent_at);
-      } else if (r && r->type == resp::type::integer && r->integer == 0) {
+      } else if (got == renew_reply::gone) {
         l.mark_lost(); // the key is gone or names another owner
         continue;
       } else {
-        l.timing.renewal_failed(now); // no answer, or an error reply (a server loading, ...)
+        l.timing.renewal_failed(now); // no answer, an error reply (a server loading, ...), or
+                                      // one no renewal gives
       }
       if (auto c = l.client.lock(); c && c->lock_layer)
         c->lock_layer->dog.arm(l.timing.wake());

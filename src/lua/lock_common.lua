@@ -6,7 +6,8 @@
 -- Waiting owners queue beside the lock, one entry per waiting client: KEYS[3] orders them by
 -- arrival, KEYS[4] holds when each entry expires unless its client refreshes it (server clock, ms).
 -- Fencing tokens never go below the server's clock in microseconds, so a counter lost to a restart
--- or a failover starts again above every token handed out before (KEYS[2] only breaks ties).
+-- or a failover starts again above every token handed out before (KEYS[2] only breaks ties); they
+-- stay below 2^53, where Lua's numbers are exact (next_token).
 
 local function clock()
   local t = redis.call('time')
@@ -82,12 +83,27 @@ local function has_queue(keys)
   return redis.call('exists', keys[3]) == 1
 end
 
--- The next fencing token of the fence `fence`, for a lease of `px` ms.
+-- Lua counts in doubles, exact only up to 2^53: past that `last + 1` is `last` again and tokens
+-- would stop rising. The fence is refused from there on (real tokens, microseconds of the clock,
+-- are about 2^51 and reach 2^53 in the year 2255).
+local max_token = 9007199254740991 -- 2^53 - 1
+
+-- The next fencing token of the fence `fence`, for a lease of `px` ms. A fence that is not a
+-- counter of ours (not decimal digits) is refused, and left as it is.
 local function next_token(fence, px, now_us)
   local last = redis.call('get', fence)
-  local token = math.max((tonumber(last or '0') or 0) + 1, now_us)
-  redis.call('set', fence, digits(token), 'px', math.max(3600000, 2 * px))
-  return token
+  local floor = now_us
+  if last then
+    if not string.match(last, '^%d+$') then
+      error({err = 'WRONGTYPE corolock: ' .. fence .. ' holds a value that is not a fencing counter'})
+    end
+    floor = math.max(tonumber(last) + 1, now_us) -- rounded past 2^53, and refused below
+  end
+  if floor > max_token then
+    error({err = 'ERR corolock: ' .. fence .. ' is past 2^53 - 1, where fencing tokens cannot rise exactly'})
+  end
+  redis.call('set', fence, digits(floor), 'px', math.max(3600000, 2 * px))
+  return floor
 end
 
 -- Sets the lock in `owner`'s name for `px` ms with a fresh fencing token; `owner` leaves the queue

@@ -42,10 +42,11 @@ if t - epoch > 2147483647 then
 end
 
 local n = tonumber(ARGV[2])
-local count = tonumber(redis.call('get', KEYS[1]) or '0')
-if not count then
+local held = redis.call('get', KEYS[1]) or '0'
+if not string.match(held, '^%d+$') or #held > 10 then -- ours stay below 2^32: exact as numbers
   return redis.error_reply('WRONGTYPE corolock: ' .. KEYS[1] .. ' holds a value that is not an id counter')
 end
+local count = tonumber(held)
 if count + n > 4294967295 then
   return {-1, t, count}
 end

@@ -32,7 +32,7 @@ bool is_pubsub_kind(std::string_view kind) {
 void multiplexer::start_session(int protocol) {
   protocol_ = protocol;
   subscribed_resp2_ = false;
-  load_queued_after_.clear(); // a restarted server has no scripts; loads queued before are gone
+  loaded_.clear(); // a new connection may reach a server that has none of them (a restart)
 }
 
 void multiplexer::add(pending_ptr p, bool first) {
@@ -47,13 +47,26 @@ std::size_t multiplexer::prepare_write(std::vector<asio::const_buffer>& out,
   std::size_t taken = 0;
   const auto seq = write_seq_ + 1;
   while (!queue_.empty() && out.size() < max_buffers) {
+    if (queue_.front()->done) {
+      queue_.pop_front(); // cancelled before it was written
+      continue;
+    }
+    const bool scripted =
+        !queue_.front()->req.script_calls().empty() || !queue_.front()->replayed.empty();
+    if (scripted && taken > 0 && out.size() + 2 > max_buffers)
+      break; // leave room for loads ahead of it: the next write takes it
     auto p = std::move(queue_.front());
     queue_.pop_front();
-    if (p->done)
-      continue; // cancelled before it was written
     p->written = true;
     p->write_seq = seq;
     p->sent_at = now;
+    if (scripted) {
+      plan_loads(*p, seq);
+      if (!p->preload.empty()) {
+        out.push_back(asio::buffer(p->preload));
+        stats.commands += p->preloads_left;
+      }
+    }
     out.push_back(asio::buffer(p->req.payload()));
     stats.commands += p->req.commands();
     if (protocol_ == 2 && !p->req.pubsub_commands().empty())
@@ -66,6 +79,25 @@ std::size_t multiplexer::prepare_write(std::vector<asio::const_buffer>& out,
     ++stats.writes;
   }
   return taken;
+}
+
+void multiplexer::plan_loads(pending& p, std::uint64_t seq) {
+  auto plan = [&](const script* code) {
+    auto [it, fresh] = loaded_.try_emplace(code);
+    if (!fresh && it->second.sha1 == code->sha1())
+      return; // loaded on this session (or ahead of an earlier call of this request)
+    it->second = {code->sha1(), seq};
+    resp::write_command(p.preload, "SCRIPT", "LOAD", code->source());
+    ++p.preloads_left;
+  };
+  for (const auto& call : p.req.script_calls())
+    plan(call.code);
+  for (const auto* code : p.replayed)
+    plan(code);
+}
+
+void multiplexer::forget_loads(std::uint64_t seq) {
+  std::erase_if(loaded_, [seq](const auto& entry) { return entry.second.write_seq <= seq; });
 }
 
 bool multiplexer::is_pubsub_frame(const resp::value& v) const {
@@ -123,6 +155,11 @@ multiplexer::frame multiplexer::on_value(resp::value& v) {
   if (in_flight_.empty())
     return frame::out_of_step;
   const auto& p = in_flight_.front();
+  if (p->preloads_left > 0) {
+    // A SCRIPT LOAD's reply, set aside. A refused load shows as the NOSCRIPT of the call after it.
+    --p->preloads_left;
+    return frame::reply;
+  }
   if (const auto* c = confirmation_due(*p)) {
     // A subscribe-family command refused as a whole (NOPERM, a wrong state): one error reply
     // answers every channel of it.
@@ -140,47 +177,46 @@ multiplexer::frame multiplexer::on_value(resp::value& v) {
   return frame::reply;
 }
 
+namespace {
+bool is_noscript(const resp::value& v) { return v.is_error() && v.error_code() == "NOSCRIPT"; }
+} // namespace
+
 void multiplexer::finish(const pending_ptr& p) {
   if (p->done)
     return;
-  const auto& calls = p->req.script_calls();
-  if (!calls.empty() && !p->is_retry) {
-    std::vector<const request::script_call*> missing;
-    for (const auto& call : calls) {
-      const auto& reply = p->resp[call.reply_index];
-      if (reply.is_error() && reply.error_code() == "NOSCRIPT")
-        missing.push_back(&call);
-    }
-    if (!missing.empty()) {
-      // Load each script once, then replay only the commands that failed.
-      auto retry = std::allocate_shared<pending>(recycling_allocator<pending>{});
-      retry->is_retry = true;
-      std::vector<const script*> loaded;
-      for (auto* call : missing) {
-        if (std::find(loaded.begin(), loaded.end(), call->code) != loaded.end())
-          continue;
-        loaded.push_back(call->code);
-        // A burst of NOSCRIPTs (many requests sent before the first load) loads once: a load
-        // queued after this request was written runs before this retry, which queues behind it.
-        auto it = load_queued_after_.find(call->code);
-        if (it != load_queued_after_.end() && it->second >= p->write_seq)
-          continue;
-        retry->req.push("SCRIPT", "LOAD", call->code->source());
-        load_queued_after_[call->code] = write_seq_;
-      }
-      for (auto* call : missing) {
-        request_access::append_raw(
-            retry->req, std::string_view(p->req.payload()).substr(call->offset, call->length));
-        retry->parent_slots.push_back(call->reply_index);
-      }
-      retry->replies_left = retry->req.expected_replies();
-      retry->parent = p;
-      ++stats.script_loads;
-      add(std::move(retry), false);
-      return;
-    }
+  if (p->is_retry) {
+    if (std::any_of(p->resp.begin(), p->resp.end(), is_noscript))
+      forget_loads(p->write_seq); // flushed again: its NOSCRIPT is the original's reply
+    return complete(p, {});
   }
-  complete(p, {});
+  const auto& calls = p->req.script_calls();
+  auto refused = std::find_if(calls.begin(), calls.end(), [&](const request::script_call& c) {
+    return is_noscript(p->resp[c.reply_index]);
+  });
+  if (refused == calls.end())
+    return complete(p, {});
+  forget_loads(p->write_seq); // the server lost its scripts: load them again before their next use
+  // Replay only when nothing behind the first refused call ran: every reply from it on is the
+  // NOSCRIPT of a script call (one reply each). Else the replies stay (see the opening comment).
+  const std::size_t tail_calls = static_cast<std::size_t>(calls.end() - refused);
+  const bool nothing_ran_after = p->req.expected_replies() - refused->reply_index == tail_calls &&
+                                 std::all_of(refused, calls.end(), [&](const auto& c) {
+                                   return is_noscript(p->resp[c.reply_index]);
+                                 });
+  if (!nothing_ran_after)
+    return complete(p, {});
+  auto retry = std::allocate_shared<pending>(recycling_allocator<pending>{});
+  retry->is_retry = true;
+  for (auto it = refused; it != calls.end(); ++it) {
+    request_access::append_raw(
+        retry->req, std::string_view(p->req.payload()).substr(it->offset, it->length));
+    retry->parent_slots.push_back(it->reply_index);
+    retry->replayed.push_back(it->code);
+  }
+  retry->replies_left = retry->req.expected_replies();
+  retry->parent = p;
+  ++stats.script_loads;
+  add(std::move(retry), false);
 }
 
 void multiplexer::complete(const pending_ptr& p, error_code ec) {
@@ -194,10 +230,8 @@ void multiplexer::complete(const pending_ptr& p, error_code ec) {
       if (ec) {
         complete(parent, ec);
       } else {
-        // The first replies are the SCRIPT LOADs; the retried commands follow.
-        std::size_t first = p->resp.size() - p->parent_slots.size();
         for (std::size_t i = 0; i < p->parent_slots.size(); ++i)
-          parent->resp[p->parent_slots[i]] = std::move(p->resp[first + i]);
+          parent->resp[p->parent_slots[i]] = std::move(p->resp[i]);
         complete(parent, {});
       }
     }

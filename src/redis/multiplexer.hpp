@@ -1,7 +1,19 @@
 // Private: the heart of a connection without its I/O. Which requests leave in the next write,
-// which request a frame from the server answers, what is an out-of-band message instead, and the
-// NOSCRIPT replay. The connection feeds it the values it parses and takes back the requests it
-// completed; the unit tests feed it directly, without a server.
+// which request a frame from the server answers, what is an out-of-band message instead, the
+// script loads and the NOSCRIPT replay. The connection feeds it the values it parses and takes
+// back the requests it completed; the unit tests feed it directly, without a server.
+//
+// Scripts: a request's effects stay in the order it was written. Replaying only the EVALSHAs that
+// met NOSCRIPT, after the commands behind them had run, would reorder them; so the server is made
+// to have every script before a request that uses it runs: the first time a session writes a
+// script (and again after any NOSCRIPT says the server lost scripts), a SCRIPT LOAD of it goes out
+// in the same write, just ahead of the request (no extra round trip; the load's reply is read and
+// set aside). A NOSCRIPT can then only come from scripts lost while the request was on its way (a
+// SCRIPT FLUSH on the live server): if every command from the first refused one to the end was a
+// refused EVALSHA, nothing behind it ran and those calls are replayed in order (once); otherwise
+// the NOSCRIPT replies stay as the request's replies (those scripts did not run; the rest did, in
+// order), since no replay could restore the written order. (A SCRIPT FLUSH sent on this very
+// connection is such a loss too: found by the NOSCRIPT of the next call, like anyone else's.)
 //
 // Every command is accounted for: an ordinary command gets one reply; a subscribe-family command of
 // N channels gets N confirmation frames (matched by kind and channel, so a message or an unsolicited
@@ -42,6 +54,8 @@ struct pending {
   std::optional<asio::steady_timer> timer;
 
   std::size_t replies_left = 0;
+  std::string preload;           // SCRIPT LOADs written just before the request (see above)
+  std::size_t preloads_left = 0; // their replies still to be read and set aside
   std::size_t pubsub_next = 0;   // the next of req.pubsub_commands() still to be answered
   bool written = false;
   bool done = false;             // completed (or cancelled): replies still owed are discarded
@@ -50,6 +64,7 @@ struct pending {
   steady::time_point sent_at{};  // when that write started
   std::shared_ptr<pending> parent;        // for a NOSCRIPT retry: the request it completes
   std::vector<std::size_t> parent_slots;  // where its replies go in the parent's response
+  std::vector<const script*> replayed;    // and the script of each of its commands
 };
 using pending_ptr = std::shared_ptr<pending>;
 
@@ -110,6 +125,10 @@ private:
   const request::pubsub_command* confirmation_due(const pending& p) const;
   void store(const pending_ptr& p, resp::value&& v);
   void finish(const pending_ptr& p);
+  /// Puts a SCRIPT LOAD into p->preload for each script of p the server may lack.
+  void plan_loads(pending& p, std::uint64_t seq);
+  /// A NOSCRIPT came back for a request written in write `seq`: loads written up to then are gone.
+  void forget_loads(std::uint64_t seq);
 
   std::deque<pending_ptr> queue_;      // not yet written
   std::deque<pending_ptr> in_flight_;  // written, replies owed (in order)
@@ -118,9 +137,14 @@ private:
   bool subscribed_resp2_ = false;      // a RESP2 connection in pub/sub mode
   std::uint64_t write_seq_ = 0;
   steady::time_point answered_sent_at_{};
-  // For each script, the write sequence number before which a SCRIPT LOAD of it was queued: a
-  // NOSCRIPT for a request written earlier needs no second load (the queued one runs first).
-  std::unordered_map<const script*, std::uint64_t> load_queued_after_;
+  // The scripts this session loaded, with the write that carried each load: a NOSCRIPT for a
+  // request written earlier (a burst sent before the first NOSCRIPT came back) leaves a later load
+  // standing. Keyed by the script object; its SHA1 is kept to tell a new object at an old address.
+  struct loaded_script {
+    std::string sha1;
+    std::uint64_t write_seq;
+  };
+  std::unordered_map<const script*, loaded_script> loaded_;
 };
 
 } // namespace corolock::detail

@@ -301,7 +301,7 @@ BOOST_AUTO_TEST_CASE(cancel_if_not_connected_fails_fast_while_down) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(noscript_falls_back_to_load_and_retry) {
+BOOST_AUTO_TEST_CASE(scripts_are_loaded_ahead_of_use_and_noscript_falls_back_to_load_and_retry) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     client c(ex, config_for(server));
@@ -311,21 +311,65 @@ BOOST_AUTO_TEST_CASE(noscript_falls_back_to_load_and_retry) {
     r.push_script(answer, {}, {"41"});
     auto first = co_await c.exec(r);
     BOOST_TEST(first[0].integer == 42);
-    auto loads = c.stats().script_loads;
-    BOOST_TEST(loads == 1u); // a fresh server does not know it
+    BOOST_TEST(c.stats().script_loads == 0u); // loaded in the same write: no NOSCRIPT to recover
     auto again = co_await c.exec(r);
     BOOST_TEST(again[0].integer == 42);
-    BOOST_TEST(c.stats().script_loads == loads);
-    co_await c.exec(make("SCRIPT", "FLUSH"));
-    // In a batch: the plain command's reply stays in place, the script is reloaded and retried.
-    request batch;
-    batch.push("ECHO", "a").push_script(answer, {}, {"1"}).push("ECHO", "b");
-    auto mixed = co_await c.exec(batch);
-    BOOST_TEST(mixed[0].data == "a");
-    BOOST_TEST(mixed[1].integer == 2);
-    BOOST_TEST(mixed[2].data == "b");
-    BOOST_TEST(c.stats().script_loads == loads + 1);
+    // Flushed by another client: the call meets NOSCRIPT, nothing after it ran: replayed.
+    BOOST_TEST(server.command({"SCRIPT", "FLUSH"}) == "OK");
+    request tail;
+    tail.push("ECHO", "a").push_script(answer, {}, {"2"});
+    auto replayed = co_await c.exec(tail);
+    BOOST_TEST(replayed[0].data == "a");
+    BOOST_TEST(replayed[1].integer == 3);
+    BOOST_TEST(c.stats().script_loads == 1u);
     BOOST_TEST(server.command({"SCRIPT", "EXISTS", answer.sha1()}) == "1");
+  });
+}
+
+// A request [A: SET k new][B: GET k] must read what A wrote. The case: B loaded on the
+// server, A not. Before the fix only A was replayed, after B had read: B said "old". Now A is
+// loaded in the same write ahead of the request.
+BOOST_AUTO_TEST_CASE(a_request_of_two_scripts_keeps_its_order_when_one_is_missing) {
+  redis_server server;
+  static const script set_k("redis.call('set', KEYS[1], ARGV[1]) return 1");
+  static const script get_k("return redis.call('get', KEYS[1])");
+  BOOST_TEST(server.command({"SET", "k", "old"}) == "OK");
+  BOOST_TEST(server.command({"SCRIPT", "LOAD", get_k.source()}) == get_k.sha1());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    request r;
+    r.push_script(set_k, {"k"}, {"new"}).push_script(get_k, {"k"}, {});
+    auto replies = co_await c.exec(r);
+    BOOST_TEST(replies.at(0).integer == 1);
+    BOOST_TEST(replies.at(1).data == "new");
+
+    // Both flushed under a live session: both refused, nothing ran after the first, both
+    // replayed in order.
+    BOOST_TEST(server.command({"SCRIPT", "FLUSH"}) == "OK");
+    BOOST_TEST(server.command({"SET", "k", "old"}) == "OK");
+    r.clear();
+    r.push_script(set_k, {"k"}, {"newer"}).push_script(get_k, {"k"}, {});
+    replies = co_await c.exec(r);
+    BOOST_TEST(replies.at(0).integer == 1);
+    BOOST_TEST(replies.at(1).data == "newer");
+
+    // Flushed under a live session and B alone loaded again by someone else before the request
+    // runs: A is refused and B reads "old". A replay of A would write after B's read (before the
+    // fix: k became "new" behind B's back); A's reply stays NOSCRIPT and k stays as B read it.
+    BOOST_TEST(server.command({"SCRIPT", "FLUSH"}) == "OK");
+    BOOST_TEST(server.command({"SCRIPT", "LOAD", get_k.source()}) == get_k.sha1());
+    BOOST_TEST(server.command({"SET", "k", "old"}) == "OK");
+    r.clear();
+    r.push_script(set_k, {"k"}, {"new"}).push_script(get_k, {"k"}, {});
+    replies = co_await c.exec(r);
+    BOOST_TEST(replies.at(0).is_error());
+    BOOST_TEST(replies.at(0).error_code() == "NOSCRIPT");
+    BOOST_TEST(replies.at(1).data == "old");
+    BOOST_TEST(server.command({"GET", "k"}) == "old");
+    // The session took the hint: the next use loads A again, ahead of the request.
+    replies = co_await c.exec(r);
+    BOOST_TEST(replies.at(1).data == "new");
   });
 }
 

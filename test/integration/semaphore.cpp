@@ -266,6 +266,26 @@ BOOST_AUTO_TEST_CASE(the_permit_count_changes_at_run_time) {
   expect_clean(server);
 }
 
+// set_permits sends [set_permits.lua][permits_status.lua] in one request. With permits_status
+// loaded on the server and set_permits not (scripts flushed, then a status() reloaded its own),
+// replaying only the refused set_permits after the status had run reported the old count: before
+// the fix set_permits(2) came back with permits 5 while status() then said 2.
+BOOST_AUTO_TEST_CASE(set_permits_after_a_script_flush_reports_what_it_set) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::semaphore sem(c, "flushed", 5);
+    BOOST_TEST((co_await sem.status()).permits == 5);
+    BOOST_TEST(server.command({"SCRIPT", "FLUSH"}) == "OK"); // from another connection
+    BOOST_TEST((co_await sem.status()).permits == 5);         // reloads permits_status.lua
+    auto set = co_await sem.set_permits(2);
+    BOOST_TEST(set.permits == 2);
+    BOOST_TEST((co_await sem.status()).permits == 2);
+    co_await c.shutdown();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(cancelling_waiters_leaves_nothing) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {

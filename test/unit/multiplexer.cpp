@@ -468,7 +468,7 @@ BOOST_AUTO_TEST_CASE(fail_queued_only_impatient_keeps_requests_that_may_wait) {
   BOOST_TEST(!f.mux.has_queued());
 }
 
-// ---- NOSCRIPT -------------------------------------------------------------------------------
+// ---- scripts: loads ahead of first use, NOSCRIPT -------------------------------------------
 
 namespace {
 const resp::value noscript = error_reply("NOSCRIPT No matching script. Please use EVAL.");
@@ -479,66 +479,129 @@ std::string call_bytes(const request& r, std::size_t i) {
   return r.payload().substr(c.offset, c.length);
 }
 std::string script_load(const script& s) { return command("SCRIPT", "LOAD", s.source()).payload(); }
+
+/// One call of `s` on `f`'s session, answered: the session has loaded `s` afterwards.
+void use(fixture& f, const script& s) {
+  request r;
+  r.push_script(s, {"warm"}, {});
+  auto p = f.send(std::move(r));
+  while (p->replies_left > 0 || p->preloads_left > 0)
+    f.feed(p->preloads_left > 0 ? bulk(s.sha1()) : integer(0));
+  expect_completed(f.mux, p);
+}
 } // namespace
 
-// The request is not completed with the NOSCRIPT error: a retry loads the script, then replays
-// only the refused EVALSHA; its reply takes the refused one's place in the original response.
-BOOST_AUTO_TEST_CASE(noscript_loads_the_script_and_replays_only_the_refused_call) {
+// The first use of a script on a session loads it in the same write, just ahead of the request:
+// the server has it before the request runs, and no round trip is added. The load's reply is set
+// aside; later requests send the EVALSHA alone.
+BOOST_AUTO_TEST_CASE(a_script_is_loaded_in_the_same_write_ahead_of_its_first_use) {
   fixture f;
   script s("return 1");
+  script t("return 11");
   request r;
-  r.push("PING").push_script(s, {"k"}, {"arg"}).push("GET", "k");
+  r.push("PING").push_script(s, {"k"}, {"arg"}).push_script(t, {"k"}, {}).push_script(s, {"j"}, {});
   auto p = f.send(std::move(r));
-
-  BOOST_TEST(f.feed(simple("PONG")) == frame::reply);
-  BOOST_TEST(f.feed(noscript) == frame::reply);
-  BOOST_TEST(f.feed(bulk("v")) == frame::reply);
-  expect_nothing_completed(f.mux);
-  BOOST_TEST(f.mux.stats.script_loads == 1u);
-  BOOST_TEST(f.mux.has_queued());
-
-  BOOST_TEST(f.write(at(10)) == 1u);
-  BOOST_TEST(f.written() == script_load(s) + call_bytes(p->req, 0));
+  BOOST_TEST(f.written() == script_load(s) + script_load(t) + p->req.payload());
   BOOST_TEST(f.feed(bulk(s.sha1())) == frame::reply);
-  expect_nothing_completed(f.mux);
-  BOOST_TEST(f.feed(integer(1)) == frame::reply);
-  expect_completed(f.mux, p); // the original, not the retry
-  BOOST_REQUIRE_EQUAL(p->resp.size(), 3u);
+  BOOST_TEST(f.feed(bulk(t.sha1())) == frame::reply);
+  for (auto v : {simple("PONG"), integer(1), integer(2), integer(3)})
+    BOOST_TEST(f.feed(v) == frame::reply);
+  expect_completed(f.mux, p);
+  BOOST_REQUIRE_EQUAL(p->resp.size(), 4u);
   BOOST_TEST(p->resp[0] == simple("PONG"));
-  BOOST_TEST(p->resp[1] == integer(1));
-  BOOST_TEST(p->resp[2] == bulk("v"));
-  BOOST_TEST(f.mux.idle());
+  BOOST_TEST(p->resp[3] == integer(3));
+
+  request again;
+  again.push_script(t, {"k"}, {}).push_script(s, {"k"}, {});
+  auto q = f.send(std::move(again));
+  BOOST_TEST(f.written() == q->req.payload());
+  BOOST_TEST(f.mux.stats.script_loads == 0u); // no NOSCRIPT recovery was needed
 }
 
-BOOST_AUTO_TEST_CASE(noscript_for_two_calls_of_one_script_loads_it_once) {
+// Scripts lost while the request was on its way (SCRIPT FLUSH): nothing after the first refused
+// call ran, so the refused calls are loaded and replayed in their order; their replies take the
+// refused ones' places in the original response.
+BOOST_AUTO_TEST_CASE(noscript_replays_the_refused_calls_in_order_when_nothing_after_them_ran) {
   fixture f;
   script s("return 2");
   script other("return 3");
+  use(f, s);
+  use(f, other);
   request r;
-  r.push_script(s, {"a"}, {}).push_script(other, {"b"}, {}).push_script(s, {"c"}, {});
+  r.push("PING").push_script(s, {"a"}, {}).push_script(other, {"b"}, {}).push_script(s, {"c"}, {});
   auto p = f.send(std::move(r));
-  BOOST_TEST(f.feed(noscript) == frame::reply);
-  BOOST_TEST(f.feed(integer(30)) == frame::reply); // `other` is loaded
-  BOOST_TEST(f.feed(noscript) == frame::reply);
+  BOOST_TEST(f.written() == p->req.payload());
+  BOOST_TEST(f.feed(simple("PONG")) == frame::reply);
+  for (int i = 0; i < 3; ++i)
+    BOOST_TEST(f.feed(noscript) == frame::reply);
+  expect_nothing_completed(f.mux);
+  BOOST_TEST(f.mux.stats.script_loads == 1u);
 
   BOOST_TEST(f.write() == 1u);
-  BOOST_TEST(f.written() == script_load(s) + call_bytes(p->req, 0) + call_bytes(p->req, 2));
+  BOOST_TEST(f.written() == script_load(s) + script_load(other) + call_bytes(p->req, 0) +
+                                call_bytes(p->req, 1) + call_bytes(p->req, 2));
   BOOST_TEST(f.feed(bulk(s.sha1())) == frame::reply);
+  BOOST_TEST(f.feed(bulk(other.sha1())) == frame::reply);
   BOOST_TEST(f.feed(integer(10)) == frame::reply);
+  BOOST_TEST(f.feed(integer(30)) == frame::reply);
   expect_nothing_completed(f.mux);
   BOOST_TEST(f.feed(integer(20)) == frame::reply);
-  expect_completed(f.mux, p);
-  BOOST_REQUIRE_EQUAL(p->resp.size(), 3u);
-  BOOST_TEST(p->resp[0] == integer(10));
-  BOOST_TEST(p->resp[1] == integer(30));
-  BOOST_TEST(p->resp[2] == integer(20));
+  expect_completed(f.mux, p); // the original, not the retry
+  BOOST_REQUIRE_EQUAL(p->resp.size(), 4u);
+  BOOST_TEST(p->resp[0] == simple("PONG"));
+  BOOST_TEST(p->resp[1] == integer(10));
+  BOOST_TEST(p->resp[2] == integer(30));
+  BOOST_TEST(p->resp[3] == integer(20));
+  BOOST_TEST(f.mux.idle());
 }
 
-// A burst: several requests went out before the first NOSCRIPT came back. The first queues the
-// load; the others, written before that load was queued, replay behind it without loading again.
+// [A: SET k new][B: GET k] where A met NOSCRIPT and B ran (read "old"): replaying A now would put
+// its write after B's read. The request completes as the server answered it: A did not run.
+BOOST_AUTO_TEST_CASE(noscript_before_a_call_that_ran_is_not_replayed) {
+  fixture f;
+  script a("return 'a'");
+  script b("return 'b'");
+  use(f, a);
+  use(f, b);
+  request r;
+  r.push_script(a, {"k"}, {"new"}).push_script(b, {"k"}, {});
+  auto p = f.send(std::move(r));
+  BOOST_TEST(f.feed(noscript) == frame::reply);
+  BOOST_TEST(f.feed(bulk("old")) == frame::reply);
+  expect_completed(f.mux, p);
+  BOOST_TEST(!f.mux.has_queued());
+  BOOST_TEST(p->resp.at(0) == noscript);
+  BOOST_TEST(p->resp.at(1) == bulk("old"));
+  BOOST_TEST(f.mux.stats.script_loads == 0u);
+
+  // The session knows its scripts are gone: their next use loads them again, ahead of it.
+  request next;
+  next.push_script(a, {"k"}, {"new"}).push_script(b, {"k"}, {});
+  auto q = f.send(std::move(next));
+  BOOST_TEST(f.written() == script_load(a) + script_load(b) + q->req.payload());
+}
+
+// The same for a plain command after the refused call: it ran, so no replay.
+BOOST_AUTO_TEST_CASE(noscript_before_a_plain_command_is_not_replayed) {
+  fixture f;
+  script s("return 12");
+  use(f, s);
+  request r;
+  r.push_script(s, {"k"}, {}).push("INCR", "n");
+  auto p = f.send(std::move(r));
+  BOOST_TEST(f.feed(noscript) == frame::reply);
+  BOOST_TEST(f.feed(integer(1)) == frame::reply);
+  expect_completed(f.mux, p);
+  BOOST_TEST(p->resp.at(0) == noscript);
+  BOOST_TEST(!f.mux.has_queued());
+}
+
+// A burst: several requests went out before the first NOSCRIPT came back. The first replay loads
+// the script; the others, written before that load, replay behind it without loading again.
 BOOST_AUTO_TEST_CASE(noscript_burst_loads_once) {
   fixture f;
   script s("return 4");
+  use(f, s);
   request ra, rb;
   ra.push_script(s, {"a"}, {});
   rb.push_script(s, {"b"}, {});
@@ -559,11 +622,12 @@ BOOST_AUTO_TEST_CASE(noscript_burst_loads_once) {
   BOOST_TEST(b->resp.at(0) == integer(2));
 }
 
-// A request written after the load was queued that still meets NOSCRIPT (the scripts were flushed
+// A request written after the replay's load that still meets NOSCRIPT (the scripts were flushed
 // again) needs a load of its own.
-BOOST_AUTO_TEST_CASE(noscript_after_the_load_was_queued_loads_again) {
+BOOST_AUTO_TEST_CASE(noscript_after_the_replays_load_loads_again) {
   fixture f;
   script s("return 5");
+  use(f, s);
   request ra, rc;
   ra.push_script(s, {"a"}, {});
   rc.push_script(s, {"c"}, {});
@@ -571,6 +635,7 @@ BOOST_AUTO_TEST_CASE(noscript_after_the_load_was_queued_loads_again) {
   BOOST_TEST(f.feed(noscript) == frame::reply);
   f.write(); // the retry of `a`: load + replay
   auto c = f.send(std::move(rc));
+  BOOST_TEST(f.written() == c->req.payload()); // the load went out in the write before
   BOOST_TEST(f.feed(bulk(s.sha1())) == frame::reply);
   BOOST_TEST(f.feed(integer(1)) == frame::reply);
   expect_completed(f.mux, a);
@@ -579,32 +644,31 @@ BOOST_AUTO_TEST_CASE(noscript_after_the_load_was_queued_loads_again) {
   BOOST_TEST(f.written() == script_load(s) + call_bytes(c->req, 0));
 }
 
-BOOST_AUTO_TEST_CASE(new_session_forgets_queued_loads) {
+BOOST_AUTO_TEST_CASE(a_new_session_loads_again) {
   fixture f;
   script s("return 6");
-  request ra, rb;
-  ra.push_script(s, {"a"}, {});
-  rb.push_script(s, {"b"}, {});
-  auto a = f.send(std::move(ra));
-  auto b = f.send(std::move(rb));
-  BOOST_TEST(f.feed(noscript) == frame::reply); // queues a load (not yet written)
-  f.mux.start_session(3);                         // (say) a new connection to a restarted server
-  BOOST_TEST(f.feed(noscript) == frame::reply);
-  BOOST_TEST(f.write() == 2u);
-  BOOST_TEST(f.written() == script_load(s) + call_bytes(a->req, 0) + script_load(s) +
-                                call_bytes(b->req, 0));
+  use(f, s);
+  f.mux.start_session(3); // (say) a new connection to a restarted server
+  request r;
+  r.push_script(s, {"a"}, {});
+  auto p = f.send(std::move(r));
+  BOOST_TEST(f.written() == script_load(s) + p->req.payload());
 }
 
-BOOST_AUTO_TEST_CASE(a_replayed_call_is_never_replayed_again) {
+// A load that fails (an ACL user without SCRIPT rights) shows as the call's NOSCRIPT: replayed
+// once with a load again, then the NOSCRIPT is the reply.
+BOOST_AUTO_TEST_CASE(a_refused_load_ends_in_the_calls_noscript) {
   fixture f;
   script s("return 7");
   request r;
   r.push_script(s, {"a"}, {});
   auto p = f.send(std::move(r));
+  BOOST_TEST(f.feed(error_reply("NOPERM no SCRIPT for you")) == frame::reply);
   BOOST_TEST(f.feed(noscript) == frame::reply);
   BOOST_TEST(f.write() == 1u);
-  BOOST_TEST(f.feed(bulk(s.sha1())) == frame::reply);
-  BOOST_TEST(f.feed(noscript) == frame::reply); // flushed again in between
+  BOOST_TEST(f.written() == script_load(s) + call_bytes(p->req, 0));
+  BOOST_TEST(f.feed(error_reply("NOPERM no SCRIPT for you")) == frame::reply);
+  BOOST_TEST(f.feed(noscript) == frame::reply);
   expect_completed(f.mux, p);
   BOOST_TEST(p->resp.at(0) == noscript);
   BOOST_TEST(!f.mux.has_queued());
@@ -619,8 +683,10 @@ BOOST_AUTO_TEST_CASE(a_request_completed_before_its_noscript_is_not_replayed) {
   auto p = f.send(std::move(r));
   f.mux.complete(p, timeout);
   expect_completed(f.mux, p, timeout);
+  BOOST_TEST(f.feed(bulk(s.sha1())) == frame::reply); // its load's reply, still read
   BOOST_TEST(f.feed(noscript) == frame::reply);
   BOOST_TEST(!f.mux.has_queued());
+  BOOST_TEST(f.mux.idle());
   expect_nothing_completed(f.mux);
 }
 
@@ -629,6 +695,7 @@ BOOST_AUTO_TEST_CASE(a_request_completed_before_its_noscript_is_not_replayed) {
 BOOST_AUTO_TEST_CASE(a_queued_replay_fails_with_connection_lost) {
   fixture f;
   script s("return 9");
+  use(f, s);
   request r;
   r.push_script(s, {"a"}, {});
   auto p = f.send(std::move(r));
@@ -642,6 +709,7 @@ BOOST_AUTO_TEST_CASE(a_queued_replay_fails_with_connection_lost) {
 BOOST_AUTO_TEST_CASE(a_replay_completed_early_completes_its_original) {
   fixture f;
   script s("return 10");
+  use(f, s);
   request r;
   r.push_script(s, {"a"}, {});
   auto p = f.send(std::move(r));
@@ -649,6 +717,21 @@ BOOST_AUTO_TEST_CASE(a_replay_completed_early_completes_its_original) {
   BOOST_TEST(f.write() == 1u);
   f.mux.fail_in_flight(connection_lost); // the retry was in flight
   expect_completed(f.mux, p, connection_lost);
+}
+
+// A request with scripts is not split from its loads: with one buffer left, it waits for the
+// next write.
+BOOST_AUTO_TEST_CASE(a_request_and_its_loads_leave_in_one_write) {
+  fixture f;
+  script s("return 13");
+  f.mux.add(make_pending(command("PING")), false);
+  request r;
+  r.push_script(s, {"a"}, {});
+  auto p = make_pending(std::move(r));
+  f.mux.add(p, false);
+  BOOST_TEST(f.write(at(0), 2) == 1u); // PING alone
+  BOOST_TEST(f.write(at(0), 2) == 1u);
+  BOOST_TEST(f.written() == script_load(s) + p->req.payload());
 }
 
 // ---- blocking commands, answered send times -------------------------------------------------

@@ -47,8 +47,12 @@ public:
   /// Appends a command with arguments known only at run time.
   request& push_range(std::string_view command, const std::vector<std::string>& args);
 
-  /// Appends EVALSHA of `s` with the given keys and args. If the server no longer has the script
-  /// (NOSCRIPT, e.g. after SCRIPT FLUSH or a restart), the connection loads it and retries once.
+  /// Appends EVALSHA of `s` with the given keys and args (`s` must outlive the exec()). The
+  /// connection loads each script in the same write ahead of the first request of its session
+  /// that uses it, so the server has it before the request runs. If scripts are lost while the
+  /// request is on its way (SCRIPT FLUSH), a refused call is loaded and retried once when only
+  /// refused script calls follow it; otherwise its reply is the NOSCRIPT error, as a replay would
+  /// reorder the request's effects.
   request& push_script(const script& s, std::initializer_list<std::string_view> keys,
                        std::initializer_list<std::string_view> args);
   /// Same, with keys and args known only at run time.
@@ -65,7 +69,8 @@ public:
   bool empty() const noexcept { return commands_ == 0; }
   void clear();
 
-  /// Where each EVALSHA sits, so a NOSCRIPT reply can be retried (used by the connection).
+  /// Where each EVALSHA sits, so its script can be loaded ahead of it and a NOSCRIPT reply
+  /// retried (used by the connection).
   struct script_call {
     std::size_t reply_index;  ///< index among the expected replies
     std::size_t offset, length; ///< the command's bytes in payload()
