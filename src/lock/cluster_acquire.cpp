@@ -1,10 +1,13 @@
 // Acquisition on a cluster client: the lock's slot names the master, whose own client_impl (lock
 // layer, waiting line, watchdog) does the rest. What happens here is the routing around it: a
 // MOVED (the slot was resharded or failed over) or a master that stopped answering refreshes the
-// map and tries again on the new owner; ASK and TRYAGAIN (the slot is migrating) try again a
-// little later on the same map — a lock's scripts touch several keys, which a migrating slot
-// refuses until every key has moved. All within the caller's deadline and a bounded number of
-// hops, and every cancellation type reaches the attempt under way.
+// map and tries again on the new owner; ASK and TRYAGAIN (the slot is migrating: a lock's scripts
+// touch several keys, which a migrating slot refuses until every key has moved), CLUSTERDOWN (no
+// quorum, or some slot without a live master) and a master that cannot be reached try again after
+// a pause that grows (retry_window.hpp), refreshing the map but for a migration. Redirections are
+// bounded by a number of hops; pauses by the caller's deadline, or for an operation without one
+// (acquire(), try_acquire) by request_timeout from the first failure it met. Every cancellation
+// type reaches the attempt or the pause under way.
 #include "lock/acquire.hpp"
 
 #include "detail/diagnostics_access.hpp"
@@ -13,6 +16,7 @@
 #include "redis/cluster/cluster_nodes.hpp"
 #include "redis/cluster/key_slot.hpp"
 #include "redis/cluster/redirection.hpp"
+#include "redis/cluster/retry_window.hpp"
 #include "redis/connection_await.hpp"
 
 #include <corolock/error.hpp>
@@ -22,23 +26,31 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <tuple>
+
 namespace corolock::detail {
 
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr int max_hops = 8;
-constexpr std::chrono::milliseconds migration_pause{25};
 
-enum class reroute { no, refresh_map, after_pause, if_owner_changed };
+enum class reroute {
+  no,
+  refresh_map,      // MOVED: the map names another owner
+  after_pause,      // ASK, TRYAGAIN: the slot is migrating; the same map, a little later
+  refresh_later,    // CLUSTERDOWN, or the master cannot be reached: a little later, a fresh map
+  if_owner_changed, // the master stopped answering: go on only if a failover moved the slot
+};
 
 /// `said`: the node's words for this attempt's failure (its own, not another caller's).
 reroute reroute_for(error_code ec, const client_impl& node, const std::string& said) {
   if (ec == error::redis_error) {
     switch (classify_cluster_error(said)) {
     case cluster_error_kind::moved:
-    case cluster_error_kind::down:
       return reroute::refresh_map;
+    case cluster_error_kind::down:
+      return reroute::refresh_later;
     case cluster_error_kind::ask:
     case cluster_error_kind::try_again:
       return reroute::after_pause;
@@ -65,48 +77,64 @@ asio::awaitable<std::pair<error_code, guard>> cluster_acquire(
   co_await asio::this_coro::throw_if_cancelled(false);
   auto nodes = top->cluster;
   const auto slot = key_slot(state->names->key);
-  for (int hop = 0;; ++hop) {
+  const bool has_deadline = !try_only && deadline != steady::time_point::max();
+  retry_window window(has_deadline ? std::optional(deadline) : std::nullopt,
+                      top->cfg.request_timeout);
+  for (int hops = 0;;) {
+    // This try's words: a MOVED or ASK decides where to go next; the last try's go to the caller.
+    diagnostics said;
+    error_code ec;
+    guard g;
+    reroute why = reroute::no;
     auto [nec, node] = co_await nodes->node_for(slot);
     if (co_await cancelled())
       co_return result{asio::error::operation_aborted, guard{}};
     if (nec) {
       top->last_server_error = nodes->last_error();
-      diagnostics_access::client(diag, nodes->last_error());
-      co_return result{nec, guard{}};
+      diagnostics_access::client(&said, nodes->last_error());
+      ec = nec;
+      why = nec == error::closed ? reroute::no : reroute::refresh_later;
+    } else {
+      auto start = [&](auto h) {
+        start_acquire_on(node, state, permits, deadline, try_only, &said, std::move(h));
+      };
+      std::tie(ec, g) = co_await asio::async_initiate<decltype(use_tuple), void(error_code, guard)>(
+          start, use_tuple);
+      if (ec == error::redis_error || ec == error::invalid_argument)
+        top->last_server_error = said.message();
+      if (ec)
+        why = reroute_for(ec, *node, said.server_message());
     }
-    // This hop's words: a MOVED or ASK decides where to go next; the last hop's go to the caller.
-    diagnostics said;
-    auto start = [&](auto h) {
-      start_acquire_on(node, state, permits, deadline, try_only, &said, std::move(h));
-    };
-    auto [ec, g] =
-        co_await asio::async_initiate<decltype(use_tuple), void(error_code, guard)>(start, use_tuple);
-    if (ec == error::redis_error || ec == error::invalid_argument)
-      top->last_server_error = said.message();
-    const auto why = ec ? reroute_for(ec, *node, said.server_message()) : reroute::no;
-    if (why == reroute::no || hop + 1 >= max_hops || steady::now() >= deadline ||
-        co_await cancelled() || top->closed) {
-      if (ec && diag)
+    auto give_up = [&](error_code with) {
+      if (with && diag)
         *diag = std::move(said);
-      co_return result{ec, std::move(g)};
-    }
-    if (why == reroute::after_pause) {
-      asio::steady_timer pause(state->ex, std::min(steady::now() + migration_pause * (hop + 1),
-                                                   deadline));
-      co_await pause.async_wait(use_tuple);
+      return result{with, std::move(g)};
+    };
+    if (why == reroute::no || co_await cancelled() || top->closed)
+      co_return give_up(ec);
+    if (why == reroute::after_pause || why == reroute::refresh_later) {
+      const auto pause = window.next(steady::now());
+      if (!pause) // a deadline that passed is a timeout, whatever the cluster said last
+        co_return give_up(has_deadline && steady::now() >= deadline ? error_code(error::timeout)
+                                                                    : ec);
+      asio::steady_timer timer(state->ex, *pause);
+      co_await timer.async_wait(use_tuple);
+      if (co_await cancelled())
+        co_return result{asio::error::operation_aborted, guard{}};
+      if (why == reroute::refresh_later)
+        co_await nodes->refresh(); // the slot's master may have failed over meanwhile
       continue;
     }
+    if (++hops >= max_hops || steady::now() >= window.end())
+      co_return give_up(ec);
     const shard* before = nodes->map().owner(slot);
     const node_address was = before ? before->master : node_address{};
     // A MOVED names the new owner: no need to wait for a full refresh (which may be rate-limited).
     if (!nodes->note_moved(said.server_message(), node->cfg.host))
       co_await nodes->refresh();
     const shard* after = nodes->map().owner(slot);
-    if (why == reroute::if_owner_changed && (!after || after->master == was)) {
-      if (diag)
-        *diag = std::move(said);
-      co_return result{ec, std::move(g)}; // the same master: its error stands
-    }
+    if (why == reroute::if_owner_changed && (!after || after->master == was))
+      co_return give_up(ec); // the same master: its error stands
   }
 }
 

@@ -190,6 +190,10 @@ std::uint16_t redis_cluster::key_slot(std::string_view key) {
   return static_cast<std::uint16_t>(std::stoi(ask(0, {"CLUSTER", "KEYSLOT", std::string(key)})));
 }
 
+std::string redis_cluster::state(std::size_t i) {
+  return info_field(ask(i, {"CLUSTER", "INFO"}), "cluster_state");
+}
+
 std::string redis_cluster::agreement_key(std::size_t i) {
   std::vector<std::string> parts;
   for (const auto& n : view(i)) {

@@ -74,6 +74,9 @@ public:
   /// CLUSTER KEYSLOT, asked of node 0.
   [[nodiscard]] std::uint16_t key_slot(std::string_view key);
 
+  /// cluster_state of CLUSTER INFO as node i sees it: "ok" or "fail".
+  [[nodiscard]] std::string state(std::size_t i);
+
   /// Waits until every node is in cluster_state:ok, every replica has replicated from its master
   /// (so CLUSTER SLOTS lists it) and all nodes report the same slot owners; throws with the
   /// nodes' views after ready_timeout.

@@ -21,7 +21,10 @@ struct cluster_seed {
 /// per master, sends each lock's requests to the master of the lock's slot (every key of a lock
 /// shares its `{name}` hash tag), and hears grants by sharded pub/sub (SSUBSCRIBE/SPUBLISH) on that
 /// master. MOVED and connection failures refresh the map; ASK, TRYAGAIN and CLUSTERDOWN are
-/// followed or retried, within the operation's deadline.
+/// followed or retried after a growing pause, within the operation's deadline (an acquisition
+/// without one: request_timeout from the first such failure). connect() succeeds once the map is
+/// read and a master answers; a master that is down fails only the operations that need it and is
+/// connected in the background.
 struct cluster_config {
   std::vector<cluster_seed> seeds;
 

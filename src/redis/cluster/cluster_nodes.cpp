@@ -1,5 +1,6 @@
 #include "redis/cluster/cluster_nodes.hpp"
 
+#include "redis/backoff.hpp"
 #include "redis/cluster/redirection.hpp"
 #include "redis/cluster/request_slot.hpp"
 #include "redis/cluster/route.hpp"
@@ -11,9 +12,13 @@
 #include <corolock/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <random>
 
 namespace corolock::detail {
 
@@ -50,12 +55,24 @@ std::shared_ptr<client_impl> cluster_nodes::make_client(const node_address& at) 
 asio::awaitable<error_code> cluster_nodes::connect() {
   if (auto ec = co_await fetch_map())
     co_return ec;
-  for (const auto& master : map_.masters()) {
-    auto [ec, c] = co_await ready_node(master);
-    if (ec)
-      co_return ec;
-  }
-  co_return error_code{};
+  // Every master at once: one that is down (or stalled, up to connect_timeout) holds up no other.
+  const auto masters = map_.masters();
+  auto left = std::make_shared<std::size_t>(masters.size());
+  auto all_tried = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
+  for (const auto& master : masters)
+    asio::co_spawn(ex_, ready_node(master),
+                   [left, all_tried](std::exception_ptr, const auto&) {
+                     if (--*left == 0)
+                       all_tried->cancel();
+                   });
+  if (*left > 0)
+    co_await all_tried->async_wait(use_tuple);
+  if (closed_)
+    co_return error::closed;
+  for (const auto& master : masters)
+    if (auto it = nodes_.find(master); it != nodes_.end() && it->second.ready)
+      co_return error_code{};
+  co_return error::connect_failed; // no master answered: last_error_ says why
 }
 
 asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>>
@@ -66,36 +83,85 @@ cluster_nodes::ready_node(node_address at) {
   auto it = nodes_.find(at);
   if (it == nodes_.end()) {
     it = nodes_.emplace(at, node{}).first;
-    auto& n = it->second;
-    n.client = make_client(at);
-    n.settled = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
-    auto client = n.client;
-    auto settled = n.settled;
-    auto ec = co_await connect_standalone(client);
-    auto now = nodes_.find(at);
-    if (now != nodes_.end() && now->second.client == client) {
-      if (ec) {
-        last_error_ = client->last_connect_error.empty()
-                          ? "cluster node " + to_string(at) + ": " + ec.message()
-                          : client->last_connect_error;
-        nodes_.erase(now); // the next caller tries again
-      } else {
-        now->second.ready = true;
-      }
+    it->second.client = make_client(at);
+    it->second.settled =
+        std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
+    co_await attempt(at);
+  } else {
+    while (it->second.connecting) {
+      auto settled = it->second.settled;
+      co_await settled->async_wait(use_tuple);
+      it = nodes_.find(at);
+      if (closed_ || it == nodes_.end())
+        break;
     }
-    settled->cancel();
-    co_return result{ec, ec ? nullptr : client};
   }
-  while (!it->second.ready) {
-    auto settled = it->second.settled;
-    auto client = it->second.client;
-    co_await settled->async_wait(use_tuple);
-    it = nodes_.find(at);
-    if (it == nodes_.end() || it->second.client != client)
-      co_return result{closed_ ? error_code(error::closed) : error_code(error::connect_failed),
-                       nullptr};
+  if (closed_)
+    co_return result{error::closed, nullptr};
+  it = nodes_.find(at);
+  if (it == nodes_.end() || !it->second.ready) {
+    // Down: what needs it fails now; the background loop brings it back.
+    last_error_ = it == nodes_.end() || it->second.why.empty()
+                      ? "cluster node " + to_string(at) + " cannot be reached"
+                      : it->second.why;
+    co_return result{error::not_connected, nullptr};
   }
   co_return result{error_code{}, it->second.client};
+}
+
+asio::awaitable<void> cluster_nodes::attempt(node_address at) {
+  auto it = nodes_.find(at);
+  auto client = it->second.client;
+  auto settled = it->second.settled;
+  it->second.connecting = true;
+  auto ec = co_await connect_standalone(client);
+  it = nodes_.find(at);
+  if (it != nodes_.end() && it->second.client == client) {
+    auto& n = it->second;
+    n.connecting = false;
+    if (!ec) {
+      n.ready = true;
+      n.why.clear();
+    } else {
+      n.why = client->last_connect_error.empty()
+                  ? "cluster node " + to_string(at) + ": " + ec.message()
+                  : "cluster node " + to_string(at) + ": " + client->last_connect_error;
+      last_error_ = n.why;
+      if (!cfg_.reconnect) {
+        nodes_.erase(it); // no background attempts: the next caller tries again
+      } else if (!n.retry && !closed_) {
+        n.retry = std::make_shared<asio::steady_timer>(ex_);
+        asio::co_spawn(ex_, reconnect_later(at),
+                       [self = shared_from_this()](std::exception_ptr) {});
+      }
+    }
+  }
+  settled->cancel(); // wakes the callers waiting for this attempt
+}
+
+asio::awaitable<void> cluster_nodes::reconnect_later(node_address at) {
+  backoff delay{cfg_.reconnect_min, cfg_.reconnect_max, std::random_device{}()};
+  for (;;) {
+    auto it = nodes_.find(at);
+    if (closed_ || it == nodes_.end() || it->second.ready || !it->second.retry)
+      co_return;
+    auto pause = it->second.retry;
+    pause->expires_after(delay.next());
+    co_await pause->async_wait(use_tuple);
+    it = nodes_.find(at);
+    if (closed_ || it == nodes_.end() || it->second.ready)
+      co_return;
+    const auto masters = map_.masters();
+    if (std::find(masters.begin(), masters.end(), at) == masters.end()) {
+      // A failover or resharding took its slots: nobody needs it any more.
+      auto client = it->second.client;
+      nodes_.erase(it);
+      client->close();
+      co_return;
+    }
+    if (!it->second.connecting)
+      co_await attempt(at);
+  }
 }
 
 asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>>
@@ -300,6 +366,8 @@ void cluster_nodes::close() {
     n.client->close();
     if (n.settled)
       n.settled->cancel();
+    if (n.retry)
+      n.retry->cancel();
   }
   wake_all(refreshed_);
 }

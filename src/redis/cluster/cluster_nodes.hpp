@@ -6,6 +6,11 @@
 // grant messages all belong to one master, and a failing master only stalls the leases and waiters
 // that live on it. What this adds is the routing: which node serves a slot, and a fresh map when a
 // node says MOVED or stops answering.
+//
+// The client is connected once the map is read and some master answered: a master that is down
+// (at connect or later, never connected) fails at once the operations that need it, with
+// not_connected, and is connected again in the background (reconnect backoff) for as long as the
+// map names it; a master that was connected reconnects by itself, as a standalone client does.
 #pragma once
 
 #include "redis/client_impl.hpp"
@@ -23,7 +28,10 @@ class cluster_nodes : public std::enable_shared_from_this<cluster_nodes> {
 public:
   cluster_nodes(asio::any_io_executor ex, client_config cfg);
 
-  /// The first map, from the seeds in turn, and a connected client for every master.
+  /// The first map, from the seeds in turn, then every master at once (each bounded by
+  /// connect_timeout). Fails (error::connect_failed, or the last seed's error) only when no seed
+  /// gave a map or no master could be connected; masters that could not are tried again in the
+  /// background.
   asio::awaitable<error_code> connect();
 
   /// The connected client of the master serving `slot`. A master met for the first time is
@@ -31,8 +39,9 @@ public:
   /// lock connection is down, refreshes the map first.
   asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> node_for(std::uint16_t slot);
 
-  /// The client of the master at `at`, connecting it first if it is new (or its last connect
-  /// failed); completes once it is connected or failed.
+  /// The client of the master at `at`, connecting it first if it is new; completes once it is
+  /// connected, or at once with error::not_connected while it is down (its first connect failed
+  /// and the background attempts have not succeeded yet).
   asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> ready_node(node_address at);
 
   /// A user request on the user connection of the master of its slot (any master when it has no
@@ -68,10 +77,17 @@ private:
   struct node {
     std::shared_ptr<client_impl> client;
     bool ready = false;                          // connected at least once
-    error_code failed;                           // the connect attempt failed (entry goes)
-    std::shared_ptr<asio::steady_timer> settled; // cancelled when the connect attempt ends
+    bool connecting = false;                     // a connect attempt is under way
+    std::string why;                             // why the last attempt failed (while not ready)
+    std::shared_ptr<asio::steady_timer> settled; // cancelled when a connect attempt ends
+    std::shared_ptr<asio::steady_timer> retry;   // the background reconnect's pause, once down
   };
   std::shared_ptr<client_impl> make_client(const node_address& at);
+  /// One connect attempt of the node at `at` (in nodes_); a failure starts the background loop.
+  asio::awaitable<void> attempt(node_address at);
+  /// Tries a node that is down again, with backoff, until it connects, the map stops naming it
+  /// as a master, or the client closes.
+  asio::awaitable<void> reconnect_later(node_address at);
   asio::awaitable<error_code> fetch_map();
   asio::awaitable<error_code> fetch_from(const node_address& at, std::shared_ptr<connection_impl> via);
 
