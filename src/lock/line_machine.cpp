@@ -10,6 +10,10 @@ namespace {
 constexpr std::size_t consumed_memory = 16;
 } // namespace
 
+bool unreachable(error_code ec) noexcept {
+  return ec == error::timeout || ec == error::not_connected || ec == error::connection_lost;
+}
+
 line_machine::line_machine(config cfg) : cfg_(std::move(cfg)) {}
 
 std::optional<std::uint64_t> line_machine::first_caller() const {
@@ -100,6 +104,19 @@ void line_machine::fail_all(error_code ec, std::string_view text) {
   }
 }
 
+void line_machine::fail_unbounded(error_code ec, std::string_view text) {
+  for (auto it = callers_.begin(); it != callers_.end();) {
+    auto next = std::next(it);
+    if (it->second.deadline == steady::time_point::max()) {
+      line_action a{line_action::kind::fail, it->first, {}, {}, ec};
+      a.text = text;
+      actions_.push_back(std::move(a));
+      remove(it);
+    }
+    it = next;
+  }
+}
+
 bool line_machine::consumed(const std::string& owner) const {
   return std::find(consumed_.begin(), consumed_.end(), owner) != consumed_.end();
 }
@@ -145,6 +162,17 @@ void line_machine::attempt_done(const std::string& owner, const attempt_outcome&
     return;
   }
   unknown_outcomes_ = 0;
+  if (cfg_.ride_through && unreachable(r.ec)) {
+    // Redis did not answer within request_timeout (stalled, down, failing over): that is the
+    // bound of a caller without a deadline. A caller with one rides through until it: the same
+    // owner asks again (idempotent), sent now and so written as soon as the link can take it.
+    fail_unbounded(r.ec, r.text);
+    if (!callers_.empty()) {
+      send(mode);
+      after_event(now);
+      return;
+    }
+  }
   if (r.ec) {
     // The server refused the script, or cannot be reached in time: nobody here can wait.
     fail_all(r.ec, r.text);

@@ -17,6 +17,11 @@
 //   timer(now)                                fail(caller, error)
 //   close                                     wake_at(time)                 arm the line's one timer
 //
+// An attempt that Redis does not answer in time (stalled, down, failing over) fails only the callers
+// without a deadline — request_timeout is their bound — and is sent again, in the same name, for
+// those with one: they ride through a stall or a reconnect until their own deadline, so that
+// error::timeout for them means "your deadline passed".
+//
 // Every Redis step is idempotent per owner, and the driver sends a line's requests on one
 // connection, so "give_up(owner)" sent after an attempt always lands after it: an outcome the line
 // no longer wants (a caller left while its attempt was in flight) is undone by that alone.
@@ -54,6 +59,10 @@ struct attempt_outcome {
   std::string text{};      ///< with ec: the server's error reply, or corolock's words
 };
 
+/// A request's failure that says only that Redis did not answer in time (timeout, not_connected,
+/// connection_lost): its outcome is unknown, and the same request may succeed later.
+bool unreachable(error_code ec) noexcept;
+
 struct line_action {
   enum class kind { attempt, subscribe, give_up, grant, fail, wake_at };
   kind what;
@@ -79,6 +88,10 @@ public:
     bool pubsub_ordered = true;
     /// Attempts whose connection dropped are sent again (same owner) this many times.
     int max_unknown_outcomes = 3;
+    /// Callers with a deadline wait out an attempt Redis did not answer in time (see above).
+    /// Off for a cluster node: there a master that stops answering may have been replaced by
+    /// another, which the routing above the line (cluster_acquire) finds.
+    bool ride_through = true;
   };
 
   /// What a release of this client's holder may do for the line (see offer_handoff).
@@ -155,6 +168,8 @@ private:
   /// Nobody waits any more: leave the queue.
   void abandon();
   void fail_all(error_code ec, std::string_view text = {});
+  /// Fails the callers without a deadline (request_timeout is theirs).
+  void fail_unbounded(error_code ec, std::string_view text);
   void after_event(steady::time_point now);
   bool consumed(const std::string& owner) const;
 

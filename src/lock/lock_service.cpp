@@ -25,6 +25,15 @@ void read_attempt(client_impl& c, const resp::value& r, std::chrono::millisecond
     c.last_server_error = "corolock: " + out.text;
 }
 
+/// A give-up that no master has run: Redis did not answer it in time, or a demoted master (found
+/// through Sentinel, which drops the connection and asks for the new one) refused it.
+bool give_up_unsettled(const client_impl& c, error_code ec, const response& r) {
+  if (unreachable(ec))
+    return true;
+  return !ec && c.cfg.sentinel.enabled() && !r.empty() && r[0].is_error() &&
+         r[0].error_code() == "READONLY";
+}
+
 /// A request that timed out while the connection was down failed for want of a connection.
 error_code transport_error(const client_impl& c, error_code ec) {
   return ec == error::timeout && !c.locks->connected() ? error_code(error::not_connected) : ec;
@@ -196,14 +205,17 @@ void lock_service::send_release(std::shared_ptr<const lock_names> names, std::st
   request req;
   push_release(req, *names, owner, tries > 0, nullptr, {}, {}, client.publish_verb());
   client.locks->exec(std::move(req), [weak = client.weak_from_this(), names, owner,
-                                      tries](error_code ec, response) {
+                                      tries](error_code ec, response r) {
     auto c = weak.lock();
     if (!c || !c->lock_layer)
       return;
     auto& self = *c->lock_layer;
     self.untrack(owner);
-    // The outcome is unknown: ask again (release.lua is idempotent per owner).
-    if (ec == error::connection_lost && tries < 3 && !c->closed)
+    // Until a master has run it, ask again (release.lua is idempotent per owner), for the
+    // client's life: a place left in the queue would be granted the lock, kept grant_lease for
+    // nobody. Each try waits for a connection up to request_timeout, so a failover, a restart or
+    // a stall costs one request per request_timeout.
+    if (!c->closed && !self.closed_ && give_up_unsettled(*c, ec, r))
       self.send_release(names, owner, tries + 1);
   });
 }

@@ -47,7 +47,8 @@ public:
                attempt_mode mode, std::chrono::milliseconds waiter_ttl, std::int64_t permits,
                std::function<void(attempt_outcome)> done);
   /// release.lua for `owner`, fire and forget: leaves the queue and gives back what it may hold.
-  /// Sent again while its outcome is unknown; released by close() if still unanswered.
+  /// Sent again while its outcome is unknown — after a drop, a stall or a failover that outlasts
+  /// request_timeout too, for the client's life; released by close() if still unanswered.
   void give_up(std::shared_ptr<const lock_names> names, std::string owner);
   /// Releases a held lease (already marked released): the lock goes to the first waiter, which
   /// may be this client's own line (then at once, with nothing published). Completes with

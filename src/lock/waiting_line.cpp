@@ -46,7 +46,7 @@ waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_nam
     : service_(service), names_(std::move(names)), waiter_ttl_(opts.waiter_ttl),
       permits_(permits),
       machine_(line_machine::config{
-          [this] {
+          .new_owner = [this] {
             const auto& o = first_options();
             auto owner = service_.new_owner(std::min(o.grant_lease, o.lease));
             if (names_->kind == lock_kind::permits) {
@@ -57,7 +57,10 @@ waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_nam
             }
             return owner;
           },
-          opts.waiter_ttl, service.client.lock_pubsub_ordered()}) {}
+          .waiter_ttl = opts.waiter_ttl,
+          .pubsub_ordered = service.client.lock_pubsub_ordered(),
+          .ride_through = !service.client.sharded_pubsub, // not on a cluster node
+      }) {}
 
 waiting_line::~waiting_line() {
   if (subscribed_ && service_.client.lock_subs)
@@ -207,6 +210,10 @@ void waiting_line::claim(std::uint64_t id, const line_action& a) {
           self->service_.give_up(self->names_, owner); // whatever it holds, given back
           if (c->cancelled)
             self->fail(id, asio::error::operation_aborted);
+          else if (unreachable(ec) && !self->service_.client.sharded_pubsub &&
+                   c->deadline > steady::now() &&
+                   c->deadline != steady::time_point::max())
+            self->again(id); // Redis did not answer: it waits on, until its own deadline
           else if (!ec && !r.empty() && r[0].is_error())
             self->fail(id, error::redis_error, r[0].data);
           else

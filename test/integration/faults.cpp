@@ -678,4 +678,149 @@ BOOST_AUTO_TEST_CASE(a_grant_that_lapses_before_its_claim_is_never_handed_out) {
   expect_clean(server);
 }
 
+// Issue 21, item 5. A wait with a deadline of its own rides through a server that stops answering
+// (DEBUG SLEEP 2 s, request_timeout 1 s) until that deadline: it gets a lock freed during the
+// sleep once the server wakes, and on a lock held throughout it ends with timeout at its deadline,
+// not at request_timeout. For the mutex, a 1-permit semaphore and a shared_mutex writer (one line).
+BOOST_AUTO_TEST_CASE(a_wait_with_a_deadline_rides_through_a_sleeping_server) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = config_for(server);
+    cfg.request_timeout = std::chrono::milliseconds(1000);
+    client w(ex, cfg), h(ex, config_for(server)), sleeper(ex, config_for(server));
+    co_await w.connect();
+    co_await h.connect();
+    co_await sleeper.connect();
+    const auto sleep = std::chrono::seconds(2);
+    const auto long_wait = std::chrono::seconds(6), short_wait = std::chrono::seconds(3);
+    auto one = [&](auto& freed_w, auto& freed_h, auto& kept_w, auto& kept_h,
+                   std::string what) -> asio::awaitable<void> {
+      auto freed_g = co_await freed_h.acquire();
+      auto kept_g = co_await kept_h.acquire();
+      const auto t0 = steady::now();
+      auto asleep = [&]() -> asio::awaitable<void> {
+        co_await sleeper.exec(make("DEBUG", "SLEEP", std::to_string(sleep.count())),
+                              tuple_awaitable);
+      };
+      const auto asleep_by = std::chrono::milliseconds(50); // the server is asleep then
+      error_code freed_ec, kept_ec;
+      guard got, none;
+      long long freed_at = 0, kept_after = 0;
+      auto wait_freed = [&]() -> asio::awaitable<void> {
+        co_await sleep_for(asleep_by);
+        std::tie(freed_ec, got) = co_await freed_w.acquire_for(long_wait, tuple_awaitable);
+        freed_at = ms_since(t0);
+      };
+      auto wait_kept = [&]() -> asio::awaitable<void> {
+        co_await sleep_for(asleep_by);
+        const auto t = steady::now();
+        std::tie(kept_ec, none) = co_await kept_w.acquire_for(short_wait, tuple_awaitable);
+        kept_after = ms_since(t);
+      };
+      auto release = [&]() -> asio::awaitable<void> {
+        co_await sleep_for(asleep_by);
+        co_await freed_g.unlock(); // runs when the server wakes: the lock is free from then
+      };
+      co_await (asleep() && wait_freed() && wait_kept() && release());
+      BOOST_TEST_MESSAGE(what << ": acquire_for(6s) of a lock freed when the 2 s sleep ended: "
+                              << (freed_ec ? freed_ec.message() : "acquired") << " at " << freed_at
+                              << " ms; acquire_for(3s) of a lock held throughout: "
+                              << kept_ec.message() << " after " << kept_after << " ms");
+      BOOST_TEST(!freed_ec, what << ": " << freed_ec.message() << " at " << freed_at << " ms");
+      BOOST_TEST(got.owns_lock());
+      BOOST_TEST(freed_at >= 1900); // the server slept until 2 s (a timer may round down a little)
+      BOOST_TEST(kept_ec == error::timeout);
+      BOOST_TEST(kept_after >= 3000, what << ": ended after " << kept_after << " ms");
+      if (got)
+        co_await got.unlock();
+      co_await kept_g.unlock();
+    };
+    corolock::mutex mw(w, "sleep-freed"), mh(h, "sleep-freed"), kw(w, "sleep-kept"),
+        kh(h, "sleep-kept");
+    co_await one(mw, mh, kw, kh, "mutex");
+    corolock::semaphore sw(w, "sleep-freed", 1), sh(h, "sleep-freed", 1), tw(w, "sleep-kept", 1),
+        th(h, "sleep-kept", 1);
+    co_await one(sw, sh, tw, th, "semaphore");
+    corolock::shared_mutex rw(w, "sleep-freed"), rh(h, "sleep-freed"), qw(w, "sleep-kept"),
+        qh(h, "sleep-kept");
+    co_await one(rw, rh, qw, qh, "shared_mutex writer");
+  });
+  expect_clean(server);
+}
+
+// Issue 21, item 5, with the server gone: killed and started again 2 s later (an empty dataset,
+// so the locks are free then), request_timeout 1 s. A wait that began during the outage and one
+// queued before it (its place refreshed every 200 ms, so an attempt is out when it dies) both get
+// the lock after the restart, within their 6 s deadline.
+BOOST_AUTO_TEST_CASE(a_wait_with_a_deadline_rides_through_a_restart) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = config_for(server);
+    cfg.request_timeout = std::chrono::milliseconds(1000);
+    cfg.reconnect_min = std::chrono::milliseconds(10);
+    cfg.reconnect_max = std::chrono::milliseconds(100);
+    auto holder_cfg = cfg;
+    holder_cfg.request_timeout = std::chrono::seconds(5);
+    client w(ex, cfg), h(ex, holder_cfg);
+    co_await w.connect();
+    co_await h.connect();
+    const auto outage = std::chrono::seconds(2), wait = std::chrono::seconds(6);
+    auto one = [&](auto& queued_w, auto& queued_h, auto& arriving_w, auto& arriving_h,
+                   std::string queue_key, std::string what) -> asio::awaitable<void> {
+      auto queued_g = co_await queued_h.acquire();
+      auto arriving_g = co_await arriving_h.acquire();
+      error_code queued_ec, arriving_ec;
+      guard queued_got, arriving_got;
+      long long queued_at = 0, arriving_at = 0;
+      steady::time_point t0{};
+      auto wait_queued = [&]() -> asio::awaitable<void> {
+        std::tie(queued_ec, queued_got) = co_await queued_w.acquire_for(wait, tuple_awaitable);
+        queued_at = ms_since(t0);
+      };
+      bool killed = false;
+      auto down_and_up = [&]() -> asio::awaitable<void> {
+        BOOST_TEST(co_await eventually([&] { return sync(server, "ZCARD", queue_key) == "1"; }));
+        t0 = steady::now();
+        server.kill();
+        killed = true;
+        co_await sleep_for(outage);
+        server.restart();
+      };
+      auto wait_arriving = [&]() -> asio::awaitable<void> {
+        co_await eventually([&] { return killed; });
+        co_await sleep_for(std::chrono::milliseconds(100));
+        std::tie(arriving_ec, arriving_got) = co_await arriving_w.acquire_for(wait, tuple_awaitable);
+        arriving_at = ms_since(t0);
+      };
+      co_await (wait_queued() && wait_arriving() && down_and_up());
+      BOOST_TEST_MESSAGE(what << ", server down for 2 s: acquire_for(6s) queued before: "
+                              << (queued_ec ? queued_ec.message() : "acquired") << " at "
+                              << queued_at << " ms; begun during the outage: "
+                              << (arriving_ec ? arriving_ec.message() : "acquired") << " at "
+                              << arriving_at << " ms");
+      BOOST_TEST(!queued_ec, what << ": " << queued_ec.message() << " at " << queued_at << " ms");
+      BOOST_TEST(!arriving_ec,
+                 what << ": " << arriving_ec.message() << " at " << arriving_at << " ms");
+      BOOST_TEST(queued_at >= 1900);
+      BOOST_TEST(arriving_at >= 1900);
+      if (queued_got)
+        co_await queued_got.unlock();
+      if (arriving_got)
+        co_await arriving_got.unlock();
+      // The holder's leases went with the dataset.
+      co_await queued_g.unlock(tuple_awaitable);
+      co_await arriving_g.unlock(tuple_awaitable);
+    };
+    lock_options refreshed;
+    refreshed.waiter_ttl = std::chrono::milliseconds(600);
+    corolock::mutex mq(w, "restart-queued", refreshed), hq(h, "restart-queued"),
+        ma(w, "restart-arriving"), ha(h, "restart-arriving");
+    co_await one(mq, hq, ma, ha, "corolock:{restart-queued}:q", "mutex");
+    corolock::semaphore sq(w, "restart-queued", 1, refreshed), tq(h, "restart-queued", 1),
+        sa(w, "restart-arriving", 1), ta(h, "restart-arriving", 1);
+    co_await one(sq, tq, sa, ta, "corolock:{restart-queued}:sem:q", "semaphore");
+  });
+  expect_clean(server);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

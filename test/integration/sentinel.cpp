@@ -459,6 +459,138 @@ BOOST_AUTO_TEST_CASE(a_killed_master_is_replaced_and_the_clients_follow) {
   expect_clean_under_sentinel(promoted);
 }
 
+// Issue 21, item 3. Waiters cancelled while the master is dead (each cancellation type), in a
+// failover that outlasts request_timeout: their give-ups find no connection in time, yet reach
+// the promoted master once the client follows it. Without that their queue places would stand
+// there (waiter_ttl 30 s here), be granted the lock, and hold up its next acquirer for the grant's
+// lease. One lock with three waiters of one client (one queue place, given up by the last
+// cancellation), and one lock per cancellation type with a single waiter.
+BOOST_AUTO_TEST_CASE(give_ups_sent_during_a_failover_reach_the_promoted_master) {
+  redis_sentinel deployment;
+  auto& old_master = deployment.master();
+  auto& promoted = deployment.replica();
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = config_for(deployment);
+    cfg.request_timeout = std::chrono::milliseconds(1000);
+    client c1(ex, cfg), c2(ex, config_for(deployment)), c3(ex, config_for(deployment));
+    co_await c1.connect();
+    co_await c2.connect();
+    co_await c3.connect();
+    lock_options waits;
+    waits.waiter_ttl = std::chrono::seconds(30);
+    waits.grant_lease = std::chrono::seconds(3); // what a place left behind costs the next acquirer
+    const std::vector<std::string> names{"gu:line", "gu:terminal", "gu:partial", "gu:total"};
+    const auto types = std::vector<asio::cancellation_type>{
+        asio::cancellation_type::terminal, asio::cancellation_type::partial,
+        asio::cancellation_type::total};
+    auto queue_of = [](const std::string& name) { return "corolock:{" + name + "}:q"; };
+    // c1's owners queued for `name` on `server`.
+    auto c1_places = [&](redis_server& server, const std::string& name) {
+      int n = 0;
+      for (const auto& owner : sync_list(server, "ZRANGE", queue_of(name), "0", "-1"))
+        n += owner.starts_with(c1.id());
+      return n;
+    };
+
+    std::vector<std::unique_ptr<corolock::mutex>> mine, theirs;
+    std::vector<guard> held;
+    for (const auto& name : names) {
+      mine.push_back(std::make_unique<corolock::mutex>(c1, name, waits));
+      theirs.push_back(std::make_unique<corolock::mutex>(c2, name, lease_of(std::chrono::seconds(20))));
+      held.push_back(co_await acquire_replicated(*theirs.back(), promoted));
+    }
+    // Waiters: three on the first lock, one on each other; waiter i is cancelled with types[i % 3].
+    struct waiter {
+      std::size_t lock;
+      asio::cancellation_type type;
+      asio::cancellation_signal cancel;
+      error_code ec;
+      bool done = false;
+      steady::time_point ended{};
+    };
+    std::vector<std::unique_ptr<waiter>> waiters;
+    for (std::size_t i = 0; i < 6; ++i) {
+      auto w = std::make_unique<waiter>();
+      w->lock = i < 3 ? 0 : i - 2;
+      w->type = types[i % 3];
+      waiters.push_back(std::move(w));
+    }
+    for (auto& w : waiters) {
+      auto wait = [](corolock::mutex& m, waiter& w) -> asio::awaitable<void> {
+        auto [ec, g] =
+            co_await m.acquire(asio::bind_cancellation_slot(w.cancel.slot(), tuple_awaitable));
+        w.ec = ec;
+        w.done = true;
+        w.ended = steady::now();
+      };
+      asio::co_spawn(ex, wait(*mine[w->lock], *w), asio::detached);
+    }
+    // Every place is on the replica before the master dies.
+    BOOST_REQUIRE(co_await eventually([&] {
+      return std::all_of(names.begin(), names.end(),
+                         [&](const std::string& n) { return c1_places(promoted, n) == 1; });
+    }));
+
+    const auto t0 = steady::now();
+    old_master.kill();
+    // Cancelled within 0.4 s of the kill: every give-up waits for a connection past
+    // request_timeout (1 s), and the Sentinels need down_after (1 s) before they even vote.
+    for (std::size_t i = 0; i < waiters.size(); ++i) {
+      co_await sleep_for(std::chrono::milliseconds(60));
+      auto& w = *waiters[i];
+      const auto at = steady::now();
+      w.cancel.emit(w.type);
+      BOOST_TEST(co_await eventually([&] { return w.done; }, std::chrono::seconds(1)));
+      BOOST_TEST(w.ec == asio::error::operation_aborted, "waiter " << i << ": " << w.ec.message());
+      BOOST_TEST_MESSAGE("waiter " << i << " (lock " << names[w.lock] << ", type "
+                                   << static_cast<int>(w.type) << ") cancelled at +"
+                                   << ms_since(t0) << " ms, ended "
+                                   << std::chrono::duration_cast<std::chrono::milliseconds>(w.ended - at).count()
+                                   << " ms later");
+    }
+    std::vector<client*> follower{&c1};
+    auto followed = co_await all_follow(follower, promoted.port(), t0, std::chrono::seconds(15));
+    BOOST_REQUIRE_MESSAGE(followed.count() >= 0, "c1 did not follow the new master within 15 s");
+    BOOST_TEST_MESSAGE("c1 on the promoted master " << followed.count() << " ms after the kill");
+
+    // Gone from the promoted master soon after the switch (a place left behind stays 30 s).
+    const auto switched = steady::now();
+    const bool gone = co_await eventually(
+        [&] {
+          return std::all_of(names.begin(), names.end(),
+                             [&](const std::string& n) { return c1_places(promoted, n) == 0; });
+        },
+        std::chrono::seconds(3));
+    int left = 0;
+    for (const auto& n : names)
+      left += c1_places(promoted, n);
+    BOOST_TEST(gone, left << " of c1's " << names.size() << " queue places still on the promoted "
+                          << "master 3 s after the switch");
+    BOOST_TEST_MESSAGE("c1's queue places gone from the promoted master " << ms_since(switched)
+                                                                           << " ms after the switch ("
+                                                                           << left << " left)");
+
+    // The next acquirer of each lock gets it as soon as its holder lets go, not a grant lease later.
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      corolock::mutex next(c3, names[i]);
+      co_await held[i].unlock(tuple_awaitable); // on the promoted master, where the lock is
+      const auto t = steady::now();
+      auto [ec, g] = co_await next.acquire_for(std::chrono::seconds(6), tuple_awaitable);
+      const auto waited = since(t);
+      BOOST_TEST(!ec, names[i] << ": " << ec.message());
+      BOOST_TEST((waited < waits.grant_lease), names[i] << ": the next acquirer waited "
+                                                          << waited.count() << " ms");
+      BOOST_TEST_MESSAGE(names[i] << ": the next acquirer waited " << waited.count() << " ms");
+      if (g)
+        co_await g.unlock();
+    }
+    co_await c1.shutdown();
+    co_await c2.shutdown();
+    co_await c3.shutdown();
+  });
+  expect_clean_under_sentinel(promoted);
+}
+
 // A master demoted under a connection refuses writes with -READONLY (when it does not simply drop
 // its clients, as Redis 7 does when a Sentinel demotes it): the connection drops and asks the
 // Sentinels again. A script makes the server answer exactly that, without a failover.

@@ -38,6 +38,8 @@ std::string name(error_code ec) {
       return "timeout";
     case error::connection_lost:
       return "connection_lost";
+    case error::not_connected:
+      return "not_connected";
     case error::redis_error:
       return "redis_error";
     case error::closed:
@@ -112,9 +114,9 @@ struct line {
   int owners = 0;
   machine m;
 
-  explicit line(bool pubsub_ordered = true, int max_unknown_outcomes = 3)
+  explicit line(bool pubsub_ordered = true, int max_unknown_outcomes = 3, bool ride_through = true)
       : m(machine::config{[this] { return "o" + std::to_string(++owners); }, waiter_ttl,
-                               pubsub_ordered, max_unknown_outcomes}) {}
+                               pubsub_ordered, max_unknown_outcomes, ride_through}) {}
 
   /// The actions since the last call, as text.
   std::string acts() { return describe(m.take_actions()); }
@@ -365,6 +367,82 @@ BOOST_AUTO_TEST_CASE(attempt_timeout_fails_every_caller_and_gives_up) {
   BOOST_TEST(l.acts() == "attempt o1 try");
   l.m.attempt_done("o1", failed(error::timeout), at(3));
   BOOST_TEST(l.acts() == "fail 1 timeout; give_up o1"); // its outcome is unknown
+}
+
+// A caller with a deadline rides through a stall or a reconnect until that deadline: Redis not
+// answering in time bounds only the callers without one (request_timeout is theirs).
+BOOST_AUTO_TEST_CASE(attempt_timeout_fails_only_callers_without_a_deadline_and_asks_again) {
+  line l;
+  l.m.arrive(1, forever, at(0));
+  l.m.arrive(2, at(6000), at(1));
+  BOOST_TEST(l.acts() == "attempt o1 try; wake_at 6000");
+  l.m.attempt_done("o1", failed(error::timeout), at(1000));
+  // The same owner, the same mode: if the first try won or queued, this one finds it.
+  BOOST_TEST(l.acts() == "fail 1 timeout; attempt o1 try");
+  BOOST_TEST(*l.m.first_caller() == 2u);
+  l.m.attempt_done("o1", acquired(7, milliseconds(30000), at(1000)), at(2003));
+  BOOST_TEST(l.acts() == "grant 2 o1 #7 @1000+30000; wake_at never");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(a_queued_caller_with_a_deadline_keeps_its_place_while_redis_is_away) {
+  line l;
+  l.queue_first(at(6000));
+  l.m.timer(at(3005));
+  BOOST_TEST(l.acts() == "attempt o1 queue; wake_at 6000");
+  l.m.attempt_done("o1", failed(error::not_connected), at(4005));
+  BOOST_TEST(l.acts() == "attempt o1 queue"); // still queued in Redis as far as we know
+  BOOST_TEST(l.m.queued());
+  l.m.attempt_done("o1", failed(error::timeout), at(5005));
+  BOOST_TEST(l.acts() == "attempt o1 queue");
+  l.m.attempt_done("o1", taken(milliseconds(20000), at(5005)), at(5500)); // Redis is back
+  BOOST_TEST(l.acts() == ""); // the deadline (6000) still comes first
+  l.m.granted("o1", 9, at(5800), milliseconds(2000), at(5801));
+  BOOST_TEST(l.acts() == "grant 1 o1 #9 @5800+2000; wake_at never");
+}
+
+BOOST_AUTO_TEST_CASE(a_deadline_passing_while_redis_is_away_gives_up_after_the_last_attempt) {
+  line l;
+  l.m.arrive(1, at(1500), at(0));
+  l.m.take_actions();
+  l.m.attempt_done("o1", failed(error::not_connected), at(1000));
+  BOOST_TEST(l.acts() == "attempt o1 try");
+  l.m.timer(at(1500));
+  // Its deadline: error::timeout now means exactly that. The give-up lands after the attempt.
+  BOOST_TEST(l.acts() == "fail 1 timeout; give_up o1; wake_at never");
+  l.m.attempt_done("o1", failed(error::not_connected), at(2000));
+  BOOST_TEST(l.acts() == ""); // settled by the give-up
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(lost_connections_past_the_retries_keep_a_caller_with_a_deadline) {
+  line l(true, 1);
+  l.m.arrive(1, at(5000), at(0));
+  l.m.take_actions();
+  l.m.attempt_done("o1", failed(error::connection_lost), at(1));
+  BOOST_TEST(l.acts() == "attempt o1 try");
+  l.m.attempt_done("o1", failed(error::connection_lost), at(2));
+  BOOST_TEST(l.acts() == "attempt o1 try"); // past max_unknown_outcomes: waits on all the same
+  l.m.attempt_done("o1", failed(error::connection_lost), at(3));
+  BOOST_TEST(l.acts() == "attempt o1 try"); // counted afresh
+}
+
+BOOST_AUTO_TEST_CASE(on_a_cluster_node_an_unanswered_attempt_ends_every_wait_for_the_routing) {
+  line l(true, 3, false); // the master may have been replaced: cluster_acquire looks for it
+  l.m.arrive(1, at(5000), at(0));
+  l.m.take_actions();
+  l.m.attempt_done("o1", failed(error::not_connected), at(1000));
+  BOOST_TEST(l.acts() == "fail 1 not_connected; give_up o1; wake_at never");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_script_fails_callers_with_a_deadline_too) {
+  line l;
+  l.m.arrive(1, at(5000), at(0));
+  l.m.take_actions();
+  l.m.attempt_done("o1", failed(error::redis_error, "WRONGTYPE x"), at(3));
+  BOOST_TEST(l.acts() == "fail 1 redis_error (WRONGTYPE x); wake_at never"); // waiting cannot help
+  BOOST_TEST(l.m.idle());
 }
 
 // ---- timers: refresh and the holder's lease -------------------------------------------------

@@ -76,7 +76,8 @@ public:
     return initiate_acquire(clock::time_point::min(), true, std::forward<CompletionToken>(token));
   }
 
-  /// Waits at most `timeout`; then error::timeout, with nothing left behind.
+  /// Waits at most `timeout` — through a stalled, restarting or failing-over Redis too
+  /// (request_timeout does not cut it short); then error::timeout, with nothing left behind.
   template <typename CompletionToken = default_token>
   auto acquire_for(clock::duration timeout, CompletionToken&& token = {}) {
     return initiate_acquire(clock::now() + timeout, false, std::forward<CompletionToken>(token));

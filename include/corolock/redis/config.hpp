@@ -26,7 +26,8 @@ struct client_config {
   /// How long a request may take, from exec() to its last reply, connected or not, when it does not
   /// set its own timeout (request::options::timeout): then it fails with error::timeout. Lock
   /// operations use it for each of their round trips, so nothing waits forever on a server that is
-  /// down. Must be positive.
+  /// down; an acquisition with a deadline of its own (acquire_for, acquire_until) sends its
+  /// unanswered attempt again and waits on until that deadline. Must be positive.
   std::chrono::milliseconds request_timeout{5000};
   /// A PING is sent when the connection is idle this long; a connection that stays silent for two
   /// intervals while a reply is owed is declared dead and reconnected. Zero disables.
