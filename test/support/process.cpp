@@ -1,4 +1,5 @@
 #include "process.hpp"
+#include "process_state.hpp"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -11,6 +12,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -341,6 +343,21 @@ std::filesystem::path make_temp_dir(const std::string& prefix) {
     throw_errno(errno, fmt::format("mkdtemp {}", pattern));
   }
   return pattern;
+}
+
+// /proc/<pid>/stat: "pid (comm) S ..."; the state letter follows the last ')'.
+char process_state(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
+}
+
+void wait_for_state(pid_t pid, bool stopped) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (((process_state(pid) == 'T') != stopped) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 } // namespace corolock::test

@@ -1,4 +1,5 @@
 #include "redis_server.hpp"
+#include "process_state.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -37,22 +38,6 @@ bool port_was_taken(const std::string& log) {
   return log.find("Address already in use") != std::string::npos ||
          log.find("Could not create server TCP listening socket") != std::string::npos ||
          log.find("Failed listening on port") != std::string::npos;
-}
-
-// /proc/<pid>/stat: "pid (comm) S ..."; the state letter follows the last ')'.
-char process_state(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat;
-  std::getline(in, stat);
-  const auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
-}
-
-void wait_for_state(pid_t pid, bool stopped) {
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (((process_state(pid) == 'T') != stopped) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
-  }
 }
 
 // A test killed with SIGKILL takes its servers along (PR_SET_PDEATHSIG) but leaves their

@@ -32,6 +32,7 @@
 #include <deque>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace corolock::zookeeper::detail {
