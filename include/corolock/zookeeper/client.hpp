@@ -138,7 +138,8 @@ public:
 
   /// Ends the session (the server deletes its ephemeral nodes) and the connection. Completes when
   /// the server confirmed, or after connect_timeout; without error in both cases. Operations still
-  /// pending complete with error::closed.
+  /// pending complete with error::closed. While suspended (no member connected) it ends the session
+  /// for us at once, and the server expires it after the negotiated timeout.
   template <typename CompletionToken = default_token>
   auto close(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
