@@ -360,4 +360,19 @@ void wait_for_state(pid_t pid, bool stopped) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
+void remove_orphaned_dirs(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::filesystem::path base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    if (!entry.path().filename().string().starts_with(prefix))
+      continue;
+    std::ifstream owner_file(entry.path() / "owner");
+    pid_t owner = 0;
+    // No owner file yet: another test is creating it right now.
+    if (owner_file >> owner && owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH)
+      std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 } // namespace corolock::test

@@ -40,25 +40,6 @@ bool port_was_taken(const std::string& log) {
          log.find("Failed listening on port") != std::string::npos;
 }
 
-// A test killed with SIGKILL takes its servers along (PR_SET_PDEATHSIG) but leaves their
-// directories behind; each test process sweeps those of dead owners once.
-void remove_orphaned_dirs() {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::filesystem::path base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
-    if (!entry.path().filename().string().starts_with("corolock-redis-")) {
-      continue;
-    }
-    std::ifstream owner_file(entry.path() / "owner");
-    pid_t owner = 0;
-    // No owner file yet: another test is creating it right now.
-    if (owner_file >> owner && owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH) {
-      std::filesystem::remove_all(entry.path(), ec);
-    }
-  }
-}
-
 // For a path inside a URL query: everything but unreserved characters and '/' as %XX.
 std::string percent_encode(const std::string& text) {
   std::string out;
@@ -96,7 +77,7 @@ std::uint16_t pick_free_port() {
 redis_server::redis_server(redis_server_options options)
     : options_(std::move(options)), program_(redis_server_program()), dir_(make_temp_dir("corolock-redis-")) {
   static std::once_flag swept;
-  std::call_once(swept, remove_orphaned_dirs);
+  std::call_once(swept, [] { remove_orphaned_dirs("corolock-redis-"); });
   try {
     std::ofstream(dir_ / "owner") << ::getpid() << '\n';
     if (options_.tls) {

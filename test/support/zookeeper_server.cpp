@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <mutex>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -32,6 +33,12 @@ std::string read_file(const std::filesystem::path& p) {
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
+}
+
+// Folders of tests that died: "corolock-zookeeper-" covers the ensembles' too.
+void sweep_once() {
+  static std::once_flag swept;
+  std::call_once(swept, [] { remove_orphaned_dirs("corolock-zookeeper-"); });
 }
 
 // "Mode: follower\n" -> "follower"
@@ -87,7 +94,9 @@ std::string four_letter_word(std::uint16_t port, const std::string& word,
 
 zookeeper_server::zookeeper_server(zookeeper_options options)
     : options_(options), dir_(make_temp_dir("corolock-zookeeper-")) {
+  sweep_once();
   try {
+    std::ofstream(dir_ / "owner") << ::getpid() << '\n';
     require_zookeeper_installed();
     std::filesystem::create_directories(dir_ / "data");
     // A port taken between pick_free_port and the server's bind shows as a server that exits.
@@ -220,7 +229,9 @@ void zookeeper_server::resume() {
 
 zookeeper_ensemble::zookeeper_ensemble(zookeeper_options options)
     : dir_(make_temp_dir("corolock-zookeeper-ensemble-")) {
+  sweep_once();
   try {
+    std::ofstream(dir_ / "owner") << ::getpid() << '\n';
     require_zookeeper_installed();
     struct ports {
       std::uint16_t client, quorum, election;
