@@ -5,6 +5,11 @@ install(TARGETS corolock corolock_warnings EXPORT corolockTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET corolock_zookeeper) # COROLOCK_ZOOKEEPER: corolock::zookeeper for find_package users too
+  install(TARGETS corolock_zookeeper EXPORT corolockTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY include/corolock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT corolockTargets NAMESPACE corolock::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/corolock)

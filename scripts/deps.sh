@@ -24,6 +24,8 @@ packages=(
   redis-server              # the tests start their own servers on free ports; the system one is unused
   redis-tools               # redis-cli, redis-benchmark
   redis-sentinel
+  zookeeper                 # the ZooKeeper tests start private servers (java ... ZooKeeperServerMain)
+  default-jre-headless      # its Java runtime: the smallest Debian offers (no GUI libraries)
 )
 bench=0
 for arg in "$@"; do

@@ -18,8 +18,8 @@ public:
     case error::already_released: return "the guard was already released";
     case error::exhausted: return "nothing left to take (all segments empty, or the ID space used up)";
     case error::connection_lost:
-      return "the connection to Redis was lost while the request was in flight (outcome unknown)";
-    case error::not_connected: return "not connected to Redis";
+      return "the connection to the server was lost while the request was in flight (outcome unknown)";
+    case error::not_connected: return "not connected to the server";
     case error::connect_failed: return "could not connect to the Redis server";
     case error::auth_failed: return "the Redis server refused the credentials";
     case error::redis_error: return "the Redis server answered with an error";
@@ -39,6 +39,9 @@ public:
       return "TLS with the Redis server failed (CA, certificate or key file unusable, server "
              "certificate not trusted or issued for another name, or our certificate refused; "
              "client::last_connect_error() tells which)";
+    case error::session_expired:
+      return "the ZooKeeper session expired (the server said so, or no contact before the local "
+             "deadline); its ephemeral nodes and watches are gone";
     }
     return "unknown corolock error";
   }

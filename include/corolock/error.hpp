@@ -36,6 +36,9 @@ enum class error {
   tls_failed,           ///< TLS could not be set up: a CA/cert/key file unusable, the handshake
                         ///< failed, the server's certificate was not trusted or named another
                         ///< host, or the server refused ours
+  // ZooKeeper (appended: the numbers above stay as they were).
+  session_expired,      ///< the ZooKeeper session ended: the server expired it, or the local
+                        ///< deadline passed without contact; its ephemeral nodes are gone
 };
 
 const boost::system::error_category& error_category() noexcept;

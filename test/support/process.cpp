@@ -1,4 +1,5 @@
 #include "process.hpp"
+#include "process_state.hpp"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -11,6 +12,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -341,6 +343,36 @@ std::filesystem::path make_temp_dir(const std::string& prefix) {
     throw_errno(errno, fmt::format("mkdtemp {}", pattern));
   }
   return pattern;
+}
+
+// /proc/<pid>/stat: "pid (comm) S ..."; the state letter follows the last ')'.
+char process_state(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  std::getline(in, stat);
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
+}
+
+void wait_for_state(pid_t pid, bool stopped) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (((process_state(pid) == 'T') != stopped) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void remove_orphaned_dirs(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::filesystem::path base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    if (!entry.path().filename().string().starts_with(prefix))
+      continue;
+    std::ifstream owner_file(entry.path() / "owner");
+    pid_t owner = 0;
+    // No owner file yet: another test is creating it right now.
+    if (owner_file >> owner && owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH)
+      std::filesystem::remove_all(entry.path(), ec);
+  }
 }
 
 } // namespace corolock::test

@@ -1,4 +1,5 @@
 #include "redis_server.hpp"
+#include "process_state.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -39,41 +40,6 @@ bool port_was_taken(const std::string& log) {
          log.find("Failed listening on port") != std::string::npos;
 }
 
-// /proc/<pid>/stat: "pid (comm) S ..."; the state letter follows the last ')'.
-char process_state(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat;
-  std::getline(in, stat);
-  const auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
-}
-
-void wait_for_state(pid_t pid, bool stopped) {
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (((process_state(pid) == 'T') != stopped) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
-  }
-}
-
-// A test killed with SIGKILL takes its servers along (PR_SET_PDEATHSIG) but leaves their
-// directories behind; each test process sweeps those of dead owners once.
-void remove_orphaned_dirs() {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::filesystem::path base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
-    if (!entry.path().filename().string().starts_with("corolock-redis-")) {
-      continue;
-    }
-    std::ifstream owner_file(entry.path() / "owner");
-    pid_t owner = 0;
-    // No owner file yet: another test is creating it right now.
-    if (owner_file >> owner && owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH) {
-      std::filesystem::remove_all(entry.path(), ec);
-    }
-  }
-}
-
 // For a path inside a URL query: everything but unreserved characters and '/' as %XX.
 std::string percent_encode(const std::string& text) {
   std::string out;
@@ -111,7 +77,7 @@ std::uint16_t pick_free_port() {
 redis_server::redis_server(redis_server_options options)
     : options_(std::move(options)), program_(redis_server_program()), dir_(make_temp_dir("corolock-redis-")) {
   static std::once_flag swept;
-  std::call_once(swept, remove_orphaned_dirs);
+  std::call_once(swept, [] { remove_orphaned_dirs("corolock-redis-"); });
   try {
     std::ofstream(dir_ / "owner") << ::getpid() << '\n';
     if (options_.tls) {

@@ -1,0 +1,180 @@
+// A ZooKeeper client of our own on Asio: one session with an ensemble, over one TCP connection at a
+// time, in the manner of corolock's Redis client (default token use_awaitable, any token works,
+// words of a failure in a bound diagnostics, per-operation cancellation).
+//
+// The session outlives connections: when one drops, the client moves to the next member with the
+// same session and re-arms its watches; operations in flight then fail with
+// error::connection_lost (their outcome is unknown), operations started meanwhile wait for the
+// next connection. The session ends when the server says it expired or when the local deadline
+// passes without contact (the send of the last answered request plus the negotiated timeout: the
+// server cannot have expired it before then): everything then fails with error::session_expired.
+//
+// A server's refusal (no node, node exists, bad version ...) completes with a
+// zookeeper::zk_error code (category "zookeeper"), its words in a bound diagnostics.
+//
+// Paths are the caller's; with a chroot the server sees them below it. Not thread-safe: use a
+// client from its executor. Destroying it completes pending operations with error::closed and
+// drops the connection (the session then expires at the server; close() ends it at once).
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/diagnostics.hpp>
+#include <corolock/zookeeper/config.hpp>
+#include <corolock/zookeeper/types.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corolock::zookeeper {
+
+namespace detail {
+class client_impl;
+} // namespace detail
+
+/// A node made by create(): its path (with the sequence suffix) and Stat (czxid: the fencing token).
+struct created {
+  std::string path;
+  node_stat node;
+};
+
+/// get_children(): the names (not paths), in the server's order (unsorted), and the parent's Stat.
+struct children {
+  std::vector<std::string> names;
+  node_stat parent;
+};
+
+class client {
+public:
+  using executor_type = asio::any_io_executor;
+  using clock = std::chrono::steady_clock;
+
+  client(executor_type ex, config cfg);
+  /// From a zookeeper:// URL (see config::from_url); throws system_error(error::invalid_argument).
+  client(executor_type ex, std::string_view url);
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  executor_type get_executor() const noexcept;
+  const config& get_config() const noexcept;
+
+  /// Establishes the session: tries the members in turn until one gives a session, for up to
+  /// twice the session timeout; then error::connect_failed (the members tried in the diagnostics).
+  /// Call once, before anything else.
+  template <typename CompletionToken = default_token>
+  auto connect(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) {
+          auto* diag = corolock::detail::diagnostics_for(handler);
+          async_connect_impl(diag, std::move(handler));
+        },
+        token);
+  }
+
+  /// Creates a node (a container parent is not created for you). Sequential modes append a
+  /// 10-digit counter to the name. zk_error::node_exists, no_node (no parent) ...
+  template <typename CompletionToken = default_token>
+  auto create(std::string path, std::string data, create_mode mode, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code, created)>(
+        [this](auto handler, std::string p, std::string d, create_mode m) {
+          auto* diag = corolock::detail::diagnostics_for(handler);
+          async_create_impl(std::move(p), std::move(d), m, diag, std::move(handler));
+        },
+        token, std::move(path), std::move(data), mode);
+  }
+
+  /// Deletes a node: of any version (-1) or only of `version` (zk_error::bad_version otherwise).
+  template <typename CompletionToken = default_token>
+  auto remove(std::string path, std::int32_t version = -1, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler, std::string p, std::int32_t v) {
+          auto* diag = corolock::detail::diagnostics_for(handler);
+          async_remove_impl(std::move(p), v, diag, std::move(handler));
+        },
+        token, std::move(path), version);
+  }
+
+  /// The node's Stat, or no value when it does not exist (not an error). `watch`: one event when
+  /// it is created, changed or deleted (delivered to on_watch()).
+  template <typename CompletionToken = default_token>
+  auto exists(std::string path, bool watch, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code, std::optional<node_stat>)>(
+        [this](auto handler, std::string p, bool w) {
+          auto* diag = corolock::detail::diagnostics_for(handler);
+          async_exists_impl(std::move(p), w, diag, std::move(handler));
+        },
+        token, std::move(path), watch);
+  }
+
+  /// The children's names and the parent's Stat. `watch`: one event when a child comes or goes
+  /// (or the node is deleted).
+  template <typename CompletionToken = default_token>
+  auto get_children(std::string path, bool watch, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code, children)>(
+        [this](auto handler, std::string p, bool w) {
+          auto* diag = corolock::detail::diagnostics_for(handler);
+          async_children_impl(std::move(p), w, diag, std::move(handler));
+        },
+        token, std::move(path), watch);
+  }
+
+  /// All or nothing. Completes without error with one result per op when all succeeded; with the
+  /// failing op's zk_error when one failed (results still given: ok for the ops before it, which
+  /// were rolled back, the culprit's code, runtime_inconsistency for the ops after it).
+  template <typename CompletionToken = default_token>
+  auto multi(std::vector<multi_op> ops, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code, std::vector<multi_result>)>(
+        [this](auto handler, std::vector<multi_op> o) {
+          auto* diag = corolock::detail::diagnostics_for(handler);
+          async_multi_impl(std::move(o), diag, std::move(handler));
+        },
+        token, std::move(ops));
+  }
+
+  /// Ends the session (the server deletes its ephemeral nodes) and the connection. Completes when
+  /// the server confirmed, or after connect_timeout; without error in both cases. Operations still
+  /// pending complete with error::closed. While suspended (no member connected) it ends the session
+  /// for us at once, and the server expires it after the negotiated timeout.
+  template <typename CompletionToken = default_token>
+  auto close(CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this](auto handler) { async_close_impl(std::move(handler)); }, token);
+  }
+
+  /// Called on the client's executor for every fired watch (one-shot: ask again to keep watching).
+  void on_watch(std::function<void(const watch_event&)> f);
+  /// Called on the client's executor for every change of the session's state.
+  void on_state(std::function<void(session_state)> f);
+
+  session_state state() const noexcept;
+  /// 0 before the session is established.
+  std::int64_t session_id() const noexcept;
+  std::chrono::milliseconds negotiated_timeout() const noexcept;
+  /// The local deadline: no server can have expired the session before it (see above).
+  clock::time_point alive_until() const noexcept;
+  /// Index into config().hosts of the member of the current (or last) connection.
+  std::size_t member() const noexcept;
+
+private:
+  void async_connect_impl(diagnostics* diag, corolock::detail::handler<void(error_code)> h);
+  void async_create_impl(std::string path, std::string data, create_mode mode, diagnostics* diag,
+                         corolock::detail::handler<void(error_code, created)> h);
+  void async_remove_impl(std::string path, std::int32_t version, diagnostics* diag,
+                         corolock::detail::handler<void(error_code)> h);
+  void async_exists_impl(std::string path, bool watch, diagnostics* diag,
+                         corolock::detail::handler<void(error_code, std::optional<node_stat>)> h);
+  void async_children_impl(std::string path, bool watch, diagnostics* diag,
+                           corolock::detail::handler<void(error_code, children)> h);
+  void async_multi_impl(std::vector<multi_op> ops, diagnostics* diag,
+                        corolock::detail::handler<void(error_code, std::vector<multi_result>)> h);
+  void async_close_impl(corolock::detail::handler<void(error_code)> h);
+
+  std::shared_ptr<detail::client_impl> impl_;
+};
+
+} // namespace corolock::zookeeper

@@ -1,0 +1,39 @@
+// How to reach a ZooKeeper ensemble: its members, an optional chroot and the session timeout to ask
+// for, as a struct or as a URL:
+//
+//   zookeeper://host:port[,host:port...][/chroot][?session_timeout=<ms>&connect_timeout=<ms>]
+//
+// Hosts are numeric addresses or names (resolved asynchronously, never blocking the executor);
+// the port defaults to 2181; a chroot is an absolute path that every path of the client is
+// relative to ("/app": the client's "/locks" is the server's "/app/locks"). Durations are in
+// milliseconds, or with a unit: 500ms, 4s.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corolock::zookeeper {
+
+struct endpoint {
+  std::string host;
+  std::uint16_t port = 2181;
+};
+
+struct config {
+  std::vector<endpoint> hosts;
+  std::string chroot; ///< "" or "/a/b" (no trailing '/')
+  /// Asked of the server, which clamps it to [2, 20] ticks unless configured otherwise; the
+  /// negotiated value is what the client goes by (client::negotiated_timeout()).
+  std::chrono::milliseconds session_timeout{10000};
+  /// One connection attempt to one member: TCP and the session handshake.
+  std::chrono::milliseconds connect_timeout{2000};
+
+  /// Parses a zookeeper:// URL. Throws system_error(error::invalid_argument) whose what() says
+  /// what is wrong.
+  static config from_url(std::string_view url);
+};
+
+} // namespace corolock::zookeeper

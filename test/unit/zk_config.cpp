@@ -1,0 +1,63 @@
+// The zookeeper:// URL (include/corolock/zookeeper/config.hpp): what each part becomes, and every
+// malformed part refused with error::invalid_argument and words naming it.
+#include <corolock/error.hpp>
+#include <corolock/zookeeper/config.hpp>
+
+#include <boost/system/system_error.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+using corolock::zookeeper::config;
+
+namespace {
+
+std::string refusal(const char* url) {
+  try {
+    config::from_url(url);
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == corolock::error::invalid_argument)
+      return e.what();
+    return "wrong code: " + e.code().message();
+  }
+  return "accepted";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(zk_config)
+
+BOOST_AUTO_TEST_CASE(hosts_chroot_and_options) {
+  auto c = config::from_url("zookeeper://10.0.0.1:2182,zk2,[::1]:2183/app/locks/?session_timeout=4s&connect_timeout=700");
+  BOOST_REQUIRE(c.hosts.size() == 3u);
+  BOOST_TEST(c.hosts[0].host == "10.0.0.1");
+  BOOST_TEST(c.hosts[0].port == 2182);
+  BOOST_TEST(c.hosts[1].host == "zk2");
+  BOOST_TEST(c.hosts[1].port == 2181);
+  BOOST_TEST(c.hosts[2].host == "::1");
+  BOOST_TEST(c.hosts[2].port == 2183);
+  BOOST_TEST(c.chroot == "/app/locks");
+  BOOST_TEST(c.session_timeout.count() == 4000);
+  BOOST_TEST(c.connect_timeout.count() == 700);
+
+  auto plain = config::from_url("zookeeper://127.0.0.1:1/");
+  BOOST_TEST(plain.chroot.empty());
+  BOOST_TEST(plain.session_timeout.count() == 10000);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_parts_are_named) {
+  BOOST_TEST(refusal("zk://h").find("must start with zookeeper://") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://").find("no host") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h:0").find("bad port '0'") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h:70000").find("bad port") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h:,g").find("bad port") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h,").find("trailing ','") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://,h").find("empty host") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://[::1").find("without ']'") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h/a//b").find("empty segment") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h?session_timeout=-1").find("session_timeout") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h?session_timeout=5m").find("session_timeout") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h?x=1").find("unknown option 'x'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
