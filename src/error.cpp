@@ -42,6 +42,8 @@ public:
     case error::session_expired:
       return "the ZooKeeper session expired (the server said so, or no contact before the local "
              "deadline); its ephemeral nodes and watches are gone";
+    case error::database_error:
+      return "the database server answered with an error (its code, SQLSTATE and message are on the result)";
     }
     return "unknown corolock error";
   }

@@ -39,6 +39,9 @@ enum class error {
   // ZooKeeper (appended: the numbers above stay as they were).
   session_expired,      ///< the ZooKeeper session ended: the server expired it, or the local
                         ///< deadline passed without contact; its ephemeral nodes are gone
+  // SQL databases (appended: the numbers above stay as they were).
+  database_error,       ///< a MariaDB/MySQL or PostgreSQL server answered with an error; its
+                        ///< code, SQLSTATE and words travel with the operation's result
 };
 
 const boost::system::error_category& error_category() noexcept;
