@@ -23,6 +23,14 @@ packages=(
   redis-server              # the tests start their own servers on free ports; the system one is unused
   redis-tools               # redis-cli, redis-benchmark
   redis-sentinel
+  # The SQL backends' tests start private servers (test/support/{mariadb,postgres}_server) as child
+  # processes; the -core packages hold the server binaries without a system service (mariadb-server
+  # would pull galera and, without policy-rc.d, start a server on 3306).
+  mariadb-server-core       # mariadbd, mariadb-install-db
+  mariadb-client-core       # mariadb, mariadb-admin
+  libmariadb-dev            # Connector/C 3.3 (non-blocking API), pkg-config libmariadb
+  postgresql-15             # postgres, initdb, pg_isready (no cluster is created by our fixtures)
+  libpq-dev                 # libpq, pkg-config libpq
 )
 bench=0
 for arg in "$@"; do
