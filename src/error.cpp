@@ -39,6 +39,8 @@ public:
       return "TLS with the Redis server failed (CA, certificate or key file unusable, server "
              "certificate not trusted or issued for another name, or our certificate refused; "
              "client::last_connect_error() tells which)";
+    case error::database_error:
+      return "the database server answered with an error (its code, SQLSTATE and message are on the result)";
     }
     return "unknown corolock error";
   }

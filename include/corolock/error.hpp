@@ -36,6 +36,9 @@ enum class error {
   tls_failed,           ///< TLS could not be set up: a CA/cert/key file unusable, the handshake
                         ///< failed, the server's certificate was not trusted or named another
                         ///< host, or the server refused ours
+  // SQL databases (appended: the numbers above stay as they were).
+  database_error,       ///< a MariaDB/MySQL or PostgreSQL server answered with an error; its
+                        ///< code, SQLSTATE and words travel with the operation's result
 };
 
 const boost::system::error_category& error_category() noexcept;
