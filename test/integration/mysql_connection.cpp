@@ -56,6 +56,7 @@ BOOST_AUTO_TEST_CASE(a_query_returns_rows_as_text_with_null_distinguished) {
     auto c = co_await connected(server);
     BOOST_TEST(c->is_open());
     BOOST_TEST(c->id() != 0u);
+    BOOST_TEST(keepalive_on(server.port(), server.dir()));
     BOOST_TEST(co_await one_value(*c, "SELECT CONNECTION_ID()") == std::to_string(c->id()));
     auto [ec, r] = co_await c->async_query("SELECT 1 AS one, NULL AS nothing, '' AS empty UNION ALL SELECT 2, 'x', 'y'",
                                            {}, tuple_awaitable);

@@ -67,6 +67,7 @@ BOOST_AUTO_TEST_CASE(a_query_returns_rows_as_text_with_null_distinguished) {
     auto c = co_await connected(server);
     BOOST_TEST(c->is_open());
     BOOST_TEST(c->backend_pid() > 0);
+    BOOST_TEST(keepalive_on(server.port(), server.dir()));
     BOOST_TEST(co_await one_value(*c, "SELECT pg_backend_pid()") == std::to_string(c->backend_pid()));
     auto [ec, r] = co_await c->async_query("SELECT 1 AS one, NULL AS nothing, '' AS empty UNION ALL SELECT 2, 'x', 'y'",
                                            {}, tuple_awaitable);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "async_test.hpp"
+#include "sql_server_process.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 
@@ -14,6 +15,21 @@ namespace corolock::test {
 
 inline double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// True when our end of a connection to 127.0.0.1:`server_port` runs a TCP keepalive timer due
+/// within a minute (as `ss -o` shows it: "timer:(keepalive,9.9sec,0)"): our keepalive_idle, not
+/// the system's two hours (the client libraries may turn keepalive on with that by themselves).
+/// `scratch` is a directory for ss's output.
+inline bool keepalive_on(std::uint16_t server_port, const std::filesystem::path& scratch) {
+  auto run = run_captured({"ss", "-tnoH", "state", "established", "dst", "127.0.0.1:" + std::to_string(server_port)},
+                          scratch, std::chrono::seconds(5));
+  const std::string mark = "timer:(keepalive,";
+  const auto at = run.output.find(mark);
+  if (!run.status.success() || at == std::string::npos)
+    return false;
+  const std::string due = run.output.substr(at + mark.size(), run.output.find(',', at + mark.size()) - at - mark.size());
+  return due.ends_with("ms") || (due.ends_with("sec") && due.find("min") == std::string::npos);
 }
 
 /// A connected Connection (mysql::connection, postgresql::connection) for `cfg`.
