@@ -26,6 +26,14 @@ packages=(
   redis-sentinel
   zookeeper                 # the ZooKeeper tests start private servers (java ... ZooKeeperServerMain)
   default-jre-headless      # its Java runtime: the smallest Debian offers (no GUI libraries)
+  # The SQL backends' tests start private servers (test/support/{mariadb,postgres}_server) as child
+  # processes; the -core packages hold the server binaries without a system service (mariadb-server
+  # would pull galera and, without policy-rc.d, start a server on 3306).
+  mariadb-server-core       # mariadbd, mariadb-install-db
+  mariadb-client-core       # mariadb, mariadb-admin
+  libmariadb-dev            # Connector/C 3.3 (non-blocking API), pkg-config libmariadb
+  postgresql-15             # postgres, initdb, pg_isready (no cluster is created by our fixtures)
+  libpq-dev                 # libpq, pkg-config libpq
 )
 bench=0
 for arg in "$@"; do

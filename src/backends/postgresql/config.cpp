@@ -1,0 +1,26 @@
+#include <corolock/postgresql/config.hpp>
+
+#include "detail/db_url.hpp"
+
+namespace corolock::postgresql {
+namespace {
+
+bool own_key(config& cfg, const std::string& key, const std::string& value) {
+  if (key != "application_name")
+    return false;
+  cfg.application_name = value;
+  return true;
+}
+
+} // namespace
+
+config config::from_url(std::string_view url, boost::system::error_code& ec) {
+  return detail::config_from_url<config>(url, {"postgresql", "postgres"}, &ec, nullptr, own_key);
+}
+
+config config::from_url(std::string_view url) {
+  return detail::config_from_url<config>(url, {"postgresql", "postgres"}, nullptr,
+                                         "postgresql::config::from_url: bad URL", own_key);
+}
+
+} // namespace corolock::postgresql

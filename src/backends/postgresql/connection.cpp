@@ -1,0 +1,199 @@
+#include "backends/postgresql/connection.hpp"
+
+#include "backends/postgresql/error_map.hpp"
+
+#include <libpq-fe.h>
+
+#include <vector>
+
+namespace corolock::postgresql {
+namespace {
+
+using detail::fd_waiter;
+
+std::string trimmed(const char* text) {
+  std::string s = text != nullptr ? text : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+class session final : public detail::sql_session {
+public:
+  session(asio::any_io_executor ex, config cfg)
+      : sql_session(ex, cfg.host, cfg.port, cfg.session), cfg_(std::move(cfg)) {}
+
+  ~session() override {
+    waiter_.release();
+    if (pg_ != nullptr)
+      PQfinish(pg_);
+  }
+
+private:
+  void connect_to(const std::string& address) override {
+    std::vector<std::pair<const char*, std::string>> params{
+        {"hostaddr", address},
+        {"port", std::to_string(cfg_.port)},
+        {"user", cfg_.user},
+        {"application_name", cfg_.application_name},
+        {"gssencmode", "disable"},
+    };
+    if (address != cfg_.host)
+      params.emplace_back("host", cfg_.host);  // names the server for TLS and .pgpass, not looked up
+    if (!cfg_.password.empty())
+      params.emplace_back("password", cfg_.password);
+    if (!cfg_.database.empty())
+      params.emplace_back("dbname", cfg_.database);
+    if (cfg_.connection_check_interval.count() > 0)
+      params.emplace_back("options", "-c client_connection_check_interval=" +
+                                         std::to_string(cfg_.connection_check_interval.count()));
+    std::vector<const char*> keys, values;
+    for (const auto& [k, v] : params) {
+      keys.push_back(k);
+      values.push_back(v.c_str());
+    }
+    keys.push_back(nullptr);
+    values.push_back(nullptr);
+    pg_ = PQconnectStartParams(keys.data(), values.data(), 0);
+    if (pg_ == nullptr)
+      return failed(error::connect_failed, {0, "", "PQconnectStartParams: out of memory"}, true);
+    if (PQstatus(pg_) == CONNECTION_BAD)
+      return connect_failed();
+    poll_connect(PGRES_POLLING_WRITING);  // as libpq's documentation says to begin
+  }
+
+  void poll_connect(PostgresPollingStatusType status) {
+    if (status == PGRES_POLLING_OK) {
+      PQsetnonblocking(pg_, 1);
+      return connected(static_cast<std::uint64_t>(PQbackendPID(pg_)), PQsocket(pg_));
+    }
+    if (status == PGRES_POLLING_FAILED)
+      return connect_failed();
+    waiter_.watch(PQsocket(pg_), true);  // the socket may be another one at each step
+    wait(status == PGRES_POLLING_READING ? fd_waiter::readable : fd_waiter::writable,
+         [this](unsigned) { poll_connect(PQconnectPoll(pg_)); });
+  }
+
+  void connect_failed() {
+    failed(map_error("", false, phase::connecting), {0, "", trimmed(PQerrorMessage(pg_))}, true);
+  }
+
+  void begin_query() override {
+    error_ = nullptr;
+    last_ = nullptr;
+    if (PQsendQuery(pg_, sql().c_str()) == 0)
+      return lost();
+    flush();
+  }
+
+  // Sends what libpq could not send at once; reads meanwhile, as libpq asks, so that a server
+  // that writes while we write cannot deadlock us.
+  void flush() {
+    const int pending = PQflush(pg_);
+    if (pending < 0)
+      return lost();
+    if (pending == 0)
+      return wait(fd_waiter::readable, [this](unsigned) { consume(); });
+    wait(fd_waiter::readable | fd_waiter::writable, [this](unsigned ready) {
+      if ((ready & fd_waiter::readable) && PQconsumeInput(pg_) == 0)
+        return lost();
+      flush();
+    });
+  }
+
+  void consume() {
+    if (PQconsumeInput(pg_) == 0)
+      return lost();
+    while (PQisBusy(pg_) == 0) {
+      PGresult* res = PQgetResult(pg_);
+      if (res == nullptr)
+        return completed();
+      const auto status = PQresultStatus(res);
+      if ((status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) && error_ == nullptr)
+        error_.reset(res);
+      else
+        last_.reset(res);
+    }
+    wait(fd_waiter::readable, [this](unsigned) { consume(); });
+  }
+
+  void completed() {
+    if (error_ != nullptr) {
+      const bool alive = PQstatus(pg_) == CONNECTION_OK;
+      const char* sqlstate = PQresultErrorField(error_.get(), PG_DIAG_SQLSTATE);
+      const char* primary = PQresultErrorField(error_.get(), PG_DIAG_MESSAGE_PRIMARY);
+      detail::sql_words words{0, sqlstate != nullptr ? sqlstate : "",
+                              trimmed(primary != nullptr ? primary : PQresultErrorMessage(error_.get()))};
+      error_ = nullptr;
+      last_ = nullptr;
+      return failed(map_error(words.sqlstate, alive, phase::running), std::move(words), !alive);
+    }
+    detail::sql_result r;
+    if (PGresult* res = last_.get()) {
+      const int columns = PQnfields(res);
+      for (int c = 0; c < columns; ++c)
+        r.columns.emplace_back(PQfname(res, c));
+      for (int row = 0; row < PQntuples(res); ++row) {
+        auto& out = r.rows.emplace_back();
+        for (int c = 0; c < columns; ++c)
+          out.push_back(PQgetisnull(res, row, c) ? std::nullopt
+                                                 : std::optional<std::string>(std::in_place, PQgetvalue(res, row, c),
+                                                                              PQgetlength(res, row, c)));
+      }
+      const std::string affected = PQcmdTuples(res);
+      r.affected_rows = affected.empty() ? 0 : std::stoull(affected);
+      last_ = nullptr;
+    }
+    succeeded(std::move(r));
+  }
+
+  // The socket broke or the server ended the session (libpq says why in its message).
+  void lost() {
+    error_ = nullptr;
+    last_ = nullptr;
+    failed(error::connection_lost, {0, "", trimmed(PQerrorMessage(pg_))}, true);
+  }
+
+  // PQfinish sends Terminate without waiting (non-blocking connection) and closes the socket:
+  // our duplicate goes first.
+  void close_library() override {
+    waiter_.release();
+    if (pg_ != nullptr)
+      PQfinish(pg_);
+    pg_ = nullptr;
+    library_closed();
+  }
+
+  std::shared_ptr<detail::sql_connection> side_connection() override {
+    return std::make_shared<connection>(executor(), cfg_);
+  }
+
+  std::string cancel_statement(std::uint64_t pid) override {
+    return "SELECT pg_cancel_backend(" + std::to_string(pid) + ")";
+  }
+
+  std::string end_session_statement(std::uint64_t pid) override {
+    return "SELECT pg_terminate_backend(" + std::to_string(pid) + ")";
+  }
+
+  void wait(unsigned events, std::function<void(unsigned)> then) {
+    waiter_.wait(events, std::nullopt, self(), [then = std::move(then)](unsigned ready) { then(ready); });
+  }
+
+  struct result_deleter {
+    void operator()(PGresult* r) const noexcept { PQclear(r); }
+  };
+  using result_ptr = std::unique_ptr<PGresult, result_deleter>;
+
+  config cfg_;
+  PGconn* pg_ = nullptr;
+  result_ptr error_;  // the first error of the statement
+  result_ptr last_;   // its last result otherwise
+};
+
+} // namespace
+
+connection::connection(asio::any_io_executor ex, config cfg)
+    : sql_connection(std::make_shared<session>(std::move(ex), std::move(cfg))) {}
+
+} // namespace corolock::postgresql

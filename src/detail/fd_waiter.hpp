@@ -1,0 +1,111 @@
+// Private: waits through Asio's reactor for a socket that a C client library owns (libmariadb,
+// libpq) to become readable or writable, or for the library's own timeout.
+//
+// The library creates, reads, writes and closes its descriptor, at moments we do not choose (a
+// lost connection is closed inside the call that met it). Asio must never hold a registration for
+// a number the library closed: a reused number would be watched as the old socket, and a later
+// deregistration would remove a stranger's. So the waiter watches its own duplicate (dup), which
+// it closes itself: the library's close cannot pull it away. The duplicate keeps the socket open,
+// so it is closed (release()) as soon as the library is done with the connection.
+//
+// A wake-up may be spurious (the reactor may report readiness speculatively); the libraries'
+// non-blocking calls absorb that (they meet EAGAIN and ask to wait again). One wait at a time.
+#pragma once
+
+#include <fcntl.h>
+
+#include <corolock/detail/async.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace corolock::detail {
+
+class fd_waiter {
+public:
+  static constexpr unsigned readable = 1, writable = 2, timed_out = 4;
+
+  explicit fd_waiter(const asio::any_io_executor& ex) : descriptor_(ex), timer_(ex) {}
+  ~fd_waiter() { release(); }
+  fd_waiter(const fd_waiter&) = delete;
+  fd_waiter& operator=(const fd_waiter&) = delete;
+
+  /// Watches the library's descriptor `fd` from now on (through a duplicate). `fresh`: the
+  /// library may have closed the old one and got the same number again (libpq between connect
+  /// attempts), so duplicate it anew.
+  void watch(int fd, bool fresh = false) {
+    if (!fresh && descriptor_.is_open() && library_fd_ == fd)
+      return;
+    release();
+    if (fd < 0)
+      return;
+    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0)
+      return;  // nothing to watch: wait() reports 0 and the library's call meets the fault
+    library_fd_ = fd;
+    descriptor_.assign(copy);
+  }
+  /// Stops watching and closes the duplicate. Pending waits complete, cancelled.
+  void release() {
+    if (descriptor_.is_open()) {
+      error_code ignored;
+      descriptor_.close(ignored);
+    }
+    library_fd_ = -1;
+    timer_.cancel();
+  }
+  /// The duplicate (same socket as the library's), for setsockopt and shutdown; -1 if none.
+  [[nodiscard]] int fd() noexcept { return descriptor_.is_open() ? descriptor_.native_handle() : -1; }
+  [[nodiscard]] bool waiting() const noexcept { return pending_ > 0; }
+
+  /// Waits for any of `events` (readable | writable) or `timeout`; `done(ready)` gets what
+  /// happened (0: the wait was cancelled by release()). `owner` keeps the caller alive meanwhile.
+  void wait(unsigned events, std::optional<std::chrono::milliseconds> timeout, std::shared_ptr<void> owner,
+            std::function<void(unsigned)> done) {
+    ready_ = 0;
+    done_ = std::move(done);
+    pending_ = 0;
+    auto woke = [this, owner](unsigned bit, error_code ec) {
+      if (!ec && ready_ == 0) {
+        ready_ |= bit;
+        error_code ignored;
+        if (descriptor_.is_open())
+          descriptor_.cancel(ignored);  // the other waits end; the library is called once
+        timer_.cancel();
+      }
+      if (--pending_ == 0)
+        std::exchange(done_, nullptr)(ready_);
+    };
+    if ((events & readable) && descriptor_.is_open()) {
+      ++pending_;
+      descriptor_.async_wait(asio::posix::descriptor_base::wait_read, [woke](error_code ec) { woke(readable, ec); });
+    }
+    if ((events & writable) && descriptor_.is_open()) {
+      ++pending_;
+      descriptor_.async_wait(asio::posix::descriptor_base::wait_write, [woke](error_code ec) { woke(writable, ec); });
+    }
+    if (timeout) {
+      ++pending_;
+      timer_.expires_after(*timeout);
+      timer_.async_wait([woke](error_code ec) { woke(timed_out, ec); });
+    }
+    if (pending_ == 0)  // nothing to wait on (no descriptor): report it, posted
+      asio::post(timer_.get_executor(), [this, owner] { std::exchange(done_, nullptr)(0); });
+  }
+
+private:
+  asio::posix::stream_descriptor descriptor_;
+  asio::steady_timer timer_;
+  int library_fd_ = -1;
+  std::function<void(unsigned)> done_;
+  unsigned ready_ = 0;
+  int pending_ = 0;
+};
+
+} // namespace corolock::detail

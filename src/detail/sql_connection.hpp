@@ -1,0 +1,50 @@
+// Private: the handle of one SQL session (sql_session), with completion-token operations. Each
+// backend's connection derives from it and only makes its session; see
+// src/backends/mysql/connection.hpp and src/backends/postgresql/connection.hpp for what they promise.
+#pragma once
+
+#include "detail/sql_session.hpp"
+
+#include <boost/asio/async_result.hpp>
+
+namespace corolock::detail {
+
+class sql_connection {
+public:
+  using result = sql_result;
+  using handler_type = sql_session::handler_type;
+
+  /// Closes (never blocks).
+  virtual ~sql_connection() { session_->close(); }
+  sql_connection(const sql_connection&) = delete;
+  sql_connection& operator=(const sql_connection&) = delete;
+
+  /// Connects within session_options::connect_timeout (error::timeout after it). Once per object.
+  template <typename Token = default_token>
+  auto async_connect(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, result)>(
+        [s = session_](auto h) { s->start_connect(handler_type(std::move(h))); }, token);
+  }
+
+  /// Runs one text statement; `timeout` of zero means no deadline.
+  template <typename Token = default_token>
+  auto async_query(std::string sql, std::chrono::milliseconds timeout, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, result)>(
+        [s = session_](auto h, std::string text, std::chrono::milliseconds t) {
+          s->start_query(std::move(text), t, handler_type(std::move(h)));
+        },
+        token, std::move(sql), timeout);
+  }
+
+  /// Never blocks; idempotent. A running operation completes with error::closed.
+  void close() { session_->close(); }
+  /// Connected, not lost, not closed.
+  [[nodiscard]] bool is_open() const noexcept { return session_->is_open(); }
+  [[nodiscard]] asio::any_io_executor get_executor() const noexcept { return session_->executor(); }
+
+protected:
+  explicit sql_connection(std::shared_ptr<sql_session> session) : session_(std::move(session)) {}
+  std::shared_ptr<sql_session> session_;
+};
+
+} // namespace corolock::detail

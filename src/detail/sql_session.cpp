@@ -1,0 +1,151 @@
+#include "detail/sql_session.hpp"
+
+#include "detail/sql_connection.hpp"
+#include "detail/tcp_keepalive.hpp"
+
+#include <boost/asio/ip/address.hpp>
+
+#include <sys/socket.h>
+
+namespace corolock::detail {
+
+sql_session::sql_session(asio::any_io_executor ex, std::string host, std::uint16_t port, sql::session_options options)
+    : waiter_(ex), options_(options), executor_(ex), host_(std::move(host)), port_(port), resolver_(ex), op_(ex) {}
+
+void sql_session::start_connect(handler_type h) {
+  if (state_ != state::fresh)
+    return refuse(std::move(h), state_ == state::closed ? error::closed : error::invalid_argument,
+                  "connect() once per connection");
+  state_ = state::connecting;
+  op_.begin(std::move(h), options_.connect_timeout, self(), stopper());
+  error_code ec;
+  const auto address = asio::ip::make_address(host_, ec);
+  if (!ec)
+    return connect_to(address.to_string());
+  // The client libraries' own lookups would block the executor.
+  resolver_.async_resolve(host_, std::to_string(port_),
+                          [s = shared_from_this()](error_code ec, asio::ip::tcp::resolver::results_type r) {
+                            if (s->op_.stop_reason())
+                              return s->failed(error::connect_failed, {0, "", "stopped while resolving"}, true);
+                            if (ec || r.empty())
+                              return s->failed(error::connect_failed,
+                                               {0, "", "cannot resolve '" + s->host_ + "': " + ec.message()}, true);
+                            s->connect_to(r.begin()->endpoint().address().to_string());
+                          });
+}
+
+void sql_session::start_query(std::string sql, std::chrono::milliseconds timeout, handler_type h) {
+  if (state_ != state::ready || closing_) {
+    if (state_ == state::busy || state_ == state::connecting)
+      return refuse(std::move(h), error::invalid_argument, "one operation at a time on a connection");
+    return refuse(std::move(h), state_ == state::closed || closing_ ? error::closed : error::not_connected, "");
+  }
+  state_ = state::busy;
+  sql_ = std::move(sql);
+  op_.begin(std::move(h), timeout, self(), stopper());
+  begin_query();
+}
+
+void sql_session::close() {
+  if (state_ == state::closed || closing_)
+    return;
+  closing_ = true;
+  resolver_.cancel();
+  if (op_.running()) {
+    // A server does not always notice a client that left mid-statement (MariaDB's SLEEP and
+    // GET_LOCK run on): the session is ended there too, without waiting for the answer.
+    if (state_ == state::busy)
+      on_server(end_session_statement(id_), [](bool) {});
+    op_.stop(make_error_code(error::closed));  // the library's call ends on the shut socket,
+    shut_socket();                              // also while a server-side cancel is under way
+    return;                                     // and finish() closes then
+  }
+  state_ = state::closed;
+  close_library();
+}
+
+void sql_session::connected(std::uint64_t id, int library_fd) {
+  waiter_.watch(library_fd);
+  if (!set_tcp_keepalive(waiter_.fd(), options_))
+    return failed(error::connect_failed, {0, "", "cannot set TCP keepalive on the socket"}, true);
+  id_ = id;
+  state_ = state::ready;
+  finish({}, {});
+}
+
+void sql_session::succeeded(sql_result r) {
+  state_ = state::ready;
+  finish({}, std::move(r));
+}
+
+void sql_session::failed(error e, sql_words words, bool session_gone) {
+  state_ = session_gone ? state::lost : state::ready;
+  if (session_gone)
+    waiter_.release();
+  sql_result r;
+  r.words = std::move(words);
+  finish(make_error_code(e), std::move(r));
+}
+
+void sql_session::finish(error_code ec, sql_result r) {
+  op_.library_done(ec, std::move(r));
+  if (closing_ && state_ != state::closed) {
+    state_ = state::closed;
+    close_library();
+  }
+}
+
+void sql_session::refuse(handler_type h, error e, std::string words) {
+  sql_result r;
+  r.words.message = std::move(words);
+  asio::post(executor_, asio::append(std::move(h), make_error_code(e), std::move(r)));
+}
+
+// What a cancel, a deadline or close() does to the running operation: a statement running on
+// the server is stopped there; anything else (a connect, close()) ends on a shut socket.
+std::function<void(error_code)> sql_session::stopper() {
+  return [weak = weak_from_this()](error_code why) {
+    if (auto s = weak.lock()) {
+      if (s->state_ == state::busy && why != error::closed)
+        s->cancel_on_server();
+      else
+        s->shut_socket();
+    }
+  };
+}
+
+// The library's next read meets end-of-file and its call ends with a lost connection.
+void sql_session::shut_socket() {
+  resolver_.cancel();
+  if (waiter_.fd() >= 0)
+    ::shutdown(waiter_.fd(), SHUT_RDWR);
+}
+
+// Only the server can end a blocking GET_LOCK / pg_advisory_lock early, and only from another
+// session. If that fails, the statement may run on: the session is given up instead.
+void sql_session::cancel_on_server() {
+  op_.server_cancel_started();
+  on_server(cancel_statement(id_), [s = shared_from_this()](bool ok) {
+    if (!ok)
+      s->shut_socket();
+    s->op_.server_cancel_ended();
+  });
+}
+
+// Runs `statement` on a short-lived second connection; then(true) once the server answered it.
+void sql_session::on_server(std::string statement, std::function<void(bool)> then) {
+  auto side = side_connection();
+  side->async_connect([side, statement = std::move(statement), then = std::move(then),
+                       bound = options_.connect_timeout](error_code ec, sql_result) mutable {
+    if (ec) {
+      side->close();
+      return then(false);
+    }
+    side->async_query(std::move(statement), bound, [side, then = std::move(then)](error_code ec, sql_result) {
+      side->close();
+      then(!ec);
+    });
+  });
+}
+
+} // namespace corolock::detail

@@ -1,0 +1,96 @@
+// Private: what a MariaDB/MySQL and a PostgreSQL session share above their client libraries — the
+// life of the session (fresh, connecting, ready, busy, lost, closed), the asynchronous resolve,
+// one operation at a time with its cancel and deadline (sql_operation), the server-side cancel
+// from a second connection, TCP keepalive, and a close that never blocks. A backend derives and
+// drives its library's non-blocking calls (connect_to, begin_query, close_library), reporting
+// back through connected / succeeded / failed.
+//
+// Lifetime: held by a shared_ptr; every pending wait holds one too, so the session outlives its
+// connection object until the library's last call has returned.
+#pragma once
+
+#include "detail/fd_waiter.hpp"
+#include "detail/sql_operation.hpp"
+#include "detail/sql_result.hpp"
+
+#include <corolock/detail/async.hpp>
+#include <corolock/sql/session_options.hpp>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace corolock::detail {
+
+class sql_connection;
+
+class sql_session : public std::enable_shared_from_this<sql_session> {
+public:
+  using handler_type = sql_operation::handler_type;
+
+  sql_session(asio::any_io_executor ex, std::string host, std::uint16_t port, sql::session_options options);
+  virtual ~sql_session() = default;
+  sql_session(const sql_session&) = delete;
+  sql_session& operator=(const sql_session&) = delete;
+
+  void start_connect(handler_type h);
+  void start_query(std::string sql, std::chrono::milliseconds timeout, handler_type h);
+  void close();
+
+  /// The server's id of the session (MariaDB connection id, PostgreSQL backend pid); 0 before.
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  [[nodiscard]] bool is_open() const noexcept { return (state_ == state::ready || state_ == state::busy) && !closing_; }
+  [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return executor_; }
+
+protected:
+  /// Start the library's connect to this numeric address; end with connected() or failed().
+  virtual void connect_to(const std::string& address) = 0;
+  /// Start sending `sql()`; end with succeeded() or failed().
+  virtual void begin_query() = 0;
+  /// Give the library's handle back without blocking (the socket may be shut down already); end
+  /// with library_closed().
+  virtual void close_library() = 0;
+  /// A fresh connection to the same server, the statement that stops session `id`'s running
+  /// statement there, and the one that ends the session.
+  virtual std::shared_ptr<sql_connection> side_connection() = 0;
+  virtual std::string cancel_statement(std::uint64_t id) = 0;
+  virtual std::string end_session_statement(std::uint64_t id) = 0;
+
+  void connected(std::uint64_t id, int library_fd);
+  void succeeded(sql_result r);
+  /// `session_gone`: the library's handle is of no more use (failed connect, lost connection).
+  void failed(error e, sql_words words, bool session_gone);
+  void library_closed() { waiter_.release(); }
+
+  [[nodiscard]] const std::string& sql() const noexcept { return sql_; }
+  [[nodiscard]] std::shared_ptr<void> self() { return shared_from_this(); }
+
+  fd_waiter waiter_;
+  sql::session_options options_;
+
+private:
+  enum class state { fresh, connecting, ready, busy, lost, closed };
+
+  void refuse(handler_type h, error e, std::string words);
+  std::function<void(error_code)> stopper();
+  void shut_socket();
+  void cancel_on_server();
+  void on_server(std::string statement, std::function<void(bool)> then);
+  void finish(error_code ec, sql_result r);
+
+  asio::any_io_executor executor_;
+  std::string host_;
+  std::uint16_t port_;
+  asio::ip::tcp::resolver resolver_;
+  sql_operation op_;
+  state state_ = state::fresh;
+  bool closing_ = false;
+  std::string sql_;
+  std::uint64_t id_ = 0;
+};
+
+} // namespace corolock::detail

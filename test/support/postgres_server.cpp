@@ -1,0 +1,154 @@
+#include "postgres_server.hpp"
+
+#include "sql_server_process.hpp"
+
+#include <pwd.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace corolock::test {
+
+namespace {
+
+// Debian keeps the server binaries off PATH.
+std::string pg_program(const std::string& name) {
+  const std::string debian = "/usr/lib/postgresql/15/bin/" + name;
+  return ::access(debian.c_str(), X_OK) == 0 ? debian : find_program(name);
+}
+
+} // namespace
+
+postgres_server::postgres_server(postgres_server_options options)
+    : local_server("corolock-postgres-", SIGINT, options.start_timeout), options_(std::move(options)) {
+  open();
+}
+
+postgres_server::~postgres_server() {
+  kill();
+}
+
+std::string postgres_server::url() const {
+  return fmt::format("postgresql://postgres@{}:{}/postgres", host(), port());
+}
+
+// The server writes its socket and lock file in the directory, initdb the data directory.
+void postgres_server::prepare_dir(const std::filesystem::path& dir) {
+  const passwd* pg = ::getpwnam("postgres");
+  if (pg == nullptr) {
+    throw std::runtime_error("postgres_server: no user 'postgres' (scripts/deps.sh installs postgresql-15)");
+  }
+  if (::chown(dir.c_str(), pg->pw_uid, pg->pw_gid) != 0) {
+    throw std::system_error(errno, std::generic_category(), "chown " + dir.string());
+  }
+}
+
+void postgres_server::make_data_dir(const std::filesystem::path& into) {
+  auto init = run_captured({"runuser", "-u", "postgres", "--", pg_program("initdb"), "-D", into.string(), "-U",
+                            "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"},
+                           into.parent_path(), start_timeout_);
+  if (!init.status.success()) {
+    throw std::runtime_error(fmt::format("postgres_server: initdb ended with {}:\n{}", init.status.to_string(),
+                                         init.output));
+  }
+}
+
+std::vector<std::string> postgres_server::command_line() const {
+  std::vector<std::string> argv{"setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
+                                pg_program("postgres"), "-D", (dir() / "data").string(),
+                                "-p", std::to_string(port()), "-k", dir().string(),
+                                "-c", "listen_addresses=" + host(), "-c", "fsync=off",
+                                "-c", "synchronous_commit=off", "-c", "shared_buffers=16MB"};
+  for (const auto& s : options_.settings) {
+    argv.insert(argv.end(), {"-c", s});
+  }
+  return argv;
+}
+
+// A killed server's backends may hold its shared memory for a moment.
+bool postgres_server::worth_retry(const std::string& log) const {
+  return local_server::worth_retry(log) || log.find("pre-existing shared memory block") != std::string::npos;
+}
+
+// The first line of postmaster.pid is the server's pid.
+void postgres_server::before_sweep(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "data" / "postmaster.pid");
+  pid_t pid = 0;
+  if (in >> pid && pid > 0) {
+    ::kill(pid, SIGKILL);
+  }
+}
+
+std::vector<std::string> postgres_server::client(std::string_view statement) const {
+  return {pg_program("psql"), "-X", "-h", host(), "-p", std::to_string(port()), "-U", "postgres",
+          "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1", "-c", std::string(statement)};
+}
+
+bool postgres_server::ready() {
+  auto run = run_captured(client("SHOW data_directory"), dir(), std::chrono::seconds(5));
+  return run.status.success() && run.output.find((dir() / "data").string()) != std::string::npos;
+}
+
+std::string postgres_server::sql(std::string_view statement) {
+  return client_output(client(statement), statement);
+}
+
+// The postmaster's children (backends, background workers), from /proc.
+std::vector<pid_t> postgres_server::backends() const {
+  std::vector<pid_t> out;
+  const pid_t parent = pid();
+  if (parent <= 0) {
+    return out;
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const auto paren = stat.rfind(')');
+    char state = 0;
+    pid_t ppid = 0;
+    std::istringstream rest(paren == std::string::npos ? std::string{} : stat.substr(paren + 1));
+    if (rest >> state >> ppid && ppid == parent) {
+      out.push_back(static_cast<pid_t>(std::stoi(name)));
+    }
+  }
+  return out;
+}
+
+// The backends of a killed postmaster notice and exit on their own, but not at once.
+void postgres_server::kill() {
+  const auto children = backends();
+  local_server::kill();
+  for (const pid_t child : children) {
+    ::kill(child, SIGKILL);
+  }
+}
+
+void postgres_server::pause() {
+  for (const pid_t child : backends()) {
+    ::kill(child, SIGSTOP);
+  }
+  local_server::pause();
+}
+
+void postgres_server::resume() {
+  for (const pid_t child : backends()) {
+    ::kill(child, SIGCONT);
+  }
+  local_server::resume();
+}
+
+} // namespace corolock::test
