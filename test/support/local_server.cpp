@@ -1,5 +1,7 @@
 #include "local_server.hpp"
 
+#include "process_state.hpp"
+
 #include "redis_server.hpp" // pick_free_port
 #include "sql_server_process.hpp"
 
@@ -137,12 +139,12 @@ void local_server::restart() {
 
 void local_server::pause() {
   process_.signal(SIGSTOP);
-  wait_for_stopped_state(process_.pid(), true);
+  wait_for_state(process_.pid(), true);
 }
 
 void local_server::resume() {
   process_.signal(SIGCONT);
-  wait_for_stopped_state(process_.pid(), false);
+  wait_for_state(process_.pid(), false);
 }
 
 } // namespace corolock::test

@@ -18,15 +18,6 @@ namespace corolock::test {
 
 namespace {
 
-// /proc/<pid>/stat: "pid (comm) S ..."; the state letter follows the last ')'.
-char process_state(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat;
-  std::getline(in, stat);
-  const auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
-}
-
 std::string read_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::ostringstream out;
@@ -49,13 +40,6 @@ captured_run run_captured(std::vector<std::string> argv, const std::filesystem::
   std::error_code ignored;
   std::filesystem::remove(out_file, ignored);
   return run;
-}
-
-void wait_for_stopped_state(pid_t pid, bool stopped) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (((process_state(pid) == 'T') != stopped) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 }
 
 std::string file_tail(const std::filesystem::path& file, std::size_t lines) {

@@ -25,9 +25,6 @@ struct captured_run {
 captured_run run_captured(std::vector<std::string> argv, const std::filesystem::path& dir,
                           std::chrono::milliseconds timeout);
 
-/// Waits up to 5 s until /proc shows `pid` stopped (SIGSTOP) or no longer stopped.
-void wait_for_stopped_state(pid_t pid, bool stopped);
-
 /// The last `lines` lines of a text file (empty if it cannot be read).
 [[nodiscard]] std::string file_tail(const std::filesystem::path& file, std::size_t lines);
 
