@@ -34,6 +34,7 @@ packages=(
   libmariadb-dev            # Connector/C 3.3 (non-blocking API), pkg-config libmariadb
   postgresql-15             # postgres, initdb, pg_isready (no cluster is created by our fixtures)
   libpq-dev                 # libpq, pkg-config libpq
+  iproute2                  # ss: the SQL suites read our socket's keepalive timer
 )
 bench=0
 for arg in "$@"; do
