@@ -5,7 +5,7 @@
 #pragma once
 
 #include "detail/completion.hpp"
-#include "lock/lease_timing.hpp"
+#include "core/lease_timing.hpp"
 #include "redis/client_impl.hpp"
 
 #include <boost/asio/as_tuple.hpp>

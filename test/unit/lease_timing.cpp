@@ -1,6 +1,6 @@
-// When a held lease is renewed and when it is taken for lost (src/lock/lease_timing.hpp), on a
+// When a held lease is renewed and when it is taken for lost (src/core/lease_timing.hpp), on a
 // fake clock.
-#include "lock/lease_timing.hpp"
+#include "core/lease_timing.hpp"
 
 #include <boost/test/unit_test.hpp>
 

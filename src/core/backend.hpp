@@ -1,0 +1,200 @@
+// Private: the one seam between the lock core and a store. Everything above it (the line of local
+// callers, leases and their lost signal, the keeper that renews or follows them, guards, re-entry,
+// run_locked, cancellation, deadlines) knows no store; everything below it knows no caller, guard
+// or cancellation slot. Design, traits table and the paper check of Redis, ZooKeeper, etcd and the
+// SQL databases against this interface: src/core/README.md.
+//
+// The calling contract (each backend is tested against it by the conformance suite):
+//  1. One executor. Every call into a backend is made on get_executor(); every event and completion
+//     it delivers runs there too, and never inline from the call that caused it (posted), so the
+//     core needs no locks and may call back into the backend from an event.
+//  2. Per client and lock, one bid at a time. The core keeps at most one contender open per
+//     (lock, shared, permits) of a client. A release of that lock may run beside it (hand-off).
+//  3. Idempotent per owner. withdraw, release and a retried bid may reach the store twice (a reply
+//     lost with its connection); each leaves the same state as once. An owner is never reused.
+//  4. Order per owner. A withdrawal issued after a bid lands after it at the store, so withdraw()
+//     alone undoes an outcome the core no longer wants.
+//  5. What a completion means. granted: the store lists the owner as holder now, with that token.
+//     failed: nothing of the owner is left held or queued. release success: the store no longer
+//     lists the owner. renew "lost": the store no longer lists the owner; "unknown": the local
+//     deadline decides.
+//  6. Deadlines are the core's. A backend knows none; its own transport bound turns into
+//     failed(not_connected | timeout) only for a bid with ride_through false. A bid with
+//     ride_through true (its caller has a deadline) retries the same owner through a reconnect
+//     until the core withdraws it.
+//  7. Traits decide what a handle may ask: a kind or option the backend cannot serve is refused
+//     when the handle is constructed (error::invalid_argument, words naming store and trait).
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/lock/options.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corolock::core {
+
+using steady = std::chrono::steady_clock;
+template <typename Signature>
+using handler = detail::handler<Signature>;
+
+/// What a lock is, as its handle names it: a mutex, a read-write lock (readers share, a writer is
+/// alone), or a semaphore (holders take permits out of a capacity). Locks of different kinds never
+/// share state even under one name.
+enum class lock_kind : std::uint8_t { mutex, read_write, semaphore };
+
+/// How a store keeps a held lock alive.
+enum class lease_model : std::uint8_t {
+  per_lock, ///< each lock has its own expiry (Redis PX): the core's keeper renews it
+  session,  ///< a lock lives as long as the session that took it (ZooKeeper, etcd, SQL)
+};
+
+struct backend_traits {
+  std::string_view store;               ///< "redis", "zookeeper", "testing", … (for words)
+  lease_model leases = lease_model::per_lock;
+  bool fixed_lease = false;             ///< lock_options::watchdog = false can be served
+  bool read_write = false;              ///< shared_mutex
+  bool semaphore = false;               ///< semaphore
+  bool fifo = false;                    ///< waiters of different processes served in arrival order
+  bool replicas = false;                ///< lock_options::min_replicas
+  std::size_t max_name = lock_options::max_name;
+};
+
+/// One lock as a handle names it; immutable, shared by the handle, its bids and its leases.
+struct lock_spec {
+  std::string name;       ///< checked by the core (1..max_name bytes) and by backend::check
+  lock_kind kind = lock_kind::mutex;
+  std::int64_t capacity = 1; ///< semaphore: the permits when none was set at run time
+  lock_options options;   ///< as the handle was given them (backends read what they serve)
+};
+
+/// What one contender asks the store for.
+struct bid {
+  std::shared_ptr<const lock_spec> lock;
+  std::int64_t permits = 1; ///< semaphore: how many; read_write writer: all of them; else 1
+  bool shared = false;      ///< read_write: a reader
+  bool wait = true;         ///< false: one look, never queue (try_acquire)
+  bool ride_through = false; ///< see contract 6
+};
+
+/// The store lists the owner as holder.
+struct grant {
+  std::uint64_t token = 0;         ///< fencing token: strictly increasing per lock, forever
+  steady::time_point from{};       ///< a moment at or before the store started the lease
+  std::chrono::milliseconds valid_for{0}; ///< per_lock: lease left from `from`; session: the
+                                   ///< session's current bound (session_alive moves it later)
+  std::uint64_t session = 0;       ///< session stores: whose life the lease follows
+};
+
+/// A held lock as the backend needs it to release or renew it.
+struct held {
+  std::shared_ptr<const lock_spec> lock;
+  std::string owner;
+  std::uint64_t token = 0;
+  std::int64_t permits = 1;
+  bool shared = false;
+  std::uint64_t session = 0;
+};
+
+/// One lease of a renew() batch.
+struct renewal {
+  held lease;
+  bool check_only = false; ///< a fixed lease: confirm it is still ours, do not extend it
+};
+
+struct renew_outcome {
+  enum class result : std::uint8_t { renewed, lost, unknown };
+  result what = result::unknown;
+  steady::time_point sent_at{}; ///< renewed: the lease runs lock.options.lease from here
+};
+
+/// The core's line implements it; a backend calls exactly one of these per bid, posted, unless
+/// the bid was withdrawn first (then none).
+class contender_events {
+public:
+  virtual void granted(grant g) = 0;
+  virtual void taken() = 0; ///< bid.wait == false and the lock is held by another owner
+  virtual void failed(error_code ec, std::string words) = 0; ///< final; nothing of it is left
+
+protected:
+  ~contender_events() = default;
+};
+
+/// One owner's bid. The core destroys it after its event, or after withdraw().
+class contender {
+public:
+  virtual ~contender() = default;
+  /// The core no longer wants this bid (cancelled, deadline, client closing). Idempotent. No event
+  /// follows, and the store is left with nothing of this owner: a grant that raced the withdrawal
+  /// is given back by the backend, not by the core. The contender may be destroyed right after.
+  virtual void withdraw() = 0;
+};
+
+/// A one-shot timer on the backend's clock (the testing backend's is virtual).
+class timer {
+public:
+  virtual ~timer() = default;
+  /// Calls `fire` once at `at` (posted; at once if `at` has passed), replacing an earlier arming.
+  virtual void arm(steady::time_point at, std::function<void()> fire) = 0;
+  /// `fire` of the current arming is not called. Idempotent.
+  virtual void disarm() = 0;
+};
+
+class backend {
+public:
+  virtual ~backend() = default;
+
+  virtual const backend_traits& traits() const noexcept = 0;
+  virtual asio::any_io_executor get_executor() const = 0;
+  /// The clock the core reads; a timer of this backend fires by it.
+  virtual steady::time_point now() const = 0;
+  virtual std::unique_ptr<timer> make_timer() = 0;
+  /// A fresh owner id, never used before by this client (nor, with overwhelming likelihood, by any
+  /// other): the store records holders and waiters under it.
+  virtual std::string new_owner() = 0;
+
+  /// The store's own rules for a lock (name charset, a kind or option it cannot serve):
+  /// error::invalid_argument with `words`, or success. Called when a handle is constructed.
+  virtual error_code check(const lock_spec& lock, std::string& words) const = 0;
+
+  /// Starts a bid in `owner`'s name; exactly one event of `events` follows unless withdraw() comes
+  /// first. `events` outlives the contender.
+  virtual std::unique_ptr<contender> contend(bid b, std::string owner,
+                                             contender_events& events) = 0;
+
+  /// Owner-checked release of a held lock. Completes (posted) with success, error::lease_lost (the
+  /// store no longer lists the owner; nothing of another owner was touched), or a transport error
+  /// (not_connected, timeout, closed; the store's lease then ends on its own). `words` may carry
+  /// the server's text. May hand the lock straight to this client's own open contender of the same
+  /// lock, which then gets granted().
+  virtual void release(const held& lease, handler<void(error_code, std::string)> h) = 0;
+
+  /// per_lock stores: extends each lease by lock.options.lease (or, check_only, confirms it), one
+  /// outcome each, in order. session stores: never called.
+  virtual void renew(std::vector<renewal> leases,
+                     handler<void(std::vector<renew_outcome>)> h) = 0;
+
+  /// The client closes: every held lock and open bid of this backend is given back (or its session
+  /// ended). Completes when done, or once `bound` has passed.
+  virtual void close(std::chrono::milliseconds bound, handler<void()> h) = 0;
+
+  /// Set once by the core, before any other call.
+  struct hooks {
+    /// session stores: every lease of `session` is surely alive until `alive_until`.
+    std::function<void(std::uint64_t session, steady::time_point alive_until)> session_alive;
+    /// session stores: the session ended; every lease of it is lost (`ec`: session_expired,
+    /// connection_lost, closed).
+    std::function<void(std::uint64_t session, error_code ec)> session_lost;
+    /// per_lock stores: a reconnect after which each held lease should be checked at once (a
+    /// restarted server may have lost them).
+    std::function<void()> reconnected;
+  };
+  virtual void set_hooks(hooks h) = 0;
+};
+
+} // namespace corolock::core
