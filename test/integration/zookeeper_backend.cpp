@@ -2,7 +2,8 @@
 // seam (contend / withdraw / release / close, events recorded), against real private servers: the
 // line in arrival order with rising tokens, try_acquire, withdrawal at each place, readers and
 // writers, a holder cut off by the fault proxy (told before the waiter gets the lock), a client
-// gone without closing, close(), bad names. Every case ends with no node under the lock's folder.
+// gone without closing, close(), the ensemble's leader killed, bad names. Every case ends with no
+// node under the lock's folder.
 #include "backends/zookeeper/lock_backend.hpp"
 
 #include <corolock/error.hpp>
@@ -417,6 +418,43 @@ BOOST_AUTO_TEST_CASE(release_of_a_node_deleted_by_someone_else_is_lease_lost) {
     auto [ec, words] = co_await release(a, held_of(lock, oa, ra));
     BOOST_TEST((ec == error::lease_lost), ec.message());
     co_await a.client.close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(the_ensemble_s_leader_killed_keeps_the_holder_and_the_waiter_and_tokens_rise) {
+  zookeeper_ensemble ensemble;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    side a(ex, ensemble.url(), milliseconds(6000)), b(ex, ensemble.url(), milliseconds(6000));
+    co_await a.client.connect();
+    co_await b.client.connect();
+    auto lock = spec_of("order:42");
+    recorder ra, rb, ra2;
+    const auto oa = a.backend.new_owner(), ob = b.backend.new_owner();
+    auto ca = a.backend.contend(bid_of(lock), oa, ra);
+    BOOST_REQUIRE(co_await told(ra));
+    auto cb = b.backend.contend(bid_of(lock), ob, rb);
+    BOOST_REQUIRE(co_await count_becomes(b.client, dir, 2));
+
+    const auto killed = clock_type::now();
+    ensemble[ensemble.leader()].kill(); // SIGKILL: spawns nothing, so on this thread
+    auto [ec, words] = co_await release(a, held_of(lock, oa, ra)); // waits for the new leader
+    BOOST_TEST(!ec, ec.message() << " " << words);
+    BOOST_REQUIRE(co_await told(rb, milliseconds(20000)));
+    BOOST_TEST(rb.what == "granted");
+    BOOST_TEST(rb.g.token > ra.g.token);
+    BOOST_TEST_MESSAGE("leader killed: a's release and b's grant " << ms_between(killed, rb.at) << " ms after the kill");
+    auto ca2 = a.backend.contend(bid_of(lock), a.backend.new_owner(), ra2); // in line behind b
+    BOOST_REQUIRE(co_await count_becomes(b.client, dir, 2));
+    std::tie(ec, words) = co_await release(b, held_of(lock, ob, rb));
+    BOOST_TEST(!ec);
+    BOOST_REQUIRE(co_await told(ra2));
+    BOOST_TEST(ra2.g.token > rb.g.token); // made after the election: a new epoch in its czxid
+    BOOST_TEST_MESSAGE("tokens (czxid) " << std::hex << ra.g.token << " -> " << rb.g.token << " -> " << ra2.g.token);
+    BOOST_TEST(!a.lost_at.has_value()); // the sessions lived through the election
+    BOOST_TEST(!b.lost_at.has_value());
+    co_await a.client.close();
+    BOOST_TEST((co_await nodes(b.client, dir)).empty());
+    co_await b.client.close();
   });
 }
 
