@@ -8,6 +8,7 @@
 
 #include <support/async_test.hpp>
 #include <support/redis_server.hpp> // pick_free_port
+#include <support/zookeeper_config.hpp>
 #include <support/zookeeper_server.hpp>
 
 #include <boost/asio.hpp>
@@ -43,13 +44,6 @@ asio::awaitable<void> offload(std::function<void()> f) {
     std::rethrow_exception(error);
 }
 
-zk::config config_of(const std::string& url, milliseconds session_timeout) {
-  auto c = zk::config::from_url(url);
-  c.session_timeout = session_timeout;
-  c.connect_timeout = milliseconds(500);
-  return c;
-}
-
 /// Every session state the client went through, in order.
 struct state_log {
   std::vector<zk::session_state> seen;
@@ -73,7 +67,7 @@ BOOST_AUTO_TEST_SUITE(zookeeper_client)
 BOOST_AUTO_TEST_CASE(an_idle_session_is_kept_alive_by_pings) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, config_of(server.url(), milliseconds(1000)));
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(1000)));
     state_log states;
     states.attach(c);
     co_await c.connect();
@@ -94,7 +88,7 @@ BOOST_AUTO_TEST_CASE(an_idle_session_is_kept_alive_by_pings) {
 BOOST_AUTO_TEST_CASE(ephemeral_sequential_nodes_are_listed_with_rising_czxid) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, config_of(server.url(), milliseconds(4000)));
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(4000)));
     co_await c.connect();
     auto parent = co_await c.create("/locks", "", zk::create_mode::container);
     BOOST_TEST(parent.path == "/locks");
@@ -125,8 +119,8 @@ BOOST_AUTO_TEST_CASE(ephemeral_sequential_nodes_are_listed_with_rising_czxid) {
 BOOST_AUTO_TEST_CASE(a_watch_fires_when_its_node_is_deleted) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client watcher(ex, config_of(server.url(), milliseconds(4000)));
-    zk::client other(ex, config_of(server.url(), milliseconds(4000)));
+    zk::client watcher(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    zk::client other(ex, zookeeper_config(server.url(), milliseconds(4000)));
     co_await watcher.connect();
     co_await other.connect();
     std::vector<zk::watch_event> events;
@@ -157,7 +151,7 @@ BOOST_AUTO_TEST_CASE(a_watch_fires_when_its_node_is_deleted) {
 BOOST_AUTO_TEST_CASE(a_multi_is_all_or_nothing) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, config_of(server.url(), milliseconds(4000)));
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(4000)));
     co_await c.connect();
     // Named vectors: GCC 12 miscompiles a braced list of variants inside a co_await expression.
     std::vector<zk::multi_op> good{zk::create_op{"/m", "", zk::create_mode::persistent},
@@ -181,7 +175,7 @@ BOOST_AUTO_TEST_CASE(a_multi_is_all_or_nothing) {
 BOOST_AUTO_TEST_CASE(a_server_restart_within_the_session_keeps_it_its_nodes_and_watches) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, config_of(server.url(), milliseconds(6000)));
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(6000)));
     state_log states;
     states.attach(c);
     co_await c.connect();
@@ -211,7 +205,7 @@ BOOST_AUTO_TEST_CASE(a_server_restart_within_the_session_keeps_it_its_nodes_and_
     BOOST_TEST(e->ephemeral_owner == id);
 
     // The exist watch came back with SetWatches: another client's create fires it.
-    zk::client other(ex, config_of(server.url(), milliseconds(4000)));
+    zk::client other(ex, zookeeper_config(server.url(), milliseconds(4000)));
     co_await other.connect();
     co_await other.create("/later", "", zk::create_mode::persistent);
     BOOST_REQUIRE(co_await eventually([&] { return fired.is_set(); }, milliseconds(5000)));
@@ -226,7 +220,7 @@ BOOST_AUTO_TEST_CASE(a_server_restart_within_the_session_keeps_it_its_nodes_and_
 BOOST_AUTO_TEST_CASE(a_stopped_server_past_the_session_timeout_is_expiry_for_us) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, config_of(server.url(), milliseconds(1000)));
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(1000)));
     state_log states;
     states.attach(c);
     co_await c.connect();
@@ -260,7 +254,7 @@ BOOST_AUTO_TEST_CASE(the_leader_killed_the_client_moves_to_another_member_with_i
     if (i != leader)
       url += "," + ensemble[i].address();
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, config_of(url, milliseconds(8000)));
+    zk::client c(ex, zookeeper_config(url, milliseconds(8000)));
     state_log states;
     states.attach(c);
     co_await c.connect();
@@ -289,8 +283,8 @@ BOOST_AUTO_TEST_CASE(the_leader_killed_the_client_moves_to_another_member_with_i
 BOOST_AUTO_TEST_CASE(close_removes_the_session_ephemeral_nodes_at_once) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client owner(ex, config_of(server.url(), milliseconds(10000)));
-    zk::client other(ex, config_of(server.url(), milliseconds(10000)));
+    zk::client owner(ex, zookeeper_config(server.url(), milliseconds(10000)));
+    zk::client other(ex, zookeeper_config(server.url(), milliseconds(10000)));
     co_await owner.connect();
     co_await other.connect();
     co_await owner.create("/mine", "", zk::create_mode::ephemeral);
@@ -309,7 +303,7 @@ BOOST_AUTO_TEST_CASE(close_removes_the_session_ephemeral_nodes_at_once) {
 BOOST_AUTO_TEST_CASE(a_cancelled_operation_ends_at_once_and_its_late_reply_is_dropped) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, config_of(server.url(), milliseconds(4000)));
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(4000)));
     co_await c.connect();
     co_await offload([&] { server.pause(); }); // the reply cannot come before the cancellation
     asio::cancellation_signal signal;
@@ -329,8 +323,8 @@ BOOST_AUTO_TEST_CASE(a_cancelled_operation_ends_at_once_and_its_late_reply_is_dr
 BOOST_AUTO_TEST_CASE(a_chroot_is_below_the_server_root) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client root(ex, config_of(server.url(), milliseconds(4000)));
-    zk::client app(ex, config_of(server.url() + "/app", milliseconds(4000)));
+    zk::client root(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    zk::client app(ex, zookeeper_config(server.url() + "/app", milliseconds(4000)));
     co_await root.connect();
     co_await app.connect();
     co_await root.create("/app", "", zk::create_mode::persistent);
@@ -345,7 +339,7 @@ BOOST_AUTO_TEST_CASE(a_chroot_is_below_the_server_root) {
 BOOST_AUTO_TEST_CASE(no_server_is_connect_failed_with_the_members_named) {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     const auto port = pick_free_port();
-    zk::client c(ex, config_of("zookeeper://127.0.0.1:" + std::to_string(port), milliseconds(1000)));
+    zk::client c(ex, zookeeper_config("zookeeper://127.0.0.1:" + std::to_string(port), milliseconds(1000)));
     diagnostics why;
     auto [ec] = co_await c.connect(bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
     BOOST_TEST((ec == error::connect_failed));
@@ -368,7 +362,7 @@ BOOST_AUTO_TEST_CASE(a_bad_url_or_path_is_invalid_argument) {
   }
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, config_of(server.url(), milliseconds(4000)));
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(4000)));
     co_await c.connect();
     for (const char* path : {"", "relative", "/trailing/", "/a//b"}) {
       diagnostics why;

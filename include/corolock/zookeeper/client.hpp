@@ -34,6 +34,7 @@ namespace corolock::zookeeper {
 
 namespace detail {
 class client_impl;
+struct lock_access;
 } // namespace detail
 
 /// A node made by create(): its path (with the sequence suffix) and Stat (czxid: the fencing token).
@@ -161,6 +162,7 @@ public:
   std::size_t member() const noexcept;
 
 private:
+  friend struct detail::lock_access; // the lock backend listens beside the user's callbacks
   void async_connect_impl(diagnostics* diag, corolock::detail::handler<void(error_code)> h);
   void async_create_impl(std::string path, std::string data, create_mode mode, diagnostics* diag,
                          corolock::detail::handler<void(error_code, created)> h);

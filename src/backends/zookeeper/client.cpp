@@ -6,6 +6,7 @@
 #include <corolock/error.hpp>
 #include <corolock/zookeeper/client.hpp>
 
+#include "backends/zookeeper/lock_access.hpp"
 #include "backends/zookeeper/records.hpp"
 #include "backends/zookeeper/session.hpp"
 #include "detail/completion.hpp"
@@ -164,6 +165,7 @@ public:
 
   std::function<void(const watch_event&)> on_watch_;
   std::function<void(session_state)> on_state_;
+  lock_access::listeners locks_;
 
 private:
   template <typename H>
@@ -202,6 +204,13 @@ private:
       case k::state: state_changed(a.state, a.err); break;
       }
     }
+    if (locks_.alive && fsm_.alive_until() != alive_told_) {
+      alive_told_ = fsm_.alive_until();
+      asio::post(ex_, [self = shared_from_this(), t = alive_told_] {
+        if (self->locks_.alive && !self->dead_)
+          self->locks_.alive(t);
+      });
+    }
     arm_timer();
   }
 
@@ -221,6 +230,11 @@ private:
 
   void deliver(watch_event e) {
     e.path = from_server(e.path);
+    if (locks_.watch)
+      asio::post(ex_, [self = shared_from_this(), e] {
+        if (self->locks_.watch && !self->dead_)
+          self->locks_.watch(e);
+      });
     if (on_watch_)
       asio::post(ex_, [self = shared_from_this(), e = std::move(e)] {
         if (self->on_watch_ && !self->dead_)
@@ -229,6 +243,11 @@ private:
   }
 
   void state_changed(session_state s, zk_error why) {
+    if (locks_.state)
+      asio::post(ex_, [self = shared_from_this(), s] {
+        if (self->locks_.state && !self->dead_)
+          self->locks_.state(s);
+      });
     if (on_state_)
       asio::post(ex_, [self = shared_from_this(), s] {
         if (self->on_state_ && !self->dead_)
@@ -383,6 +402,7 @@ private:
   bool closed_ = false;
   bool dead_ = false;
   session::time_point timer_at_ = session::time_point::max();
+  session::time_point alive_told_ = session::time_point::min();
   std::map<std::int32_t, std::unique_ptr<pending>> pending_;
   std::optional<handler<void(error_code)>> connect_h_;
   std::optional<handler<void(error_code)>> close_h_;
@@ -550,6 +570,14 @@ void client::async_multi_impl(std::vector<multi_op> ops, diagnostics* diag,
 
 void client::async_close_impl(handler<void(error_code)> h) {
   impl_->close(std::move(h));
+}
+
+void detail::lock_access::listen(client& c, listeners l) {
+  c.impl_->locks_ = std::move(l);
+}
+
+void detail::lock_access::close_session(client& c, handler<void(error_code)> h) {
+  c.impl_->close(std::move(h));
 }
 
 } // namespace corolock::zookeeper

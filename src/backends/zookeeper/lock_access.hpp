@@ -1,0 +1,27 @@
+// Private: what the lock backend (lock_backend.hpp) needs of a zookeeper::client beyond its public
+// API: its own listeners for watch events, session states and proofs of life (the user's on_watch
+// and on_state stay the user's), and ending the session without going through client::close().
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/zookeeper/client.hpp>
+
+#include <chrono>
+#include <functional>
+
+namespace corolock::zookeeper::detail {
+
+struct lock_access {
+  struct listeners {
+    std::function<void(const watch_event&)> watch;
+    std::function<void(session_state)> state;
+    /// The session's local deadline (client::alive_until()) moved: a reply proved it alive.
+    std::function<void(std::chrono::steady_clock::time_point alive_until)> alive;
+  };
+  /// Replaces the listeners; each is called posted, on the client's executor.
+  static void listen(client& c, listeners l);
+  /// client::close() without the lock layer's part.
+  static void close_session(client& c, corolock::detail::handler<void(error_code)> h);
+};
+
+} // namespace corolock::zookeeper::detail

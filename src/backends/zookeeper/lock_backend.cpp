@@ -1,0 +1,378 @@
+// ZooKeeper behind the lock core's seam (lock_backend.hpp): each bid's recipe driven on the client.
+#include "backends/zookeeper/lock_backend.hpp"
+
+#include "backends/zookeeper/lock_access.hpp"
+#include "backends/zookeeper/lock_paths.hpp"
+#include "backends/zookeeper/lock_recipe.hpp"
+#include "detail/completion.hpp"
+
+#include <corolock/error.hpp>
+#include <corolock/zookeeper/client.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <set>
+
+namespace corolock::detail {
+std::string random_id(); // 32 hex digits from getrandom (src/redis/client.cpp)
+}
+
+namespace corolock::zookeeper::detail {
+
+using core::steady;
+using corolock::detail::complete_later;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr core::backend_traits zookeeper_traits{
+    .store = "zookeeper",
+    .leases = core::lease_model::session,
+    .fixed_lease = false,
+    .read_write = true,
+    .semaphore = false,
+    .fifo = true,
+    .replicas = false,
+};
+
+/// A core::timer on an asio::steady_timer. A firing that raced disarm/arm/destruction is dropped
+/// by its generation.
+class asio_timer final : public core::timer {
+public:
+  explicit asio_timer(asio::any_io_executor ex) : t_(std::move(ex)), gen_(std::make_shared<std::uint64_t>(0)) {}
+  void arm(steady::time_point at, std::function<void()> fire) override {
+    const auto g = ++*gen_;
+    t_.expires_at(at);
+    t_.async_wait([gen = std::weak_ptr<std::uint64_t>(gen_), g, fire = std::move(fire)](error_code) {
+      if (auto p = gen.lock(); p && *p == g)
+        fire();
+    });
+  }
+  void disarm() override {
+    ++*gen_;
+    t_.cancel();
+  }
+
+private:
+  asio::steady_timer t_;
+  std::shared_ptr<std::uint64_t> gen_;
+};
+
+node_kind node_kind_of(const core::bid& b) {
+  if (b.lock->kind == core::lock_kind::read_write)
+    return b.shared ? node_kind::read : node_kind::write;
+  return node_kind::mutex;
+}
+
+/// One bid's recipe, kept by the backend until nothing of it is left at the store (also after the
+/// core has withdrawn it and destroyed its contender).
+struct bid_run {
+  explicit bid_run(lock_recipe r, core::contender_events* e) : recipe(std::move(r)), events(e) {}
+  lock_recipe recipe;
+  core::contender_events* events; ///< null once withdrawn or once its event was delivered
+  bool settled = false;           ///< its event was delivered
+  std::vector<core::handler<void(error_code, std::string)>> releases;
+};
+
+} // namespace
+
+struct lock_backend::state : std::enable_shared_from_this<state> {
+  state(client& c) : zk(&c), ex(c.get_executor()), client_id(corolock::detail::random_id().substr(0, 16)) {}
+
+  client* zk;
+  asio::any_io_executor ex;
+  hooks told;
+  std::string client_id;
+  std::uint64_t owners = 0;
+  std::set<std::shared_ptr<bid_run>> running; ///< bids not yet over at the store
+  std::map<std::string, std::shared_ptr<bid_run>> held; ///< granted and delivered, by owner
+  std::int64_t session = 0;
+  bool suspended = false;
+
+  milliseconds margin() const { return zk ? zk->negotiated_timeout() / 10 : milliseconds(0); }
+
+  void run(std::shared_ptr<bid_run> b) {
+    for (auto& a : b->recipe.take_actions()) {
+      using k = lock_recipe::action::kind;
+      switch (a.what) {
+      case k::create_parent:
+      case k::create:
+      case k::list:
+      case k::watch:
+      case k::stat:
+      case k::remove: send(b, a); break;
+      case k::granted: {
+        auto* e = std::exchange(b->events, nullptr);
+        if (!e)
+          break; // cannot happen: a withdrawn recipe grants nothing
+        b->settled = true;
+        held[b->recipe.owner()] = b;
+        const auto now = steady::now();
+        const auto until = zk ? zk->alive_until() - margin() : now;
+        session = zk ? zk->session_id() : session;
+        e->granted({.token = a.token,
+                    .from = now,
+                    .valid_for = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(until - now)),
+                    .session = static_cast<std::uint64_t>(session)});
+        break;
+      }
+      case k::taken:
+        if (auto* e = std::exchange(b->events, nullptr)) {
+          b->settled = true;
+          e->taken();
+        }
+        break;
+      case k::failed:
+        if (auto* e = std::exchange(b->events, nullptr)) {
+          b->settled = true;
+          e->failed(a.ec, a.words.empty() ? a.ec.message() : a.words + ": " + a.ec.message());
+        }
+        break;
+      case k::released:
+        for (auto& h : std::exchange(b->releases, {}))
+          complete_later(ex, std::move(h), asio::cancellation_slot{}, a.ec, a.words);
+        break;
+      case k::done:
+        running.erase(b);
+        if (auto it = held.find(b->recipe.owner()); it != held.end() && it->second == b)
+          held.erase(it);
+        break;
+      }
+    }
+  }
+
+  void send(const std::shared_ptr<bid_run>& b, const lock_recipe::action& a) {
+    using k = lock_recipe::action::kind;
+    const auto id = a.id;
+    auto self = shared_from_this();
+    if (!zk) { // detached: every request fails as on a closed client, never inline
+      asio::post(ex, [self, b, id, what = a.what] { self->feed(b, what, id, error::closed); });
+      return;
+    }
+    switch (a.what) {
+    case k::create_parent:
+      zk->create(a.path, "", create_mode::container, [self, b, id](error_code ec, const created&) {
+        b->recipe.parent_created(id, ec);
+        self->run(b);
+      });
+      break;
+    case k::create:
+      zk->create(a.path, "", create_mode::ephemeral_sequential, [self, b, id](error_code ec, const created& c) {
+        b->recipe.created(id, ec, c.path, c.node.czxid);
+        self->run(b);
+      });
+      break;
+    case k::list:
+      zk->get_children(a.path, false, [self, b, id](error_code ec, const children& c) {
+        b->recipe.listed(id, ec, c.names);
+        self->run(b);
+      });
+      break;
+    case k::watch:
+    case k::stat:
+      zk->exists(a.path, a.what == k::watch, [self, b, id](error_code ec, const std::optional<node_stat>& st) {
+        b->recipe.looked(id, ec, st.has_value(), st ? st->czxid : 0);
+        self->run(b);
+      });
+      break;
+    case k::remove:
+      zk->remove(a.path, -1, [self, b, id](error_code ec) {
+        b->recipe.removed(id, ec);
+        self->run(b);
+      });
+      break;
+    default: break;
+    }
+  }
+
+  void feed(const std::shared_ptr<bid_run>& b, lock_recipe::action::kind what, std::uint64_t id, error_code ec) {
+    using k = lock_recipe::action::kind;
+    switch (what) {
+    case k::create_parent: b->recipe.parent_created(id, ec); break;
+    case k::create: b->recipe.created(id, ec, "", 0); break;
+    case k::list: b->recipe.listed(id, ec, {}); break;
+    case k::watch:
+    case k::stat: b->recipe.looked(id, ec, false, 0); break;
+    case k::remove: b->recipe.removed(id, ec); break;
+    default: break;
+    }
+    run(b);
+  }
+
+  void for_each_running(void (lock_recipe::*f)()) {
+    const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
+    for (const auto& b : all) {
+      (b->recipe.*f)();
+      run(b);
+    }
+  }
+
+  void on_watch(const watch_event& e) {
+    if (e.type == event_type::none)
+      return;
+    const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
+    for (const auto& b : all) {
+      b->recipe.watch_fired(e.path);
+      run(b);
+    }
+  }
+
+  void on_state(session_state s) {
+    switch (s) {
+    case session_state::suspended: suspended = true; break;
+    case session_state::connected:
+      if (std::exchange(suspended, false)) // a watch may have been missed meanwhile: look again
+        for_each_running(&lock_recipe::reconnected);
+      break;
+    case session_state::expired:
+      if (session && told.session_lost)
+        told.session_lost(static_cast<std::uint64_t>(session), error::session_expired);
+      break;
+    default: break;
+    }
+  }
+
+  void on_alive(steady::time_point alive_until) {
+    if (!zk)
+      return;
+    session = zk->session_id();
+    if (told.session_alive)
+      told.session_alive(static_cast<std::uint64_t>(session), alive_until - margin());
+  }
+};
+
+namespace {
+
+class zk_contender final : public core::contender {
+public:
+  zk_contender(std::weak_ptr<lock_backend::state> s, std::shared_ptr<bid_run> b)
+      : s_(std::move(s)), b_(std::move(b)) {}
+  void withdraw() override {
+    if (b_->settled || withdrawn_)
+      return; // after its event the lease is the core's: release(), not withdraw
+    withdrawn_ = true;
+    b_->events = nullptr;
+    b_->recipe.withdraw();
+    if (auto s = s_.lock())
+      s->run(b_);
+  }
+
+private:
+  std::weak_ptr<lock_backend::state> s_;
+  std::shared_ptr<bid_run> b_;
+  bool withdrawn_ = false;
+};
+
+} // namespace
+
+lock_backend::lock_backend(client& c) : s_(std::make_shared<state>(c)) {
+  std::weak_ptr<state> w = s_;
+  lock_access::listen(c, {.watch = [w](const watch_event& e) { if (auto s = w.lock()) s->on_watch(e); },
+                          .state = [w](session_state st) { if (auto s = w.lock()) s->on_state(st); },
+                          .alive = [w](steady::time_point t) { if (auto s = w.lock()) s->on_alive(t); }});
+}
+
+lock_backend::~lock_backend() {
+  detach();
+  s_->told = {};
+  for (const auto& b : s_->running)
+    b->events = nullptr; // the core that listened is going
+}
+
+void lock_backend::detach() noexcept {
+  if (s_->zk)
+    lock_access::listen(*s_->zk, {});
+  s_->zk = nullptr;
+}
+
+const core::backend_traits& lock_backend::traits() const noexcept { return zookeeper_traits; }
+asio::any_io_executor lock_backend::get_executor() const { return s_->ex; }
+core::steady::time_point lock_backend::now() const { return steady::now(); }
+std::unique_ptr<core::timer> lock_backend::make_timer() { return std::make_unique<asio_timer>(s_->ex); }
+
+std::string lock_backend::new_owner() {
+  // No '-': the recipe parses node names at their dashes (it would cope, but keep them plain).
+  return s_->client_id + "." + std::to_string(++s_->owners);
+}
+
+error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
+  const auto refuse = [&](std::string why) {
+    words = "ZooKeeper: " + std::move(why);
+    return error_code(error::invalid_argument);
+  };
+  if (lock.kind == core::lock_kind::semaphore)
+    return refuse("no semaphore yet (trait semaphore: false)");
+  if (!lock.options.watchdog)
+    return refuse("no fixed lease: a lock lives as long as its session (trait fixed_lease: false)");
+  if (lock.options.min_replicas > 0)
+    return refuse("min_replicas does not apply: a write is committed by a quorum (trait replicas: false)");
+  std::string why;
+  if (lock_root(lock.options.prefix, why).empty())
+    return refuse(why);
+  if (!valid_node_name(lock.name, why))
+    return refuse("lock name '" + lock.name + "': " + why);
+  return {};
+}
+
+std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
+                                                       core::contender_events& events) {
+  std::string why;
+  const auto dir = lock_root(b.lock->options.prefix, why) + "/" + b.lock->name; // check() passed
+  auto run = std::make_shared<bid_run>(lock_recipe(dir, node_kind_of(b), std::move(owner), b.wait), &events);
+  s_->running.insert(run);
+  run->recipe.start();
+  s_->run(run);
+  return std::make_unique<zk_contender>(s_, run);
+}
+
+void lock_backend::release(const core::held& lease, core::handler<void(error_code, std::string)> h) {
+  auto it = s_->held.find(lease.owner);
+  if (it == s_->held.end())
+    return complete_later(s_->ex, std::move(h), asio::cancellation_slot{}, error_code(error::lease_lost),
+                          std::string("this client holds no node of owner ") + lease.owner);
+  auto b = it->second;
+  b->releases.push_back(std::move(h));
+  if (b->releases.size() == 1) // a second release of the same owner shares the first one's outcome
+    b->recipe.release();
+  s_->run(b);
+}
+
+void lock_backend::renew(std::vector<core::renewal> leases,
+                         core::handler<void(std::vector<core::renew_outcome>)> h) {
+  // Never called for a session store; answered "unknown" so the local deadline decides.
+  complete_later(s_->ex, std::move(h), asio::cancellation_slot{},
+                 std::vector<core::renew_outcome>(leases.size()));
+}
+
+void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+  // Closing the session deletes every node of ours at once; bids still open fail with closed.
+  struct once {
+    std::optional<core::handler<void()>> h;
+    asio::steady_timer timer;
+    void done(const asio::any_io_executor& ex) {
+      timer.cancel();
+      if (h) {
+        auto out = std::move(*h);
+        h.reset();
+        complete_later(ex, std::move(out), asio::cancellation_slot{});
+      }
+    }
+  };
+  auto o = std::make_shared<once>(once{std::nullopt, asio::steady_timer(s_->ex)});
+  o->h.emplace(std::move(h));
+  auto ex = s_->ex;
+  o->timer.expires_after(bound);
+  o->timer.async_wait([o, ex](error_code ec) {
+    if (!ec)
+      o->done(ex);
+  });
+  if (!s_->zk)
+    return o->done(ex);
+  lock_access::close_session(*s_->zk, [o, ex](error_code) { o->done(ex); });
+}
+
+void lock_backend::set_hooks(hooks h) { s_->told = std::move(h); }
+
+} // namespace corolock::zookeeper::detail

@@ -1,0 +1,68 @@
+// Private: ZooKeeper behind the lock core's seam (core/backend.hpp), over one zookeeper::client.
+//
+// Each bid runs the lock recipe (lock_recipe.hpp) on the client's session: requests out, replies
+// and the client's watch events back in. Where a lock lives: lock_paths.hpp.
+//
+// The session is the lease (traits: lease_model::session). Every reply moves the client's local
+// deadline (client::alive_until(): the send of the last answered request plus the negotiated
+// timeout, before which no server can have expired the session); the backend reports
+// session_alive(session, that deadline minus a tenth of the timeout) at each move, the tenth a
+// margin for the server's clock running faster than ours and for telling the holder. While the
+// client is suspended (disconnected within the session) no reply comes, the bound stays where it
+// was and the core marks the leases lost when it passes — before any server may expire the
+// session and grant the lock to another. A reconnect in time keeps the session and the locks (the
+// next reply moves the bound again); but a lease the core already marked lost stays lost (lost()
+// never flips back). The session's expiry (the server's word, or the local deadline) →
+// session_lost(session, session_expired): every lease of it is gone, its nodes with it; the client
+// is then over (a new session needs a new client).
+//
+// Tokens: the node's czxid, the zxid of the transaction that created it. Zxids are one counter for
+// the whole ensemble (epoch << 32 | counter; a new leader starts a higher epoch, and the leader
+// forces an election before the counter wraps), so tokens rise per lock name forever, across
+// leader changes and the deletion of the lock's container, as long as the ensemble's data lives.
+// A lock granted later has a later node (the line is in creation order), so a later czxid.
+//
+// A client must be connected (client::connect()) before its first bid; bids before fail with
+// not_connected. Lifetime: the client owns the engine that owns this backend; ~client calls
+// detach() first, after which every call fails with error::closed.
+#pragma once
+
+#include "core/backend.hpp"
+
+#include <memory>
+
+namespace corolock::zookeeper {
+class client;
+}
+
+namespace corolock::zookeeper::detail {
+
+class lock_backend final : public core::backend {
+public:
+  explicit lock_backend(client& c);
+  ~lock_backend() override;
+
+  /// The client is going: no request is sent any more; every bid ends (withdrawn, closed).
+  void detach() noexcept;
+
+  const core::backend_traits& traits() const noexcept override;
+  asio::any_io_executor get_executor() const override;
+  core::steady::time_point now() const override;
+  std::unique_ptr<core::timer> make_timer() override;
+  std::string new_owner() override;
+  error_code check(const core::lock_spec& lock, std::string& words) const override;
+  std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
+                                           core::contender_events& events) override;
+  void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void renew(std::vector<core::renewal> leases,
+             core::handler<void(std::vector<core::renew_outcome>)> h) override;
+  void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
+  void set_hooks(hooks h) override;
+
+  struct state;
+
+private:
+  std::shared_ptr<state> s_;
+};
+
+} // namespace corolock::zookeeper::detail

@@ -1,0 +1,83 @@
+// Lock paths in ZooKeeper's tree (lock_paths.hpp).
+#include "backends/zookeeper/lock_paths.hpp"
+
+#include <cstdint>
+
+namespace corolock::zookeeper::detail {
+
+namespace {
+
+/// The next UTF-8 code point of `s` from `i` (advanced), or -1 for a malformed sequence.
+long next_code_point(std::string_view s, std::size_t& i) {
+  const auto b = static_cast<unsigned char>(s[i++]);
+  if (b < 0x80)
+    return b;
+  int more = b >= 0xF0 && b < 0xF5 ? 3 : b >= 0xE0 ? 2 : b >= 0xC2 && b < 0xE0 ? 1 : -1;
+  if (more < 0 || i + static_cast<std::size_t>(more) > s.size())
+    return -1;
+  long cp = b & (0x3F >> more);
+  for (int k = 0; k < more; ++k) {
+    const auto c = static_cast<unsigned char>(s[i++]);
+    if ((c & 0xC0) != 0x80)
+      return -1;
+    cp = (cp << 6) | (c & 0x3F);
+  }
+  const long least[] = {0, 0x80, 0x800, 0x10000};
+  return cp < least[more] || cp > 0x10FFFF ? -1 : cp; // overlong or out of range
+}
+
+bool refused_by_server(long cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0xD800 && cp <= 0xF8FF) ||
+         (cp >= 0xFFF0 && cp <= 0xFFFF);
+}
+
+} // namespace
+
+bool valid_node_name(std::string_view name, std::string& words) {
+  if (name.empty() || name == "." || name == "..") {
+    words = "'" + std::string(name) + "' cannot name a ZooKeeper node";
+    return false;
+  }
+  if (name.find('/') != std::string_view::npos) {
+    words = "a ZooKeeper lock name holds no '/' (it is one node of the tree)";
+    return false;
+  }
+  for (std::size_t i = 0; i < name.size();) {
+    const auto at = i;
+    const auto cp = next_code_point(name, i);
+    if (cp < 0 || refused_by_server(cp)) {
+      words = "byte " + std::to_string(at) + " of the name is " +
+              (cp < 0 ? "not UTF-8" : "a character ZooKeeper refuses in a path");
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string lock_root(std::string_view prefix, std::string& words) {
+  if (prefix.ends_with(':'))
+    prefix.remove_suffix(1);
+  std::string root = prefix.starts_with('/') ? std::string(prefix) : "/" + std::string(prefix);
+  if (root == "/") {
+    words = "the prefix names no ZooKeeper folder for the locks (e.g. \"corolock:\" is /corolock)";
+    return {};
+  }
+  for (std::size_t from = 1; from <= root.size();) {
+    auto to = root.find('/', from);
+    if (to == std::string::npos)
+      to = root.size();
+    std::string why;
+    if (!valid_node_name(std::string_view(root).substr(from, to - from), why)) {
+      words = "the prefix's path " + root + ": " + why;
+      return {};
+    }
+    from = to + 1;
+  }
+  if (root == "/zookeeper" || root.starts_with("/zookeeper/")) {
+    words = "the prefix's path " + root + " is ZooKeeper's own";
+    return {};
+  }
+  return root;
+}
+
+} // namespace corolock::zookeeper::detail

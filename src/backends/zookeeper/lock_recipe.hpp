@@ -1,0 +1,156 @@
+// Private: ZooKeeper's lock recipe for one contender (one owner's bid), as a state machine without
+// I/O: results of ZooKeeper requests in, requests and the bid's outcome out. The backend
+// (lock_backend.cpp) sends the requests on the client and feeds the replies back; the unit tests
+// (test/unit/zk_lock_recipe.cpp) feed made-up replies and compare the actions as text.
+//
+// The recipe (ZooKeeper's "Locks" recipe, Curator's InterProcessMutex / ReadWriteLock):
+// - Our node is `<dir>/<kind>-<owner>-` EPHEMERAL_SEQUENTIAL (the server appends a 10-digit
+//   sequence) under the lock's container `<dir>`. The owner is in the name, so a create whose reply
+//   was lost with its connection is found by getChildren and never made twice (no orphan node
+//   blocking the line). When the container (or one of its parents) is missing, the parents are made
+//   as containers from the top, then the create is sent again: the server deletes an emptied
+//   container by itself, so lock folders do not pile up.
+// - getChildren: the nodes of our family (a mutex: `mutex-`; a read-write lock: `read-` and
+//   `write-`; other kinds under the same name are not looked at) ordered by sequence. First in line
+//   (a mutex or a writer: first of all; a reader: no writer before it) → granted, token = our
+//   node's czxid. Else exists+watch on the one node we wait for (the node just before ours; a
+//   reader: the last writer before it): each waiter watches one node, so a release wakes one
+//   waiter, not the herd. Its deletion (or exists saying it is already gone) → getChildren again.
+// - wait == false and not first → our node is deleted, then `taken`.
+// - withdraw(): our node is deleted; a create still in flight is waited for first (its path is not
+//   known before its reply), and a create whose outcome is unknown is looked for by owner first.
+//   No event follows a withdrawal. A grant not yet handed over is given back the same way.
+// - release() (after granted): delete; no such node → lease_lost, unless an earlier delete of ours
+//   whose reply was lost had landed (then success).
+// - A request whose connection dropped (connection_lost) is re-sent: reads and deletes are
+//   idempotent, and a create is replaced by the look-up by owner. The session's end
+//   (session_expired, closed) ends the bid: its ephemeral node went with the session.
+//
+// Replies are matched by the id of the request; only the latest request the recipe waits for is
+// current, so a reply overtaken by a watch event (or by a withdrawal) is dropped.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace corolock::zookeeper::detail {
+
+using error_code = boost::system::error_code;
+
+/// The kind of node a bid creates: a mutex's, a read-write lock's reader or writer.
+enum class node_kind : std::uint8_t { mutex, read, write };
+
+const char* to_string(node_kind k);
+
+/// One of the lock's nodes as getChildren names it: `<kind>-<owner>-<sequence>`.
+struct lock_node {
+  node_kind kind = node_kind::mutex;
+  std::string owner;
+  std::int64_t sequence = 0;
+  std::string name;
+};
+
+/// Parses a child's name; no value for a node that is not a lock node (or of another kind).
+std::optional<lock_node> parse_lock_node(std::string_view name);
+
+class lock_recipe {
+public:
+  struct action {
+    enum class kind {
+      create_parent, ///< create `path` as a container (node_exists is success)
+      create,        ///< create `path` EPHEMERAL_SEQUENTIAL: reply created(id, ec, path, czxid)
+      list,          ///< getChildren(`path`): reply listed(id, ec, names)
+      watch,         ///< exists(`path`, watch): reply looked(id, ec, exists, czxid)
+      stat,          ///< exists(`path`, no watch): reply looked(id, ...)
+      remove,        ///< delete(`path`): reply removed(id, ec)
+      granted,       ///< the bid holds the lock with `token`
+      taken,         ///< wait == false and another owner is before us
+      failed,        ///< final: `ec`, `words`; nothing of the owner is left
+      released,      ///< release() done: `ec` (success or lease_lost)
+      done,          ///< nothing of ours is left at the store and no reply is awaited
+    };
+    kind what = kind::list;
+    std::uint64_t id = 0;
+    std::string path{};
+    std::uint64_t token = 0;
+    error_code ec{};
+    std::string words{};
+  };
+
+  /// `dir`: the lock's container ("/corolock/order:42"); `owner` without '-'.
+  lock_recipe(std::string dir, node_kind kind, std::string owner, bool wait);
+
+  void start();
+  void created(std::uint64_t id, error_code ec, std::string_view path, std::int64_t czxid);
+  void parent_created(std::uint64_t id, error_code ec);
+  void listed(std::uint64_t id, error_code ec, const std::vector<std::string>& names);
+  void looked(std::uint64_t id, error_code ec, bool exists, std::int64_t czxid);
+  void removed(std::uint64_t id, error_code ec);
+  /// A watch of the client fired on `path` (any path: the recipe picks its own).
+  void watch_fired(std::string_view path);
+  /// The client is back on the session after a reconnect: a waiting bid looks again.
+  void reconnected();
+
+  void withdraw();
+  /// After `granted`: delete our node.
+  void release();
+
+  std::vector<action> take_actions() { return std::exchange(out_, {}); }
+
+  /// Our node's path, once known ("" before).
+  const std::string& node() const noexcept { return node_; }
+  const std::string& owner() const noexcept { return owner_; }
+  bool finished() const noexcept { return state_ == state::over; }
+  bool holding() const noexcept { return state_ == state::held; }
+
+private:
+  enum class state {
+    idle,
+    making_parents, ///< creating the containers above our node, top down
+    creating,       ///< our create in flight
+    finding,        ///< a create of unknown outcome: listing to find it by owner
+    listing,
+    stating,        ///< first in line, our czxid unknown (found by owner): exists on our node
+    watching,       ///< exists+watch on `watched_` sent or armed
+    held,
+    removing,       ///< deleting our node (withdraw, try_acquire, release)
+    over,
+  };
+  enum class removal { withdraw, taken, release };
+
+  std::uint64_t send(action::kind what, std::string path);
+  void emit(action a) { out_.push_back(std::move(a)); }
+  void create();
+  void list(state s);
+  void remove(removal why);
+  void fail(error_code ec, std::string words);
+  void finish();
+  bool session_over(error_code ec) const;
+  void decide(const std::vector<std::string>& names);
+
+  std::string dir_;
+  node_kind kind_;
+  std::string owner_;
+  bool wait_;
+  state state_ = state::idle;
+  removal removal_ = removal::withdraw;
+  bool withdrawn_ = false;
+  bool remove_uncertain_ = false; ///< a delete of ours may have landed without our hearing it
+  std::uint64_t next_id_ = 0;
+  std::uint64_t expect_ = 0;      ///< the one reply that is current
+  std::string node_;
+  std::optional<std::int64_t> czxid_;
+  std::string watched_;
+  std::vector<std::string> parents_; ///< making_parents: the containers still to create
+  int create_rounds_ = 0;
+  std::optional<action> pending_fail_; ///< failed, emitted once our node is deleted
+  std::vector<action> out_;
+};
+
+} // namespace corolock::zookeeper::detail

@@ -1,0 +1,492 @@
+// The ZooKeeper lock backend (src/backends/zookeeper/lock_backend.hpp) driven directly through the
+// seam (contend / withdraw / release / close, events recorded), against real private servers: the
+// line in arrival order with rising tokens, try_acquire, withdrawal at each place, readers and
+// writers, a holder cut off by the fault proxy (told before the waiter gets the lock), a client
+// gone without closing, close(), the ensemble's leader killed, bad names. Every case ends with no
+// node under the lock's folder.
+#include "backends/zookeeper/lock_backend.hpp"
+
+#include <corolock/error.hpp>
+#include <corolock/zookeeper/client.hpp>
+
+#include <support/async_test.hpp>
+#include <support/fault_proxy.hpp>
+#include <support/zookeeper_config.hpp>
+#include <support/zookeeper_server.hpp>
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+
+using namespace corolock;
+using namespace corolock::test;
+namespace zk = corolock::zookeeper;
+using std::chrono::milliseconds;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+std::string url_of(std::uint16_t port) { return "zookeeper://127.0.0.1:" + std::to_string(port); }
+
+double ms_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+/// One contender's events as they came.
+struct recorder final : core::contender_events {
+  std::string what; // "", "granted", "taken", "failed"
+  core::grant g;
+  error_code ec;
+  std::string words;
+  clock_type::time_point at{};
+  int events = 0;
+  void granted(core::grant x) override { note("granted");
+    g = x; }
+  void taken() override { note("taken"); }
+  void failed(error_code e, std::string w) override {
+    note("failed");
+    ec = e;
+    words = std::move(w);
+  }
+  void note(const char* w) {
+    what = w;
+    at = clock_type::now();
+    ++events;
+  }
+};
+
+/// One client with its lock backend, and what the backend told the core through its hooks.
+struct side {
+  side(asio::any_io_executor ex, const std::string& url, milliseconds timeout = milliseconds(2000))
+      : client(ex, zookeeper_config(url, timeout)), backend(client) {
+    backend.set_hooks({.session_alive =
+                           [this](std::uint64_t s, core::steady::time_point until) {
+                             alive.push_back({clock_type::now(), until});
+                             session = s;
+                           },
+                       .session_lost =
+                           [this](std::uint64_t s, error_code ec) {
+                             lost_at = clock_type::now();
+                             lost_session = s;
+                             lost_ec = ec;
+                           },
+                       .reconnected = {}});
+  }
+  zk::client client;
+  zk::detail::lock_backend backend;
+  std::vector<std::pair<clock_type::time_point, clock_type::time_point>> alive; // (told at, until)
+  std::uint64_t session = 0;
+  std::optional<clock_type::time_point> lost_at;
+  std::uint64_t lost_session = 0;
+  error_code lost_ec;
+};
+
+std::shared_ptr<const core::lock_spec> spec_of(std::string name, core::lock_kind kind = core::lock_kind::mutex) {
+  return std::make_shared<const core::lock_spec>(core::lock_spec{.name = std::move(name), .kind = kind});
+}
+
+core::bid bid_of(std::shared_ptr<const core::lock_spec> s, bool wait = true, bool shared = false) {
+  return {.lock = std::move(s), .permits = 1, .shared = shared, .wait = wait};
+}
+
+core::held held_of(const std::shared_ptr<const core::lock_spec>& s, const std::string& owner,
+                   const recorder& r, bool shared = false) {
+  return {.lock = s, .owner = owner, .token = r.g.token, .permits = 1, .shared = shared, .session = r.g.session};
+}
+
+asio::awaitable<std::tuple<error_code, std::string>> release(side& s, core::held h) {
+  event done(co_await asio::this_coro::executor);
+  std::tuple<error_code, std::string> out;
+  s.backend.release(h, [&](error_code ec, std::string words) {
+    out = {ec, std::move(words)};
+    done.set();
+  });
+  co_await done.wait();
+  co_return out;
+}
+
+/// The nodes under a lock's folder, sorted (none when the folder is gone).
+asio::awaitable<std::vector<std::string>> nodes(zk::client& observer, const std::string& dir) {
+  auto [ec, kids] = co_await observer.get_children(dir, false, asio::as_tuple(asio::use_awaitable));
+  if (ec == zk::zk_error::no_node)
+    co_return std::vector<std::string>{};
+  if (ec)
+    throw boost::system::system_error(ec, "get_children " + dir);
+  std::sort(kids.names.begin(), kids.names.end());
+  co_return kids.names;
+}
+
+asio::awaitable<bool> count_becomes(zk::client& observer, const std::string& dir, std::size_t n,
+                                    milliseconds limit = milliseconds(10000)) {
+  const auto deadline = clock_type::now() + limit;
+  while ((co_await nodes(observer, dir)).size() != n) {
+    if (clock_type::now() > deadline)
+      co_return false;
+    co_await sleep_for(milliseconds(10));
+  }
+  co_return true;
+}
+
+asio::awaitable<bool> told(const recorder& r, milliseconds limit = milliseconds(10000)) {
+  co_return co_await eventually([&] { return r.events > 0; }, limit);
+}
+
+const std::string dir = "/corolock/order:42";
+
+/// Runs `body` with two connected sides on a fresh server, and closes them after it.
+void with_two(std::function<asio::awaitable<void>(side& a, side& b)> body) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    side a(ex, server.url()), b(ex, server.url());
+    co_await a.client.connect();
+    co_await b.client.connect();
+    co_await body(a, b);
+    co_await a.client.close();
+    co_await b.client.close();
+  });
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(zookeeper_backend)
+
+BOOST_AUTO_TEST_CASE(the_lock_goes_to_waiters_in_arrival_order_with_rising_tokens) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    side a(ex, server.url()), b(ex, server.url()), c(ex, server.url());
+    zk::client observer(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    for (auto* s : {&a, &b, &c})
+      co_await s->client.connect();
+    co_await observer.connect();
+    auto lock = spec_of("order:42");
+
+    recorder ra, rb, rc;
+    const auto oa = a.backend.new_owner(), ob = b.backend.new_owner(), oc = c.backend.new_owner();
+    auto ca = a.backend.contend(bid_of(lock), oa, ra);
+    BOOST_REQUIRE(co_await told(ra));
+    BOOST_TEST(ra.what == "granted");
+    BOOST_TEST(ra.g.session == static_cast<std::uint64_t>(a.client.session_id()));
+    BOOST_TEST((ra.g.from + ra.g.valid_for <= a.client.alive_until())); // never past the session's bound
+    BOOST_TEST(ra.g.valid_for.count() > 0);
+    auto cb = b.backend.contend(bid_of(lock), ob, rb);
+    BOOST_REQUIRE(co_await count_becomes(observer, dir, 2));
+    auto cc = c.backend.contend(bid_of(lock), oc, rc);
+    BOOST_REQUIRE(co_await count_becomes(observer, dir, 3));
+    co_await sleep_for(milliseconds(200));
+    BOOST_TEST(rb.events == 0);
+    BOOST_TEST(rc.events == 0);
+
+    const auto released_at = clock_type::now();
+    auto [ec, words] = co_await release(a, held_of(lock, oa, ra));
+    BOOST_TEST(!ec, ec.message() << " " << words);
+    BOOST_REQUIRE(co_await told(rb));
+    BOOST_TEST(rb.what == "granted");
+    BOOST_TEST(rb.g.token > ra.g.token);
+    BOOST_TEST_MESSAGE("hand-off a -> b: " << ms_between(released_at, rb.at) << " ms from release() to granted");
+    co_await sleep_for(milliseconds(100));
+    BOOST_TEST(rc.events == 0); // c watches b, not a: not woken by a's release
+
+    std::tie(ec, words) = co_await release(b, held_of(lock, ob, rb));
+    BOOST_TEST(!ec);
+    BOOST_REQUIRE(co_await told(rc));
+    BOOST_TEST(rc.what == "granted");
+    BOOST_TEST(rc.g.token > rb.g.token);
+    std::tie(ec, words) = co_await release(c, held_of(lock, oc, rc));
+    BOOST_TEST(!ec);
+    BOOST_TEST((co_await nodes(observer, dir)).empty());
+    BOOST_TEST(ra.events == 1);
+    BOOST_TEST(rb.events == 1);
+    BOOST_TEST(rc.events == 1);
+    for (auto* s : {&a, &b, &c})
+      co_await s->client.close();
+    co_await observer.close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(try_acquire_of_a_held_lock_says_taken_and_leaves_no_node) {
+  with_two([](side& a, side& b) -> asio::awaitable<void> {
+    auto lock = spec_of("order:42");
+    recorder ra, rb, rb2;
+    const auto oa = a.backend.new_owner();
+    auto ca = a.backend.contend(bid_of(lock), oa, ra);
+    BOOST_REQUIRE(co_await told(ra));
+    auto cb = b.backend.contend(bid_of(lock, false), b.backend.new_owner(), rb);
+    BOOST_REQUIRE(co_await told(rb));
+    BOOST_TEST(rb.what == "taken");
+    auto left = co_await nodes(b.client, dir);
+    BOOST_REQUIRE(left.size() == 1u); // only the holder's
+    BOOST_TEST(left[0].find(oa) != std::string::npos);
+
+    co_await release(a, held_of(lock, oa, ra));
+    const auto ob2 = b.backend.new_owner();
+    auto cb2 = b.backend.contend(bid_of(lock, false), ob2, rb2);
+    BOOST_REQUIRE(co_await told(rb2));
+    BOOST_TEST(rb2.what == "granted");
+    BOOST_TEST(rb2.g.token > ra.g.token);
+    co_await release(b, held_of(lock, ob2, rb2));
+    BOOST_TEST((co_await nodes(b.client, dir)).empty());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(withdraw_while_creating_or_waiting_leaves_no_node_and_no_event) {
+  with_two([](side& a, side& b) -> asio::awaitable<void> {
+    auto lock = spec_of("order:42");
+    recorder ra, rb1, rb2, rb3;
+    const auto oa = a.backend.new_owner();
+    auto ca = a.backend.contend(bid_of(lock), oa, ra);
+    BOOST_REQUIRE(co_await told(ra));
+
+    auto cb1 = b.backend.contend(bid_of(lock), b.backend.new_owner(), rb1);
+    cb1->withdraw(); // its create is in flight: deleted once its path is known
+    cb1.reset();
+    auto cb2 = b.backend.contend(bid_of(lock), b.backend.new_owner(), rb2);
+    BOOST_REQUIRE(co_await count_becomes(b.client, dir, 2)); // waiting: a's node and b2's
+    cb2->withdraw();
+    cb2->withdraw(); // idempotent
+    cb2.reset();
+    BOOST_REQUIRE(co_await count_becomes(b.client, dir, 1));
+
+    // A grant that races the withdrawal is given back: withdraw right after a's release.
+    auto cb3 = b.backend.contend(bid_of(lock), b.backend.new_owner(), rb3);
+    BOOST_REQUIRE(co_await count_becomes(b.client, dir, 2));
+    co_await release(a, held_of(lock, oa, ra));
+    cb3->withdraw();
+    cb3.reset();
+    BOOST_REQUIRE(co_await count_becomes(b.client, dir, 0));
+    co_await sleep_for(milliseconds(200));
+    BOOST_TEST(rb1.events + rb2.events + rb3.events == 0);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(readers_share_and_a_writer_waits_for_them_before_later_readers) {
+  with_two([](side& a, side& b) -> asio::awaitable<void> {
+    auto lock = spec_of("table", core::lock_kind::read_write);
+    const std::string table = "/corolock/table";
+    recorder r1, r2, w, r3;
+    const auto o1 = a.backend.new_owner(), o2 = b.backend.new_owner(), ow = a.backend.new_owner(),
+               o3 = b.backend.new_owner();
+    auto c1 = a.backend.contend(bid_of(lock, true, true), o1, r1);
+    auto c2 = b.backend.contend(bid_of(lock, true, true), o2, r2);
+    BOOST_REQUIRE(co_await told(r1));
+    BOOST_REQUIRE(co_await told(r2));
+    BOOST_TEST(r1.what == "granted");
+    BOOST_TEST(r2.what == "granted"); // readers share
+    auto cw = a.backend.contend(bid_of(lock, true, false), ow, w);
+    BOOST_REQUIRE(co_await count_becomes(b.client, table, 3));
+    auto c3 = b.backend.contend(bid_of(lock, true, true), o3, r3);
+    BOOST_REQUIRE(co_await count_becomes(b.client, table, 4));
+    co_await sleep_for(milliseconds(200));
+    BOOST_TEST(w.events == 0);
+    BOOST_TEST(r3.events == 0); // behind the writer: a writer is not starved by later readers
+    co_await release(a, held_of(lock, o1, r1, true));
+    co_await sleep_for(milliseconds(100));
+    BOOST_TEST(w.events == 0);
+    co_await release(b, held_of(lock, o2, r2, true));
+    BOOST_REQUIRE(co_await told(w));
+    BOOST_TEST(w.what == "granted");
+    BOOST_TEST(r3.events == 0);
+    co_await release(a, held_of(lock, ow, w));
+    BOOST_REQUIRE(co_await told(r3));
+    BOOST_TEST(r3.g.token > w.g.token);
+    co_await release(b, held_of(lock, o3, r3, true));
+    BOOST_TEST((co_await nodes(b.client, table)).empty());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_holder_cut_off_is_told_before_the_waiter_gets_the_lock) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto timeout = milliseconds(1500);
+    side holder(ex, url_of(proxy.port()), timeout), waiter(ex, server.url(), timeout);
+    co_await holder.client.connect();
+    co_await waiter.client.connect();
+    auto lock = spec_of("order:42");
+    recorder rh, rw;
+    const auto oh = holder.backend.new_owner(), ow = waiter.backend.new_owner();
+    auto ch = holder.backend.contend(bid_of(lock), oh, rh);
+    BOOST_REQUIRE(co_await told(rh));
+    auto cw = waiter.backend.contend(bid_of(lock), ow, rw);
+    BOOST_REQUIRE(co_await count_becomes(waiter.client, dir, 2));
+    co_await sleep_for(milliseconds(600)); // a ping or two: session_alive keeps coming
+    BOOST_REQUIRE(!holder.alive.empty());
+    for (auto& [at, until] : holder.alive) {
+      BOOST_TEST((until > at));
+      BOOST_TEST((until <= at + timeout));
+    }
+
+    const auto cut = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    BOOST_REQUIRE(co_await told(rw, milliseconds(15000)));
+    BOOST_TEST(rw.what == "granted");
+    BOOST_TEST(rw.g.token > rh.g.token);
+    // The core marks the holder's lease lost when the last bound it was given passes.
+    const auto bound = std::max_element(holder.alive.begin(), holder.alive.end(),
+                                        [](auto& x, auto& y) { return x.second < y.second; })->second;
+    BOOST_TEST((bound < rw.at), "the holder's bound passed " << ms_between(rw.at, bound)
+                                                             << " ms after the waiter got the lock");
+    BOOST_REQUIRE(co_await eventually([&] { return holder.lost_at.has_value(); }));
+    BOOST_TEST((holder.lost_ec == error::session_expired));
+    BOOST_TEST(holder.lost_session == rh.g.session);
+    BOOST_TEST_MESSAGE("holder cut off at 0 ms: its lease bound passed at " << ms_between(cut, bound)
+                       << " ms, session_lost at " << ms_between(cut, *holder.lost_at)
+                       << " ms; the waiter got the lock at " << ms_between(cut, rw.at) << " ms (session "
+                       << timeout.count() << " ms)");
+    auto [ec, words] = co_await release(holder, held_of(lock, oh, rh)); // its node went with its session
+    BOOST_TEST((ec == error::lease_lost), ec.message());
+    std::tie(ec, words) = co_await release(waiter, held_of(lock, ow, rw));
+    BOOST_TEST(!ec);
+    BOOST_TEST((co_await nodes(waiter.client, dir)).empty());
+    co_await waiter.client.close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_client_gone_without_closing_leaves_the_lock_to_the_waiter_at_its_session_end) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto timeout = milliseconds(1500);
+    auto holder = std::make_unique<side>(ex, server.url(), timeout);
+    side waiter(ex, server.url(), timeout);
+    co_await holder->client.connect();
+    co_await waiter.client.connect();
+    auto lock = spec_of("order:42");
+    recorder rh, rw;
+    auto ch = holder->backend.contend(bid_of(lock), holder->backend.new_owner(), rh);
+    BOOST_REQUIRE(co_await told(rh));
+    const auto ow = waiter.backend.new_owner();
+    auto cw = waiter.backend.contend(bid_of(lock), ow, rw);
+    BOOST_REQUIRE(co_await count_becomes(waiter.client, dir, 2));
+    const auto gone = clock_type::now();
+    ch.reset();
+    holder.reset(); // the connection drops; the session stays until the server expires it
+    BOOST_REQUIRE(co_await told(rw, milliseconds(15000)));
+    BOOST_TEST(rw.what == "granted");
+    const auto after = ms_between(gone, rw.at);
+    BOOST_TEST(after >= timeout.count() * 0.9);
+    BOOST_TEST_MESSAGE("client destroyed: the waiter got the lock " << after << " ms later (session "
+                       << timeout.count() << " ms)");
+    co_await release(waiter, held_of(lock, ow, rw));
+    BOOST_TEST((co_await nodes(waiter.client, dir)).empty());
+    co_await waiter.client.close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(close_deletes_every_node_of_the_client_at_once) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    side a(ex, server.url(), milliseconds(10000)), b(ex, server.url());
+    co_await a.client.connect();
+    co_await b.client.connect();
+    auto one = spec_of("order:42"), two = spec_of("order:43");
+    recorder ra1, rb2, ra2;
+    auto c1 = a.backend.contend(bid_of(one), a.backend.new_owner(), ra1);
+    const auto ob = b.backend.new_owner();
+    auto c2 = b.backend.contend(bid_of(two), ob, rb2);
+    BOOST_REQUIRE(co_await told(ra1));
+    BOOST_REQUIRE(co_await told(rb2));
+    auto c3 = a.backend.contend(bid_of(two), a.backend.new_owner(), ra2); // waits behind b
+    BOOST_REQUIRE(co_await count_becomes(b.client, "/corolock/order:43", 2));
+    const auto t0 = clock_type::now();
+    event closed(ex);
+    a.backend.close(milliseconds(2000), [&] { closed.set(); });
+    co_await closed.wait();
+    const auto took = ms_between(t0, clock_type::now());
+    BOOST_TEST(took < 2000); // by the server's confirmation, not by the bound
+    BOOST_TEST((co_await nodes(b.client, dir)).empty());
+    BOOST_TEST((co_await nodes(b.client, "/corolock/order:43")).size() == 1u);
+    BOOST_TEST_MESSAGE("close(): " << took << " ms, nodes gone");
+    co_await release(b, held_of(two, ob, rb2));
+    BOOST_TEST((co_await nodes(b.client, "/corolock/order:43")).empty());
+    co_await b.client.close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(release_of_a_node_deleted_by_someone_else_is_lease_lost) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    side a(ex, server.url());
+    co_await a.client.connect();
+    auto lock = spec_of("order:42");
+    recorder ra;
+    const auto oa = a.backend.new_owner();
+    auto ca = a.backend.contend(bid_of(lock), oa, ra);
+    BOOST_REQUIRE(co_await told(ra));
+    auto left = co_await nodes(a.client, dir);
+    BOOST_REQUIRE(left.size() == 1u);
+    co_await a.client.remove(dir + "/" + left[0]);
+    auto [ec, words] = co_await release(a, held_of(lock, oa, ra));
+    BOOST_TEST((ec == error::lease_lost), ec.message());
+    co_await a.client.close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(the_ensemble_s_leader_killed_keeps_the_holder_and_the_waiter_and_tokens_rise) {
+  zookeeper_ensemble ensemble;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    side a(ex, ensemble.url(), milliseconds(6000)), b(ex, ensemble.url(), milliseconds(6000));
+    co_await a.client.connect();
+    co_await b.client.connect();
+    auto lock = spec_of("order:42");
+    recorder ra, rb, ra2;
+    const auto oa = a.backend.new_owner(), ob = b.backend.new_owner();
+    auto ca = a.backend.contend(bid_of(lock), oa, ra);
+    BOOST_REQUIRE(co_await told(ra));
+    auto cb = b.backend.contend(bid_of(lock), ob, rb);
+    BOOST_REQUIRE(co_await count_becomes(b.client, dir, 2));
+
+    const auto killed = clock_type::now();
+    ensemble[ensemble.leader()].kill(); // SIGKILL: spawns nothing, so on this thread
+    auto [ec, words] = co_await release(a, held_of(lock, oa, ra)); // waits for the new leader
+    BOOST_TEST(!ec, ec.message() << " " << words);
+    BOOST_REQUIRE(co_await told(rb, milliseconds(20000)));
+    BOOST_TEST(rb.what == "granted");
+    BOOST_TEST(rb.g.token > ra.g.token);
+    BOOST_TEST_MESSAGE("leader killed: a's release and b's grant " << ms_between(killed, rb.at) << " ms after the kill");
+    auto ca2 = a.backend.contend(bid_of(lock), a.backend.new_owner(), ra2); // in line behind b
+    BOOST_REQUIRE(co_await count_becomes(b.client, dir, 2));
+    std::tie(ec, words) = co_await release(b, held_of(lock, ob, rb));
+    BOOST_TEST(!ec);
+    BOOST_REQUIRE(co_await told(ra2));
+    BOOST_TEST(ra2.g.token > rb.g.token); // made after the election: a new epoch in its czxid
+    BOOST_TEST_MESSAGE("tokens (czxid) " << std::hex << ra.g.token << " -> " << rb.g.token << " -> " << ra2.g.token);
+    BOOST_TEST(!a.lost_at.has_value()); // the sessions lived through the election
+    BOOST_TEST(!b.lost_at.has_value());
+    co_await a.client.close();
+    BOOST_TEST((co_await nodes(b.client, dir)).empty());
+    co_await b.client.close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(names_and_options_the_store_cannot_serve_are_refused_with_words) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    side a(ex, server.url());
+    std::string words;
+    BOOST_TEST(!a.backend.check(core::lock_spec{.name = "order:42"}, words));
+    const auto refused = [&](core::lock_spec s, std::string_view says) {
+      words.clear();
+      const auto ec = a.backend.check(s, words);
+      BOOST_TEST((ec == error::invalid_argument), s.name);
+      BOOST_TEST(words.find(says) != std::string::npos, words);
+    };
+    refused({.name = "a/b"}, "'/'");
+    refused({.name = ".."}, "cannot name");
+    refused({.name = "bad\x01"}, "refuses");
+    refused({.name = "x", .kind = core::lock_kind::semaphore}, "semaphore");
+    core::lock_spec fixed{.name = "x"};
+    fixed.options.watchdog = false;
+    refused(fixed, "fixed_lease");
+    core::lock_spec replicas{.name = "x"};
+    replicas.options.min_replicas = 1;
+    refused(replicas, "replicas");
+    core::lock_spec prefix{.name = "x"};
+    prefix.options.prefix = "/zookeeper:";
+    refused(prefix, "ZooKeeper's own");
+    BOOST_TEST(a.backend.traits().store == "zookeeper");
+    BOOST_TEST((a.backend.traits().leases == core::lease_model::session));
+    co_return;
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()

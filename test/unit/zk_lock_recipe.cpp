@@ -1,0 +1,318 @@
+// ZooKeeper's lock recipe for one contender (src/backends/zookeeper/lock_recipe.hpp) without a
+// server: replies made up here, the recipe's actions compared as text, one line each
+// ("create /l/x/mutex-me- #1", "watch /l/x/mutex-a-0000000001 #3", "granted 42", "done").
+#include "backends/zookeeper/lock_recipe.hpp"
+
+#include <corolock/error.hpp>
+#include <corolock/zookeeper/types.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace corolock;
+using namespace corolock::zookeeper;
+using namespace corolock::zookeeper::detail;
+using names = std::vector<std::string>;
+
+namespace {
+
+/// An error's short name in a trace.
+std::string name(error_code ec) {
+  if (ec == error::lease_lost)
+    return "lease_lost";
+  if (ec == error::session_expired)
+    return "session_expired";
+  if (ec.category() == zookeeper::error_category()) {
+    const auto s = to_string(static_cast<zk_error>(ec.value()));
+    return s.substr(0, s.find(' '));
+  }
+  return ec.message();
+}
+
+std::string trace(lock_recipe& r) {
+  std::string out;
+  for (const auto& a : r.take_actions()) {
+    if (!out.empty())
+      out += '\n';
+    using k = lock_recipe::action::kind;
+    switch (a.what) {
+    case k::create_parent: out += "container " + a.path; break;
+    case k::create: out += "create " + a.path; break;
+    case k::list: out += "list " + a.path; break;
+    case k::watch: out += "watch " + a.path; break;
+    case k::stat: out += "stat " + a.path; break;
+    case k::remove: out += "remove " + a.path; break;
+    case k::granted: out += "granted " + std::to_string(a.token); break;
+    case k::taken: out += "taken"; break;
+    case k::failed: out += "failed " + name(a.ec); break;
+    case k::released: out += "released" + (a.ec ? " " + name(a.ec) : std::string()); break;
+    case k::done: out += "done"; break;
+    }
+    if (a.id)
+      out += " #" + std::to_string(a.id);
+  }
+  return out;
+}
+
+const std::string dir = "/l/x";
+const error_code ok{};
+const error_code lost = error::connection_lost;
+
+std::string node(const std::string& kind, const std::string& owner, int seq) {
+  auto digits = std::to_string(seq);
+  return kind + "-" + owner + "-" + std::string(10 - digits.size(), '0') + digits;
+}
+
+/// A recipe of owner "me" whose node mutex-me-0000000002 (czxid 20) was made; with `behind`, a's
+/// node 1 is before it. Returns the trace so far.
+std::string made(lock_recipe& r, bool behind) {
+  r.start();
+  r.created(1, ok, "/l/x/" + node("mutex", "me", 2), 20);
+  if (behind)
+    r.listed(2, ok, {node("mutex", "a", 1), node("mutex", "me", 2)});
+  else
+    r.listed(2, ok, {node("mutex", "me", 2)});
+  return trace(r);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(zk_lock_recipe)
+
+BOOST_AUTO_TEST_CASE(node_names_parse_from_both_ends) {
+  auto n = parse_lock_node("write-ab.c-d-0000000042");
+  BOOST_REQUIRE(n.has_value());
+  BOOST_TEST((n->kind == node_kind::write));
+  BOOST_TEST(n->owner == "ab.c-d"); // a '-' in the owner does not confuse the sequence
+  BOOST_TEST(n->sequence == 42);
+  BOOST_TEST(!parse_lock_node("lock-a-0000000001"));  // not our kind of node
+  BOOST_TEST(!parse_lock_node("mutex--0000000001"));  // no owner
+  BOOST_TEST(!parse_lock_node("mutex-a-00000x0001"));
+  BOOST_TEST(!parse_lock_node("mutex-a0000000001"));
+}
+
+BOOST_AUTO_TEST_CASE(first_in_line_is_granted_with_its_czxid) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  r.start();
+  BOOST_TEST(trace(r) == "create /l/x/mutex-me- #1");
+  r.created(1, ok, "/l/x/" + node("mutex", "me", 3), 0x500000007);
+  BOOST_TEST(trace(r) == "list /l/x #2");
+  r.listed(2, ok, {node("mutex", "me", 3), node("read", "other", 1), "junk"});
+  BOOST_TEST(trace(r) == "granted 21474836487"); // another kind's node does not block a mutex
+  BOOST_TEST(r.holding());
+  r.release();
+  BOOST_TEST(trace(r) == "remove /l/x/mutex-me-0000000003 #3");
+  r.removed(3, ok);
+  BOOST_TEST(trace(r) == "released\ndone");
+  BOOST_TEST(r.finished());
+}
+
+BOOST_AUTO_TEST_CASE(a_waiter_watches_only_its_predecessor_and_looks_again_on_its_deletion) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  r.start();
+  r.created(1, ok, "/l/x/" + node("mutex", "me", 7), 70);
+  trace(r);
+  r.listed(2, ok, {node("mutex", "c", 6), node("mutex", "me", 7), node("mutex", "a", 2), node("mutex", "z", 9)});
+  BOOST_TEST(trace(r) == "watch /l/x/mutex-c-0000000006 #3");
+  r.looked(3, ok, true, 60);
+  BOOST_TEST(trace(r) == "");
+  r.watch_fired("/l/x/mutex-a-0000000002"); // not ours to follow
+  BOOST_TEST(trace(r) == "");
+  r.watch_fired("/l/x/mutex-c-0000000006");
+  BOOST_TEST(trace(r) == "list /l/x #4");
+  r.listed(4, ok, {node("mutex", "me", 7), node("mutex", "a", 2), node("mutex", "z", 9)});
+  BOOST_TEST(trace(r) == "watch /l/x/mutex-a-0000000002 #5");
+  r.looked(5, ok, false, 0); // gone before the watch was set
+  BOOST_TEST(trace(r) == "list /l/x #6");
+  r.listed(6, ok, {node("mutex", "me", 7), node("mutex", "z", 9)});
+  BOOST_TEST(trace(r) == "granted 70");
+}
+
+BOOST_AUTO_TEST_CASE(a_watch_event_before_the_exists_reply_looks_again_and_drops_the_reply) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  BOOST_TEST(made(r, true) == "create /l/x/mutex-me- #1\nlist /l/x #2\nwatch /l/x/mutex-a-0000000001 #3");
+  r.watch_fired("/l/x/mutex-a-0000000001");
+  BOOST_TEST(trace(r) == "list /l/x #4");
+  r.looked(3, ok, true, 10); // stale: overtaken by the event
+  BOOST_TEST(trace(r) == "");
+  r.listed(4, ok, {node("mutex", "me", 2)});
+  BOOST_TEST(trace(r) == "granted 20");
+}
+
+BOOST_AUTO_TEST_CASE(readers_share_and_wait_only_for_the_last_writer_before_them) {
+  lock_recipe reader(dir, node_kind::read, "r", true);
+  reader.start();
+  reader.created(1, ok, "/l/x/" + node("read", "r", 5), 50);
+  trace(reader);
+  reader.listed(2, ok, {node("read", "a", 1), node("write", "w", 2), node("read", "b", 3),
+                        node("write", "v", 4), node("read", "r", 5), node("write", "u", 6)});
+  BOOST_TEST(trace(reader) == "watch /l/x/write-v-0000000004 #3");
+  reader.watch_fired("/l/x/write-v-0000000004");
+  reader.listed(4, ok, {node("read", "a", 1), node("read", "b", 3), node("read", "r", 5), node("write", "u", 6)});
+  BOOST_TEST(trace(reader) == "list /l/x #4\ngranted 50"); // readers before: shared; a later writer: no matter
+
+  lock_recipe writer(dir, node_kind::write, "w", true);
+  writer.start();
+  writer.created(1, ok, "/l/x/" + node("write", "w", 4), 40);
+  trace(writer);
+  writer.listed(2, ok, {node("read", "a", 1), node("read", "b", 3), node("write", "w", 4), node("mutex", "m", 0)});
+  BOOST_TEST(trace(writer) == "watch /l/x/read-b-0000000003 #3"); // a writer waits for everyone before it
+}
+
+BOOST_AUTO_TEST_CASE(try_acquire_behind_a_holder_deletes_its_node_then_says_taken) {
+  lock_recipe r(dir, node_kind::mutex, "me", false);
+  BOOST_TEST(made(r, true) == "create /l/x/mutex-me- #1\nlist /l/x #2\nremove /l/x/mutex-me-0000000002 #3");
+  r.removed(3, lost); // its connection dropped: sent again
+  BOOST_TEST(trace(r) == "remove /l/x/mutex-me-0000000002 #4");
+  r.removed(4, zk_error::no_node);
+  BOOST_TEST(trace(r) == "taken\ndone");
+}
+
+BOOST_AUTO_TEST_CASE(missing_containers_are_made_from_the_top_then_the_create_is_sent_again) {
+  lock_recipe r("/a/b", node_kind::mutex, "me", true);
+  r.start();
+  r.created(1, zk_error::no_node, "", 0);
+  BOOST_TEST(trace(r) == "create /a/b/mutex-me- #1\ncontainer /a #2");
+  r.parent_created(2, zk_error::node_exists);
+  BOOST_TEST(trace(r) == "container /a/b #3");
+  r.parent_created(3, lost);
+  BOOST_TEST(trace(r) == "container /a/b #4");
+  r.parent_created(4, ok);
+  BOOST_TEST(trace(r) == "create /a/b/mutex-me- #5");
+}
+
+BOOST_AUTO_TEST_CASE(a_create_whose_reply_was_lost_is_found_by_owner_not_made_twice) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  r.start();
+  r.created(1, lost, "", 0);
+  BOOST_TEST(trace(r) == "create /l/x/mutex-me- #1\nlist /l/x #2");
+  r.listed(2, ok, {node("read", "me", 1), node("mutex", "me", 4)}); // a reader of ours is not it
+  BOOST_TEST(trace(r) == "stat /l/x/mutex-me-0000000004 #3");     // first: its czxid is needed
+  r.looked(3, ok, true, 44);
+  BOOST_TEST(trace(r) == "granted 44");
+
+  lock_recipe s(dir, node_kind::mutex, "me2", true);
+  s.start();
+  s.created(1, lost, "", 0);
+  s.listed(2, ok, {node("mutex", "a", 1)}); // it did not land: create again
+  BOOST_TEST(trace(s) == "create /l/x/mutex-me2- #1\nlist /l/x #2\ncreate /l/x/mutex-me2- #3");
+}
+
+BOOST_AUTO_TEST_CASE(withdraw_while_the_create_is_in_flight_deletes_the_node_once_it_is_known) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  r.start();
+  trace(r);
+  r.withdraw();
+  BOOST_TEST(trace(r) == ""); // the path is not known before the reply
+  r.created(1, ok, "/l/x/" + node("mutex", "me", 3), 30);
+  BOOST_TEST(trace(r) == "remove /l/x/mutex-me-0000000003 #2");
+  r.removed(2, ok);
+  BOOST_TEST(trace(r) == "done"); // no event after a withdrawal
+
+  lock_recipe s(dir, node_kind::mutex, "me", true); // the create's outcome unknown
+  s.start();
+  s.withdraw();
+  s.created(1, lost, "", 0);
+  BOOST_TEST(trace(s) == "create /l/x/mutex-me- #1\nlist /l/x #2");
+  s.listed(2, ok, {node("mutex", "me", 8)});
+  BOOST_TEST(trace(s) == "remove /l/x/mutex-me-0000000008 #3");
+  s.removed(3, ok);
+  BOOST_TEST(trace(s) == "done");
+
+  lock_recipe t(dir, node_kind::mutex, "me", true); // it did not land: nothing to delete
+  t.start();
+  t.withdraw();
+  t.created(1, lost, "", 0);
+  t.listed(2, ok, {});
+  BOOST_TEST(trace(t) == "create /l/x/mutex-me- #1\nlist /l/x #2\ndone");
+}
+
+BOOST_AUTO_TEST_CASE(withdraw_while_waiting_deletes_the_node_and_ignores_the_watch) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  made(r, true);
+  r.withdraw();
+  r.withdraw(); // idempotent
+  BOOST_TEST(trace(r) == "remove /l/x/mutex-me-0000000002 #4");
+  r.watch_fired("/l/x/mutex-a-0000000001");
+  r.looked(3, ok, true, 10);
+  BOOST_TEST(trace(r) == "");
+  r.removed(4, ok);
+  BOOST_TEST(trace(r) == "done");
+}
+
+BOOST_AUTO_TEST_CASE(a_grant_withdrawn_before_it_was_handed_over_is_given_back) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  BOOST_TEST(made(r, false) == "create /l/x/mutex-me- #1\nlist /l/x #2\ngranted 20");
+  r.withdraw();
+  BOOST_TEST(trace(r) == "remove /l/x/mutex-me-0000000002 #3");
+  r.removed(3, zk_error::no_node);
+  BOOST_TEST(trace(r) == "done");
+}
+
+BOOST_AUTO_TEST_CASE(release_of_a_node_already_gone_is_lease_lost_unless_our_lost_delete_landed) {
+  auto held = [](const std::string& owner) {
+    auto r = std::make_unique<lock_recipe>(dir, node_kind::mutex, owner, true);
+    r->start();
+    r->created(1, ok, "/l/x/" + node("mutex", owner, 1), 10);
+    r->listed(2, ok, {node("mutex", owner, 1)});
+    r->take_actions();
+    return r;
+  };
+  auto a = held("a");
+  a->release();
+  a->removed(3, zk_error::no_node);
+  BOOST_TEST(trace(*a) == "remove /l/x/mutex-a-0000000001 #3\nreleased lease_lost\ndone");
+
+  auto b = held("b");
+  b->release();
+  b->removed(3, lost);
+  b->removed(4, zk_error::no_node); // the first delete had landed
+  BOOST_TEST(trace(*b) == "remove /l/x/mutex-b-0000000001 #3\nremove /l/x/mutex-b-0000000001 #4\nreleased\ndone");
+
+  auto c = held("c");
+  c->release();
+  c->removed(3, error::session_expired); // the node went with the session
+  BOOST_TEST(trace(*c) == "remove /l/x/mutex-c-0000000001 #3\nreleased lease_lost\ndone");
+}
+
+BOOST_AUTO_TEST_CASE(the_session_ending_fails_the_bid_with_nothing_to_delete) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  made(r, true);
+  r.looked(3, error::session_expired, false, 0);
+  BOOST_TEST(trace(r) == "failed session_expired\ndone");
+  BOOST_TEST(r.finished());
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_with_our_node_alive_deletes_it_before_saying_failed) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  r.start();
+  r.created(1, ok, "/l/x/" + node("mutex", "me", 2), 20);
+  trace(r);
+  r.listed(2, zk_error::no_auth, {});
+  BOOST_TEST(trace(r) == "remove /l/x/mutex-me-0000000002 #3");
+  r.removed(3, ok);
+  BOOST_TEST(trace(r) == "failed ZNOAUTH\ndone");
+}
+
+BOOST_AUTO_TEST_CASE(our_node_deleted_by_someone_else_fails_the_bid) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  made(r, true);
+  r.watch_fired("/l/x/mutex-a-0000000001");
+  trace(r);
+  r.listed(4, ok, {});
+  BOOST_TEST(trace(r) == "failed lease_lost\ndone");
+}
+
+BOOST_AUTO_TEST_CASE(a_reconnect_makes_a_waiter_look_again) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  made(r, true);
+  r.looked(3, ok, true, 10);
+  r.reconnected();
+  BOOST_TEST(trace(r) == "list /l/x #4");
+  r.listed(4, lost, {});
+  BOOST_TEST(trace(r) == "list /l/x #5");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
