@@ -78,6 +78,12 @@ public:
   [[nodiscard]] subscription subscribe(std::string channel);
 
   /// Closes the client (see above) without waiting for the release of its locks to be answered.
+  /// What the io_context runs afterwards: nothing, when the client holds nothing — no lock, grant,
+  /// queue place, or give-up still unanswered (a try refused for want of a connection left
+  /// nothing) — so io.run() returns at once, Redis up or down. Otherwise one pipelined release of
+  /// all of it on the lock connection, which waits for a connection and the answer for
+  /// request_timeout at most, then closes: Redis down throughout, io.run() returns request_timeout
+  /// after close() and what could not be released runs out with its lease.
   void close();
 
   /// close(), then completes once the locks of this client are released in Redis and every
