@@ -161,11 +161,16 @@ void lock_service::sweep_idle_lines() {
 void lock_service::attempt(const lock_names& names, const std::string& owner,
                            std::chrono::milliseconds lease, attempt_mode mode,
                            std::chrono::milliseconds waiter_ttl, std::int64_t permits,
-                           std::function<void(attempt_outcome)> done) {
+                           std::function<void(attempt_outcome)> done, when_down w) {
   request req;
+  // A try does not wait for a connection the client knows is down (client_config::request_timeout).
+  req.opts().cancel_if_not_connected = w == when_down::fail_fast;
   push_attempt(req, names, owner, lease, mode, waiter_ttl, permits, client.publish_verb());
   const auto sent_at = steady::now();
-  client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at, lease,
+  // Only a single attempt needs its owner back (a line's copy would cost an allocation).
+  std::string single = w == when_down::fail_fast ? owner : std::string();
+  client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at, lease, w,
+                                      owner = std::move(single),
                                       done = std::move(done)](error_code ec, response r) {
     auto c = weak.lock();
     if (!c)
@@ -176,7 +181,20 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
       out.ec = transport_error(*c, ec);
     else
       read_attempt(*c, r.at(0), lease, out);
+    if (w == when_down::wait || !c->lock_layer) {
+      done(out);
+      return;
+    }
+    // not_connected: refused before it was written. Any other failure may have run it.
+    auto& self = *c->lock_layer;
+    if (ec && ec != error::not_connected)
+      self.may_have_run_.insert(owner);
+    else if (!ec)
+      self.may_have_run_.erase(owner);
+    const bool unsent = ec == error::not_connected && !self.may_have_run_.contains(owner);
+    self.unsent_ = unsent ? &owner : nullptr;
     done(out);
+    self.unsent_ = nullptr;
   });
 }
 
@@ -194,6 +212,9 @@ void lock_service::untrack(const std::string& owner) {
 }
 
 void lock_service::give_up(std::shared_ptr<const lock_names> names, std::string owner) {
+  if (unsent_ && *unsent_ == owner)
+    return; // its attempt never left: nothing to give back
+  may_have_run_.erase(owner);
   if (closed_ || client.closed)
     return; // close() releases everything still unsettled
   send_release(std::move(names), std::move(owner), 0);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace corolock::detail {
 
@@ -42,10 +43,16 @@ public:
   void line_idle();
   static constexpr std::chrono::milliseconds linger{1000};
 
-  /// One acquire.lua (acquire_permits.lua) round trip for `owner`.
+  /// Whether an attempt waits for the lock connection while it is down (up to request_timeout:
+  /// a waiting line's, which rides through an outage) or fails at once with not_connected (a
+  /// single attempt: try_acquire, or a deadline already past).
+  enum class when_down { fail_fast, wait };
+  /// One acquire.lua (acquire_permits.lua) round trip for `owner`. An attempt refused with
+  /// not_connected never left the process: a give_up(owner) from its handler sends nothing (unless
+  /// an earlier attempt of the owner may have run).
   void attempt(const lock_names& names, const std::string& owner, std::chrono::milliseconds lease,
                attempt_mode mode, std::chrono::milliseconds waiter_ttl, std::int64_t permits,
-               std::function<void(attempt_outcome)> done);
+               std::function<void(attempt_outcome)> done, when_down w = when_down::fail_fast);
   /// release.lua for `owner`, fire and forget: leaves the queue and gives back what it may hold.
   /// Sent again while its outcome is unknown — after a drop, a stall or a failover that outlasts
   /// request_timeout too, for the client's life; released by close() if still unanswered.
@@ -82,6 +89,10 @@ private:
     int count = 0;
   };
   std::unordered_map<std::string, unsettled> unsettled_;
+  // Fail-fast owners whose attempt may have run unanswered (dropped in flight, timed out): their
+  // give-up must go out even if a later attempt never left.
+  std::unordered_set<std::string> may_have_run_;
+  const std::string* unsent_ = nullptr; // while an attempt that never left completes: its owner
   asio::steady_timer sweep_timer_;
   bool sweep_scheduled_ = false;
   bool closed_ = false;

@@ -125,7 +125,8 @@ void waiting_line::run() {
                              self->last_queued_sent_ = std::max(self->last_queued_sent_, r.sent_at);
                            self->machine_.attempt_done(owner, r, steady::now());
                            self->run();
-                         });
+                         },
+                         lock_service::when_down::wait);
         break;
       }
       case line_action::kind::subscribe:

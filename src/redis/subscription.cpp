@@ -1,6 +1,7 @@
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "redis/client_impl.hpp"
+#include "redis/cluster/cluster_nodes.hpp"
 
 #include <corolock/error.hpp>
 
@@ -157,14 +158,25 @@ void subscription::async_receive_impl(diagnostics* diag,
 subscription client::subscribe(std::string channel) {
   if (channel.empty())
     throw boost::system::system_error(error::invalid_argument, "empty channel name");
-  if (impl_->cfg.cluster.enabled())
-    throw boost::system::system_error(error::invalid_argument,
-                                      "subscribe is not offered on a cluster client yet");
-  if (!impl_->user_subs || impl_->closed)
-    throw boost::system::system_error(impl_->closed ? error::closed : error::not_connected,
-                                      "subscribe before connect");
-  auto state = std::make_shared<detail::subscription_state>(impl_, std::move(channel));
-  impl_->user_subs->add(state->channel(), state.get());
+  if (impl_->closed)
+    throw boost::system::system_error(error::closed, "subscribe after close");
+  // On a cluster: classic SUBSCRIBE on one master, which hears what is PUBLISHed on any node.
+  auto on = impl_;
+  if (impl_->cfg.cluster.enabled()) {
+    on = impl_->cluster ? impl_->cluster->subscription_node(channel) : nullptr;
+    if (on && on->pubsub)
+      // A RESP2 node's one pub/sub connection carries the lock layer's sharded channels.
+      throw boost::system::system_error(error::invalid_argument,
+                                        "subscribe on a cluster needs RESP3 (protocol 3)");
+    if (!on)
+      throw boost::system::system_error(error::not_connected,
+                                        impl_->cluster ? "subscribe: no master connected"
+                                                       : "subscribe before connect");
+  }
+  if (!on->user_subs)
+    throw boost::system::system_error(error::not_connected, "subscribe before connect");
+  auto state = std::make_shared<detail::subscription_state>(on, std::move(channel));
+  on->user_subs->add(state->channel(), state.get());
   state->mark_registered();
   return subscription(std::move(state));
 }

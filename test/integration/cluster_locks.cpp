@@ -1,15 +1,17 @@
 // The cluster client (redis+cluster://) against a real 3-master Redis Cluster started by the
 // redis_cluster fixture: locks land on the master of their slot and wait by sharded pub/sub there;
 // user requests are routed and follow MOVED; a resharding and a failover in the middle of lock
-// traffic; a stalled master leaves the other masters' leases alone; bad input and every
-// cancellation type leave nothing behind. Where a key lives, and who serves a slot, is read with
-// the fixture's own client, never with the library code under test.
+// traffic; a stalled master leaves the other masters' leases alone; subscribe() listens on one
+// master and hears every node; bad input and every cancellation type leave nothing behind. Where
+// a key lives, and who serves a slot, is read with the fixture's own client, never with the
+// library code under test.
 #include <corolock/corolock.hpp>
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>
 #include <support/redis_cluster.hpp>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 using namespace corolock;
 using namespace corolock::test;
 namespace asio = boost::asio;
+using namespace boost::asio::experimental::awaitable_operators;
 using ms = std::chrono::milliseconds;
 
 namespace {
@@ -235,20 +238,89 @@ BOOST_AUTO_TEST_CASE(bad_configuration_and_unreachable_seeds_give_clear_errors) 
     BOOST_TEST_MESSAGE("standalone seed: " << pec.message() << " (" << p.last_connect_error() << ")");
     BOOST_TEST(!p.last_connect_error().empty());
   });
+}
 
+// client::subscribe on a cluster: classic SUBSCRIBE on the master of the channel name's slot
+// (channels spread over the masters), which hears what is PUBLISHed on any node, the client's own
+// exec() included; unsubscribe leaves that node; close ends receive() with closed. A cluster of
+// RESP2 connections refuses it (their one pub/sub connection is the locks' sharded one).
+BOOST_AUTO_TEST_CASE(subscribe_listens_on_the_channels_master_and_hears_every_node) {
   redis_cluster cluster;
+  const auto masters = cluster.masters();
+  std::map<std::size_t, std::string> channel_of; // master -> a channel whose slot it serves
+  for (int i = 0; channel_of.size() < masters.size() && i < 1000; ++i) {
+    std::string name = "news" + std::to_string(i);
+    channel_of.try_emplace(cluster.owner_of(cluster.key_slot(name)), name);
+  }
+  BOOST_TEST_REQUIRE(channel_of.size() == masters.size());
+  auto numsub = [&](std::size_t node, const std::string& channel) {
+    return sync_list(cluster.node(node), "PUBSUB", "NUMSUB", channel).at(1);
+  };
   run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
     auto c_owner = co_await connected_client(cluster);
     client& c = *c_owner;
-    bool threw = false;
-    try {
-      auto s = c.subscribe("news");
-    } catch (const boost::system::system_error& e) {
-      threw = e.code() == error::invalid_argument;
+    std::map<std::size_t, subscription> subs;
+    for (const auto& [home, channel] : channel_of)
+      subs.emplace(home, c.subscribe(channel));
+    for (const auto& [home, channel] : channel_of) {
+      BOOST_TEST(co_await eventually([&] { return numsub(home, channel) == "1"; }),
+                 channel << " subscribed on its master " << home);
+      for (std::size_t i = 0; i < cluster.size(); ++i)
+        if (i != home)
+          BOOST_TEST(numsub(i, channel) == "0", channel << " on node " << i);
     }
-    BOOST_TEST(threw, "subscribe on a cluster client says it is not offered");
+    auto receive = [](subscription& s) -> asio::awaitable<std::string> {
+      auto got = co_await (s.receive(tuple_awaitable) || sleep_for(ms(5000)));
+      BOOST_TEST_REQUIRE(got.index() == 0u, "no message on " << s.channel() << " within 5 s");
+      auto [ec, m] = std::get<0>(std::move(got));
+      BOOST_TEST_REQUIRE(!ec, ec.message());
+      co_return m.payload;
+    };
+    // Published on every master, each reaches every subscription (messages from different
+    // nodes may arrive in any order: the bus forwards them).
+    for (const auto from : masters)
+      for (const auto& [home, channel] : channel_of)
+        BOOST_TEST(sync(cluster.node(from), "PUBLISH", channel, "from " + std::to_string(from)) ==
+                   (from == home ? "1" : "0")); // counted where the subscriber is
+    for (auto& [home, s] : subs) {
+      std::set<std::string> got, expected;
+      for (const auto from : masters) {
+        expected.insert("from " + std::to_string(from));
+        got.insert(co_await receive(s));
+      }
+      BOOST_TEST(got == expected, s.channel());
+    }
+    // The client's own PUBLISH (no key: sent to some master).
+    for (auto& [home, s] : subs) {
+      co_await c.exec(make("PUBLISH", s.channel(), "via exec"));
+      BOOST_TEST(co_await receive(s) == "via exec");
+    }
+    const auto first = subs.begin()->first;
+    subs.at(first).unsubscribe();
+    BOOST_TEST(co_await eventually([&] { return numsub(first, channel_of.at(first)) == "0"; }));
+    auto [uec, um] = co_await subs.at(first).receive(tuple_awaitable);
+    BOOST_TEST(uec == error::closed);
     co_await c.shutdown();
+    for (auto& [home, s] : subs) {
+      auto [ec, m] = co_await s.receive(tuple_awaitable);
+      BOOST_TEST(ec == error::closed, s.channel());
+    }
+
+    auto resp2 = config_of(cluster);
+    resp2.protocol = 2;
+    client old(co_await asio::this_coro::executor, resp2);
+    co_await old.connect();
+    bool refused = false;
+    try {
+      auto s = old.subscribe("news");
+    } catch (const boost::system::system_error& e) {
+      refused = e.code() == error::invalid_argument;
+    }
+    BOOST_TEST(refused, "subscribe on a RESP2 cluster client is refused");
+    co_await old.shutdown();
   });
+  for (std::size_t i = 0; i < cluster.size(); ++i)
+    BOOST_TEST(sync_list(cluster.node(i), "PUBSUB", "CHANNELS").empty(), "node " << i);
 }
 
 BOOST_AUTO_TEST_CASE(semaphores_shared_mutexes_and_segments_spread_over_the_masters) {

@@ -77,9 +77,22 @@ public:
   /// client exec()s afterwards reaches the server after it (RESP3; on RESP2 subscriptions have a
   /// connection of their own and no such order). If the server refuses it (an ACL user without
   /// rights to the channel), receive() completes with error::redis_error.
+  /// On a cluster client: a classic SUBSCRIBE on one master — the one serving the channel name's
+  /// slot, else any connected one — which hears what is PUBLISHed on any node (the cluster bus
+  /// carries it), as a standalone server's subscriber would; not sharded pub/sub (SPUBLISH), which
+  /// a subscriber of classic channels does not hear. The order above holds towards that master
+  /// only. The subscription stays there: restored after a reconnect to it, not moved if the master
+  /// is replaced (a failover). Throws not_connected when no master is connected, invalid_argument
+  /// on a RESP2 cluster (protocol 2).
   [[nodiscard]] subscription subscribe(std::string channel);
 
   /// Closes the client (see above) without waiting for the release of its locks to be answered.
+  /// What the io_context runs afterwards: nothing, when the client holds nothing — no lock, grant,
+  /// queue place, or give-up still unanswered (a try refused for want of a connection left
+  /// nothing) — so io.run() returns at once, Redis up or down. Otherwise one pipelined release of
+  /// all of it on the lock connection, which waits for a connection and the answer for
+  /// request_timeout at most, then closes: Redis down throughout, io.run() returns request_timeout
+  /// after close() and what could not be released runs out with its lease.
   void close();
 
   /// close(), then completes once the locks of this client are released in Redis and every

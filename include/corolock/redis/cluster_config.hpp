@@ -24,7 +24,7 @@ struct cluster_seed {
 /// followed or retried after a growing pause, within the operation's deadline (an acquisition
 /// without one: request_timeout from the first such failure). connect() succeeds once the map is
 /// read and a master answers; a master that is down fails only the operations that need it and is
-/// connected in the background.
+/// connected in the background. client::subscribe listens on one master (classic pub/sub).
 struct cluster_config {
   std::vector<cluster_seed> seeds;
 

@@ -28,6 +28,12 @@ struct client_config {
   /// operations use it for each of their round trips, so nothing waits forever on a server that is
   /// down; an acquisition with a deadline of its own (acquire_for, acquire_until) sends its
   /// unanswered attempt again and waits on until that deadline. Must be positive.
+  /// A try does not wait for a connection: while the client knows its lock connection is down
+  /// (the server went away and no reconnect has succeeded yet), try_acquire (and
+  /// try_acquire_shared, and an acquisition whose deadline has already passed) fails at once with
+  /// error::not_connected instead of after request_timeout; to wait for Redis to come back, give
+  /// the acquisition a deadline (acquire_for). On a cluster client the routing around it still
+  /// re-reads the slot map for up to request_timeout (a failover may have moved the slot).
   std::chrono::milliseconds request_timeout{5000};
   /// A PING is sent when the connection is idle this long; a connection that stays silent for two
   /// intervals while a reply is owed is declared dead and reconnected. Zero disables.

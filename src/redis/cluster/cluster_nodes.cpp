@@ -1,6 +1,7 @@
 #include "redis/cluster/cluster_nodes.hpp"
 
 #include "redis/backoff.hpp"
+#include "redis/cluster/key_slot.hpp"
 #include "redis/cluster/redirection.hpp"
 #include "redis/cluster/request_slot.hpp"
 #include "redis/cluster/route.hpp"
@@ -343,6 +344,23 @@ std::vector<std::shared_ptr<client_impl>> cluster_nodes::clients() const {
   for (const auto& [_, n] : nodes_)
     out.push_back(n.client);
   return out;
+}
+
+std::shared_ptr<client_impl> cluster_nodes::subscription_node(std::string_view channel) const {
+  auto up = [this](const node_address& at) -> std::shared_ptr<client_impl> {
+    auto it = nodes_.find(at);
+    if (it == nodes_.end() || !it->second.ready || !it->second.client->user->connected())
+      return nullptr;
+    return it->second.client;
+  };
+  // The channel's own slot spreads the subscriptions of many channels over the masters.
+  if (const auto* s = map_.owner(key_slot(channel)))
+    if (auto c = up(s->master))
+      return c;
+  for (const auto& m : map_.masters())
+    if (auto c = up(m))
+      return c;
+  return nullptr;
 }
 
 bool cluster_nodes::connected() const {

@@ -60,6 +60,11 @@ public:
   asio::awaitable<error_code> refresh();
   static constexpr std::chrono::milliseconds min_refresh_interval{100};
 
+  /// Where client::subscribe puts a channel (classic pub/sub, which the cluster bus carries to
+  /// every node): the master serving the channel name's slot if its user connection is up, else
+  /// the first master (in address order) whose is; null if none is.
+  std::shared_ptr<client_impl> subscription_node(std::string_view channel) const;
+
   /// Every node client, connected or not (for stats, close and tests).
   std::vector<std::shared_ptr<client_impl>> clients() const;
   /// True while every master of the map has its connections up.

@@ -28,9 +28,10 @@ enum class key_spec {
 
 constexpr std::array<std::string_view, 6> script_commands{"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO",
                                                           "FCALL", "FCALL_RO"};
-constexpr std::array<std::string_view, 12> keyless_commands{
+// PUBLISH too: the cluster bus carries it to every node, so any master serves it.
+constexpr std::array<std::string_view, 13> keyless_commands{
     "PING", "ECHO", "ASKING", "READONLY", "READWRITE", "SCRIPT",
-    "TIME", "HELLO", "AUTH",  "CLIENT",   "CLUSTER",   "WAIT"};
+    "TIME", "HELLO", "AUTH",  "CLIENT",   "CLUSTER",   "WAIT", "PUBLISH"};
 constexpr std::array<std::string_view, 33> first_key_commands{
     "GET",    "SET",   "SETNX",  "GETSET",   "GETDEL",  "INCR",      "INCRBY", "DECR",  "DECRBY",
     "EXPIRE", "PEXPIRE", "TTL",  "PTTL",     "TYPE",    "HGET",      "HSET",   "HDEL",  "HGETALL",
