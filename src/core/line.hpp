@@ -17,7 +17,7 @@
 // Invariants:
 //  - At most one contender is open, and only while a caller waits: the last caller leaving
 //    withdraws it (the backend gives back a grant that raced the withdrawal). A caller leaving while
-//    others wait leaves the bid to the next one.
+//    others wait leaves the bid, as it was started (wait, ride_through), to the next one.
 //  - Only the first caller can be a one-look caller (try_only, or a deadline already past at
 //    arrival): one arriving behind waiting callers is answered at once (the lock is not free for it:
 //    callers ahead of it want it). Its bid has wait false; `taken` gives it an empty guard (try) or
