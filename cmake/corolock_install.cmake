@@ -10,6 +10,10 @@ if(TARGET corolock_zookeeper) # COROLOCK_ZOOKEEPER: corolock::zookeeper for find
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+# corolock::testing (always built): the in-memory store for users' own tests.
+install(TARGETS corolock_testing EXPORT corolockTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/corolock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT corolockTargets NAMESPACE corolock::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/corolock)

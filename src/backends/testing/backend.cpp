@@ -1,0 +1,587 @@
+#include "backends/testing/backend.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+
+namespace corolock::testing::detail {
+
+namespace {
+lock_key key_of(const core::lock_spec& s) { return {s.name, static_cast<int>(s.kind)}; }
+const char* unreachable_words = "the testing store is unreachable";
+} // namespace
+
+struct backend::bid_state {
+  core::bid b;
+  std::string owner;
+  lock_key key;
+  core::contender_events* events = nullptr;
+  bool done = false;    // its event was delivered, or it was withdrawn: nothing more reaches the core
+  bool decided = false; // its event is on its way: it is not sent again
+  bool queued = false; // the store queued it: a grant message (or a look after a reconnect) follows
+  bool resend = false; // ride_through: to be sent again once the store is reachable
+};
+
+class backend::contender_impl final : public core::contender {
+public:
+  contender_impl(std::weak_ptr<backend*> self, std::shared_ptr<bid_state> b)
+      : self_(std::move(self)), b_(std::move(b)) {}
+  ~contender_impl() override { withdraw(); }
+  void withdraw() override {
+    if (b_->done)
+      return;
+    if (auto s = self_.lock())
+      (*s)->withdraw(b_);
+    b_->done = true;
+  }
+
+private:
+  std::weak_ptr<backend*> self_;
+  std::shared_ptr<bid_state> b_;
+};
+
+// A timer on the store's clock: the store's timer queue runs it (manual clock: as the test moves
+// time), and it fires on the client's executor.
+class backend::timer_impl final : public core::timer {
+public:
+  timer_impl(std::shared_ptr<state> st, asio::any_io_executor ex)
+      : st_(std::move(st)), ex_(std::move(ex)) {}
+  ~timer_impl() override { disarm(); }
+  void arm(steady::time_point at, std::function<void()> fire) override {
+    disarm();
+    auto off = std::make_shared<bool>(false);
+    off_ = off;
+    auto post = [ex = ex_, off, fire = std::move(fire)] {
+      asio::post(ex, [off, fire] {
+        if (!*off) {
+          *off = true;
+          fire();
+        }
+      });
+    };
+    if (at <= st_->now())
+      post();
+    else
+      entry_ = st_->at(at, std::move(post));
+  }
+  void disarm() override {
+    if (off_)
+      *off_ = true;
+    if (entry_)
+      *entry_ = true;
+    off_.reset();
+    entry_.reset();
+  }
+
+private:
+  std::shared_ptr<state> st_;
+  asio::any_io_executor ex_;
+  std::shared_ptr<bool> off_;
+  std::shared_ptr<bool> entry_;
+};
+
+backend::backend(asio::any_io_executor ex, std::shared_ptr<state> st)
+    : ex_(std::move(ex)), st_(std::move(st)), self_(std::make_shared<backend*>(this)) {
+  traits_.store = "testing";
+  traits_.leases = st_->options.leases == lease_mode::session ? core::lease_model::session
+                                                               : core::lease_model::per_lock;
+  traits_.fixed_lease = traits_.leases == core::lease_model::per_lock;
+  traits_.read_write = true;
+  traits_.semaphore = true;
+  traits_.fifo = true;
+  traits_.replicas = false;
+  client_ = st_->connect(*this);
+  id_ = "client-" + std::to_string(client_);
+  was_reachable_ = reachable();
+  if (traits_.leases == core::lease_model::session) {
+    session_ = st_->open_session(client_);
+    alive_until_ = st_->now() + st_->options.session_timeout;
+    ping_timer_ = make_timer();
+    ping();
+  }
+}
+
+backend::~backend() {
+  self_.reset();
+  for (auto& [owner, b] : open_)
+    b->done = true;
+  st_->disconnect(client_);
+}
+
+std::unique_ptr<core::timer> backend::make_timer() {
+  return std::make_unique<timer_impl>(st_, ex_);
+}
+
+std::string backend::new_owner() { return id_ + ":" + std::to_string(++owners_); }
+
+error_code backend::check(const core::lock_spec& lock, std::string& words) const {
+  if (lock.options.min_replicas > 0) {
+    words = "the testing store has no replicas (lock_options::min_replicas must be 0)";
+    return error::invalid_argument;
+  }
+  if (!lock.options.watchdog && !traits_.fixed_lease) {
+    words = "the testing store in session mode has no fixed lease (lock_options::watchdog = false)";
+    return error::invalid_argument;
+  }
+  return {};
+}
+
+// --- requests ---------------------------------------------------------------------------------
+
+void backend::run_at(steady::time_point t, std::function<void()> fn) {
+  auto guarded = [ex = ex_, w = std::weak_ptr<backend*>(self_), fn = std::move(fn)] {
+    asio::post(ex, [w, fn] {
+      if (w.lock())
+        fn();
+    });
+  };
+  if (t <= st_->now())
+    guarded();
+  else
+    st_->at(t, std::move(guarded));
+}
+
+void backend::send(const std::function<std::function<void()>()>& apply, fail_fn fail) {
+  if (closed_ || !reachable()) {
+    auto ec = closed_ ? error_code(error::closed) : error_code(error::not_connected);
+    run_at(st_->now(), [fail = std::move(fail), ec] { fail(ec); });
+    return;
+  }
+  auto reply = apply();
+  auto op = ++ops_;
+  inflight_.emplace(op, std::move(fail));
+  auto sent = st_->now();
+  if (lost_replies_ > 0) {
+    --lost_replies_;
+    time_out(op, sent);
+    return;
+  }
+  run_at(sent + st_->options.latency, [this, op, sent, reply = std::move(reply)] {
+    if (!inflight_.contains(op))
+      return; // failed already (a dropped connection)
+    if (!reachable()) {
+      time_out(op, sent); // lost on the way
+      return;
+    }
+    inflight_.erase(op);
+    reply();
+  });
+}
+
+void backend::time_out(std::uint64_t op, steady::time_point from) {
+  run_at(from + st_->options.request_timeout, [this, op] {
+    auto it = inflight_.find(op);
+    if (it == inflight_.end())
+      return;
+    auto fail = std::move(it->second);
+    inflight_.erase(it);
+    fail(error::timeout);
+  });
+}
+
+void backend::remove_at_store(const lock_key& k, const std::string& owner) {
+  if (reachable())
+    st_->remove(k, owner);
+  else
+    pending_removals_.emplace_back(k, owner);
+}
+
+// --- bids -------------------------------------------------------------------------------------
+
+std::unique_ptr<core::contender> backend::contend(core::bid b, std::string owner,
+                                                  core::contender_events& events) {
+  auto s = std::make_shared<bid_state>();
+  s->key = key_of(*b.lock);
+  s->b = std::move(b);
+  s->owner = std::move(owner);
+  s->events = &events;
+  open_[s->owner] = s;
+  submit(s);
+  return std::make_unique<contender_impl>(self_, s);
+}
+
+void backend::submit(const std::shared_ptr<bid_state>& b) {
+  if (b->done || b->decided)
+    return;
+  b->resend = false;
+  if (closed_)
+    return finish_failed(b, error::closed, "the testing client is closed");
+  if (!reachable()) {
+    if (b->b.ride_through)
+      b->resend = true; // waits for the store
+    else
+      finish_failed(b, error::not_connected, unreachable_words);
+    return;
+  }
+  if (st_->refusals > 0) {
+    --st_->refusals;
+    return finish_failed(b, st_->refusal_ec, st_->refusal_words);
+  }
+  send(
+      [this, b] {
+        entry e;
+        e.owner = b->owner;
+        e.client = client_;
+        e.session = session_;
+        e.permits = b->b.permits;
+        e.shared = b->b.shared;
+        e.lease = b->b.lock->options.lease;
+        auto o = st_->bid(b->key, b->b.lock->capacity, std::move(e), b->b.wait);
+        return std::function<void()>([this, b, o] { on_bid_reply(b, o); });
+      },
+      [this, b](error_code ec) { on_bid_error(b, ec); });
+}
+
+void backend::on_bid_reply(const std::shared_ptr<bid_state>& b, state::bid_outcome o) {
+  if (b->done || b->decided)
+    return;
+  switch (o.result) {
+  case state::bid_result::granted: {
+    auto g = make_grant(o.token, o.from, b->b.lock->options.lease);
+    return finish(b, [g](core::contender_events& ev) { ev.granted(g); });
+  }
+  case state::bid_result::taken:
+    return finish(b, [](core::contender_events& ev) { ev.taken(); });
+  case state::bid_result::too_many:
+    return finish_failed(b, error::invalid_argument,
+                         "the bid asks for more permits than lock '" + b->b.lock->name + "' has");
+  case state::bid_result::queued:
+    b->queued = true;
+    return;
+  }
+}
+
+void backend::on_bid_error(const std::shared_ptr<bid_state>& b, error_code ec) {
+  if (b->done || b->decided)
+    return;
+  if (b->b.ride_through && !closed_) {
+    b->resend = true;
+    if (reachable())
+      submit(b); // the same owner: the store keeps its place or grants it again
+    return;
+  }
+  remove_at_store(b->key, b->owner); // the bid may have landed: leave nothing
+  finish_failed(b, ec,
+                ec == error::timeout ? "no reply from the testing store in time"
+                : ec == error::connection_lost ? "the connection to the testing store dropped"
+                                               : unreachable_words);
+}
+
+void backend::withdraw(const std::shared_ptr<bid_state>& b) {
+  if (b->done)
+    return;
+  b->done = true;
+  open_.erase(b->owner);
+  if (!closed_)
+    remove_at_store(b->key, b->owner); // also gives back a grant that raced the withdrawal
+}
+
+core::grant backend::make_grant(std::uint64_t token, steady::time_point from,
+                                std::chrono::milliseconds lease) const {
+  core::grant g;
+  g.token = token;
+  g.from = from;
+  if (traits_.leases == core::lease_model::session) {
+    g.session = session_;
+    g.valid_for = std::max(std::chrono::milliseconds(0),
+                           std::chrono::duration_cast<std::chrono::milliseconds>(alive_until_ - from));
+  } else {
+    g.valid_for = lease;
+  }
+  return g;
+}
+
+void backend::finish(const std::shared_ptr<bid_state>& b,
+                     std::function<void(core::contender_events&)> ev) {
+  // Decided now, delivered posted: a withdrawal in between still wins (and gives a grant back).
+  b->decided = true;
+  run_at(st_->now(), [this, b, ev = std::move(ev)] {
+    if (b->done)
+      return;
+    b->done = true;
+    open_.erase(b->owner);
+    ev(*b->events);
+  });
+}
+
+void backend::finish_failed(const std::shared_ptr<bid_state>& b, error_code ec,
+                            std::string words) {
+  finish(b, [ec, words = std::move(words)](core::contender_events& ev) { ev.failed(ec, words); });
+}
+
+void backend::grant_message(const lock_key& k, const std::string& owner, std::uint64_t token,
+                            steady::time_point from, std::chrono::milliseconds lease) {
+  // Called from inside the store's own bookkeeping: everything here is posted.
+  if (!reachable())
+    return; // the message is lost; the bid is sent again when the link is back
+  auto delay = st_->options.latency;
+  if (st_->delayed_grants > 0) {
+    --st_->delayed_grants;
+    delay += st_->grant_delay;
+  }
+  run_at(st_->now() + delay, [this, k, owner, token, from, lease] {
+    auto it = open_.find(owner);
+    if (it == open_.end()) {
+      if (!closed_)
+        remove_at_store(k, owner); // nobody wants it any more: give it back
+      return;
+    }
+    if (!reachable()) {
+      it->second->resend = true; // lost on the way
+      return;
+    }
+    auto b = it->second;
+    if (b->decided)
+      return; // answered already (the same grant by a reply)
+    auto g = make_grant(token, from, lease);
+    finish(b, [g](core::contender_events& ev) { ev.granted(g); });
+  });
+}
+
+// --- release, renew, close --------------------------------------------------------------------
+
+void backend::release(const core::held& lease, core::handler<void(error_code, std::string)> h) {
+  auto hp = std::make_shared<core::handler<void(error_code, std::string)>>(std::move(h));
+  auto done = [hp](error_code ec, std::string words) {
+    asio::dispatch(asio::append(std::move(*hp), ec, std::move(words)));
+  };
+  send(
+      [this, k = key_of(*lease.lock), owner = lease.owner, name = lease.lock->name, done] {
+        bool ours = st_->release(k, owner);
+        return std::function<void()>([ours, done, name] {
+          if (ours)
+            done({}, {});
+          else
+            done(error::lease_lost, "the testing store no longer lists the owner of lock '" +
+                                        name + "'");
+        });
+      },
+      [done](error_code ec) { done(ec, ec == error::closed ? "the testing client is closed"
+                                                            : "no reply from the testing store"); });
+}
+
+void backend::renew(std::vector<core::renewal> leases,
+                    core::handler<void(std::vector<core::renew_outcome>)> h) {
+  auto hp = std::make_shared<core::handler<void(std::vector<core::renew_outcome>)>>(std::move(h));
+  auto done = [hp](std::vector<core::renew_outcome> out) {
+    asio::dispatch(asio::append(std::move(*hp), std::move(out)));
+  };
+  auto n = leases.size();
+  auto sent = st_->now();
+  send(
+      [this, leases = std::move(leases), sent, done] {
+        std::vector<core::renew_outcome> out;
+        for (const auto& r : leases) {
+          bool ours = st_->renew(key_of(*r.lease.lock), r.lease.owner, r.lease.lock->options.lease,
+                                 r.check_only);
+          out.push_back({ours ? core::renew_outcome::result::renewed
+                              : core::renew_outcome::result::lost,
+                         sent});
+        }
+        return std::function<void()>([out, done] { done(out); });
+      },
+      [n, done](error_code) { done(std::vector<core::renew_outcome>(n)); }); // all unknown
+}
+
+void backend::give_back_all() {
+  st_->drop_all(client_);
+  if (session_ != 0)
+    st_->end_session(session_, false);
+}
+
+void backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+  auto hp = std::make_shared<core::handler<void()>>(std::move(h));
+  if (closed_) {
+    run_at(st_->now(), [hp] { asio::dispatch(std::move(*hp)); });
+    return;
+  }
+  closed_ = true;
+  for (auto& [owner, b] : open_)
+    b->done = true; // the core has failed its callers already
+  open_.clear();
+  if (ping_timer_)
+    ping_timer_->disarm();
+  auto inflight = std::move(inflight_);
+  inflight_.clear();
+  for (auto& [op, fail] : inflight)
+    run_at(st_->now(), [fail = std::move(fail)] { fail(error::closed); });
+  if (reachable()) {
+    pending_removals_.clear();
+    give_back_all();
+    run_at(st_->now(), [hp] { asio::dispatch(std::move(*hp)); });
+    return;
+  }
+  // Unreachable: give back once the link is back, or leave it to the store's expiry at `bound`.
+  closing_ = hp;
+  close_timer_ = make_timer();
+  close_timer_->arm(st_->now() + bound, [this] {
+    if (auto c = std::exchange(closing_, nullptr))
+      asio::dispatch(std::move(*c));
+  });
+}
+
+// --- the link ---------------------------------------------------------------------------------
+
+void backend::set_reachable(bool r) {
+  link_up_ = r;
+  link_changed();
+}
+
+void backend::link_changed() {
+  bool r = reachable();
+  if (r == was_reachable_)
+    return;
+  was_reachable_ = r;
+  if (r)
+    link_up();
+  else
+    link_down();
+}
+
+void backend::link_down() {
+  // Replies under way are lost (send() sees it); bids without a caller's deadline fail after the
+  // transport bound if the store is still away then.
+  if (closed_)
+    return;
+  if (!down_timer_)
+    down_timer_ = make_timer();
+  down_timer_->arm(st_->now() + st_->options.request_timeout, [this] {
+    if (reachable())
+      return;
+    std::vector<std::shared_ptr<bid_state>> fail;
+    for (auto& [owner, b] : open_)
+      if (!b->b.ride_through)
+        fail.push_back(b);
+    for (auto& b : fail) {
+      pending_removals_.emplace_back(b->key, b->owner);
+      finish_failed(b, error::not_connected, unreachable_words);
+    }
+  });
+}
+
+void backend::link_up() {
+  if (down_timer_)
+    down_timer_->disarm();
+  for (auto& [k, owner] : std::exchange(pending_removals_, {}))
+    st_->remove(k, owner);
+  if (closed_) {
+    if (auto c = std::exchange(closing_, nullptr)) {
+      give_back_all();
+      close_timer_->disarm();
+      run_at(st_->now(), [c] { asio::dispatch(std::move(*c)); });
+    }
+    return;
+  }
+  if (traits_.leases == core::lease_model::session && !st_->ping(session_)) {
+    new_session(session_, error::session_expired); // it expired while we were away
+    return;
+  }
+  if (traits_.leases == core::lease_model::per_lock && hooks_.reconnected)
+    run_at(st_->now(), [this] { hooks_.reconnected(); });
+  // Grant messages may have been lost meanwhile: look again, same owners.
+  std::vector<std::shared_ptr<bid_state>> again;
+  for (auto& [owner, b] : open_)
+    if (b->resend || b->queued)
+      again.push_back(b);
+  for (auto& b : again)
+    submit(b);
+}
+
+void backend::drop_connection() {
+  auto inflight = std::move(inflight_);
+  inflight_.clear();
+  for (auto& [op, fail] : inflight)
+    run_at(st_->now(), [fail = std::move(fail)] { fail(error::connection_lost); });
+  // Open bids lose their connection too: a caller's deadline rides it through, others fail.
+  std::vector<std::shared_ptr<bid_state>> open;
+  for (auto& [owner, b] : open_)
+    open.push_back(b);
+  run_at(st_->now(), [this, open] {
+    for (auto& b : open) {
+      if (b->done || closed_)
+        continue;
+      if (b->b.ride_through) {
+        b->resend = true;
+        continue;
+      }
+      remove_at_store(b->key, b->owner);
+      finish_failed(b, error::connection_lost, "the connection to the testing store dropped");
+    }
+    // Reconnected at once.
+    if (reachable() && !closed_) {
+      was_reachable_ = false;
+      link_changed();
+    }
+  });
+}
+
+// --- sessions ---------------------------------------------------------------------------------
+
+void backend::ping() {
+  if (closed_)
+    return;
+  auto period = st_->options.session_timeout / 3;
+  ping_timer_->arm(st_->now() + period, [this] { ping(); });
+  if (!reachable())
+    return;
+  auto sent = st_->now();
+  auto s = session_;
+  send(
+      [this, s, sent] {
+        bool alive = st_->ping(s);
+        return std::function<void()>([this, s, sent, alive] {
+          if (s != session_)
+            return;
+          if (alive) {
+            alive_until_ = std::max(alive_until_, sent + st_->options.session_timeout);
+            if (hooks_.session_alive)
+              hooks_.session_alive(s, alive_until_);
+          } else {
+            new_session(s, error::session_expired);
+          }
+        });
+      },
+      [](error_code) {}); // the local bound (alive_until_) decides
+}
+
+void backend::session_ended(std::uint64_t session) {
+  if (!reachable())
+    return; // learnt when the link is back
+  run_at(st_->now(), [this, session] {
+    if (session == session_ && !closed_)
+      new_session(session, error::session_expired);
+  });
+}
+
+void backend::expire_session() {
+  if (session_ != 0)
+    st_->end_session(session_, true);
+}
+
+void backend::new_session(std::uint64_t ended, error_code why) {
+  if (ended != session_ || closed_)
+    return;
+  session_ = st_->open_session(client_);
+  alive_until_ = st_->now() + st_->options.session_timeout;
+  if (hooks_.session_lost)
+    run_at(st_->now(), [this, ended, why] { hooks_.session_lost(ended, why); });
+  // The store dropped the old session's bids: ride them through on the new one, fail the rest.
+  std::vector<std::shared_ptr<bid_state>> open;
+  for (auto& [owner, b] : open_)
+    open.push_back(b);
+  for (auto& b : open) {
+    if (b->done)
+      continue;
+    b->queued = false;
+    if (b->b.ride_through)
+      submit(b);
+    else
+      finish_failed(b, why, "the session with the testing store ended");
+  }
+}
+
+} // namespace corolock::testing::detail

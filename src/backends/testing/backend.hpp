@@ -1,0 +1,121 @@
+// Private: one client's connection to the in-memory store, as a core::backend (src/core/backend.hpp,
+// whose calling contract it follows).
+//
+// Every request is applied to the store at once (the store is in memory) and its reply comes back
+// later: posted on the client's executor, or `latency` later on the store's clock. Between the two
+// the request is "in flight", which is what the link faults act on: a lost reply leaves it in
+// flight until request_timeout (error::timeout), a dropped connection fails it at once
+// (error::connection_lost), an unreachable store loses it. A bid whose caller has a deadline
+// (ride_through) is sent again with the same owner instead (the store is idempotent per owner:
+// a holder gets its grant again, a queued owner keeps its place). Grants of queued bids come as
+// messages, which an unreachable link loses too: a reconnect therefore sends every open bid again.
+//
+// Nothing of a bid that failed or was withdrawn stays at the store: it is removed there at once, or
+// — the store unreachable — as soon as the link is back (the store drops a closed client's queued
+// bids by itself, as a server drops a dead connection's).
+#pragma once
+
+#include "backends/testing/state.hpp"
+#include "core/backend.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace corolock::testing::detail {
+
+class backend final : public core::backend, private sink {
+public:
+  backend(asio::any_io_executor ex, std::shared_ptr<state> st);
+  ~backend() override;
+
+  // core::backend
+  const core::backend_traits& traits() const noexcept override { return traits_; }
+  asio::any_io_executor get_executor() const override { return ex_; }
+  steady::time_point now() const override { return st_->now(); }
+  std::unique_ptr<core::timer> make_timer() override;
+  std::string new_owner() override;
+  error_code check(const core::lock_spec& lock, std::string& words) const override;
+  std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
+                                           core::contender_events& events) override;
+  void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void renew(std::vector<core::renewal> leases,
+             core::handler<void(std::vector<core::renew_outcome>)> h) override;
+  void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
+  void set_hooks(hooks h) override { hooks_ = std::move(h); }
+
+  // faults of this link (testing::client)
+  void set_reachable(bool r);
+  void drop_connection();
+  void lose_replies(int n) { lost_replies_ += n; }
+  void expire_session();
+
+  const std::string& id() const noexcept { return id_; }
+  std::uint64_t session() const noexcept { return session_; }
+  std::uint64_t client_number() const noexcept { return client_; }
+
+private:
+  struct bid_state;
+  class contender_impl;
+  class timer_impl;
+  using fail_fn = std::function<void(error_code)>;
+
+  // sink
+  void grant_message(const lock_key& k, const std::string& owner, std::uint64_t token, steady::time_point from,
+                     std::chrono::milliseconds lease) override;
+  void session_ended(std::uint64_t session) override;
+  void link_changed() override;
+
+  bool reachable() const noexcept { return !st_->down && link_up_; }
+  /// Runs `fn` on the executor at `t` on the store's clock (posted at once if due), unless this
+  /// backend is gone by then.
+  void run_at(steady::time_point t, std::function<void()> fn);
+  /// One request: `apply` runs at the store now and returns what its reply does; `fail` gets the
+  /// transport error instead (posted) if the reply does not come.
+  void send(const std::function<std::function<void()>()>& apply, fail_fn fail);
+  void time_out(std::uint64_t op, steady::time_point from);
+
+  void submit(const std::shared_ptr<bid_state>& b);
+  void on_bid_reply(const std::shared_ptr<bid_state>& b, state::bid_outcome o);
+  void on_bid_error(const std::shared_ptr<bid_state>& b, error_code ec);
+  void withdraw(const std::shared_ptr<bid_state>& b);
+  /// Removes `owner` at the store now, or once the link is back.
+  void remove_at_store(const lock_key& k, const std::string& owner);
+  core::grant make_grant(std::uint64_t token, steady::time_point from,
+                         std::chrono::milliseconds lease) const;
+  void finish(const std::shared_ptr<bid_state>& b, std::function<void(core::contender_events&)> ev);
+  void finish_failed(const std::shared_ptr<bid_state>& b, error_code ec, std::string words);
+
+  void link_down();
+  void link_up();
+  void new_session(std::uint64_t ended, error_code why);
+  void ping();
+  void give_back_all();
+
+  asio::any_io_executor ex_;
+  std::shared_ptr<state> st_;
+  std::shared_ptr<backend*> self_; // weak copies in posted work: this backend may be gone by then
+  core::backend_traits traits_;
+  hooks hooks_;
+  std::uint64_t client_ = 0;
+  std::string id_;
+  std::uint64_t owners_ = 0;
+  std::uint64_t session_ = 0;
+  steady::time_point alive_until_{};
+
+  bool link_up_ = true;
+  bool was_reachable_ = true;
+  bool closed_ = false;
+  int lost_replies_ = 0;
+  std::uint64_t ops_ = 0;
+  std::map<std::uint64_t, fail_fn> inflight_;
+  std::map<std::string, std::shared_ptr<bid_state>> open_;
+  std::vector<std::pair<lock_key, std::string>> pending_removals_;
+  std::unique_ptr<core::timer> ping_timer_;
+  std::unique_ptr<core::timer> down_timer_;
+  std::unique_ptr<core::timer> close_timer_;
+  std::shared_ptr<core::handler<void()>> closing_;
+};
+
+} // namespace corolock::testing::detail

@@ -1,0 +1,176 @@
+// Private: the in-memory store behind corolock::testing::store — what a lock server keeps, and its
+// clock. It holds, per lock (name and kind: kinds never share state), the holders, a FIFO queue of
+// bids served in arrival order (the front is granted as soon as it fits, nobody overtakes it: one
+// release wakes one waiter, not a herd), and a fencing counter that only grows, kept after the lock
+// empties so a token is never handed out twice. Holders end by release, by their per-lock lease
+// (lease model per_lock: unless renewed) or with their session (lease model session).
+//
+// It knows no caller and no core: clients (src/backends/testing/backend.cpp) apply operations to
+// it as a server would apply requests, and it tells them of grants and ended sessions through a
+// sink, which must post (never call the core inline). All of it runs on one thread.
+//
+// The clock is either the steady clock (timers on the store's executor) or a manual one the test
+// moves with advance(): a due timer then runs at its own moment, in order, so a lease expiring at
+// t=40 is seen expired by a timer at t=50 and not by one at t=30.
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/testing/store.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace corolock::testing::detail {
+
+using steady = std::chrono::steady_clock;
+
+/// A lock as the store files it: kinds never share state.
+struct lock_key {
+  std::string name;
+  int kind = 0; // core::lock_kind as a number (the public header does not see the core)
+  auto operator<=>(const lock_key&) const = default;
+};
+
+/// What a client connected to the store hears from it without asking.
+class sink {
+public:
+  /// `owner`'s queued bid is granted (token, lease start, lease length in per_lock mode).
+  virtual void grant_message(const lock_key& k, const std::string& owner, std::uint64_t token, steady::time_point from,
+                             std::chrono::milliseconds lease) = 0;
+  /// The store ended this client's session (session mode): its holders and bids are gone.
+  virtual void session_ended(std::uint64_t session) = 0;
+  /// store::set_down changed: the client may have lost or regained the store.
+  virtual void link_changed() = 0;
+
+protected:
+  ~sink() = default;
+};
+
+struct entry {
+  std::string owner;
+  std::uint64_t client = 0;
+  std::uint64_t session = 0;
+  std::int64_t permits = 1;
+  bool shared = false;
+  std::chrono::milliseconds lease{0}; // per_lock: what a grant sets
+  std::uint64_t token = 0;            // holders
+  steady::time_point since{};         // holders: when granted
+  steady::time_point expires = steady::time_point::max(); // holders, per_lock
+};
+
+struct lock_state {
+  std::int64_t capacity = 1;
+  std::vector<entry> holders;
+  std::deque<entry> queue;
+  std::int64_t used() const;
+};
+
+class state : public std::enable_shared_from_this<state> {
+public:
+  state(asio::any_io_executor ex, store_options o);
+  ~state();
+
+  const store_options options;
+
+  // --- fault switches (read by the clients) --------------------------------------------------
+  bool down = false;
+  int refusals = 0;
+  error_code refusal_ec;
+  std::string refusal_words;
+  int delayed_grants = 0;
+  std::chrono::milliseconds grant_delay{0};
+
+  // --- the clock and its timers --------------------------------------------------------------
+  steady::time_point now() const;
+  /// Runs `fn` (synchronously, on the store's side: it must post anything meant for a client) at
+  /// `at` on the store's clock. Cancel by setting *cancelled.
+  std::shared_ptr<bool> at(steady::time_point at, std::function<void()> fn);
+  /// Manual clock: runs what falls due up to now + d, each at its moment. Steady clock: nothing.
+  void advance(std::chrono::milliseconds d);
+  std::optional<steady::time_point> next_due() const;
+  /// Manual clock: the earliest timer, if due by `limit`, after moving the clock to it.
+  bool run_one_due(steady::time_point limit);
+
+  // --- connections and sessions --------------------------------------------------------------
+  std::uint64_t connect(sink& s);
+  /// The client is gone: its queued bids leave; session mode: its session ends (holders freed);
+  /// per_lock: its holders stay until their leases run out (a crashed process).
+  void disconnect(std::uint64_t client);
+  std::uint64_t open_session(std::uint64_t client);
+  /// A client's ping: true if its session lives (then heard now), false if it ended.
+  bool ping(std::uint64_t session);
+  void end_session(std::uint64_t session, bool tell);
+  /// The live session of a client, 0 if none.
+  std::uint64_t session_of(std::uint64_t client) const;
+  /// Tells every client that store::set_down changed.
+  void links_changed();
+
+  // --- lock operations -----------------------------------------------------------------------
+  enum class bid_result { granted, queued, taken, too_many };
+  struct bid_outcome {
+    bid_result result = bid_result::queued;
+    std::uint64_t token = 0;
+    steady::time_point from{};
+  };
+  /// Idempotent per owner: a holder gets its grant again, a queued owner keeps its place.
+  bid_outcome bid(const lock_key& k, std::int64_t capacity, entry e, bool wait);
+  /// Removes `owner` from holders or queue (withdraw); grants who fits next.
+  void remove(const lock_key& k, const std::string& owner);
+  /// Owner-checked: false when the store no longer lists `owner` as holder.
+  bool release(const lock_key& k, const std::string& owner);
+  /// per_lock: extends (or, check_only, confirms) a holder's lease; false when not a holder.
+  bool renew(const lock_key& k, const std::string& owner, std::chrono::milliseconds lease,
+             bool check_only);
+  /// Gives back everything of `client` (close): holders and queued bids.
+  void drop_all(std::uint64_t client);
+
+  // --- introspection -------------------------------------------------------------------------
+  /// Holders (or queued bids) of every kind of lock `name`.
+  std::vector<holder_info> list(const std::string& name, bool holders) const;
+  std::uint64_t token(const std::string& name) const;
+  bool empty() const;
+
+private:
+  struct timer_entry {
+    std::function<void()> fn;
+    std::shared_ptr<bool> cancelled;
+  };
+  struct session {
+    std::uint64_t client = 0;
+    steady::time_point heard{};
+  };
+
+  void grant(const lock_key& k, lock_state& l, entry e);
+  void grant_waiters(const lock_key& k);
+  /// Removes every holder and queued bid matching `gone`; grants who fits next.
+  void purge(const std::function<bool(const entry&)>& gone);
+  void forget_if_empty(const lock_key& k);
+  void watch_expiry(const lock_key& k, const entry& holder);
+  void watch_session(std::uint64_t id);
+  void rearm_steady();
+  void fire_due_steady();
+
+  asio::any_io_executor ex_;
+  steady::time_point manual_now_;
+  std::multimap<steady::time_point, timer_entry> timers_;
+  std::optional<asio::steady_timer> steady_timer_;
+  steady::time_point steady_armed_ = steady::time_point::max();
+
+  std::map<lock_key, lock_state> locks_;
+  std::map<lock_key, std::uint64_t> fences_; // kept forever: tokens never repeat
+  std::map<std::uint64_t, sink*> clients_;
+  std::map<std::uint64_t, session> sessions_;
+  std::uint64_t next_client_ = 1;
+  std::uint64_t next_session_ = 1;
+};
+
+} // namespace corolock::testing::detail

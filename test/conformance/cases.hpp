@@ -1,0 +1,335 @@
+// The conformance suite: what every store's locks promise, written once against the public API
+// (corolock::mutex, guard, lock_options, lock_source) and run over each backend by one fixture.
+// Each test/conformance/<backend>.cpp holds one suite named after its backend that instantiates
+// every case here with its fixture: COROLOCK_CONFORMANCE_CASES(fixture).
+//
+// A fixture F gives:
+//   using source = …;                                   a lock_source type (the store's client)
+//   static constexpr const char* backend;               for messages
+//   asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor);
+//   asio::awaitable<void> close(source&);               the client's async close
+//   void cut_off(source&, bool);                        the store unreachable for that client
+//   std::size_t queued(const std::string& name);        bids the store has queued for a lock
+//   bool clean();                                       nothing held or queued at the store
+//   static std::optional<lock_options> lacking();       options asking for a trait it lacks
+#pragma once
+
+#include <support/async_test.hpp>
+
+#include <corolock/corolock.hpp>
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace corolock::conformance {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using test::eventually;
+using test::sleep_for;
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+template <typename F>
+using case_body = asio::awaitable<void> (*)(F&, asio::any_io_executor);
+
+/// The fixture lives in the coroutine, so that what it made on the test's io_context (a store's
+/// timers, proxies' clients) goes before that io_context does.
+template <typename F>
+asio::awaitable<void> with_fixture(case_body<F> body, asio::any_io_executor ex) {
+  F f;
+  co_await body(f, ex);
+}
+
+/// Runs one case over a fresh fixture.
+template <typename F>
+void run(case_body<F> body) {
+  test::run_async([body](asio::any_io_executor ex) { return with_fixture<F>(body, ex); });
+}
+
+template <typename F>
+asio::awaitable<bool> clean(F& f) {
+  co_return co_await eventually([&] { return f.clean(); }, 5s);
+}
+
+template <typename F>
+asio::awaitable<bool> gone_from_queue(F& f, std::string name) {
+  co_return co_await eventually([&] { return f.queued(name) == 0; }, 5s);
+}
+
+/// Two clients ("processes") and a mutex of each on one lock: most cases start here.
+template <typename F>
+struct two_clients {
+  std::unique_ptr<typename F::source> a, b;
+  mutex ma, mb;
+};
+
+template <typename F>
+asio::awaitable<two_clients<F>> two_on(F& f, asio::any_io_executor ex, std::string name) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  mutex ma{*a, name}, mb{*b, name};
+  co_return two_clients<F>{std::move(a), std::move(b), std::move(ma), std::move(mb)};
+}
+
+template <typename F>
+asio::awaitable<void> exclusion(F& f, asio::any_io_executor ex) {
+  auto [a, b, ma, mb] = co_await two_on(f, ex, "x");
+  auto ga = co_await ma.acquire();
+  auto [ec, gb] = co_await mb.try_acquire(tuple_awaitable);
+  BOOST_TEST(!ec);
+  BOOST_TEST(!gb.owns_lock()); // held by a
+  bool b_has_it = false;
+  test::event done(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    auto g = co_await mb.acquire();
+    b_has_it = true;
+    BOOST_TEST(!ga.owns_lock()); // never both
+    co_await g.unlock();
+    done.set();
+  }, asio::detached);
+  co_await sleep_for(100ms);
+  BOOST_TEST(!b_has_it);
+  co_await ga.unlock();
+  co_await done.wait();
+  BOOST_TEST(b_has_it);
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> fifo_across_clients(F& f, asio::any_io_executor ex) {
+  std::vector<std::unique_ptr<typename F::source>> clients;
+  for (int i = 0; i < 4; ++i)
+    clients.push_back(co_await f.connect(ex));
+  mutex first{*clients[0], "fifo"};
+  auto g = co_await first.acquire();
+  std::vector<int> order;
+  std::vector<std::unique_ptr<mutex>> ms;
+  test::event done(ex);
+  for (int i = 1; i < 4; ++i) {
+    ms.push_back(std::make_unique<mutex>(*clients[i], "fifo"));
+    asio::co_spawn(ex, [&, i, m = ms.back().get()]() -> asio::awaitable<void> {
+      auto gi = co_await m->acquire();
+      order.push_back(i);
+      co_await gi.unlock();
+      if (order.size() == 3)
+        done.set();
+    }, asio::detached);
+    // Each bid lands at the store before the next one starts: arrival order is then known.
+    BOOST_REQUIRE(co_await eventually([&] { return f.queued("fifo") == std::size_t(i); }));
+  }
+  co_await g.unlock();
+  co_await done.wait();
+  BOOST_TEST(order == (std::vector<int>{1, 2, 3}));
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> reentry(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  mutex m{*a, "re"};
+  auto g = co_await m.acquire();
+  auto g2 = co_await m.acquire(g);
+  BOOST_TEST(g2.fencing_token() == g.fencing_token());
+  BOOST_TEST(g.owner() == g2.owner());
+  co_await g2.unlock();
+  BOOST_TEST(g.owns_lock());
+  BOOST_TEST(!f.clean()); // still held by the outer level
+  co_await g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> cancelled_wait_leaves_nothing(F& f, asio::any_io_executor ex,
+                                                    asio::cancellation_type type) {
+  auto [a, b, ma, mb] = co_await two_on(f, ex, "cancel");
+  auto g = co_await ma.acquire();
+  asio::cancellation_signal signal;
+  test::event emitted(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    co_await eventually([&] { return f.queued("cancel") == 1; });
+    signal.emit(type);
+    emitted.set();
+  }, asio::detached);
+  auto [ec, gb] = co_await mb.acquire(asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+  co_await emitted.wait();
+  BOOST_TEST(ec == asio::error::operation_aborted);
+  BOOST_TEST(!gb.owns_lock());
+  BOOST_TEST(co_await gone_from_queue(f, "cancel")); // the withdrawal may land a moment later
+  co_await g.unlock();
+  BOOST_TEST(co_await clean(f)); // nothing of b was granted after it gave up
+}
+
+template <typename F>
+asio::awaitable<void> cancel_terminal(F& f, asio::any_io_executor ex) {
+  co_await cancelled_wait_leaves_nothing(f, ex, asio::cancellation_type::terminal);
+}
+template <typename F>
+asio::awaitable<void> cancel_partial(F& f, asio::any_io_executor ex) {
+  co_await cancelled_wait_leaves_nothing(f, ex, asio::cancellation_type::partial);
+}
+template <typename F>
+asio::awaitable<void> cancel_total(F& f, asio::any_io_executor ex) {
+  co_await cancelled_wait_leaves_nothing(f, ex, asio::cancellation_type::total);
+}
+
+template <typename F>
+asio::awaitable<void> deadline_then_nothing_left(F& f, asio::any_io_executor ex) {
+  auto [a, b, ma, mb] = co_await two_on(f, ex, "deadline");
+  auto g = co_await ma.acquire();
+  auto t0 = std::chrono::steady_clock::now();
+  auto [ec, gb] = co_await mb.acquire_for(200ms, tuple_awaitable);
+  BOOST_TEST(ec == error::timeout);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 >= 200ms));
+  BOOST_TEST(co_await gone_from_queue(f, "deadline"));
+  co_await g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> try_acquire_on_a_held_lock(F& f, asio::any_io_executor ex) {
+  auto [a, b, ma, mb] = co_await two_on(f, ex, "try");
+  auto [ec0, free] = co_await mb.try_acquire(tuple_awaitable);
+  BOOST_TEST(free.owns_lock()); // free: taken at once
+  co_await free.unlock();
+  auto g = co_await ma.acquire();
+  auto [ec, gb] = co_await mb.try_acquire(tuple_awaitable);
+  BOOST_TEST(!ec);
+  BOOST_TEST(!gb.owns_lock());
+  BOOST_TEST(f.queued("try") == 0u); // a look, never a place in the queue
+  co_await g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> lost_by_the_local_deadline(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  lock_options o;
+  o.lease = 600ms;
+  mutex m{*a, "lost", o};
+  auto g = co_await m.acquire();
+  auto t0 = std::chrono::steady_clock::now();
+  f.cut_off(*a, true); // renewals no longer arrive
+  auto [ec] = co_await g.wait_lost(tuple_awaitable);
+  auto took = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST(ec == error::lease_lost);
+  BOOST_TEST(g.lost());
+  BOOST_TEST((took <= 600ms + 300ms)); // by the local deadline, not a later discovery
+  f.cut_off(*a, false);
+  co_await g.unlock(tuple_awaitable);
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> fencing_tokens_increase(F& f, asio::any_io_executor ex) {
+  auto [a, b, ma, mb] = co_await two_on(f, ex, "fence");
+  std::uint64_t last = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto g = co_await (i % 2 ? mb : ma).acquire();
+    BOOST_TEST(g.fencing_token() > last);
+    last = g.fencing_token();
+    co_await g.unlock();
+  }
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> dropped_guard_releases(F& f, asio::any_io_executor ex) {
+  auto [a, b, ma, mb] = co_await two_on(f, ex, "drop");
+  {
+    auto g = co_await ma.acquire();
+  }
+  auto [ec, g] = co_await mb.acquire_for(5s, tuple_awaitable); // not the lease: the release
+  BOOST_TEST(!ec);
+  co_await g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  mutex x{*a, "close-x"}, y{*a, "close-y"}, z{*a, "close-z"}, bz{*b, "close-z"};
+  auto gz = co_await bz.acquire();
+  auto gx = co_await x.acquire();
+  auto gy = co_await y.acquire();
+  error_code waiting_ec;
+  test::event done(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    auto [ec, g] = co_await z.acquire(tuple_awaitable);
+    waiting_ec = ec;
+    done.set();
+  }, asio::detached);
+  BOOST_REQUIRE(co_await eventually([&] { return f.queued("close-z") == 1; }));
+  co_await f.close(*a);
+  co_await done.wait();
+  BOOST_TEST(waiting_ec == error::closed);
+  BOOST_TEST(gx.lost());
+  co_await gz.unlock();
+  BOOST_TEST(co_await clean(f));
+  auto [ec, g] = co_await x.acquire(tuple_awaitable);
+  BOOST_TEST(ec == error::closed);
+}
+
+template <typename F>
+asio::awaitable<void> bad_names_and_options_are_refused(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto refused = [&](std::string name, lock_options o) {
+    try {
+      mutex m{*a, std::move(name), o};
+    } catch (const boost::system::system_error& e) {
+      return e.code() == error::invalid_argument;
+    }
+    return false;
+  };
+  BOOST_TEST(refused("", {}));
+  BOOST_TEST(refused(std::string(lock_options::max_name + 1, 'n'), {}));
+  lock_options short_lease;
+  short_lease.lease = 1ms;
+  BOOST_TEST(refused("ok", short_lease));
+  BOOST_TEST(!refused("ok", {}));
+  co_return;
+}
+
+template <typename F>
+asio::awaitable<void> a_lacking_trait_is_refused(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto o = F::lacking();
+  if (!o) {
+    BOOST_TEST_MESSAGE(F::backend << " lacks no trait the handles can ask for");
+    co_return;
+  }
+  try {
+    mutex m{*a, "trait", *o};
+    BOOST_ERROR("constructed");
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST(e.code() == error::invalid_argument);
+    BOOST_TEST_MESSAGE(e.what());
+  }
+}
+
+} // namespace corolock::conformance
+
+// Every case, as a Boost.Test case of the enclosing suite, over fixture F.
+#define COROLOCK_CONFORMANCE_CASE(F, name)                                                        \
+  BOOST_AUTO_TEST_CASE(name) { corolock::conformance::run<F>(&corolock::conformance::name<F>); }
+#define COROLOCK_CONFORMANCE_CASES(F)                                                             \
+  COROLOCK_CONFORMANCE_CASE(F, exclusion)                                                         \
+  COROLOCK_CONFORMANCE_CASE(F, fifo_across_clients)                                               \
+  COROLOCK_CONFORMANCE_CASE(F, reentry)                                                           \
+  COROLOCK_CONFORMANCE_CASE(F, cancel_terminal)                                                   \
+  COROLOCK_CONFORMANCE_CASE(F, cancel_partial)                                                    \
+  COROLOCK_CONFORMANCE_CASE(F, cancel_total)                                                      \
+  COROLOCK_CONFORMANCE_CASE(F, deadline_then_nothing_left)                                        \
+  COROLOCK_CONFORMANCE_CASE(F, try_acquire_on_a_held_lock)                                        \
+  COROLOCK_CONFORMANCE_CASE(F, lost_by_the_local_deadline)                                        \
+  COROLOCK_CONFORMANCE_CASE(F, fencing_tokens_increase)                                           \
+  COROLOCK_CONFORMANCE_CASE(F, dropped_guard_releases)                                            \
+  COROLOCK_CONFORMANCE_CASE(F, close_releases_everything)                                         \
+  COROLOCK_CONFORMANCE_CASE(F, bad_names_and_options_are_refused)                                 \
+  COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)

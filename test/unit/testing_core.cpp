@@ -1,0 +1,245 @@
+// The lock core's drivers (the waiting line, the keeper, guard release, close) over the in-memory
+// testing store, through the public handles on corolock::testing::client, on the manual clock: no
+// server and no real waiting, and every moment exact. What a real store's timing cannot show
+// deterministically is checked here: a holder cut off from the store is told "lost" before the
+// store can give the lock to anyone else, with per-lock leases and with session leases.
+#include <corolock/error.hpp>
+#include <corolock/lock/mutex.hpp>
+#include <corolock/testing/store.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace corolock;
+using namespace std::chrono_literals;
+namespace ct = corolock::testing;
+using std::chrono::milliseconds;
+
+namespace {
+
+struct fixture {
+  asio::io_context io;
+  ct::store s;
+  explicit fixture(ct::lease_mode m = ct::lease_mode::per_lock)
+      : s(io.get_executor(), options(m)) {}
+  static ct::store_options options(ct::lease_mode m) {
+    ct::store_options o;
+    o.clock = ct::clock_mode::manual;
+    o.leases = m;
+    o.session_timeout = 600ms;
+    o.request_timeout = 200ms;
+    return o;
+  }
+  void run(milliseconds d = 0ms) { s.run_for(io, d); }
+  milliseconds since(ct::store::clock::time_point t) const {
+    return std::chrono::duration_cast<milliseconds>(s.now() - t);
+  }
+};
+
+/// One acquisition's outcome, filled by its callback.
+struct attempt {
+  bool done = false;
+  error_code ec;
+  guard g;
+  ct::store::clock::time_point at{};
+};
+
+void acquire(fixture& f, mutex& m, attempt& a) {
+  m.acquire([&f, &a](error_code ec, guard g) {
+    a.done = true;
+    a.ec = ec;
+    a.g = std::move(g);
+    a.at = f.s.now();
+  });
+}
+
+lock_options lease(milliseconds d) {
+  lock_options o;
+  o.lease = d;
+  return o;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(testing_core)
+
+BOOST_AUTO_TEST_CASE(the_keeper_keeps_a_per_lock_lease_past_its_length) {
+  fixture f;
+  ct::client a{f.io.get_executor(), f.s};
+  mutex m{a, "L", lease(300ms)};
+  attempt x;
+  acquire(f, m, x);
+  f.run();
+  BOOST_REQUIRE(x.done && !x.ec);
+  f.run(5000ms); // 16 leases long
+  BOOST_TEST(!x.g.lost());
+  BOOST_REQUIRE_EQUAL(f.s.holders("L").size(), 1u);
+  BOOST_TEST(f.s.holders("L")[0].token == x.g.fencing_token());
+  bool unlocked = false;
+  x.g.unlock([&](error_code ec) { unlocked = !ec; });
+  f.run();
+  BOOST_TEST(unlocked);
+  BOOST_TEST(f.s.empty());
+}
+
+// The safety property: cut off, the holder's guard says lost no later than the store hands the lock
+// to the next waiter.
+void lost_before_the_next_holder(ct::lease_mode mode) {
+  fixture f(mode);
+  ct::client a{f.io.get_executor(), f.s}, b{f.io.get_executor(), f.s};
+  mutex ma{a, "L", lease(300ms)}, mb{b, "L", lease(300ms)};
+  attempt x, y;
+  acquire(f, ma, x);
+  f.run(100ms);
+  acquire(f, mb, y);
+  f.run(100ms);
+  BOOST_REQUIRE(x.done && !x.ec);
+  BOOST_REQUIRE(!y.done);
+  std::optional<ct::store::clock::time_point> lost_at;
+  x.g.wait_lost([&](error_code ec) {
+    if (ec == error::lease_lost)
+      lost_at = f.s.now();
+  });
+  auto cut = f.s.now();
+  a.set_reachable(false);
+  bool lost_when_granted = false;
+  for (int i = 0; i < 2000 && !y.done; ++i) {
+    f.run(1ms);
+    if (y.done)
+      lost_when_granted = x.g.lost();
+  }
+  BOOST_REQUIRE(y.done);
+  BOOST_TEST(!y.ec);
+  BOOST_REQUIRE(lost_at.has_value());
+  BOOST_TEST(lost_when_granted);
+  BOOST_TEST((*lost_at <= y.at));
+  BOOST_TEST_MESSAGE("cut off at 0: lost at " << f.since(cut).count() - f.since(*lost_at).count()
+                                              << " ms, the next holder granted at "
+                                              << f.since(cut).count() - f.since(y.at).count()
+                                              << " ms");
+  a.set_reachable(true);
+  y.g.unlock([](error_code) {});
+  x.g.unlock([](error_code) {});
+  f.run(100ms);
+  BOOST_TEST(f.s.empty());
+}
+
+BOOST_AUTO_TEST_CASE(per_lock_lease_lost_before_the_store_gives_it_away) {
+  lost_before_the_next_holder(ct::lease_mode::per_lock);
+}
+
+BOOST_AUTO_TEST_CASE(session_lease_lost_before_the_store_gives_it_away) {
+  lost_before_the_next_holder(ct::lease_mode::session);
+}
+
+BOOST_AUTO_TEST_CASE(a_session_keeps_its_locks_past_their_lease) {
+  fixture f(ct::lease_mode::session);
+  ct::client a{f.io.get_executor(), f.s};
+  mutex m{a, "L", lease(100ms)};
+  attempt x;
+  acquire(f, m, x);
+  f.run(5000ms);
+  BOOST_TEST(!x.g.lost());
+  BOOST_TEST(f.s.holders("L").size() == 1u);
+  a.expire_session();
+  f.run();
+  BOOST_TEST(x.g.lost());
+  BOOST_TEST(f.s.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_dropped_guard_releases_and_the_next_waiter_gets_it) {
+  fixture f;
+  ct::client a{f.io.get_executor(), f.s}, b{f.io.get_executor(), f.s};
+  mutex ma{a, "L"}, mb{b, "L"};
+  attempt x, y;
+  acquire(f, ma, x);
+  f.run();
+  acquire(f, mb, y);
+  f.run();
+  BOOST_REQUIRE(!y.done);
+  x.g = guard{};
+  f.run();
+  BOOST_TEST(y.done);
+  BOOST_TEST(!y.ec);
+  BOOST_TEST(y.g.fencing_token() > 1u);
+}
+
+BOOST_AUTO_TEST_CASE(local_callers_then_other_clients_in_arrival_order) {
+  fixture f;
+  ct::client a{f.io.get_executor(), f.s}, b{f.io.get_executor(), f.s};
+  mutex ma{a, "L"}, mb{b, "L"};
+  attempt a1, a2, b1, b2;
+  acquire(f, ma, a1);
+  f.run();
+  acquire(f, mb, b1);
+  f.run();
+  acquire(f, ma, a2);
+  f.run();
+  acquire(f, mb, b2);
+  f.run();
+  std::vector<std::string> order;
+  auto next = [&](attempt& who, const char* name) {
+    BOOST_REQUIRE(who.done);
+    order.push_back(name);
+    who.g.unlock([](error_code) {});
+    f.run();
+  };
+  next(a1, "a1");
+  next(b1, "b1");
+  next(a2, "a2");
+  next(b2, "b2");
+  BOOST_TEST(order == (std::vector<std::string>{"a1", "b1", "a2", "b2"}));
+  BOOST_TEST(f.s.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_deadline_counts_on_the_store_clock) {
+  fixture f;
+  ct::client a{f.io.get_executor(), f.s}, b{f.io.get_executor(), f.s};
+  mutex ma{a, "L"}, mb{b, "L"};
+  attempt x;
+  acquire(f, ma, x);
+  f.run();
+  bool done = false;
+  error_code got;
+  mb.acquire_for(500ms, [&](error_code ec, guard) {
+    done = true;
+    got = ec;
+  });
+  f.run(499ms); // virtual: no real time passes
+  BOOST_TEST(!done);
+  f.run(1ms);
+  BOOST_TEST(done);
+  BOOST_TEST(got == error::timeout);
+  BOOST_TEST(f.s.queue("L").empty());
+}
+
+BOOST_AUTO_TEST_CASE(close_fails_waiters_and_gives_everything_back) {
+  fixture f;
+  ct::client a{f.io.get_executor(), f.s}, b{f.io.get_executor(), f.s};
+  mutex al{a, "L"}, am{a, "M"}, bm{b, "M"};
+  attempt held, other, waiting;
+  acquire(f, bm, other);
+  acquire(f, al, held);
+  f.run();
+  acquire(f, am, waiting);
+  f.run();
+  bool closed = false;
+  a.close([&](error_code ec) { closed = !ec; });
+  f.run();
+  BOOST_TEST(closed);
+  BOOST_TEST(waiting.ec == error::closed);
+  BOOST_TEST(held.g.lost());
+  BOOST_TEST(f.s.holders("L").empty());
+  BOOST_TEST(f.s.queue("M").empty());
+  attempt after;
+  acquire(f, al, after);
+  f.run();
+  BOOST_TEST(after.ec == error::closed);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
