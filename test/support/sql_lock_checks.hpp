@@ -6,6 +6,7 @@
 #pragma once
 
 #include "async_test.hpp"
+#include "fault_proxy.hpp"
 #include "sql_session_checks.hpp" // ms_since
 
 #include "core/backend.hpp"
@@ -14,6 +15,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -49,7 +51,10 @@ struct client {
   client(asio::any_io_executor ex, typename Db::server_type& server, sql::lock_pool_options o = options())
       : backend(Db::make(ex, server, o)) {
     core::backend::hooks h;
-    h.session_alive = [this](std::uint64_t s, core::steady::time_point) { alive.push_back(s); };
+    h.session_alive = [this](std::uint64_t s, core::steady::time_point until) {
+      alive.push_back(s);
+      alive_until[s] = until;
+    };
     h.session_lost = [this](std::uint64_t s, error_code) { lost.push_back(s); };
     h.reconnected = [] {};
     backend->set_hooks(std::move(h));
@@ -100,6 +105,7 @@ struct client {
 
   std::unique_ptr<typename Db::backend_type> backend;
   std::vector<std::uint64_t> alive, lost;
+  std::map<std::uint64_t, core::steady::time_point> alive_until; // the last bound of each session
 };
 
 /// Whether `b` stays without an event for `d` (a bid that must wait).
@@ -334,6 +340,45 @@ void a_fence_row_of_another_name_is_noticed_and_the_lock_given_back() {
     BOOST_TEST(second.words.find("collides") != std::string::npos);
     BOOST_TEST(co_await eventually([&] { return Db::holder(server, key) == "0"; }));
   });
+}
+
+// The holder's link goes silent (blackholed both ways, nothing closes): its pings go unanswered,
+// the server ends the idle session after session_timeout and another client gets the lock — only
+// after the last bound the backend reported for the holder's session (session_alive) has passed,
+// so the core's local deadline marks the holder lost first. Its session is reported lost too.
+template <typename Db>
+void a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock() {
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    std::string url = server.url();
+    const std::string port = ":" + std::to_string(server.port());
+    url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
+    client<Db> a(ex, server), b(ex, server);
+    a.backend = Db::make_for(ex, url, client<Db>::options()); // a talks through the proxy
+    a.backend->set_hooks({[&](std::uint64_t s, core::steady::time_point until) { a.alive_until[s] = until; },
+                          [&](std::uint64_t s, error_code) { a.lost.push_back(s); }, [] {}});
+    const auto lock = a.spec("silent");
+    bidder holder(ex), waiter(ex);
+    a.bid(holder, lock);
+    co_await holder.done.wait();
+    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    b.bid(waiter, lock);
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    const auto t0 = std::chrono::steady_clock::now();
+    proxy.blackhole(direction::both, true);
+    co_await waiter.done.wait();
+    const auto granted_at = std::chrono::steady_clock::now();
+    BOOST_REQUIRE(waiter.grant);
+    const auto bound = a.alive_until.at(holder.grant->session);
+    BOOST_TEST((bound < granted_at));
+    const double margin = std::chrono::duration<double, std::milli>(granted_at - bound).count();
+    BOOST_TEST_MESSAGE("waiter granted " << ms_since(t0) << " ms after the blackhole, " << margin
+                       << " ms after the holder's last reported bound");
+    BOOST_TEST(co_await eventually([&] { return a.lost.size() == 1; }, std::chrono::seconds(15)));
+    BOOST_TEST_MESSAGE("holder's session reported lost " << ms_since(t0) << " ms after the blackhole");
+    proxy.blackhole(direction::both, false);
+  }, std::chrono::seconds(90));
 }
 
 template <typename Db>
