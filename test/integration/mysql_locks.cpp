@@ -35,6 +35,13 @@ struct mariadb {
     return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND "
                  "COMMAND <> 'Daemon' AND USER = 'root'");
   }
+  /// A user allowed to connect and nothing else (GET_LOCK needs no privilege).
+  static std::string account_without_rights(server_type& s) {
+    s.sql("CREATE USER 'norights'@'127.0.0.1'");
+    std::string url = s.url();
+    url.replace(url.find("root@"), 5, "norights@");
+    return url;
+  }
   static void kill(server_type& s, const std::string& id) { s.sql("KILL " + id); }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock.fence SET name = X'00' WHERE lock_key = " + key);
@@ -54,6 +61,7 @@ COROLOCK_SQL_LOCK_CASE(held_locks_share_a_session_and_a_contended_one_adds_one, 
 COROLOCK_SQL_LOCK_CASE(names_of_any_length_and_case_are_distinct_locks, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_fence_row_of_another_name_is_noticed_and_the_lock_given_back, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock, mariadb)
+COROLOCK_SQL_LOCK_CASE(an_account_without_rights_on_the_fence_table_gets_no_lock, mariadb)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, mariadb)
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -44,6 +44,13 @@ struct postgres {
     return s.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'corolock' AND "
                  "backend_type = 'client backend'");
   }
+  /// A role that may log in and nothing else: no CREATE on the public schema (PostgreSQL 15).
+  static std::string account_without_rights(server_type& s) {
+    s.sql("CREATE ROLE norights LOGIN");
+    std::string url = s.url();
+    url.replace(url.find("postgres@"), 9, "norights@");
+    return url;
+  }
   static void kill(server_type& s, const std::string& pid) { s.sql("SELECT pg_terminate_backend(" + pid + ")"); }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock_fence SET name = '\\x00'::bytea WHERE lock_key = " + key);
@@ -63,6 +70,7 @@ COROLOCK_SQL_LOCK_CASE(held_locks_share_a_session_and_a_contended_one_adds_one, 
 COROLOCK_SQL_LOCK_CASE(names_of_any_length_and_case_are_distinct_locks, postgres)
 COROLOCK_SQL_LOCK_CASE(a_fence_row_of_another_name_is_noticed_and_the_lock_given_back, postgres)
 COROLOCK_SQL_LOCK_CASE(a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock, postgres)
+COROLOCK_SQL_LOCK_CASE(an_account_without_rights_on_the_fence_table_gets_no_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait

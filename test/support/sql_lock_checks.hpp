@@ -381,6 +381,27 @@ void a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock() {
   }, std::chrono::seconds(90));
 }
 
+// An account that may take locks but not touch the fence table: the bid fails with the server's
+// words, and the lock it got is given back.
+template <typename Db>
+void an_account_without_rights_on_the_fence_table_gets_no_lock() {
+  typename Db::server_type server;
+  const std::string url = Db::account_without_rights(server);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server);
+    a.backend = Db::make_for(ex, url, client<Db>::options());
+    a.backend->set_hooks({[](std::uint64_t, core::steady::time_point) {}, [](std::uint64_t, error_code) {}, [] {}});
+    const auto lock = a.spec("no-rights");
+    bidder x(ex);
+    a.bid(x, lock);
+    co_await x.done.wait();
+    BOOST_TEST((x.ec == error::database_error), x.ec.message() << ": " << x.words);
+    BOOST_TEST(x.words.find("fence") != std::string::npos);
+    BOOST_TEST_MESSAGE("refused: " << x.words);
+    BOOST_TEST(co_await eventually([&] { return Db::holder(server, a.backend->key_of(*lock)) == "0"; }));
+  });
+}
+
 template <typename Db>
 void kinds_the_database_lacks_are_refused() {
   boost::asio::io_context io;
