@@ -71,6 +71,7 @@ COROLOCK_SQL_LOCK_CASE(names_of_any_length_and_case_are_distinct_locks, postgres
 COROLOCK_SQL_LOCK_CASE(a_fence_row_of_another_name_is_noticed_and_the_lock_given_back, postgres)
 COROLOCK_SQL_LOCK_CASE(a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(an_account_without_rights_on_the_fence_table_gets_no_lock, postgres)
+COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, postgres)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait

@@ -402,6 +402,35 @@ void an_account_without_rights_on_the_fence_table_gets_no_lock() {
   });
 }
 
+// max_sessions reached: a bid that needs a session of its own waits here, with no server-side wait
+// and no new connection, until a session is freed; then it runs there.
+template <typename Db>
+void at_the_pool_limit_a_bid_waits_for_a_freed_session() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto o = client<Db>::options();
+    o.max_sessions = 1;
+    client<Db> a(ex, server, o);
+    const auto lock = a.spec("pool");
+    bidder first(ex), second(ex);
+    a.bid(first, lock);
+    co_await first.done.wait();
+    BOOST_REQUIRE(first.grant);
+    a.bid(second, lock); // its session holds "pool": the bid needs another one, over the limit
+    BOOST_TEST(co_await still_waiting(second));
+    BOOST_TEST(a.backend->sessions() == 1u);
+    BOOST_TEST(Db::sessions(server) == "1");
+    BOOST_TEST(Db::waiting(server) == "0");
+    auto [ec, words] = co_await a.release(first, lock); // frees the one session
+    BOOST_TEST(!ec);
+    co_await second.done.wait();
+    BOOST_REQUIRE(second.grant);
+    BOOST_TEST(second.grant->session == first.grant->session);
+    BOOST_TEST(second.grant->token > first.grant->token);
+    BOOST_TEST(Db::sessions(server) == "1");
+  });
+}
+
 template <typename Db>
 void kinds_the_database_lacks_are_refused() {
   boost::asio::io_context io;
