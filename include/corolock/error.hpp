@@ -10,7 +10,8 @@ namespace corolock {
 
 enum class error {
   // The lock layer.
-  not_owner = 1,        ///< release/renew of a lock this owner does not hold (any more)
+  not_owner = 1,        ///< no operation returns it any more (a release of a lock this owner no
+                        ///< longer holds is lease_lost); kept so that the numbers stay
   lease_lost,           ///< the lease expired or was taken over while the guard lived
   timeout,              ///< the operation did not finish within its deadline
   already_released,     ///< the guard was released before

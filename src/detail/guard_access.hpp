@@ -8,8 +8,8 @@
 namespace corolock::detail {
 
 struct guard_access {
-  static guard make(std::shared_ptr<lease> l) { return guard(std::move(l)); }
-  static const std::shared_ptr<lease>& lease_of(const guard& g) { return g.lease_; }
+  static guard make(std::shared_ptr<core::lease> l) { return guard(std::move(l)); }
+  static const std::shared_ptr<core::lease>& lease_of(const guard& g) { return g.lease_; }
 };
 
 } // namespace corolock::detail

@@ -8,7 +8,6 @@
 #include <corolock/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/system/system_error.hpp>
 
 namespace corolock::detail {
@@ -105,11 +104,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
   }
 
   void hold(std::uint64_t token, steady::time_point from, std::chrono::milliseconds px) {
-    auto l = std::make_shared<lease>(c, m->names, owner, token,
-                                     lease_timing::start(from, px, m->opts.lease, m->opts.watchdog));
-    l->permits = permits;
-    c->lock_layer->dog.add(l);
-    complete({}, guard_access::make(std::move(l)));
+    complete({}, guard_access::make(hold_lease(c, *m, m->names, owner, token, from, px, permits)));
   }
 
   void complete(error_code ec, guard g, std::string_view text = {}) {
@@ -180,57 +175,6 @@ void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<hand
   // Callers of one client queue in its line for the lock (see waiting_line).
   service.line(state->names, state->opts, permits)->arrive(state, deadline, diag,
                                                                    std::move(h));
-}
-
-void reenter(const handle_state& state, guard& held, std::int64_t permits,
-             handler<void(error_code, guard)> h) {
-  auto l = guard_access::lease_of(held);
-  error_code ec;
-  if (!l || l->names->key != state.names->key || l->permits != permits)
-    ec = error::invalid_argument;
-  else if (!held.owns_lock())
-    ec = error::already_released;
-  else if (l->st == lease::state::lost)
-    ec = error::lease_lost;
-  if (ec) {
-    complete_later(state.ex, std::move(h), {}, ec, guard{});
-    return;
-  }
-  ++l->depth;
-  complete_later(state.ex, std::move(h), {}, error_code{}, guard_access::make(std::move(l)));
-}
-
-asio::awaitable<void> run_locked(guard g, std::function<asio::awaitable<void>(guard&)> body,
-                                 std::string what) {
-  using namespace asio::experimental::awaitable_operators;
-  // The body races the lease: if the lease is lost first, the body is cancelled. Both sides finish
-  // "successfully" (errors are carried out as values) so that either one ends the race.
-  auto run_body = [&]() -> asio::awaitable<std::exception_ptr> {
-    try {
-      co_await body(g);
-    } catch (...) {
-      co_return std::current_exception();
-    }
-    co_return nullptr;
-  };
-  auto wait_lost = [&]() -> asio::awaitable<void> {
-    co_await g.wait_lost(asio::as_tuple(asio::use_awaitable));
-  };
-  std::exception_ptr failure;
-  bool lost = false;
-  {
-    auto outcome = co_await (run_body() || wait_lost());
-    if (outcome.index() == 0)
-      failure = std::get<0>(outcome);
-    lost = g.lost();
-  }
-  auto [ec] = co_await g.unlock(asio::as_tuple(asio::use_awaitable));
-  if (lost || ec == error::lease_lost)
-    throw boost::system::system_error(error::lease_lost, what);
-  if (failure)
-    std::rethrow_exception(failure);
-  if (ec)
-    throw boost::system::system_error(ec, what + " (release)");
 }
 
 } // namespace corolock::detail

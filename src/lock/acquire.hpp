@@ -47,16 +47,6 @@ void release_on_new_owner(std::shared_ptr<cluster_nodes> cluster, const client_i
                           std::string moved, std::shared_ptr<const lock_names> names,
                           std::string owner, diagnostics* diag, handler<void(error_code)> h);
 
-/// A nested guard on `held`, which must hold `permits` of the handle's lock.
-void reenter(const handle_state& state, guard& held, std::int64_t permits,
-             handler<void(error_code, guard)> h);
-
-/// Runs `body` under `g` and releases it on every exit path: the body is cancelled if the lease is
-/// lost (then system_error(error::lease_lost) is thrown); the body's exception is rethrown after
-/// the release. `what` names the operation in exceptions.
-asio::awaitable<void> run_locked(guard g, std::function<asio::awaitable<void>(guard&)> body,
-                                 std::string what);
-
 /// Throws system_error(error::invalid_argument) with `what` for a bad name or bad options.
 void check_lock_arguments(std::string_view name, const lock_options& o, const char* what);
 

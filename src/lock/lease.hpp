@@ -1,19 +1,14 @@
-// Private: one held lock — what every guard of one acquisition shares, and what the watchdog
-// renews. Re-entry levels are counted here, locally: an owner is one acquisition in one process,
-// so only this process can ever re-enter it, and counting in Redis would cost a round trip per
-// level for no extra safety.
+// Private: the Redis side of a held lock — its keys (lock_names) and its place in the client's
+// watchdog. What every lease shares whatever the store (owner, token, levels, lost signal, local
+// deadline) is core::lease (src/core/lease.hpp).
 #pragma once
 
 #include "detail/completion.hpp"
-#include "core/lease_timing.hpp"
+#include "core/lease.hpp"
 #include "redis/client_impl.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 
 #include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,51 +53,24 @@ struct lock_names {
   }
 };
 
-class lease : public std::enable_shared_from_this<lease> {
+/// A held Redis lock: the core's lease (owner, token, timing, levels, lost signal) plus where it
+/// lives in Redis and in this client's watchdog.
+class lease final : public core::lease {
 public:
-  using clock = std::chrono::steady_clock;
-  enum class state { held, released, lost };
-
   lease(const std::shared_ptr<client_impl>& client, std::shared_ptr<const lock_names> names,
         std::string owner, std::uint64_t token, lease_timing timing);
 
-  /// The lease is gone: signal the holder, stop renewing, and (owner-checked) release the lock in
-  /// case it is still ours (lost by the local deadline while the server has not expired it yet).
-  /// Idempotent. `release` false: the caller takes care of Redis (the client is closing).
-  void mark_lost(bool release = true);
-  /// The last level was released: stop renewing (the caller releases in Redis).
-  void mark_released();
-  void add_lost_waiter(handler<void(error_code)> h);
+  const std::string& name() const noexcept override { return names->name; }
+  void release(diagnostics* diag, handler<void(error_code)> h) override;
 
   std::weak_ptr<client_impl> client;
-  asio::any_io_executor ex;
   std::shared_ptr<const lock_names> names;
-  std::string owner;
-  std::uint64_t token;
-  lease_timing timing;
-  int depth = 1;
-  std::int64_t permits = 1; ///< permits held (a mutex: 1)
-  state st = state::held;
   std::size_t dog_index = npos; // place in the watchdog's list; npos when not watched
-  asio::cancellation_signal lost_signal;
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
 private:
-  struct lost_waiter {
-    stored_handler<handler<void(error_code)>> h;
-    asio::cancellation_slot slot;
-  };
-  void finish_lost_waiters(error_code ec);
-  // By number: a cancelled waiter leaves at once (no pile-up over a long lease), and a late
-  // cancellation finds nothing.
-  std::map<std::uint64_t, lost_waiter> lost_waiters_;
-  std::uint64_t lost_waiter_ids_ = 0;
+  void unwatch() noexcept override;
+  void give_back() override;
 };
-
-/// The completion token of a lock script that must run to the end whatever happens to its caller:
-/// no cancellation slot (a reply saying "acquired" or "released" must be seen), errors as values.
-inline auto to_the_end() {
-  return asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(asio::use_awaitable));
-}
 
 } // namespace corolock::detail

@@ -3,6 +3,8 @@
 // owner-checked release, give-back of a win that arrives after a cancellation) are the mutex's.
 #include <corolock/lock/redlock.hpp>
 
+#include "core/lost_waiters.hpp"
+#include "core/run_locked.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
@@ -160,24 +162,8 @@ public:
                                                              : error_code(asio::error::operation_aborted));
       return;
     }
-    const auto id = ++waiter_ids_;
-    auto& w = waiters_[id];
-    w.slot = asio::get_associated_cancellation_slot(h);
-    w.h.set(std::move(h));
-    if (w.slot.is_connected()) {
-      w.slot.assign([weak = weak_from_this(), id](asio::cancellation_type) {
-        auto self = weak.lock();
-        if (!self)
-          return;
-        auto it = self->waiters_.find(id);
-        if (it == self->waiters_.end())
-          return;
-        auto h = it->second.h.take();
-        auto slot = it->second.slot; // cleared by complete_later, outside this slot handler
-        self->waiters_.erase(it);
-        complete_later(self->ex, std::move(h), slot, error_code(asio::error::operation_aborted));
-      });
-    }
+    core::lost_waiters::add(std::shared_ptr<core::lost_waiters>(shared_from_this(), &waiters_),
+                            ex, std::move(h));
   }
 
   asio::any_io_executor ex;
@@ -189,22 +175,10 @@ public:
   state st = state::held;
 
 private:
-  struct waiter {
-    stored_handler<handler<void(error_code)>> h;
-    asio::cancellation_slot slot;
-  };
-
-  void finish_waiters(error_code ec) {
-    auto waiting = std::move(waiters_);
-    waiters_.clear();
-    for (auto& [_, w] : waiting)
-      if (w.h)
-        complete_later(ex, w.h.take(), std::exchange(w.slot, {}), ec);
-  }
+  void finish_waiters(error_code ec) { waiters_.finish(ex, ec); }
 
   asio::steady_timer expiry_;
-  std::map<std::uint64_t, waiter> waiters_;
-  std::uint64_t waiter_ids_ = 0;
+  core::lost_waiters waiters_;
 };
 
 struct redlock_access {
@@ -442,40 +416,6 @@ asio::awaitable<error_code> release_op(asio::any_io_executor ex, std::vector<gua
   co_return first;
 }
 
-/// Runs `body` under `g`, racing the loss of the lock, and releases on every exit path.
-asio::awaitable<void> run_locked(redlock_guard g,
-                                 std::function<asio::awaitable<void>(redlock_guard&)> body,
-                                 std::string what) {
-  using namespace asio::experimental::awaitable_operators;
-  // Both sides end "successfully" (errors as values) so that either one ends the race.
-  auto run_body = [&]() -> asio::awaitable<std::exception_ptr> {
-    try {
-      co_await body(g);
-    } catch (...) {
-      co_return std::current_exception();
-    }
-    co_return nullptr;
-  };
-  auto wait_lost = [&]() -> asio::awaitable<void> {
-    co_await g.wait_lost(tuple_awaitable);
-  };
-  std::exception_ptr failure;
-  bool lost = false;
-  {
-    auto outcome = co_await (run_body() || wait_lost());
-    if (outcome.index() == 0)
-      failure = std::get<0>(outcome);
-    lost = g.lost();
-  }
-  auto [ec] = co_await g.unlock(tuple_awaitable);
-  if (lost || ec == error::lease_lost)
-    throw boost::system::system_error(error::lease_lost, what);
-  if (failure)
-    std::rethrow_exception(failure);
-  if (ec)
-    throw boost::system::system_error(ec, what + " (release)");
-}
-
 } // namespace
 } // namespace detail
 
@@ -633,7 +573,7 @@ void redlock::async_acquire_impl(clock::time_point deadline, bool try_only, diag
 asio::awaitable<void> redlock::with_lock(
     std::function<asio::awaitable<void>(redlock_guard&)> body) {
   auto g = co_await acquire();
-  co_await detail::run_locked(std::move(g), std::move(body),
+  co_await core::run_locked<redlock_guard>(std::move(g), std::move(body),
                               "corolock::redlock::with_lock '" + name() + "'");
 }
 
@@ -642,7 +582,7 @@ asio::awaitable<void> redlock::with_lock_for(
   auto [ec, g] = co_await acquire_for(timeout, detail::tuple_awaitable);
   if (ec)
     throw boost::system::system_error(ec, "corolock::redlock::with_lock_for '" + name() + "'");
-  co_await detail::run_locked(std::move(g), std::move(body),
+  co_await core::run_locked<redlock_guard>(std::move(g), std::move(body),
                               "corolock::redlock::with_lock '" + name() + "'");
 }
 

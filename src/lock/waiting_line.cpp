@@ -287,11 +287,8 @@ void waiting_line::complete_grant(std::uint64_t id, const std::string& owner, st
     complete_later(m->ex, std::move(h), slot, error_code(error::closed), guard{});
     return;
   }
-  auto l = std::make_shared<lease>(c, names_, owner, token,
-                                   lease_timing::start(from, px, m->opts.lease, m->opts.watchdog));
-  l->permits = permits_;
-  service_.dog.add(l);
-  complete_later(m->ex, std::move(h), slot, error_code{}, guard_access::make(std::move(l)));
+  complete_later(m->ex, std::move(h), slot, error_code{},
+                 guard_access::make(hold_lease(c, *m, names_, owner, token, from, px, permits_)));
 }
 
 void waiting_line::fail(std::uint64_t id, error_code ec, std::string_view text) {

@@ -8,8 +8,9 @@
 //   kept as a deprecated alias, because for a std::unique_lock user it promises the opposite.
 // - fencing_token(): strictly increasing across every fresh acquisition of the lock's name, by any
 //   process, forever. Pass it to the resource you protect so it can reject a stale holder.
-// - lost(): the watchdog learned the lease is gone (the key expired or names another owner, or
-//   renewals failed until the lease's local deadline). wait_lost() and lost_slot() signal it.
+// - lost(): the lease is gone — the store no longer lists this owner (Redis: the key expired or
+//   names another; ZooKeeper/SQL: the session ended), or renewals failed until the lease's local
+//   deadline. wait_lost() and lost_slot() signal it.
 // - A nested guard (mutex::acquire(held_guard)) shares owner and token; each releases one level
 //   and the lock is free when the last level is released.
 #pragma once
@@ -26,10 +27,12 @@
 
 namespace corolock {
 
-namespace detail {
+namespace core {
 class lease;
+}
+namespace detail {
 struct guard_access;
-} // namespace detail
+}
 
 class [[nodiscard]] guard {
 public:
@@ -45,21 +48,23 @@ public:
   bool owns_lock() const noexcept;
   explicit operator bool() const noexcept { return owns_lock(); }
 
-  /// True once the lease may have ended: the watchdog found it gone, or its local deadline (counted
-  /// from a moment before Redis set or renewed it) has passed, even if no timer has run since.
+  /// True once the lease may have ended: the store no longer lists this owner, its session ended,
+  /// or its local deadline (counted from a moment before the store set, renewed or last confirmed
+  /// it) has passed, even if no timer has run since.
   bool lost() const noexcept;
   std::uint64_t fencing_token() const noexcept;
   /// The lock's name, as given to the mutex.
   const std::string& name() const noexcept;
-  /// The owner id stored in Redis (client id ':' acquisition number).
+  /// The owner id the store records (unique per acquisition; its format is the store's).
   const std::string& owner() const noexcept;
   /// Levels currently held through this owner (1 when not re-entered).
   int depth() const noexcept;
 
   /// Unlocks (releases) this level. Completes with error::already_released if this guard was
-  /// unlocked before (or holds nothing), error::lease_lost if the lease was lost or Redis no longer lists this
-  /// owner (nothing of another owner is touched), error::not_connected / error::timeout if Redis
-  /// did not answer within the client's request_timeout (the lease then runs out on its own).
+  /// unlocked before (or holds nothing), error::lease_lost if the lease was lost or the store no longer lists
+  /// this owner (nothing of another owner is touched), error::not_connected / error::timeout if the
+  /// store did not answer in time (the lease then runs out on its own), error::closed if the client
+  /// was closed.
   /// Cancellation (any type) ends the wait with asio::error::operation_aborted; the guard is
   /// released all the same and the request goes on in the background.
   template <typename CompletionToken = default_token>
@@ -95,12 +100,12 @@ public:
 
 private:
   friend struct detail::guard_access;
-  explicit guard(std::shared_ptr<detail::lease> l) noexcept;
+  explicit guard(std::shared_ptr<core::lease> l) noexcept;
   void async_unlock_impl(diagnostics* diag, detail::handler<void(error_code)> h);
   void async_wait_lost_impl(detail::handler<void(error_code)> h);
   void abandon() noexcept;
 
-  std::shared_ptr<detail::lease> lease_;
+  std::shared_ptr<core::lease> lease_;
   bool holds_ = false;
 };
 

@@ -1,4 +1,5 @@
-// A distributed mutex on Redis.
+// A distributed mutex, on any store (lock_source.hpp); the notes below describe Redis, the
+// richest, and the README's capability table says what each other store keeps.
 //
 //   corolock::mutex m{redis, "order:42"};
 //   auto g = co_await m.acquire();          // suspends until the lock is ours; no polling
@@ -24,6 +25,7 @@
 #include <corolock/detail/async.hpp>
 #include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>
+#include <corolock/lock_source.hpp>
 #include <corolock/lock/options.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -35,18 +37,18 @@
 
 namespace corolock {
 
-class client;
-
-namespace detail {
-class handle_state;
+namespace core {
+class handle;
 }
 
 class mutex {
 public:
   using clock = std::chrono::steady_clock;
 
-  /// Throws system_error(error::invalid_argument) for an empty name or bad options.
-  mutex(client& c, std::string name, lock_options options = {});
+  /// A mutex of `source`'s store (a redis::client, a zookeeper::client, a testing::client, …).
+  /// Throws system_error(error::invalid_argument), its what() saying why, for an empty or too long
+  /// name, bad options, or an option the store cannot serve.
+  mutex(lock_source& source, std::string name, lock_options options = {});
   ~mutex();
   mutex(mutex&&) noexcept;
   mutex& operator=(mutex&&) noexcept;
@@ -112,7 +114,7 @@ private:
                           detail::handler<void(error_code, guard)> h);
   void async_reenter_impl(guard& held, detail::handler<void(error_code, guard)> h);
 
-  std::shared_ptr<detail::handle_state> state_;
+  std::shared_ptr<core::handle> state_;
 };
 
 } // namespace corolock

@@ -1,4 +1,5 @@
-// A distributed semaphore on Redis: at most `permits` held at once, by any number of processes.
+// A distributed semaphore: at most `permits` held at once, by any number of processes. On Redis as
+// described below; the README's capability table says which other stores have one.
 //
 //   corolock::semaphore checkout{redis, "checkout:sku-42", 8};  // 8 concurrent checkouts
 //   auto g = co_await checkout.acquire();                       // one permit; waits, no polling
@@ -23,6 +24,7 @@
 #include <corolock/detail/async.hpp>
 #include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>
+#include <corolock/lock_source.hpp>
 #include <corolock/lock/options.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -36,10 +38,8 @@
 
 namespace corolock {
 
-class client;
-
-namespace detail {
-class handle_state;
+namespace core {
+class handle;
 }
 
 /// What set_permits() and status() report.
@@ -57,7 +57,8 @@ public:
 
   /// `permits`: the count used until set_permits() sets one in Redis (0 .. max_permits).
   /// Throws system_error(error::invalid_argument) for a bad name, count or options.
-  semaphore(client& c, std::string name, std::int64_t permits, lock_options options = {});
+  semaphore(lock_source& source, std::string name, std::int64_t permits,
+            lock_options options = {});
   ~semaphore();
   semaphore(semaphore&&) noexcept;
   semaphore& operator=(semaphore&&) noexcept;
@@ -150,7 +151,7 @@ private:
   void async_status_impl(diagnostics* diag,
                          detail::handler<void(error_code, semaphore_status)> h);
 
-  std::shared_ptr<detail::handle_state> state_;
+  std::shared_ptr<core::handle> state_;
 };
 
 } // namespace corolock

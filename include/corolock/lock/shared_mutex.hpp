@@ -1,4 +1,5 @@
-// A distributed read-write lock on Redis: many readers, or one writer.
+// A distributed read-write lock: many readers, or one writer. On Redis as described below; the
+// README's capability table says which other stores have one.
 //
 //   corolock::shared_mutex prices{redis, "prices"};
 //   auto r = co_await prices.acquire_shared();   // with other readers
@@ -20,6 +21,7 @@
 #include <corolock/detail/async.hpp>
 #include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>
+#include <corolock/lock_source.hpp>
 #include <corolock/lock/options.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -32,10 +34,8 @@
 
 namespace corolock {
 
-class client;
-
-namespace detail {
-class handle_state;
+namespace core {
+class handle;
 }
 
 class shared_mutex {
@@ -44,8 +44,9 @@ public:
   /// The most readers at once.
   static constexpr std::int64_t max_readers = std::int64_t{1} << 30;
 
-  /// Throws system_error(error::invalid_argument) for a bad name or options.
-  shared_mutex(client& c, std::string name, lock_options options = {});
+  /// A read-write lock of `source`'s store. Throws system_error(error::invalid_argument) for a bad
+  /// name or options, or a store without read-write locks.
+  shared_mutex(lock_source& source, std::string name, lock_options options = {});
   ~shared_mutex();
   shared_mutex(shared_mutex&&) noexcept;
   shared_mutex& operator=(shared_mutex&&) noexcept;
@@ -129,7 +130,7 @@ private:
                           diagnostics* diag, detail::handler<void(error_code, guard)> h);
   void async_reenter_impl(bool shared, guard& held, detail::handler<void(error_code, guard)> h);
 
-  std::shared_ptr<detail::handle_state> state_;
+  std::shared_ptr<core::handle> state_;
 };
 
 } // namespace corolock

@@ -1,10 +1,11 @@
 // The object users construct: the way to one Redis deployment.
 //
-// For now a client talks to one standalone server over one pipelined connection (plus a second
-// one for pub/sub if the server only speaks RESP2), or to the master that Redis Sentinel names,
-// following it over failovers (sentinel_config). Every lock is built on a client; it owns the
-// subscriber that lock waiters share and the watchdog that renews their leases. Cluster routing
-// will live behind this same interface.
+// A client talks to one standalone server over one pipelined connection (plus a second one for
+// pub/sub if the server only speaks RESP2), to the master that Redis Sentinel names, following it
+// over failovers (sentinel_config), or to a Redis Cluster, routing each lock to its slot's master
+// (cluster_config). It is a lock_source: mutex, shared_mutex and semaphore are built on it (as on
+// any other store's client); it owns the subscriber that lock waiters share and the watchdog that
+// renews their leases. Also named corolock::redis::client.
 //
 // Not thread-safe: use a client (and the locks built on it) from its executor — one thread or a
 // strand. Destroying or closing it completes pending operations with error::closed.
@@ -12,6 +13,7 @@
 
 #include <corolock/detail/async.hpp>
 #include <corolock/diagnostics.hpp>
+#include <corolock/lock_source.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/redis/connection.hpp>
 #include <corolock/redis/request.hpp>
@@ -27,7 +29,7 @@ class client_impl;
 struct client_access;
 } // namespace detail
 
-class client {
+class client : public lock_source {
 public:
   using executor_type = asio::any_io_executor;
 
@@ -104,6 +106,9 @@ public:
 
 private:
   friend struct detail::client_access;
+  std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
+                                                 lock_options options, std::int64_t capacity,
+                                                 const char* what) override;
   void async_connect_impl(diagnostics* diag, detail::handler<void(error_code)> h);
   void async_exec_impl(request req, diagnostics* diag,
                        detail::handler<void(error_code, response)> h);
@@ -111,5 +116,10 @@ private:
 
   std::shared_ptr<detail::client_impl> impl_;
 };
+
+namespace redis {
+/// The Redis client by the name of its store, beside zookeeper::client and the others.
+using client = corolock::client;
+} // namespace redis
 
 } // namespace corolock

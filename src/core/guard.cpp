@@ -1,13 +1,13 @@
 #include <corolock/lock/guard.hpp>
 
 #include "detail/guard_access.hpp"
-#include "lock/lock_service.hpp"
+#include "core/lease.hpp"
 
 #include <corolock/error.hpp>
 
 namespace corolock {
 
-guard::guard(std::shared_ptr<detail::lease> l) noexcept : lease_(std::move(l)), holds_(true) {}
+guard::guard(std::shared_ptr<core::lease> l) noexcept : lease_(std::move(l)), holds_(true) {}
 
 guard::guard(guard&& other) noexcept
     : lease_(std::move(other.lease_)), holds_(std::exchange(other.holds_, false)) {}
@@ -24,20 +24,18 @@ guard& guard::operator=(guard&& other) noexcept {
 guard::~guard() { abandon(); }
 
 void guard::abandon() noexcept {
-  // A guard dropped while holding releases its level; the last level releases in Redis,
+  // A guard dropped while holding releases its level; the last level releases at the store,
   // asynchronously, so the lock does not wait out its lease.
   if (!holds_ || !lease_)
     return;
   holds_ = false;
   if (--lease_->depth > 0)
     return;
-  if (lease_->st != detail::lease::state::held)
+  if (lease_->st != core::lease::state::held)
     return;
   try {
-    auto c = lease_->client.lock();
     lease_->mark_released();
-    if (c && !c->closed && c->lock_layer)
-      c->lock_layer->release(lease_, nullptr, {});
+    lease_->release(nullptr, {});
   } catch (...) {
     // Out of memory while scheduling: the lease's expiry frees the lock.
   }
@@ -47,14 +45,12 @@ bool guard::owns_lock() const noexcept { return holds_ && lease_; }
 bool guard::lost() const noexcept {
   // The local deadline is read here too: a process resumed after a stop (SIGSTOP, a long GC-like
   // pause of its thread) may run its code before the watchdog's timer has had its turn.
-  return lease_ && (lease_->st == detail::lease::state::lost ||
-                    (lease_->st == detail::lease::state::held &&
-                     detail::lease::clock::now() >= lease_->timing.valid_until));
+  return lease_ && lease_->lost_now();
 }
 std::uint64_t guard::fencing_token() const noexcept { return lease_ ? lease_->token : 0; }
 const std::string& guard::name() const noexcept {
   static const std::string none;
-  return lease_ ? lease_->names->name : none;
+  return lease_ ? lease_->name() : none;
 }
 const std::string& guard::owner() const noexcept {
   static const std::string none;
@@ -79,21 +75,16 @@ void guard::async_unlock_impl(diagnostics* diag, detail::handler<void(error_code
   auto l = lease_;
   if (--l->depth > 0) {
     detail::complete_later(l->ex, std::move(h), {},
-                           l->st == detail::lease::state::lost ? error_code(error::lease_lost)
+                           l->st == core::lease::state::lost ? error_code(error::lease_lost)
                                                                : error_code{});
     return;
   }
-  if (l->st == detail::lease::state::lost) {
+  if (l->st == core::lease::state::lost) {
     detail::complete_later(l->ex, std::move(h), {}, error_code(error::lease_lost));
     return;
   }
   l->mark_released();
-  auto c = l->client.lock();
-  if (!c || c->closed || !c->lock_layer) {
-    detail::complete_later(l->ex, std::move(h), {}, error_code(error::closed));
-    return;
-  }
-  c->lock_layer->release(std::move(l), diag, std::move(h));
+  l->release(diag, std::move(h));
 }
 
 void guard::async_wait_lost_impl(detail::handler<void(error_code)> h) {

@@ -1,0 +1,25 @@
+// lock_options' checks. Today's rules are Redis' (hash tags, replicas, grant and waiter leases);
+// a store's own rules beyond them are its backend's (core::backend::check).
+#include <corolock/lock/options.hpp>
+
+#include <corolock/error.hpp>
+
+namespace corolock {
+
+boost::system::error_code lock_options::validate() const {
+  using namespace std::chrono;
+  bool ok = lease >= milliseconds(10) && lease <= hours(24) && grant_lease >= milliseconds(10) &&
+            waiter_ttl >= milliseconds(100) && waiter_ttl <= hours(24) &&
+            prefix.size() <= max_prefix && prefix.find_first_of("{}") == std::string::npos &&
+            min_replicas >= 0 && min_replicas <= max_replicas &&
+            replica_timeout >= milliseconds(1) && replica_timeout <= hours(24) &&
+            (min_replicas == 0 || replica_timeout <= lease / 2);
+  return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
+}
+
+boost::system::error_code lock_options::validate_name(std::string_view name) {
+  bool ok = !name.empty() && name.size() <= max_name && name.find_first_of("{}") == name.npos;
+  return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
+}
+
+} // namespace corolock

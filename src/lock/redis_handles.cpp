@@ -1,0 +1,129 @@
+// The Redis client as a lock_source, and the Redis handle's operations: until the Redis backend
+// moves behind core::backend, Redis serves the store-neutral handles (mutex, shared_mutex,
+// semaphore) through detail::handle_state.
+#include "lock/handle_state.hpp"
+
+#include "lock/lock_service.hpp"
+
+#include "detail/diagnostics_access.hpp"
+#include "detail/spawn.hpp"
+#include "lock/acquire.hpp"
+#include "lock/script_replies.hpp"
+#include "lock/scripts.hpp"
+#include "redis/connection_await.hpp"
+
+#include <corolock/error.hpp>
+#include <corolock/lock/semaphore.hpp>
+#include <corolock/lock/shared_mutex.hpp>
+#include <corolock/redis/client.hpp>
+
+#include <boost/system/system_error.hpp>
+
+namespace corolock {
+
+namespace detail {
+namespace {
+
+/// Runs set_permits.lua ({count, in use}) or permits_status.lua ({count, in use, waiting}).
+asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
+    std::shared_ptr<handle_state> st, std::optional<std::int64_t> new_count, diagnostics* diag) {
+  using result = std::pair<error_code, semaphore_status>;
+  const auto& n = *st->names;
+  auto [node_ec, c] = co_await lock_node(st->client.lock(), n, diag);
+  if (node_ec)
+    co_return result{node_ec, semaphore_status{}};
+  request req;
+  if (new_count)
+    req.push_script(set_permits_script(), n.permit_keys(),
+                    {std::to_string(*new_count), n.channel(), c->publish_verb()});
+  req.push_script(permits_status_script(), n.permit_keys(), {std::to_string(n.default_permits)});
+  // A set_permits whose reply was lost may be sent again: setting a count twice is harmless.
+  for (int tries = 0;; ++tries) {
+    auto [ec, replies] = co_await exec_on(c->locks, req);
+    if (ec == error::connection_lost && tries < 2 && !c->closed)
+      continue;
+    if (ec)
+      co_return result{ec, semaphore_status{}};
+    // Each reply checked (lock/script_replies.hpp): set_permits must repeat the count it set.
+    permits_reply got;
+    for (std::size_t i = 0; i < replies.size() && !got.ec; ++i)
+      got = read_permits_reply(replies[i], semaphore::max_permits,
+                               new_count && i == 0 ? *new_count : -1);
+    if (got.ec == error::redis_error) {
+      c->last_server_error = got.text;
+      diagnostics_access::server(diag, got.text);
+    } else if (got.ec) {
+      diagnostics_access::client(diag, got.text);
+    }
+    if (got.ec)
+      co_return result{got.ec, semaphore_status{}};
+    co_return result{error_code{}, semaphore_status{got.permits, got.in_use, got.waiting}};
+  }
+}
+
+
+} // namespace
+
+void handle_state::acquire(std::int64_t permits, bool, core::steady::time_point deadline,
+                           bool try_only, diagnostics* diag, handler<void(error_code, guard)> h) {
+  // A reader takes one permit and the writer all of them (permits_common.lua): `shared` is in
+  // the count already.
+  start_acquire(std::static_pointer_cast<handle_state>(shared_from_this()), permits, deadline,
+                try_only, diag, std::move(h));
+}
+
+bool handle_state::same_lock(const core::lease& l) const noexcept {
+  const auto* redis = dynamic_cast<const lease*>(&l);
+  return redis && redis->names->key == names->key;
+}
+
+void handle_state::set_permits(std::int64_t permits, diagnostics* diag,
+                               handler<void(error_code, semaphore_status)> h) {
+  spawn_op(ex, permits_op(std::static_pointer_cast<handle_state>(shared_from_this()), permits,
+                          diag),
+           std::move(h));
+}
+
+void handle_state::status(diagnostics* diag, handler<void(error_code, semaphore_status)> h) {
+  spawn_op(ex, permits_op(std::static_pointer_cast<handle_state>(shared_from_this()),
+                          std::nullopt, diag),
+           std::move(h));
+}
+
+std::shared_ptr<lease> hold_lease(const std::shared_ptr<client_impl>& c, const handle_state& m,
+                                  std::shared_ptr<const lock_names> names, std::string owner,
+                                  std::uint64_t token, core::steady::time_point from,
+                                  std::chrono::milliseconds px, std::int64_t permits) {
+  auto l = std::make_shared<lease>(c, std::move(names), std::move(owner), token,
+                                   lease_timing::start(from, px, m.opts.lease, m.opts.watchdog));
+  l->permits = permits;
+  // A read-write lock's reader takes one permit, its writer all of them (permits_common.lua).
+  l->shared = m.spec->kind == core::lock_kind::read_write && permits == 1;
+  c->lock_layer->dog.add(l);
+  return l;
+}
+
+} // namespace detail
+
+std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
+                                                       lock_options options,
+                                                       std::int64_t capacity, const char* what) {
+  detail::check_lock_arguments(name, options, what);
+  std::shared_ptr<const detail::lock_names> names;
+  switch (kind) {
+  case core::lock_kind::mutex:
+    names = std::make_shared<const detail::lock_names>(options.prefix, name);
+    break;
+  case core::lock_kind::read_write:
+    names = std::make_shared<const detail::lock_names>(options.prefix, name, ":rw", capacity);
+    break;
+  case core::lock_kind::semaphore:
+    names = std::make_shared<const detail::lock_names>(options.prefix, name, ":sem", capacity);
+    break;
+  }
+  auto spec = std::make_shared<const core::lock_spec>(
+      core::lock_spec{std::move(name), kind, capacity, std::move(options)});
+  return std::make_shared<detail::handle_state>(impl_, std::move(names), std::move(spec));
+}
+
+} // namespace corolock
