@@ -80,6 +80,7 @@ private:
       if (mysql_field_count(my_) != 0)
         return library_failed(phase::running);
       r.affected_rows = mysql_affected_rows(my_);
+      r.insert_id = mysql_insert_id(my_);
       return succeeded(std::move(r));
     }
     // A stored result is all in memory: fetching and freeing it does no I/O.

@@ -2,7 +2,7 @@
 // one executor: no call here ever blocks it. The lock layer will build GET_LOCK waits and holds on
 // it; it is not a general SQL client (text queries only, one at a time, values as text).
 //
-// What it promises (the shared parts live in src/detail/sql_session.hpp):
+// What it promises (the shared parts live in src/backends/sql/session.hpp):
 // - connect: the host is used as given when numeric, else resolved asynchronously first (the
 //   library's own lookup would block); TCP keepalive is set on the socket (session_options).
 // - query: one statement at a time; rows as text with NULL distinguished; a failure carries the
@@ -22,7 +22,7 @@
 // - After connection_lost, every operation completes with not_connected (make a new connection).
 #pragma once
 
-#include "detail/sql_connection.hpp"
+#include "backends/sql/connection.hpp"
 
 #include <corolock/mysql/config.hpp>
 

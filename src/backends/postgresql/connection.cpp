@@ -59,6 +59,9 @@ private:
       return failed(error::connect_failed, {0, "", "PQconnectStartParams: out of memory"}, true);
     if (PQstatus(pg_) == CONNECTION_BAD)
       return connect_failed();
+    // Notices (CREATE … IF NOT EXISTS that skipped, an unlock of a key not held) are not errors;
+    // libpq would print them on stderr.
+    PQsetNoticeProcessor(pg_, [](void*, const char*) {}, nullptr);
     poll_connect(PGRES_POLLING_WRITING);  // as libpq's documentation says to begin
   }
 

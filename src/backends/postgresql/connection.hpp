@@ -3,7 +3,7 @@
 // call here ever blocks it. The lock layer will build pg_advisory_lock waits and holds on it; it is
 // not a general SQL client (text queries only, one at a time, values as text).
 //
-// What it promises (the shared parts live in src/detail/sql_session.hpp):
+// What it promises (the shared parts live in src/backends/sql/session.hpp):
 // - connect: the host is used as given when numeric, else resolved asynchronously first and given
 //   to libpq as hostaddr (its own lookup would block); PQsocket is read again at every connect
 //   step (libpq may open another socket); TCP keepalive is set on the socket (session_options);
@@ -25,7 +25,7 @@
 // - After connection_lost, every operation completes with not_connected.
 #pragma once
 
-#include "detail/sql_connection.hpp"
+#include "backends/sql/connection.hpp"
 
 #include <corolock/postgresql/config.hpp>
 

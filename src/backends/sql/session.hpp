@@ -10,8 +10,8 @@
 #pragma once
 
 #include "detail/fd_waiter.hpp"
-#include "detail/sql_operation.hpp"
-#include "detail/sql_result.hpp"
+#include "backends/sql/operation.hpp"
+#include "backends/sql/result.hpp"
 
 #include <corolock/detail/async.hpp>
 #include <corolock/sql/session_options.hpp>

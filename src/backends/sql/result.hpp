@@ -34,6 +34,7 @@ struct sql_result {
   std::vector<std::string> columns;  ///< the column names; empty for a statement without rows
   std::vector<sql_row> rows;
   std::uint64_t affected_rows = 0;   ///< INSERT/UPDATE/DELETE
+  std::uint64_t insert_id = 0;       ///< MariaDB/MySQL: LAST_INSERT_ID() as the OK packet carries it
   sql_words words;                   ///< why it failed; empty on success
   /// rows[r][c], or nullopt when out of range or NULL; for tests and one-value queries.
   [[nodiscard]] std::optional<std::string> value(std::size_t r = 0, std::size_t c = 0) const {

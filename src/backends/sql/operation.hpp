@@ -9,7 +9,7 @@
 // timeout) and whatever the statement returned, so a caller sees a grant that raced its cancel.
 #pragma once
 
-#include "detail/sql_result.hpp"
+#include "backends/sql/result.hpp"
 
 #include <corolock/detail/async.hpp>
 #include <corolock/error.hpp>

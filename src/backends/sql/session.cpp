@@ -1,6 +1,6 @@
-#include "detail/sql_session.hpp"
+#include "backends/sql/session.hpp"
 
-#include "detail/sql_connection.hpp"
+#include "backends/sql/connection.hpp"
 #include "detail/tcp_keepalive.hpp"
 
 #include <boost/asio/ip/address.hpp>

@@ -3,7 +3,7 @@
 // src/backends/mysql/connection.hpp and src/backends/postgresql/connection.hpp for what they promise.
 #pragma once
 
-#include "detail/sql_session.hpp"
+#include "backends/sql/session.hpp"
 
 #include <boost/asio/async_result.hpp>
 

@@ -1,0 +1,16 @@
+// MariaDB/MySQL as a lock_source (built with corolock::mysql): corolock::mutex m{db, "order:42"}.
+// What it serves and how it uses its sessions: include/corolock/sql/lock_client.hpp.
+#pragma once
+
+#include <corolock/mysql/config.hpp>
+#include <corolock/sql/lock_client.hpp>
+#include <corolock/sql/lock_pool_options.hpp>
+
+namespace corolock::mysql {
+
+class lock_client final : public sql::lock_client {
+public:
+  lock_client(asio::any_io_executor ex, config cfg, sql::lock_pool_options options = {});
+};
+
+} // namespace corolock::mysql

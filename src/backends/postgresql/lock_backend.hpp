@@ -1,0 +1,44 @@
+// Private: the PostgreSQL lock backend — session-level advisory locks on the sessions of
+// src/backends/sql/lock_backend.hpp (which says how sessions are used, named, fenced and kept).
+// This database's part:
+// - lock: `SELECT pg_advisory_lock(key)` (blocks until granted), `pg_advisory_lock_shared` for a
+//   shared_mutex reader; one look `pg_try_advisory_lock[_shared]`; release
+//   `pg_advisory_unlock[_shared]` (false: not ours); close `pg_advisory_unlock_all()`. A new
+//   request waits behind queued conflicting ones, so readers arriving after a waiting writer wait
+//   too (writers do not starve) — which is why readers of one client never stack on one session.
+// - key: the first 8 bytes of SHA-256 (see the base) as a big-endian signed bigint.
+// - fence: `INSERT … ON CONFLICT (lock_key) DO UPDATE SET token = token + 1 (only if the row
+//   records this name) RETURNING token, name = <ours>` (one round trip). Table `corolock_fence`
+//   unless set, created on first use.
+// - session: `SET idle_session_timeout = session_timeout` (PostgreSQL 14+).
+#pragma once
+
+#include "backends/sql/lock_backend.hpp"
+
+#include <corolock/postgresql/config.hpp>
+#include <corolock/sql/lock_pool_options.hpp>
+
+namespace corolock::postgresql {
+
+class lock_backend final : public detail::sql_lock_backend {
+public:
+  lock_backend(asio::any_io_executor ex, config cfg, sql::lock_pool_options options);
+
+private:
+  std::shared_ptr<detail::sql_connection> new_connection() override;
+  std::string key_literal(const std::array<unsigned char, 32>& digest) const override;
+  std::string setup_statement(std::chrono::milliseconds session_timeout) const override;
+  std::string lock_statement(const std::string& key, bool shared, bool wait) const override;
+  answer lock_answer(const detail::sql_result& r, bool wait) const override;
+  std::string unlock_statement(const std::string& key, bool shared) const override;
+  std::string unlock_all_statement() const override;
+  std::string fence_statement(const std::string& table, const std::string& key,
+                              const std::string& hashed_hex) const override;
+  std::optional<std::uint64_t> fence_token(const detail::sql_result& r) const override;
+  std::vector<std::string> create_fence_table(const std::string& table) const override;
+  bool missing_table(const detail::sql_words& w) const override;
+
+  config cfg_;
+};
+
+} // namespace corolock::postgresql

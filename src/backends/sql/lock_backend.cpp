@@ -1,0 +1,610 @@
+#include "backends/sql/lock_backend.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <set>
+
+namespace corolock::detail {
+
+using core::steady;
+
+struct sql_lock_backend::link {
+  explicit link(const asio::any_io_executor& ex) : ping(ex) {}
+  std::uint64_t id = 0;
+  std::shared_ptr<sql_connection> conn;
+  bool ready = false;    // connected and set up
+  bool busy = false;     // a statement runs
+  bool dead = false;
+  bool blocking = false; // given to one bid's wait (its lock statement, then its fence)
+  std::map<std::string, bool> held; // key -> shared
+  std::set<std::string> trying;      // keys of one-look statements under way here
+  std::deque<job> jobs;
+  asio::cancellation_signal cancel;
+  asio::steady_timer ping;
+  bool pinging = false;
+};
+
+struct sql_lock_backend::bid_state {
+  core::bid b;
+  std::string owner;
+  core::contender_events* events = nullptr; // null once withdrawn or its event ran
+  bool answered = false;                    // its one event is on its way
+  std::string key;
+  std::shared_ptr<link> waiting_on;         // its blocking statement runs there
+};
+
+class sql_lock_backend::contender_impl final : public core::contender {
+public:
+  contender_impl(sql_lock_backend& b, std::shared_ptr<bid_state> st, std::weak_ptr<int> life)
+      : backend_(b), st_(std::move(st)), life_(std::move(life)) {}
+  ~contender_impl() override = default;
+  void withdraw() override {
+    if (!life_.expired())
+      backend_.withdraw(st_);
+  }
+
+private:
+  sql_lock_backend& backend_;
+  std::shared_ptr<bid_state> st_;
+  std::weak_ptr<int> life_;
+};
+
+namespace {
+
+class asio_timer final : public core::timer {
+public:
+  explicit asio_timer(const asio::any_io_executor& ex) : timer_(ex) {}
+  void arm(steady::time_point at, std::function<void()> fire) override {
+    timer_.expires_at(at);
+    const unsigned serial = ++*serial_;
+    timer_.async_wait([serial, counter = serial_, fire = std::move(fire)](error_code ec) {
+      if (!ec && *counter == serial)
+        fire();
+    });
+  }
+  void disarm() override {
+    ++*serial_;
+    timer_.cancel();
+  }
+
+private:
+  asio::steady_timer timer_;
+  std::shared_ptr<unsigned> serial_ = std::make_shared<unsigned>(0);
+};
+
+std::string hex(const unsigned char* p, std::size_t n) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
+} // namespace
+
+sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, core::backend_traits traits,
+                                   sql::lock_pool_options options, std::string default_fence_table)
+    : executor_(std::move(ex)), traits_(traits), options_(std::move(options)),
+      fence_table_(options_.fence_table.empty() ? std::move(default_fence_table) : options_.fence_table),
+      random_(std::random_device{}()) {
+  options_.session_timeout = std::max(options_.session_timeout, std::chrono::milliseconds(3000));
+  options_.max_sessions = std::max<std::size_t>(options_.max_sessions, 1);
+}
+
+sql_lock_backend::~sql_lock_backend() {
+  life_.reset();
+  for (auto& [id, l] : links_) {
+    l->ping.cancel();
+    l->conn->close();
+  }
+}
+
+std::unique_ptr<core::timer> sql_lock_backend::make_timer() { return std::make_unique<asio_timer>(executor_); }
+
+std::string sql_lock_backend::new_owner() {
+  const std::uint64_t words[2] = {random_(), random_() ^ ++owners_};
+  return hex(reinterpret_cast<const unsigned char*>(words), sizeof words);
+}
+
+error_code sql_lock_backend::check(const core::lock_spec& lock, std::string& words) const {
+  const std::string store(traits_.store);
+  if (lock.kind == core::lock_kind::semaphore && !traits_.semaphore) {
+    words = store + " cannot serve a semaphore (trait semaphore: no permits on a database lock)";
+    return make_error_code(error::invalid_argument);
+  }
+  if (lock.kind == core::lock_kind::read_write && !traits_.read_write) {
+    words = store + " cannot serve a shared_mutex (trait read_write: GET_LOCK has no shared mode)";
+    return make_error_code(error::invalid_argument);
+  }
+  if (lock.options.min_replicas > 0) {
+    words = store + " cannot wait for replicas (trait replicas): min_replicas must be 0";
+    return make_error_code(error::invalid_argument);
+  }
+  if (!lock.options.watchdog) {
+    words = store + " has no fixed lease (trait fixed_lease): a lock lives as long as its session";
+    return make_error_code(error::invalid_argument);
+  }
+  return {};
+}
+
+std::string sql_lock_backend::hashed_text(const core::lock_spec& lock) {
+  std::string text = lock.options.prefix;
+  text += lock.kind == core::lock_kind::read_write ? "read_write" : lock.kind == core::lock_kind::semaphore ? "semaphore" : "mutex";
+  text += '\0';
+  text += lock.name;
+  return text;
+}
+
+std::string sql_lock_backend::key_of(const core::lock_spec& lock) const {
+  const std::string text = hashed_text(lock);
+  std::array<unsigned char, 32> digest{};
+  unsigned size = 0;
+  EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr);
+  return key_literal(digest);
+}
+
+// ---- bids ----
+
+std::unique_ptr<core::contender> sql_lock_backend::contend(core::bid b, std::string owner,
+                                                           core::contender_events& events) {
+  auto st = std::make_shared<bid_state>();
+  st->b = std::move(b);
+  st->owner = std::move(owner);
+  st->events = &events;
+  st->key = key_of(*st->b.lock);
+  std::erase_if(bids_, [](const auto& w) { return w.expired(); });
+  bids_.push_back(st);
+  asio::post(executor_, [this, st, w = std::weak_ptr<int>(life_)] {
+    if (w.expired() || st->events == nullptr)
+      return;
+    if (closing_)
+      return fail(st, make_error_code(error::closed), "the client is closing");
+    start(st);
+  });
+  return std::make_unique<contender_impl>(*this, st, life_);
+}
+
+void sql_lock_backend::start(const std::shared_ptr<bid_state>& st) {
+  if (auto l = sharer(st->key))
+    return try_on(st, l);
+  need_session(st);
+}
+
+// One look on a session that holds other locks: no new connection for an uncontended lock.
+void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l) {
+  const bool shared = st->b.shared;
+  l->trying.insert(st->key); // a reader's and a writer's bid of one lock must not meet here
+  run(l, {lock_statement(st->key, shared, false), options_.session_timeout / 3, false,
+          [this, st, l, shared](error_code ec, sql_result r, steady::time_point) {
+            l->trying.erase(st->key);
+            const answer a = lock_answer(r, false);
+            if (a == answer::granted && !l->dead) {
+              l->held[st->key] = shared;
+              if (!ec && st->events != nullptr)
+                return fence(st, l, false);
+              give_back(l, st->key, shared); // withdrawn, or a deadline that came too late
+              if (st->events != nullptr)
+                fail(st, ec, r.words.to_string());
+              return;
+            }
+            if (st->events == nullptr)
+              return;
+            if (ec && link_failure(ec))
+              return lost_during(st, ec, r.words.to_string());
+            if (ec || a == answer::failed)
+              return fail(st, ec ? ec : make_error_code(error::database_error), r.words.to_string());
+            if (!st->b.wait)
+              return deliver(st, [](core::contender_events& e) { e.taken(); });
+            need_session(st);
+          }});
+}
+
+void sql_lock_backend::need_session(const std::shared_ptr<bid_state>& st) {
+  if (auto l = spare())
+    return wait_on(st, l);
+  if (links_.size() >= options_.max_sessions)
+    return pending_.push_back(st);
+  open_link([this, st](std::shared_ptr<link> l, error_code ec, std::string words) {
+    if (ec) {
+      if (st->events != nullptr)
+        lost_during(st, ec, std::move(words));
+      return;
+    }
+    if (st->events == nullptr)
+      return freed(l);
+    wait_on(st, l);
+  });
+}
+
+// The bid's own session (holding nothing): the blocking statement (or, wait == false, one look).
+void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l) {
+  l->blocking = true;
+  st->waiting_on = l;
+  const bool shared = st->b.shared, wait = st->b.wait;
+  run(l, {lock_statement(st->key, shared, wait), {}, true,
+          [this, st, l, shared, wait](error_code ec, sql_result r, steady::time_point) {
+            st->waiting_on = nullptr;
+            const answer a = lock_answer(r, wait);
+            if (a == answer::granted && !l->dead) { // also after a cancel that came too late
+              l->held[st->key] = shared;
+              if (!ec && st->events != nullptr)
+                return fence(st, l, false);
+              l->blocking = false;
+              give_back(l, st->key, shared);
+              if (st->events != nullptr)
+                fail(st, ec, r.words.to_string());
+              return;
+            }
+            l->blocking = false;
+            if (st->events == nullptr)
+              return freed(l);
+            if (ec && link_failure(ec))
+              return lost_during(st, ec, r.words.to_string());
+            if (ec || a == answer::failed) {
+              freed(l);
+              return fail(st, ec ? ec : make_error_code(error::database_error), r.words.to_string());
+            }
+            if (wait) // a bounded server-side wait ran out: wait again
+              return wait_on(st, l);
+            freed(l);
+            deliver(st, [](core::contender_events& e) { e.taken(); });
+          }});
+}
+
+void sql_lock_backend::fence(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created) {
+  const std::string text = hashed_text(*st->b.lock);
+  const std::string hashed_hex = hex(reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  run(l, {fence_statement(fence_table_, st->key, hashed_hex), options_.session_timeout / 3, false,
+          [this, st, l, created](error_code ec, sql_result r, steady::time_point sent) {
+            l->blocking = false;
+            const bool shared = st->b.shared;
+            if (ec && link_failure(ec)) {
+              if (st->events != nullptr)
+                lost_during(st, ec, r.words.to_string());
+              return;
+            }
+            if (ec == error::database_error && !created && missing_table(r.words) && st->events != nullptr) {
+              // Created on first use. A creator racing ours may make our CREATE fail (PostgreSQL:
+              // a unique violation in its catalog): the table is there then, so the bump is tried
+              // again whatever the CREATE said, and its own failure is the one reported.
+              auto statements = create_fence_table(fence_table_);
+              auto remaining = std::make_shared<std::size_t>(statements.size());
+              for (auto& s : statements)
+                run(l, {std::move(s), options_.session_timeout / 3, false,
+                        [this, st, l, remaining](error_code, sql_result, steady::time_point) {
+                          if (--*remaining == 0)
+                            fence(st, l, true);
+                        }});
+              return;
+            }
+            const auto token = ec ? std::nullopt : fence_token(r);
+            if (st->events == nullptr || !token || *token == 0) {
+              give_back(l, st->key, shared);
+              if (st->events == nullptr)
+                return;
+              if (ec)
+                return fail(st, ec, "fence bump in " + fence_table_ + ": " + r.words.to_string());
+              if (!token)
+                return fail(st, make_error_code(error::database_error), "fence bump in " + fence_table_ + ": no token");
+              return fail(st, make_error_code(error::invalid_argument),
+                          "lock name collides with another name on key " + st->key + " (fence row in " +
+                              fence_table_ + " records another name)");
+            }
+            alive(l, sent);
+            arm_ping(l);
+            core::grant g;
+            g.token = *token;
+            g.from = sent;
+            g.valid_for = options_.session_timeout;
+            g.session = l->id;
+            deliver(st, [g](core::contender_events& e) { e.granted(g); }, l);
+          }});
+}
+
+// A lock of ours nobody wants (withdrawn, failed fence): given back in its session.
+void sql_lock_backend::give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared) {
+  run(l, {unlock_statement(key, shared), options_.session_timeout / 3, false,
+          [this, l, key](error_code, sql_result, steady::time_point) {
+            l->held.erase(key);
+            freed(l);
+          }});
+}
+
+void sql_lock_backend::withdraw(const std::shared_ptr<bid_state>& st) {
+  if (st->events == nullptr)
+    return;
+  if (st->answered) { // its event is posted: it gives a grant back itself
+    st->events = nullptr;
+    return;
+  }
+  st->events = nullptr;
+  std::erase(pending_, st);
+  if (auto l = st->waiting_on)
+    l->cancel.emit(asio::cancellation_type::terminal); // the server stops the wait (or it raced)
+}
+
+// The session the bid worked on is gone, and with it anything the bid had there.
+void sql_lock_backend::lost_during(const std::shared_ptr<bid_state>& st, error_code ec, std::string words) {
+  if (!st->b.ride_through || closing_)
+    return fail(st, ec, std::move(words));
+  auto retry = std::make_shared<asio::steady_timer>(executor_, std::chrono::milliseconds(200));
+  retry->async_wait([this, st, retry, w = std::weak_ptr<int>(life_)](error_code) {
+    if (w.expired() || st->events == nullptr)
+      return;
+    if (closing_)
+      return fail(st, make_error_code(error::closed), "the client is closing");
+    start(st);
+  });
+}
+
+void sql_lock_backend::fail(const std::shared_ptr<bid_state>& st, error_code ec, std::string words) {
+  deliver(st, [ec, words = std::move(words)](core::contender_events& e) { e.failed(ec, words); });
+}
+
+void sql_lock_backend::deliver(const std::shared_ptr<bid_state>& st,
+                               std::function<void(core::contender_events&)> what,
+                               std::shared_ptr<link> granted_on) {
+  if (st->events == nullptr || st->answered)
+    return;
+  st->answered = true;
+  // Posted; a withdrawal before it runs still wins: no event follows it, and a grant is given
+  // back here instead.
+  asio::post(executor_, [this, st, what = std::move(what), l = std::move(granted_on), w = std::weak_ptr<int>(life_)] {
+    if (w.expired())
+      return;
+    if (auto* events = std::exchange(st->events, nullptr))
+      return what(*events);
+    if (l)
+      give_back(l, st->key, st->b.shared);
+  });
+}
+
+// ---- sessions ----
+
+bool sql_lock_backend::link_failure(error_code ec) {
+  return ec && ec != error::database_error && ec != asio::error::operation_aborted && ec != error::timeout;
+}
+
+std::shared_ptr<sql_lock_backend::link> sql_lock_backend::sharer(const std::string& key) const {
+  for (const auto& [id, l] : links_)
+    if (l->ready && !l->dead && !l->blocking && !l->held.empty() && !l->held.contains(key) &&
+        !l->trying.contains(key) && l->jobs.empty())
+      return l;
+  return nullptr;
+}
+
+std::shared_ptr<sql_lock_backend::link> sql_lock_backend::spare() const {
+  for (const auto& [id, l] : links_)
+    if (l->ready && !l->dead && !l->blocking && l->held.empty() && !l->busy && l->jobs.empty())
+      return l;
+  return nullptr;
+}
+
+void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
+  auto l = std::make_shared<link>(executor_);
+  l->id = next_link_++;
+  l->conn = new_connection();
+  links_.emplace(l->id, l);
+  l->conn->async_connect([this, l, then = std::move(then), w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) {
+    if (w.expired())
+      return;
+    if (ec || l->dead || closing_) {
+      drop(l, ec ? ec : make_error_code(error::closed));
+      return then(nullptr, ec ? ec : make_error_code(error::closed), r.words.to_string());
+    }
+    l->ready = true;
+    run(l, {setup_statement(options_.session_timeout), options_.session_timeout / 3, false,
+            [this, l, then](error_code ec, sql_result r, steady::time_point) {
+              if (ec) {
+                drop(l, ec);
+                return then(nullptr, ec, "session setup: " + r.words.to_string());
+              }
+              then(l, {}, {});
+            }});
+  });
+}
+
+void sql_lock_backend::run(const std::shared_ptr<link>& l, job j) {
+  if (l->dead) {
+    sql_result r;
+    r.words.message = "session lost";
+    asio::post(executor_, [done = std::move(j.done), r = std::move(r)]() mutable {
+      done(make_error_code(error::not_connected), std::move(r), steady::now());
+    });
+    return;
+  }
+  l->jobs.push_back(std::move(j));
+  pump(l);
+}
+
+void sql_lock_backend::pump(const std::shared_ptr<link>& l) {
+  if (l->busy || l->jobs.empty() || l->dead)
+    return;
+  job j = std::move(l->jobs.front());
+  l->jobs.pop_front();
+  l->busy = true;
+  const auto sent = steady::now();
+  auto done = [this, l, sent, d = std::move(j.done), w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) {
+    if (w.expired())
+      return;
+    l->busy = false;
+    if (link_failure(ec))
+      drop(l, ec);
+    else if (!l->held.empty() && (!ec || ec == error::database_error))
+      alive(l, sent);
+    d(ec, std::move(r), sent);
+    pump(l);
+  };
+  if (j.cancellable)
+    l->conn->async_query(std::move(j.sql), j.timeout, asio::bind_cancellation_slot(l->cancel.slot(), std::move(done)));
+  else
+    l->conn->async_query(std::move(j.sql), j.timeout, std::move(done));
+}
+
+// The session is gone: the server freed its locks. Its queued statements fail; its leases are lost.
+void sql_lock_backend::drop(const std::shared_ptr<link>& l, error_code why) {
+  if (l->dead)
+    return;
+  l->dead = true;
+  l->ready = false;
+  l->ping.cancel();
+  l->conn->close();
+  links_.erase(l->id);
+  const bool held = !l->held.empty();
+  l->held.clear();
+  auto jobs = std::move(l->jobs);
+  l->jobs.clear();
+  for (auto& j : jobs) {
+    sql_result r;
+    r.words.message = "session lost";
+    asio::post(executor_, [done = std::move(j.done), r = std::move(r)]() mutable {
+      done(make_error_code(error::not_connected), std::move(r), steady::now());
+    });
+  }
+  if (held && hooks_.session_lost)
+    hooks_.session_lost(l->id, why == error::closed ? why : make_error_code(error::connection_lost));
+  // A place in the pool was freed.
+  while (!pending_.empty() && links_.size() < options_.max_sessions && !closing_) {
+    auto st = pending_.front();
+    pending_.pop_front();
+    if (st->events != nullptr)
+      need_session(st);
+  }
+}
+
+// A session may have become free: serve the first bid waiting for one, else keep or close it.
+void sql_lock_backend::freed(const std::shared_ptr<link>& l) {
+  if (l->dead || l->blocking || !l->held.empty())
+    return;
+  l->ping.cancel();
+  l->pinging = false;
+  if (closing_)
+    return drop(l, make_error_code(error::closed));
+  while (!pending_.empty()) {
+    auto st = pending_.front();
+    pending_.pop_front();
+    if (st->events != nullptr)
+      return wait_on(st, l);
+  }
+  std::size_t spares = 0;
+  for (const auto& [id, other] : links_)
+    spares += other->ready && !other->blocking && other->held.empty() ? 1 : 0;
+  if (spares > options_.max_idle)
+    drop(l, make_error_code(error::closed));
+}
+
+void sql_lock_backend::alive(const std::shared_ptr<link>& l, steady::time_point sent) {
+  if (hooks_.session_alive)
+    hooks_.session_alive(l->id, sent + options_.session_timeout);
+}
+
+void sql_lock_backend::arm_ping(const std::shared_ptr<link>& l) {
+  if (l->pinging || l->dead)
+    return;
+  l->pinging = true;
+  l->ping.expires_after(options_.session_timeout / 3);
+  l->ping.async_wait([this, l, w = std::weak_ptr<int>(life_)](error_code ec) {
+    if (ec || w.expired() || l->dead)
+      return;
+    l->pinging = false;
+    if (l->held.empty())
+      return;
+    run(l, {"SELECT 1", options_.session_timeout / 3, false,
+            [this, l](error_code ec, sql_result, steady::time_point) {
+              if (ec && !l->dead)
+                return drop(l, make_error_code(error::connection_lost)); // unanswered: end it
+              if (!l->dead && !l->held.empty())
+                arm_ping(l);
+            }});
+  });
+}
+
+// ---- release, renew, close ----
+
+void sql_lock_backend::release(const core::held& lease, handler<void(error_code, std::string)> h) {
+  const std::string key = key_of(*lease.lock);
+  auto it = links_.find(lease.session);
+  if (it == links_.end() || it->second->dead || !it->second->held.contains(key)) {
+    asio::post(executor_, asio::append(std::move(h), make_error_code(error::lease_lost),
+                                       std::string("the session that held it is gone")));
+    return;
+  }
+  auto l = it->second;
+  auto hp = std::make_shared<handler<void(error_code, std::string)>>(std::move(h));
+  run(l, {unlock_statement(key, lease.shared), options_.session_timeout / 3, false,
+          [this, l, key, hp](error_code ec, sql_result r, steady::time_point) {
+            if (!ec)
+              l->held.erase(key);
+            error_code out = ec;
+            std::string words = r.words.to_string();
+            if (!ec && lock_answer(r, false) != answer::granted) {
+              out = make_error_code(error::lease_lost);
+              words = "the server did not list this session as holder";
+            } else if (link_failure(ec)) {
+              out = make_error_code(error::lease_lost);
+              words = "the session that held it is gone: " + words;
+            }
+            freed(l);
+            (*hp)(out, std::move(words));
+          }});
+}
+
+void sql_lock_backend::renew(std::vector<core::renewal> leases, handler<void(std::vector<core::renew_outcome>)> h) {
+  // Session leases are never renewed one by one (contract): say "unknown" for each.
+  asio::post(executor_, asio::append(std::move(h), std::vector<core::renew_outcome>(leases.size())));
+}
+
+void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h) {
+  closing_ = true;
+  for (auto& w : bids_)
+    if (auto st = w.lock())
+      withdraw(st);
+  bids_.clear();
+  pending_.clear();
+  struct closing {
+    explicit closing(const asio::any_io_executor& ex) : timer(ex) {}
+    std::optional<handler<void()>> h;
+    asio::steady_timer timer;
+    std::size_t left = 1;
+    void one_done() {
+      if (--left == 0 && h) {
+        timer.cancel();
+        auto done = std::move(*h);
+        h.reset();
+        std::move(done)();
+      }
+    }
+  };
+  auto c = std::make_shared<closing>(executor_);
+  c->h.emplace(std::move(h));
+  c->timer.expires_after(bound);
+  c->timer.async_wait([c](error_code ec) {
+    if (!ec) {
+      c->left = 1;
+      c->one_done();
+    }
+  });
+  const auto links = links_;
+  for (const auto& [id, l] : links) {
+    if (l->ready && !l->blocking && !l->held.empty()) {
+      ++c->left;
+      run(l, {unlock_all_statement(), bound, false, [this, l, c](error_code, sql_result, steady::time_point) {
+                l->held.clear();
+                drop(l, make_error_code(error::closed));
+                c->one_done();
+              }});
+    } else {
+      drop(l, make_error_code(error::closed)); // a running wait is killed on the server
+    }
+  }
+  asio::post(executor_, [c] { c->one_done(); });
+}
+
+} // namespace corolock::detail

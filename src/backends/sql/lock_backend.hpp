@@ -1,0 +1,185 @@
+// Private: the lock backend of both SQL databases (core::backend over a pool of sql sessions). A
+// database's own part is a handful of statements and how to read their answers (the hooks below):
+// src/backends/mysql/lock_backend.cpp (GET_LOCK), src/backends/postgresql/lock_backend.cpp
+// (pg_advisory_lock). Everything else — which session does what, the fence, the keepalive, close —
+// is here, once.
+//
+// Why sessions are used this way: a server-side wait (GET_LOCK(name, t), pg_advisory_lock) blocks
+// its session until granted, and the lock then lives as long as that session (both are
+// session-scoped, both let one session hold many names, both are re-entrant per session).
+// - Waiting: a bid that must wait runs its blocking statement on a session holding nothing (a
+//   spare, or a new one). The core keeps at most one contender per lock name and kind per client,
+//   so a thousand local waiters of one name use ONE waiting session; the line behind it queues the
+//   rest locally. Connections per contended lock: 1 waiting session, plus the holder's session.
+// - Holding: the session that got the lock holds it, so release runs there. A granted waiting
+//   session becomes a holding session. A new bid first tries the non-blocking form
+//   (GET_LOCK(name, 0) / pg_try_advisory_lock) on an idle holding session, and only if that says
+//   "taken" takes a session of its own to wait on: uncontended locks of one client share sessions
+//   (connections per held lock: one session holds any number of them).
+// - One name at most once per session (any mode): a session's own locks never conflict with each
+//   other (both databases count re-entry per session), so two owners of one name on one session
+//   would both "hold" it, and stacked PostgreSQL readers would pass a queued writer. A bid never
+//   goes to a session that holds its key.
+// - Pool limit (lock_pool_options::max_sessions): when every session is waiting or holding, a bid
+//   that needs its own session queues here, in arrival order, with no server-side wait, until a
+//   session is freed (a release leaving it empty, a session ended); the core's deadline or
+//   cancellation withdraws it as any other bid. Holding sessions are never closed to make room.
+// - A session that holds nothing stops being pinged; up to max_idle of them stay open as spares.
+//
+// Statements (round trips) per acquisition: the lock statement, then in the same session the fence
+// bump (one statement each; MariaDB reads the token from the OK packet's insert id): 2, plus 1 for
+// a try on a shared session that found the lock taken, plus the session's connect and its one
+// setup statement when a new session is opened. Release: 1.
+//
+// Names (any corolock name, 1..1024 bytes): the key is SHA-256 over prefix, kind, a NUL byte and the
+// name (lock_options::prefix, "mutex"/"read_write"). MariaDB/MySQL lock name: "corolock:" and the
+// first 20 bytes of it in lower-case hex (49 characters: under the 64-character limit, and case
+// does not matter); PostgreSQL key: its first 8 bytes as a big-endian signed bigint. So every name
+// is hashed, none refused for its length or case. The fence row of a key records the hashed text:
+// a second name on the same key (a hash collision) is noticed at its fence bump, which gives the
+// lock back and fails the bid with invalid_argument.
+//
+// Fencing tokens: a counter row per key in the fence table, bumped in the holding session right
+// after the lock was granted, so tokens of one lock name strictly increase; the row (and the table)
+// is created on first use.
+//
+// The session is the lease: each holding session is pinged every session_timeout/3; every answered
+// statement on it reports session_alive(session, sent + session_timeout), since the server's idle
+// bound (set on each new session) cannot end it sooner. A failed statement or ping (the connection
+// dropped, the session killed) reports session_lost at once: the server has freed its locks. A ping
+// that goes unanswered leaves the core's local deadline to mark the leases lost, before the server
+// can end the session and give the lock to another client.
+//
+// contend: as above; granted(token, from = when the fence statement was sent, valid_for =
+// session_timeout, session = our session number). wait == false: the non-blocking form → taken.
+// withdraw: a queued bid is dropped; a blocking wait is cancelled on the server (KILL QUERY /
+// pg_cancel_backend, by the session's operation), and a grant that raced it is given back in that
+// session, as is a grant that arrived after the withdrawal. A session lost during a bid: the server
+// freed whatever it had, so the bid starts over on another session (ride_through) or fails.
+// release: the unlock statement in the holding session; 0/false, or the session gone: lease_lost.
+// close: waiting sessions are closed (which kills their statement on the server), holding sessions
+// release everything (RELEASE_ALL_LOCKS / pg_advisory_unlock_all) and close; done when all have
+// answered or the bound passed.
+#pragma once
+
+#include "backends/sql/connection.hpp"
+#include "core/backend.hpp"
+
+#include <corolock/sql/lock_pool_options.hpp>
+
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace corolock::detail {
+
+class sql_lock_backend : public core::backend {
+public:
+  ~sql_lock_backend() override;
+
+  const core::backend_traits& traits() const noexcept override { return traits_; }
+  asio::any_io_executor get_executor() const override { return executor_; }
+  core::steady::time_point now() const override { return core::steady::now(); }
+  std::unique_ptr<core::timer> make_timer() override;
+  std::string new_owner() override;
+  error_code check(const core::lock_spec& lock, std::string& words) const override;
+  std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
+                                           core::contender_events& events) override;
+  void release(const core::held& lease, handler<void(error_code, std::string)> h) override;
+  void renew(std::vector<core::renewal> leases,
+             handler<void(std::vector<core::renew_outcome>)> h) override;
+  void close(std::chrono::milliseconds bound, handler<void()> h) override;
+  void set_hooks(hooks h) override { hooks_ = std::move(h); }
+
+  /// The server-side key of a lock (the literal the statements use) and the text it hashes.
+  std::string key_of(const core::lock_spec& lock) const;
+  static std::string hashed_text(const core::lock_spec& lock);
+  /// Sessions open (connecting, waiting, holding, spare), and the server's ids of those holding.
+  std::size_t sessions() const noexcept { return links_.size(); }
+
+protected:
+  sql_lock_backend(asio::any_io_executor ex, core::backend_traits traits, sql::lock_pool_options options,
+                   std::string default_fence_table);
+
+  // The database's part.
+  /// A fresh, unconnected session.
+  virtual std::shared_ptr<sql_connection> new_connection() = 0;
+  /// The key literal of a SHA-256 digest.
+  virtual std::string key_literal(const std::array<unsigned char, 32>& digest) const = 0;
+  /// Run once on each new session: its idle bound on the server.
+  virtual std::string setup_statement(std::chrono::milliseconds session_timeout) const = 0;
+  /// The lock statement: blocking (wait) or one look.
+  virtual std::string lock_statement(const std::string& key, bool shared, bool wait) const = 0;
+  enum class answer { granted, not_granted, failed };
+  /// What the lock statement's rows say (whatever the completion's error: a grant may have raced
+  /// a cancel). A blocking statement may say not_granted (MariaDB's timeout): it is run again.
+  virtual answer lock_answer(const sql_result& r, bool wait) const = 0;
+  virtual std::string unlock_statement(const std::string& key, bool shared) const = 0;
+  virtual std::string unlock_all_statement() const = 0;
+  /// Bumps the key's counter, creating the row: its answer through fence_token.
+  virtual std::string fence_statement(const std::string& table, const std::string& key,
+                                      const std::string& hashed_hex) const = 0;
+  /// The new token; 0 when the row belongs to another name (a collision); nullopt if unreadable.
+  virtual std::optional<std::uint64_t> fence_token(const sql_result& r) const = 0;
+  virtual std::vector<std::string> create_fence_table(const std::string& table) const = 0;
+  virtual bool missing_table(const sql_words& w) const = 0;
+
+private:
+  struct link;
+  struct bid_state;
+  class contender_impl;
+  using done_fn = std::function<void(error_code, sql_result, core::steady::time_point sent)>;
+  struct job {
+    std::string sql;
+    std::chrono::milliseconds timeout;
+    bool cancellable = false;
+    done_fn done;
+  };
+
+  void start(const std::shared_ptr<bid_state>& st);
+  void try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l);
+  void need_session(const std::shared_ptr<bid_state>& st);
+  void wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l);
+  void fence(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created);
+  void give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared);
+  void withdraw(const std::shared_ptr<bid_state>& st);
+  void lost_during(const std::shared_ptr<bid_state>& st, error_code ec, std::string words);
+  void fail(const std::shared_ptr<bid_state>& st, error_code ec, std::string words);
+  void deliver(const std::shared_ptr<bid_state>& st, std::function<void(core::contender_events&)> what,
+               std::shared_ptr<link> granted_on = nullptr);
+
+  void open_link(std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
+  void run(const std::shared_ptr<link>& l, job j);
+  void pump(const std::shared_ptr<link>& l);
+  void drop(const std::shared_ptr<link>& l, error_code why);
+  void freed(const std::shared_ptr<link>& l);
+  void arm_ping(const std::shared_ptr<link>& l);
+  void alive(const std::shared_ptr<link>& l, core::steady::time_point sent);
+  std::shared_ptr<link> sharer(const std::string& key) const;
+  std::shared_ptr<link> spare() const;
+  static bool link_failure(error_code ec);
+
+  asio::any_io_executor executor_;
+  core::backend_traits traits_;
+  sql::lock_pool_options options_;
+  std::string fence_table_;
+  hooks hooks_;
+  std::map<std::uint64_t, std::shared_ptr<link>> links_;
+  std::deque<std::shared_ptr<bid_state>> pending_;   // bids waiting for a session (pool full)
+  std::vector<std::weak_ptr<bid_state>> bids_;      // open bids, for close()
+  std::uint64_t next_link_ = 1;
+  bool closing_ = false;
+  std::mt19937_64 random_;
+  std::uint64_t owners_ = 0;
+  std::shared_ptr<int> life_ = std::make_shared<int>(0); // callbacks hold it weakly
+};
+
+} // namespace corolock::detail

@@ -1,0 +1,34 @@
+#include <corolock/sql/lock_client.hpp>
+
+#include "core/engine.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
+
+namespace corolock::sql {
+
+lock_client::lock_client(asio::any_io_executor ex, std::unique_ptr<core::backend> backend)
+    : executor_(std::move(ex)), engine_(core::engine::create(std::move(backend))) {}
+
+lock_client::~lock_client() {
+  // The engine's close marks leases lost and ends the sessions; nothing waits for it here.
+  engine_->close(std::chrono::milliseconds(0), [](auto&&...) {});
+}
+
+std::shared_ptr<core::handle> lock_client::make_lock_handle(core::lock_kind kind, std::string name,
+                                                            lock_options options, std::int64_t capacity,
+                                                            const char* what) {
+  return engine_->make_handle(kind, std::move(name), std::move(options), capacity, what);
+}
+
+void lock_client::start_close(std::chrono::milliseconds bound, detail::handler<void(error_code)> h) {
+  auto done = std::make_shared<detail::handler<void(error_code)>>(std::move(h));
+  asio::post(executor_, [engine = engine_, bound, done] {
+    engine->close(bound, [done] { std::move(*done)(error_code{}); });
+  });
+}
+
+std::size_t lock_client::held() const noexcept { return engine_->held(); }
+std::size_t lock_client::waiting() const noexcept { return engine_->waiting(); }
+
+} // namespace corolock::sql

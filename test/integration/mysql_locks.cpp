@@ -1,0 +1,68 @@
+// The MariaDB/MySQL lock backend (src/backends/mysql/lock_backend, GET_LOCK) driven as the core
+// drives it, against a private mariadbd: the checks both SQL databases share
+// (support/sql_lock_checks.hpp), read on the server through IS_USED_LOCK and the PROCESSLIST.
+#include "backends/mysql/lock_backend.hpp"
+
+#include <support/mariadb_server.hpp>
+#include <support/sql_lock_checks.hpp>
+
+using namespace corolock;
+using namespace corolock::test;
+
+namespace {
+
+struct mariadb {
+  using server_type = mariadb_server;
+  using backend_type = mysql::lock_backend;
+  static constexpr const char* nowhere = "mysql://127.0.0.1:1/";
+
+  static std::unique_ptr<backend_type> make_for(asio::any_io_executor ex, std::string url, sql::lock_pool_options o) {
+    return std::make_unique<backend_type>(ex, mysql::config::from_url(url), o);
+  }
+  static std::unique_ptr<backend_type> make(asio::any_io_executor ex, server_type& s, sql::lock_pool_options o) {
+    return make_for(ex, s.url(), o);
+  }
+  /// The connection id holding `key`, "0" if none.
+  static std::string holder(server_type& s, const std::string& key) {
+    return s.sql("SELECT COALESCE(IS_USED_LOCK(" + key + "), 0)");
+  }
+  /// How many sessions wait in GET_LOCK.
+  static std::string waiting(server_type& s) {
+    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%, 3600)'");
+  }
+  /// Client sessions besides the asking one.
+  static std::string sessions(server_type& s) {
+    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND "
+                 "COMMAND <> 'Daemon' AND USER = 'root'");
+  }
+  /// A user allowed to connect and nothing else (GET_LOCK needs no privilege).
+  static std::string account_without_rights(server_type& s) {
+    s.sql("CREATE USER 'norights'@'127.0.0.1'");
+    std::string url = s.url();
+    url.replace(url.find("root@"), 5, "norights@");
+    return url;
+  }
+  static void kill(server_type& s, const std::string& id) { s.sql("KILL " + id); }
+  static void forge_collision(server_type& s, const std::string& key) {
+    s.sql("UPDATE corolock.fence SET name = X'00' WHERE lock_key = " + key);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(mysql_locks)
+
+COROLOCK_SQL_LOCK_CASE(exclusion_across_two_clients_and_tokens_increase, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_killed_holder_is_told_and_the_waiter_gets_the_lock, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_withdrawn_wait_leaves_nothing_on_the_server, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_grant_racing_a_withdrawal_is_given_back, mariadb)
+COROLOCK_SQL_LOCK_CASE(close_releases_everything, mariadb)
+COROLOCK_SQL_LOCK_CASE(held_locks_share_a_session_and_a_contended_one_adds_one, mariadb)
+COROLOCK_SQL_LOCK_CASE(names_of_any_length_and_case_are_distinct_locks, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_fence_row_of_another_name_is_noticed_and_the_lock_given_back, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock, mariadb)
+COROLOCK_SQL_LOCK_CASE(an_account_without_rights_on_the_fence_table_gets_no_lock, mariadb)
+COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, mariadb)
+COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, mariadb)
+
+BOOST_AUTO_TEST_SUITE_END()

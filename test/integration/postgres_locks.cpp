@@ -1,0 +1,110 @@
+// The PostgreSQL lock backend (src/backends/postgresql/lock_backend, advisory locks) driven as the
+// core drives it, against a private postgres: the checks both SQL databases share
+// (support/sql_lock_checks.hpp), read on the server through pg_locks and pg_stat_activity; and
+// shared_mutex readers sharing without starving a writer.
+#include "backends/postgresql/lock_backend.hpp"
+
+#include <support/postgres_server.hpp>
+#include <support/sql_lock_checks.hpp>
+
+using namespace corolock;
+using namespace corolock::test;
+
+namespace {
+
+struct postgres {
+  using server_type = postgres_server;
+  using backend_type = postgresql::lock_backend;
+  static constexpr const char* nowhere = "postgresql://127.0.0.1:1/";
+
+  static std::unique_ptr<backend_type> make_for(asio::any_io_executor ex, std::string url, sql::lock_pool_options o) {
+    return std::make_unique<backend_type>(ex, postgresql::config::from_url(url), o);
+  }
+  static std::unique_ptr<backend_type> make(asio::any_io_executor ex, server_type& s, sql::lock_pool_options o) {
+    return make_for(ex, s.url(), o);
+  }
+  // A bigint advisory key shows in pg_locks as classid (high 32 bits), objid (low), objsubid 1.
+  static std::string key_filter(const std::string& key) {
+    const auto k = static_cast<std::uint64_t>(std::stoll(key));
+    return "classid = " + std::to_string(k >> 32) + " AND objid = " + std::to_string(k & 0xffffffffu) +
+           " AND objsubid = 1";
+  }
+  /// The backend pid holding `key` (exclusively or shared: the largest), "0" if none.
+  static std::string holder(server_type& s, const std::string& key) {
+    return s.sql("SELECT COALESCE(MAX(pid), 0) FROM pg_locks WHERE locktype = 'advisory' AND granted AND " +
+                 key_filter(key));
+  }
+  static std::string holders(server_type& s, const std::string& key) {
+    return s.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND " + key_filter(key));
+  }
+  static std::string waiting(server_type& s) {
+    return s.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+  }
+  static std::string sessions(server_type& s) {
+    return s.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'corolock' AND "
+                 "backend_type = 'client backend'");
+  }
+  /// A role that may log in and nothing else: no CREATE on the public schema (PostgreSQL 15).
+  static std::string account_without_rights(server_type& s) {
+    s.sql("CREATE ROLE norights LOGIN");
+    std::string url = s.url();
+    url.replace(url.find("postgres@"), 9, "norights@");
+    return url;
+  }
+  static void kill(server_type& s, const std::string& pid) { s.sql("SELECT pg_terminate_backend(" + pid + ")"); }
+  static void forge_collision(server_type& s, const std::string& key) {
+    s.sql("UPDATE corolock_fence SET name = '\\x00'::bytea WHERE lock_key = " + key);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres_locks)
+
+COROLOCK_SQL_LOCK_CASE(exclusion_across_two_clients_and_tokens_increase, postgres)
+COROLOCK_SQL_LOCK_CASE(a_killed_holder_is_told_and_the_waiter_gets_the_lock, postgres)
+COROLOCK_SQL_LOCK_CASE(a_withdrawn_wait_leaves_nothing_on_the_server, postgres)
+COROLOCK_SQL_LOCK_CASE(a_grant_racing_a_withdrawal_is_given_back, postgres)
+COROLOCK_SQL_LOCK_CASE(close_releases_everything, postgres)
+COROLOCK_SQL_LOCK_CASE(held_locks_share_a_session_and_a_contended_one_adds_one, postgres)
+COROLOCK_SQL_LOCK_CASE(names_of_any_length_and_case_are_distinct_locks, postgres)
+COROLOCK_SQL_LOCK_CASE(a_fence_row_of_another_name_is_noticed_and_the_lock_given_back, postgres)
+COROLOCK_SQL_LOCK_CASE(a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock, postgres)
+COROLOCK_SQL_LOCK_CASE(an_account_without_rights_on_the_fence_table_gets_no_lock, postgres)
+COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, postgres)
+COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
+
+// Readers of different clients hold it together; a waiting writer makes later readers wait
+// (pg_advisory_lock_shared queues behind a conflicting waiter), so writers do not starve.
+BOOST_AUTO_TEST_CASE(readers_share_and_a_waiting_writer_is_not_starved) {
+  postgres_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sql_locks::client<postgres> a(ex, server), b(ex, server), c(ex, server), d(ex, server);
+    const auto lock = a.spec("rw", core::lock_kind::read_write);
+    const std::string key = a.backend->key_of(*lock);
+    sql_locks::bidder r1(ex), r2(ex), w(ex), r3(ex);
+    a.bid(r1, lock, true, true);
+    b.bid(r2, lock, true, true);
+    co_await r1.done.wait();
+    co_await r2.done.wait();
+    BOOST_REQUIRE(r1.grant && r2.grant);
+    BOOST_TEST(postgres::holders(server, key) == "2");
+    c.bid(w, lock, true, false);
+    BOOST_REQUIRE(co_await eventually([&] { return postgres::waiting(server) == "1"; }));
+    d.bid(r3, lock, true, true); // after the writer: waits
+    BOOST_REQUIRE(co_await eventually([&] { return postgres::waiting(server) == "2"; }));
+    BOOST_TEST(co_await sql_locks::still_waiting(r3));
+    co_await a.release(r1, lock, true);
+    co_await b.release(r2, lock, true);
+    co_await w.done.wait();
+    BOOST_REQUIRE(w.grant);
+    BOOST_TEST(w.grant->token > r2.grant->token);
+    BOOST_TEST(r3.events == 0);
+    auto [ec, words] = co_await c.release(w, lock, false);
+    BOOST_TEST(!ec);
+    co_await r3.done.wait();
+    BOOST_TEST(r3.grant.has_value());
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,463 @@
+// What the SQL lock backend suites (mysql_locks, postgres_locks) check, once for both databases:
+// each check drives a backend (core::backend) directly, as the core would — contend / withdraw /
+// release / close with a recording contender_events — against a private server, and reads the
+// server's own tables (IS_USED_LOCK, PROCESSLIST / pg_locks, pg_stat_activity) for what it holds.
+// `Db` says how to make a backend and how to ask the server (mysql_locks.cpp, postgres_locks.cpp).
+#pragma once
+
+#include "async_test.hpp"
+#include "fault_proxy.hpp"
+#include "sql_session_checks.hpp" // ms_since
+
+#include "core/backend.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <string>
+#include <vector>
+
+/// One of these checks as a test case of the including suite, over database `Db`.
+#define COROLOCK_SQL_LOCK_CASE(check, Db) \
+  BOOST_AUTO_TEST_CASE(check) { corolock::test::sql_locks::check<Db>(); }
+
+namespace corolock::test::sql_locks {
+
+/// One bid and its one event.
+struct bidder final : core::contender_events {
+  explicit bidder(asio::any_io_executor ex) : done(ex) {}
+  void granted(core::grant g) override { grant = g, ++events, done.set(); }
+  void taken() override { was_taken = true, ++events, done.set(); }
+  void failed(error_code e, std::string w) override { ec = e, words = std::move(w), ++events, done.set(); }
+
+  std::string owner;
+  std::optional<core::grant> grant;
+  bool was_taken = false;
+  error_code ec;
+  std::string words;
+  int events = 0;
+  event done;
+  std::unique_ptr<core::contender> contender;
+};
+
+/// One client: a backend with recording hooks.
+template <typename Db>
+struct client {
+  client(asio::any_io_executor ex, typename Db::server_type& server, sql::lock_pool_options o = options())
+      : backend(Db::make(ex, server, o)) {
+    core::backend::hooks h;
+    h.session_alive = [this](std::uint64_t s, core::steady::time_point until) {
+      alive.push_back(s);
+      alive_until[s] = until;
+    };
+    h.session_lost = [this](std::uint64_t s, error_code) { lost.push_back(s); };
+    h.reconnected = [] {};
+    backend->set_hooks(std::move(h));
+  }
+  static sql::lock_pool_options options() {
+    sql::lock_pool_options o;
+    o.session_timeout = std::chrono::seconds(3); // a ping each second
+    return o;
+  }
+
+  std::shared_ptr<const core::lock_spec> spec(std::string name, core::lock_kind kind = core::lock_kind::mutex) const {
+    auto s = std::make_shared<core::lock_spec>();
+    s->name = std::move(name);
+    s->kind = kind;
+    return s;
+  }
+  void bid(bidder& b, const std::shared_ptr<const core::lock_spec>& lock, bool wait = true, bool shared = false) {
+    b.owner = backend->new_owner();
+    core::bid x;
+    x.lock = lock;
+    x.shared = shared;
+    x.permits = 1;
+    x.wait = wait;
+    b.contender = backend->contend(std::move(x), b.owner, b);
+  }
+  asio::awaitable<std::tuple<error_code, std::string>> release(bidder& b, const std::shared_ptr<const core::lock_spec>& lock,
+                                                               bool shared = false) {
+    core::held h;
+    h.lock = lock;
+    h.owner = b.owner;
+    h.token = b.grant->token;
+    h.shared = shared;
+    h.session = b.grant->session;
+    auto token = asio::as_tuple(asio::use_awaitable);
+    const core::held* lease = &h; // lives in this frame (a copy in the lambda: GCC 12 frees it twice)
+    auto result = co_await asio::async_initiate<decltype(token), void(error_code, std::string)>(
+        [this, lease](auto handler) {
+          backend->release(*lease, core::handler<void(error_code, std::string)>(std::move(handler)));
+        },
+        token);
+    co_return result;
+  }
+  asio::awaitable<void> close(std::chrono::milliseconds bound = std::chrono::seconds(5)) {
+    auto token = asio::use_awaitable;
+    co_await asio::async_initiate<decltype(token), void()>(
+        [this, bound](auto handler) { backend->close(bound, core::handler<void()>(std::move(handler))); }, token);
+  }
+
+  std::unique_ptr<typename Db::backend_type> backend;
+  std::vector<std::uint64_t> alive, lost;
+  std::map<std::uint64_t, core::steady::time_point> alive_until; // the last bound of each session
+};
+
+/// Whether `b` stays without an event for `d` (a bid that must wait).
+inline asio::awaitable<bool> still_waiting(bidder& b, std::chrono::milliseconds d = std::chrono::milliseconds(300)) {
+  co_await sleep_for(d);
+  co_return b.events == 0;
+}
+
+/// Client a holds a lock; client b's bid for it waits on the server (start()).
+template <typename Db>
+struct held_and_awaited {
+  held_and_awaited(asio::any_io_executor ex, typename Db::server_type& s, std::string name)
+      : server(s), a(ex, s), b(ex, s), lock(a.spec(std::move(name))), key(a.backend->key_of(*lock)), holder(ex),
+        waiter(ex) {}
+  asio::awaitable<void> start() {
+    a.bid(holder, lock);
+    co_await holder.done.wait();
+    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    BOOST_TEST(Db::holder(server, key) != "0");
+    b.bid(waiter, lock);
+    BOOST_REQUIRE(co_await eventually([this] { return Db::waiting(server) == "1"; }));
+  }
+
+  typename Db::server_type& server;
+  client<Db> a, b;
+  std::shared_ptr<const core::lock_spec> lock;
+  std::string key;
+  bidder holder, waiter;
+};
+
+template <typename Db>
+void exclusion_across_two_clients_and_tokens_increase() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    held_and_awaited<Db> x(ex, server, "order:42");
+    co_await x.start();
+    auto [a, b, lock, key, first, second] = std::tie(x.a, x.b, x.lock, x.key, x.holder, x.waiter);
+    bidder third(ex);
+    BOOST_TEST(co_await still_waiting(second));
+    auto [ec, words] = co_await a.release(first, lock);
+    BOOST_TEST(!ec, ec.message() << ": " << words);
+    co_await second.done.wait();
+    BOOST_REQUIRE(second.grant);
+    BOOST_TEST(second.grant->token > first.grant->token);
+    a.bid(third, lock, false); // one look while b holds it
+    co_await third.done.wait();
+    BOOST_TEST(third.was_taken);
+    auto [ec2, words2] = co_await b.release(second, lock);
+    BOOST_TEST(!ec2, ec2.message() << ": " << words2);
+    auto [ec3, words3] = co_await b.release(second, lock); // again: not listed any more
+    BOOST_TEST((ec3 == error::lease_lost));
+    BOOST_TEST(Db::holder(server, key) == "0");
+    BOOST_TEST_MESSAGE("tokens " << first.grant->token << " then " << second.grant->token);
+  });
+}
+
+template <typename Db>
+void a_killed_holder_is_told_and_the_waiter_gets_the_lock() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    held_and_awaited<Db> x(ex, server, "killed");
+    co_await x.start();
+    auto [a, b, lock, key, holder, waiter] = std::tie(x.a, x.b, x.lock, x.key, x.holder, x.waiter);
+    const auto t0 = std::chrono::steady_clock::now();
+    Db::kill(server, Db::holder(server, key));
+    co_await waiter.done.wait();
+    BOOST_REQUIRE(waiter.grant);
+    BOOST_TEST(waiter.grant->token > holder.grant->token);
+    BOOST_TEST_MESSAGE("waiter granted " << ms_since(t0) << " ms after the KILL was sent");
+    // The holder's client learns it by its next ping (a third of session_timeout).
+    BOOST_TEST(co_await eventually([&] { return a.lost.size() == 1; }, std::chrono::seconds(5)));
+    BOOST_TEST_MESSAGE("holder told lost " << ms_since(t0) << " ms after the KILL was sent");
+    BOOST_TEST((a.lost == std::vector<std::uint64_t>{holder.grant->session}));
+    auto [ec, words] = co_await a.release(holder, lock);
+    BOOST_TEST((ec == error::lease_lost));
+    BOOST_TEST(!b.alive.empty());
+  });
+}
+
+template <typename Db>
+void a_withdrawn_wait_leaves_nothing_on_the_server() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    held_and_awaited<Db> x(ex, server, "withdrawn");
+    co_await x.start();
+    auto [a, b, lock, key, holder, waiter] = std::tie(x.a, x.b, x.lock, x.key, x.holder, x.waiter);
+    waiter.contender->withdraw();
+    waiter.contender.reset();
+    BOOST_TEST(co_await eventually([&] { return Db::waiting(server) == "0"; }));
+    auto [ec, words] = co_await a.release(holder, lock);
+    BOOST_TEST(!ec);
+    co_await sleep_for(std::chrono::milliseconds(200));
+    BOOST_TEST(Db::holder(server, key) == "0"); // the wait did not get it after all
+    BOOST_TEST(waiter.events == 0);
+    // Its session is a spare now, free for the next wait: no session stuck in a wait.
+    BOOST_TEST(b.backend->sessions() == 1u);
+  });
+}
+
+template <typename Db>
+void a_grant_racing_a_withdrawal_is_given_back() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server);
+    const auto lock = a.spec("raced");
+    const std::string key = a.backend->key_of(*lock);
+    int withdrawn = 0;
+    for (int i = 0; i < 20; ++i) { // withdrawn at once, and after 1..19 ms
+      bidder x(ex);
+      a.bid(x, lock);
+      if (i > 0)
+        co_await sleep_for(std::chrono::microseconds(300 * i));
+      if (x.events > 0) { // granted before the withdrawal: the core would release it
+        BOOST_REQUIRE(x.grant);
+        co_await a.release(x, lock);
+        continue;
+      }
+      ++withdrawn;
+      x.contender->withdraw();
+      co_await sleep_for(std::chrono::milliseconds(5));
+      BOOST_TEST(x.events == 0); // no event after a withdrawal, whatever the server answered
+    }
+    BOOST_TEST(withdrawn > 0);
+    BOOST_TEST_MESSAGE(withdrawn << " of 20 bids withdrawn before their event");
+    BOOST_TEST(co_await eventually([&] { return Db::holder(server, key) == "0"; }));
+  });
+}
+
+template <typename Db>
+void close_releases_everything() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server), b(ex, server);
+    std::vector<std::unique_ptr<bidder>> held;
+    std::vector<std::string> keys;
+    for (int i = 0; i < 5; ++i) {
+      const auto lock = a.spec("closing:" + std::to_string(i));
+      keys.push_back(a.backend->key_of(*lock));
+      held.push_back(std::make_unique<bidder>(ex));
+      a.bid(*held.back(), lock);
+      co_await held.back()->done.wait();
+      BOOST_REQUIRE(held.back()->grant);
+    }
+    bidder waiting(ex); // and a wait of b's on one of them
+    b.bid(waiting, a.spec("closing:0"));
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    const auto t0 = std::chrono::steady_clock::now();
+    co_await b.close();
+    co_await a.close();
+    BOOST_TEST_MESSAGE("both closed in " << ms_since(t0) << " ms");
+    for (const auto& k : keys)
+      BOOST_TEST(Db::holder(server, k) == "0");
+    BOOST_TEST(co_await eventually([&] { return Db::waiting(server) == "0"; }));
+    BOOST_TEST(co_await eventually([&] { return Db::sessions(server) == "0"; }));
+    BOOST_TEST(waiting.events == 0);
+  });
+}
+
+template <typename Db>
+void held_locks_share_a_session_and_a_contended_one_adds_one() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server), b(ex, server);
+    std::vector<std::unique_ptr<bidder>> held;
+    for (int i = 0; i < 100; ++i) {
+      held.push_back(std::make_unique<bidder>(ex));
+      a.bid(*held.back(), a.spec("shared-session:" + std::to_string(i)));
+      co_await held.back()->done.wait();
+      BOOST_REQUIRE(held.back()->grant);
+      BOOST_TEST(held.back()->grant->session == held.front()->grant->session);
+    }
+    BOOST_TEST(a.backend->sessions() == 1u);
+    BOOST_TEST(Db::sessions(server) == "1");
+    bidder waiter(ex);
+    b.bid(waiter, b.spec("shared-session:7"));
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    BOOST_TEST(b.backend->sessions() == 1u);
+    BOOST_TEST(Db::sessions(server) == "2");
+    // A second lock name held by a while its own waiter of a held name waits: 1 + 1 sessions.
+    bidder again(ex);
+    a.bid(again, a.spec("shared-session:3")); // a holds it already: waits on a session of its own
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "2"; }));
+    BOOST_TEST(a.backend->sessions() == 2u);
+    BOOST_TEST_MESSAGE("sessions: 100 held locks on client a: 1; + a wait of a on a held name: 2; client b waiting: 1");
+    again.contender->withdraw();
+    waiter.contender->withdraw();
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+template <typename Db>
+void names_of_any_length_and_case_are_distinct_locks() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server), b(ex, server);
+    const auto upper = a.spec("Order:42"), lower = b.spec("order:42");
+    const auto longest = a.spec(std::string(lock_options::max_name, 'n'));
+    BOOST_TEST(a.backend->key_of(*upper) != a.backend->key_of(*lower));
+    bidder x(ex), y(ex), z(ex);
+    a.bid(x, upper);
+    b.bid(y, lower);
+    a.bid(z, longest);
+    co_await x.done.wait();
+    co_await y.done.wait();
+    co_await z.done.wait();
+    BOOST_TEST(x.grant.has_value());
+    BOOST_TEST(y.grant.has_value(), y.ec.message() << ": " << y.words);
+    BOOST_TEST(z.grant.has_value(), z.ec.message() << ": " << z.words);
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+template <typename Db>
+void a_fence_row_of_another_name_is_noticed_and_the_lock_given_back() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server);
+    const auto lock = a.spec("collides");
+    const std::string key = a.backend->key_of(*lock);
+    bidder first(ex);
+    a.bid(first, lock); // creates the table and the row
+    co_await first.done.wait();
+    BOOST_REQUIRE(first.grant);
+    co_await a.release(first, lock);
+    Db::forge_collision(server, key); // the row now records another name under this key
+    bidder second(ex);
+    a.bid(second, lock);
+    co_await second.done.wait();
+    BOOST_TEST((second.ec == error::invalid_argument), second.ec.message() << ": " << second.words);
+    BOOST_TEST(second.words.find("collides") != std::string::npos);
+    BOOST_TEST(co_await eventually([&] { return Db::holder(server, key) == "0"; }));
+  });
+}
+
+// The holder's link goes silent (blackholed both ways, nothing closes): its pings go unanswered,
+// the server ends the idle session after session_timeout and another client gets the lock — only
+// after the last bound the backend reported for the holder's session (session_alive) has passed,
+// so the core's local deadline marks the holder lost first. Its session is reported lost too.
+template <typename Db>
+void a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock() {
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    std::string url = server.url();
+    const std::string port = ":" + std::to_string(server.port());
+    url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
+    client<Db> a(ex, server), b(ex, server);
+    a.backend = Db::make_for(ex, url, client<Db>::options()); // a talks through the proxy
+    a.backend->set_hooks({[&](std::uint64_t s, core::steady::time_point until) { a.alive_until[s] = until; },
+                          [&](std::uint64_t s, error_code) { a.lost.push_back(s); }, [] {}});
+    const auto lock = a.spec("silent");
+    bidder holder(ex), waiter(ex);
+    a.bid(holder, lock);
+    co_await holder.done.wait();
+    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    b.bid(waiter, lock);
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    const auto t0 = std::chrono::steady_clock::now();
+    proxy.blackhole(direction::both, true);
+    co_await waiter.done.wait();
+    const auto granted_at = std::chrono::steady_clock::now();
+    BOOST_REQUIRE(waiter.grant);
+    const auto bound = a.alive_until.at(holder.grant->session);
+    BOOST_TEST((bound < granted_at));
+    const double margin = std::chrono::duration<double, std::milli>(granted_at - bound).count();
+    BOOST_TEST_MESSAGE("waiter granted " << ms_since(t0) << " ms after the blackhole, " << margin
+                       << " ms after the holder's last reported bound");
+    BOOST_TEST(co_await eventually([&] { return a.lost.size() == 1; }, std::chrono::seconds(15)));
+    BOOST_TEST_MESSAGE("holder's session reported lost " << ms_since(t0) << " ms after the blackhole");
+    proxy.blackhole(direction::both, false);
+  }, std::chrono::seconds(90));
+}
+
+// An account that may take locks but not touch the fence table: the bid fails with the server's
+// words, and the lock it got is given back.
+template <typename Db>
+void an_account_without_rights_on_the_fence_table_gets_no_lock() {
+  typename Db::server_type server;
+  const std::string url = Db::account_without_rights(server);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server);
+    a.backend = Db::make_for(ex, url, client<Db>::options());
+    a.backend->set_hooks({[](std::uint64_t, core::steady::time_point) {}, [](std::uint64_t, error_code) {}, [] {}});
+    const auto lock = a.spec("no-rights");
+    bidder x(ex);
+    a.bid(x, lock);
+    co_await x.done.wait();
+    BOOST_TEST((x.ec == error::database_error), x.ec.message() << ": " << x.words);
+    BOOST_TEST(x.words.find("fence") != std::string::npos);
+    BOOST_TEST_MESSAGE("refused: " << x.words);
+    BOOST_TEST(co_await eventually([&] { return Db::holder(server, a.backend->key_of(*lock)) == "0"; }));
+  });
+}
+
+// max_sessions reached: a bid that needs a session of its own waits here, with no server-side wait
+// and no new connection, until a session is freed; then it runs there.
+template <typename Db>
+void at_the_pool_limit_a_bid_waits_for_a_freed_session() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto o = client<Db>::options();
+    o.max_sessions = 1;
+    client<Db> a(ex, server, o);
+    const auto lock = a.spec("pool");
+    bidder first(ex), second(ex);
+    a.bid(first, lock);
+    co_await first.done.wait();
+    BOOST_REQUIRE(first.grant);
+    a.bid(second, lock); // its session holds "pool": the bid needs another one, over the limit
+    BOOST_TEST(co_await still_waiting(second));
+    BOOST_TEST(a.backend->sessions() == 1u);
+    BOOST_TEST(Db::sessions(server) == "1");
+    BOOST_TEST(Db::waiting(server) == "0");
+    auto [ec, words] = co_await a.release(first, lock); // frees the one session
+    BOOST_TEST(!ec);
+    co_await second.done.wait();
+    BOOST_REQUIRE(second.grant);
+    BOOST_TEST(second.grant->session == first.grant->session);
+    BOOST_TEST(second.grant->token > first.grant->token);
+    BOOST_TEST(Db::sessions(server) == "1");
+  });
+}
+
+template <typename Db>
+void kinds_the_database_lacks_are_refused() {
+  boost::asio::io_context io;
+  auto backend = Db::make_for(io.get_executor(), Db::nowhere, sql::lock_pool_options{}); // never connects
+  core::lock_spec s;
+  s.name = "x";
+  std::string words;
+  s.kind = core::lock_kind::semaphore;
+  BOOST_TEST((backend->check(s, words) == error::invalid_argument));
+  BOOST_TEST(words.find("semaphore") != std::string::npos);
+  s.kind = core::lock_kind::mutex;
+  words.clear();
+  BOOST_TEST(!backend->check(s, words));
+  s.options.watchdog = false;
+  BOOST_TEST((backend->check(s, words) == error::invalid_argument));
+  BOOST_TEST(words.find("fixed_lease") != std::string::npos);
+  s.options.watchdog = true;
+  s.options.min_replicas = 1;
+  BOOST_TEST((backend->check(s, words) == error::invalid_argument));
+  s.options.min_replicas = 0;
+  s.kind = core::lock_kind::read_write;
+  words.clear();
+  BOOST_TEST((backend->check(s, words) == error::invalid_argument) == !backend->traits().read_write);
+  BOOST_TEST((backend->traits().leases == core::lease_model::session));
+  BOOST_TEST(!backend->traits().fifo);
+  BOOST_TEST(!backend->traits().semaphore);
+  BOOST_TEST(!backend->traits().fixed_lease);
+}
+
+} // namespace corolock::test::sql_locks
