@@ -103,6 +103,11 @@ public:
   auto acquire_until(std::int64_t n, clock::time_point deadline, CompletionToken&& token = {}) {
     return initiate(n, deadline, false, std::forward<CompletionToken>(token));
   }
+  template <typename CompletionToken = default_token>
+    requires asio::completion_token_for<CompletionToken, void(error_code, guard)>
+  auto acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
+    return acquire_until(1, deadline, std::forward<CompletionToken>(token));
+  }
 
   /// Sets the permit count in Redis, for every process (0 .. max_permits); waiters that now fit
   /// are served at once. Lowering it takes nothing from holders: new acquisitions wait until the
