@@ -13,7 +13,10 @@ mkdir -p "$out"
 warnings=$out/warnings.log
 log "doxygen: include/corolock -> $out/html"
 # The configuration is here rather than in a Doxyfile: only what differs from Doxygen's defaults.
-# detail/ is private (Asio's convention) and stays out of the reference.
+# The detail namespace is private (Asio's convention) and stays out of the reference; detail/async.hpp
+# is read for corolock::default_token, the public default token defined there beside the machinery.
+# WARN_IF_UNDOCUMENTED needs EXTRACT_ALL off (with it on Doxygen never warns): every public name
+# of include/corolock must carry a comment, and each asynchronous operation its contract.
 (
   cd "$COROLOCK_ROOT"
   doxygen - <<CONFIG
@@ -24,16 +27,15 @@ INPUT                  = include/corolock README.md bench/README.md
 USE_MDFILE_AS_MAINPAGE = $COROLOCK_ROOT/README.md
 RECURSIVE              = YES
 FILE_PATTERNS          = *.hpp *.md
-EXCLUDE_PATTERNS       = */detail/*
 EXCLUDE_SYMBOLS        = detail detail::* corolock::detail corolock::detail::*
 STRIP_FROM_PATH        = $COROLOCK_ROOT
 STRIP_FROM_INC_PATH    = $COROLOCK_ROOT/include
 FULL_PATH_NAMES        = YES
 JAVADOC_AUTOBRIEF      = YES
-EXTRACT_ALL            = YES
+EXTRACT_ALL            = NO
 EXTRACT_PRIVATE        = NO
 HIDE_UNDOC_MEMBERS     = NO
-WARN_IF_UNDOCUMENTED   = NO
+WARN_IF_UNDOCUMENTED   = YES
 WARN_IF_DOC_ERROR      = YES
 WARN_NO_PARAMDOC       = NO
 WARN_LOGFILE           = $warnings
@@ -45,9 +47,18 @@ MACRO_EXPANSION        = YES
 PREDEFINED             = BOOST_ASIO_HAS_CO_AWAIT=1
 CONFIG
 )
-if [[ -s $warnings ]]; then
-  cat "$warnings" >&2
-  log "doxygen: $(wc -l <"$warnings") warning lines (see above): failing"
+# The headers of the stores being built now (ZooKeeper, SQL, the testing store) are documented by
+# their authors as they settle: until then their undocumented names are listed, not fatal. Every
+# other warning fails, theirs included. Remove a folder from here once it is documented.
+pending='include/corolock/(zookeeper|mysql|postgresql|sql|testing)/[^:]*:[0-9]+: warning: .* is not documented'
+if [[ -s $warnings ]] && grep -Eq "$pending" "$warnings"; then
+  log "doxygen: $(grep -Ec "$pending" "$warnings") undocumented names in headers still being written:"
+  grep -E "$pending" "$warnings" | sed "s|$COROLOCK_ROOT/||" >&2
+  pending_seen=1
+fi
+if grep -Evq "$pending" "$warnings"; then
+  grep -Ev "$pending" "$warnings" >&2
+  log "doxygen: $(grep -Evc "$pending" "$warnings") warning lines (see above): failing"
   exit 1
 fi
-log "doxygen: no warnings; open $out/html/index.html"
+log "doxygen: no warnings${pending_seen:+ (but the undocumented names listed above)}; open $out/html/index.html"

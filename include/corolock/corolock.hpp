@@ -1,4 +1,5 @@
-// Everything a corolock user needs.
+/// @file
+/// Everything a corolock user needs.
 #pragma once
 
 #include <corolock/diagnostics.hpp>

@@ -1,18 +1,21 @@
-// Why one operation failed, in words, kept by the caller for that operation alone.
-//
-//   corolock::diagnostics why;
-//   auto [ec, g] = co_await m.acquire(corolock::bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
-//   if (ec == corolock::error::redis_error)
-//     log(why.server_message());   // "WRONGTYPE Operation against a key holding the wrong kind of value"
-//
-// An error_code says what kind of failure it was; the words behind it (the server's error reply,
-// the address a connect could not reach) belong to the one operation that met them. A shared
-// "last error" on the client would be overwritten by the next failure of another coroutine, so
-// the words travel with the operation instead: bind a diagnostics object to the completion token.
-// It is cleared when the operation starts and written before its handler runs; like the buffers
-// of an Asio read, it must outlive the operation. Unbound, an operation keeps no words.
-// A code that says it all leaves it empty: timeout, not_connected, closed, operation_aborted
-// (except a redlock's timeout, which says how far its last attempt got).
+/// @file
+/// Why one operation failed, in words, kept by the caller for that operation alone.
+///
+/// ```cpp
+/// corolock::diagnostics why;
+/// auto [ec, g] = co_await m.acquire(corolock::bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+/// if (ec == corolock::error::redis_error)
+///   log(why.server_message());   // "WRONGTYPE Operation against a key holding the wrong kind of value"
+/// ```
+///
+/// An error_code says what kind of failure it was; the words behind it (the server's error reply,
+/// the address a connect could not reach) belong to the one operation that met them. A shared
+/// "last error" on the client would be overwritten by the next failure of another coroutine, so
+/// the words travel with the operation instead: bind a diagnostics object to the completion token.
+/// It is cleared when the operation starts and written before its handler runs; like the buffers
+/// of an Asio read, it must outlive the operation. Unbound, an operation keeps no words.
+/// A code that says it all leaves it empty: timeout, not_connected, closed, operation_aborted
+/// (except a redlock's timeout, which says how far its last attempt got).
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -34,6 +37,10 @@ namespace detail {
 struct diagnostics_access;
 } // namespace detail
 
+/// The words behind one operation's error: bind one to the operation's token
+/// (bind_diagnostics()). Cleared when the operation starts, written before its handler runs; it
+/// must outlive the operation. Left empty by a code that says it all (timeout, not_connected,
+/// closed, operation_aborted).
 class diagnostics {
 public:
   /// The text of the server's error reply that made the operation fail (error::redis_error,
@@ -46,7 +53,9 @@ public:
   const std::string& client_message() const noexcept { return client_; }
   /// Whichever of the two is set (the server's first).
   const std::string& message() const noexcept { return server_.empty() ? client_ : server_; }
+  /// True when neither message is set.
   bool empty() const noexcept { return server_.empty() && client_.empty(); }
+  /// Empties both messages (each operation that fills it does so first).
   void clear() noexcept {
     server_.clear();
     client_.clear();
@@ -86,8 +95,8 @@ struct associated_diagnostics : detail::associated_diagnostics_impl<T, Default> 
 /// A completion token whose handler carries a diagnostics (see bind_diagnostics).
 template <typename Token>
 struct diagnostics_token {
-  diagnostics* diag;
-  Token token;
+  diagnostics* diag; ///< where the operation's words go
+  Token token;       ///< the token it wraps
 };
 
 /// `token`, with `d` to receive the words of the operation's failure. Any token: the default

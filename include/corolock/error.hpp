@@ -1,5 +1,6 @@
-// corolock's error codes: one boost::system category, so every failure reaches the caller as an
-// error_code (or a system_error carrying one) that a person can read and a program can compare.
+/// @file
+/// corolock's error codes: one boost::system category, so every failure reaches the caller as an
+/// error_code (or a system_error carrying one) that a person can read and a program can compare.
 #pragma once
 
 #include <boost/system/error_code.hpp>
@@ -8,6 +9,8 @@
 
 namespace corolock {
 
+/// corolock's error codes (category "corolock"); an error_code of one compares equal to the enum.
+/// Each operation's documentation says which it completes with, and when.
 enum class error {
   // The lock layer.
   not_owner = 1,        ///< no operation returns it any more (a release of a lock this owner no
@@ -45,8 +48,10 @@ enum class error {
                         ///< code, SQLSTATE and words travel with the operation's result
 };
 
+/// The category of corolock::error; its message() gives each code's meaning in words.
 const boost::system::error_category& error_category() noexcept;
 
+/// An error_code of corolock's category (found by argument-dependent lookup).
 inline boost::system::error_code make_error_code(error e) noexcept {
   return {static_cast<int>(e), error_category()};
 }

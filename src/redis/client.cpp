@@ -311,7 +311,9 @@ void client::async_connect_impl(diagnostics* diag, detail::handler<void(error_co
                      ec = error::connect_failed;
                    if (ec)
                      detail::diagnostics_access::client(diag, impl->last_connect_error);
-                   std::move(h)(ec);
+                   // On the handler's own executor, as every completion (detail/completion.hpp):
+                   // co_spawn ran this on the client's.
+                   asio::dispatch(asio::append(std::move(h), ec));
                  });
 }
 

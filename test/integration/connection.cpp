@@ -562,4 +562,27 @@ BOOST_AUTO_TEST_CASE(a_reply_burst_completes_in_order_and_a_throwing_handler_los
   c.close();
 }
 
+// connect() completes as every other operation does: posted to the client's executor, then run on
+// the handler's own executor (a strand the handler is bound to), not called from the client's.
+BOOST_AUTO_TEST_CASE(connect_completes_on_the_handlers_executor) {
+  redis_server server;
+  asio::io_context io;
+  auto strand = asio::make_strand(io);
+  client c(io.get_executor(), config_for(server));
+  bool done = false, inline_call = true, in_strand = false;
+  c.connect(asio::bind_executor(strand, [&](error_code ec) {
+    BOOST_TEST(!ec);
+    in_strand = strand.running_in_this_thread();
+    done = true;
+  }));
+  inline_call = done;
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (!done && std::chrono::steady_clock::now() < give_up)
+    io.run_one_for(100ms);
+  BOOST_REQUIRE(done);
+  BOOST_TEST(!inline_call);
+  BOOST_TEST(in_strand);
+  c.close();
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -309,10 +309,18 @@ BOOST_AUTO_TEST_CASE(cancelling_waiters_leaves_nothing) {
       auto ec = co_await (waiting() && cancel());
       BOOST_TEST(ec == asio::error::operation_aborted);
     }
-    // Timeouts too.
+    // Timeouts too, and the one-permit acquire_until (which did not exist) at its deadline.
     auto [ec, g] = co_await sb.acquire_for(1, 100ms, tuple_awaitable);
     BOOST_TEST(ec == error::timeout);
+    const auto deadline = std::chrono::steady_clock::now() + 100ms;
+    auto [ec_until, none] = co_await sb.acquire_until(deadline, tuple_awaitable);
+    BOOST_TEST(ec_until == error::timeout);
+    BOOST_TEST(!none);
+    BOOST_TEST((std::chrono::steady_clock::now() >= deadline));
     co_await held.unlock();
+    auto one = co_await sb.acquire_until(std::chrono::steady_clock::now() + 5s);
+    BOOST_TEST((co_await sa.status()).in_use == 1); // one permit, not two
+    co_await one.unlock();
     BOOST_TEST(co_await eventually([&] { return sync(server, "EXISTS", "corolock:{pool}:sem:q") == "0"; }));
     BOOST_TEST((co_await sa.status()).in_use == 0);
   });

@@ -1,5 +1,6 @@
-// What every corolock async API needs from Asio: the completion-token machinery and the type-erased
-// handler that lets the heavy implementation compile once in the library.
+/// @file
+/// What every corolock async API needs from Asio: the completion-token machinery and the type-erased
+/// handler that lets the heavy implementation compile once in the library.
 #pragma once
 
 #include <boost/asio/any_completion_handler.hpp>

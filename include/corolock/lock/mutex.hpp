@@ -1,25 +1,28 @@
-// A distributed mutex, on any store (lock_source.hpp); the notes below describe Redis, the
-// richest, and the README's capability table says what each other store keeps.
-//
-//   corolock::mutex m{redis, "order:42"};
-//   auto g = co_await m.acquire();          // suspends until the lock is ours; no polling
-//   co_await write(g.fencing_token());
-//   co_await g.unlock();
-//
-// - Every acquire() is a new owner: two coroutines sharing one mutex object exclude each other as
-//   two processes do. Re-entry is explicit: acquire(held_guard) returns a nested guard at once.
-// - A waiter subscribes to the lock's unlock channel and sleeps until a release is published, the
-//   holder's lease runs out (it may have crashed), its own deadline passes, or it is cancelled.
-//   Waiters of one client queue locally (FIFO) and the client holds one place in the lock's Redis
-//   queue, served first come, first served across processes: one release grants one waiter, not a
-//   herd; a release whose own client's place is first hands the lock straight over.
-// - While a guard lives its lease is renewed every lease/3 (unless lock_options::watchdog is false).
-// - Cancellation (Asio cancellation slots, `||`) at any point leaves no lock held: an attempt whose
-//   reply says we won is released before the operation completes with operation_aborted.
-// - The words behind an error (the server's WRONGTYPE or NOPERM reply) go to a diagnostics bound
-//   to the operation's token: m.acquire(bind_diagnostics(why)). So do those of semaphore,
-//   shared_mutex and guard::unlock().
-// - A mutex is a cheap handle; it must not outlive its client. Use it from the client's executor.
+/// @file
+/// A distributed mutex, on any store (lock_source.hpp); the notes below describe Redis, the
+/// richest, and the README's capability table says what each other store keeps.
+///
+/// ```cpp
+/// corolock::mutex m{redis, "order:42"};
+/// auto g = co_await m.acquire();          // suspends until the lock is ours; no polling
+/// co_await write(g.fencing_token());
+/// co_await g.unlock();
+/// ```
+///
+/// - Every acquire() is a new owner: two coroutines sharing one mutex object exclude each other as
+///   two processes do. Re-entry is explicit: acquire(held_guard) returns a nested guard at once.
+/// - A waiter subscribes to the lock's unlock channel and sleeps until a release is published, the
+///   holder's lease runs out (it may have crashed), its own deadline passes, or it is cancelled.
+///   Waiters of one client queue locally (FIFO) and the client holds one place in the lock's Redis
+///   queue, served first come, first served across processes: one release grants one waiter, not a
+///   herd; a release whose own client's place is first hands the lock straight over.
+/// - While a guard lives its lease is renewed every lease/3 (unless lock_options::watchdog is false).
+/// - Cancellation (Asio cancellation slots, `||`) at any point leaves no lock held: an attempt whose
+///   reply says we won is released before the operation completes with operation_aborted.
+/// - The words behind an error (the server's WRONGTYPE or NOPERM reply) go to a diagnostics bound
+///   to the operation's token: m.acquire(bind_diagnostics(why)). So do those of semaphore,
+///   shared_mutex and guard::unlock().
+/// - A mutex is a cheap handle; it must not outlive its client. Use it from the client's executor.
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -41,8 +44,35 @@ namespace core {
 class handle;
 }
 
+/// A distributed mutex: one owner at a time across every process using the lock's name.
+///
+/// Every asynchronous operation of a mutex (the acquisitions) follows one contract:
+/// - **Handler:** `void(error_code, guard)`. With the default token `co_await m.acquire()` yields the
+///   guard and throws `boost::system::system_error` on an error (its what() carries the words).
+/// - **Completion:** never inline, not even for an error found at once: the completion is posted to
+///   the mutex's executor (its source's: client::get_executor()), then dispatched to the handler's
+///   associated executor.
+/// - **Errors** (besides those each operation lists): error::closed (the client was closed or
+///   destroyed, before or during the operation), error::not_connected (no connection to the store
+///   when it started, or none came within client_config::request_timeout), error::timeout (an
+///   operation without a deadline of its own: the store did not answer within request_timeout),
+///   error::connection_lost (the connection dropped under the attempt more times than it retries:
+///   its outcome unknown, given back if it had won), error::redis_error (the server refused: a
+///   WRONGTYPE key under the name, an ACL's NOPERM; the server's text in a bound diagnostics),
+///   error::unexpected_reply (a reply of the wrong shape), error::not_replicated (fewer than
+///   lock_options::min_replicas acknowledged the win in time; nothing is held). Other stores add
+///   their own (error::session_expired, error::database_error).
+/// - **Cancellation:** every type (terminal, partial, total), at any point: the operation
+///   completes with asio::error::operation_aborted and leaves no lock held (an attempt that had
+///   won is given back first) and no queue place.
+/// - **Lifetimes:** the mutex must be alive when an operation is initiated (for `deferred`, when
+///   it is launched); the operation then keeps the lock's shared state, so the mutex may be moved
+///   from or destroyed while it is pending. Its source (the client) must outlive the mutex: closing
+///   or destroying a Redis client completes pending operations with error::closed. Use the mutex
+///   from its source's executor (one thread, or a strand).
 class mutex {
 public:
+  /// The clock of acquire_until()'s deadline and of acquire_for()'s start.
   using clock = std::chrono::steady_clock;
 
   /// A mutex of `source`'s store (a redis::client, a zookeeper::client, a testing::client, …).
@@ -50,21 +80,28 @@ public:
   /// name, bad options, or an option the store cannot serve.
   mutex(lock_source& source, std::string name, lock_options options = {});
   ~mutex();
+  /// Moves the handle; a moved-from mutex may only be destroyed or assigned to.
   mutex(mutex&&) noexcept;
+  /// Moves the handle; pending operations of either keep their lock's state.
   mutex& operator=(mutex&&) noexcept;
 
+  /// The lock's name, as given.
   const std::string& name() const noexcept;
+  /// The options, as given (defaults filled in).
   const lock_options& options() const noexcept;
 
-  /// Waits as long as it takes.
+  /// Acquires the lock, waiting for as long as the store answers: completes with a guard once the
+  /// lock is ours. Handler `void(error_code, guard)`; errors and cancellation as in the class
+  /// notes; error::timeout when a request of the wait went unanswered for request_timeout.
   template <typename CompletionToken = default_token>
   auto acquire(CompletionToken&& token = {}) {
     return initiate_acquire(clock::time_point::max(), false, std::forward<CompletionToken>(token));
   }
 
-  /// Re-enters a lock `held` already holds: no round trip, same owner and fencing token.
+  /// Re-enters a lock `held` already holds: no round trip, same owner and fencing token; completes
+  /// (not inline) with the nested guard. Handler `void(error_code, guard)`. Errors:
   /// error::invalid_argument if `held` is of another lock; error::already_released if it holds
-  /// nothing; error::lease_lost if its lease was lost.
+  /// nothing; error::lease_lost if its lease was lost. `held` must be alive at initiation only.
   template <typename CompletionToken = default_token>
   auto acquire(guard& held, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, guard)>(
@@ -72,7 +109,9 @@ public:
         &held);
   }
 
-  /// One attempt, no waiting: an empty guard (false) if the lock is held by someone else.
+  /// One attempt, no waiting: completes with an empty guard (false) and no error if the lock is
+  /// held by someone else, with a holding guard if it was free. Handler `void(error_code, guard)`;
+  /// errors and cancellation as in the class notes.
   template <typename CompletionToken = default_token>
   auto try_acquire(CompletionToken&& token = {}) {
     return initiate_acquire(clock::time_point::min(), true, std::forward<CompletionToken>(token));
@@ -80,11 +119,15 @@ public:
 
   /// Waits at most `timeout` — through a stalled, restarting or failing-over Redis too
   /// (request_timeout does not cut it short); then error::timeout, with nothing left behind.
+  /// Handler `void(error_code, guard)`; the other errors and cancellation as in the class notes.
   template <typename CompletionToken = default_token>
   auto acquire_for(clock::duration timeout, CompletionToken&& token = {}) {
     return initiate_acquire(clock::now() + timeout, false, std::forward<CompletionToken>(token));
   }
 
+  /// acquire_for() with an absolute `deadline`: waits until then (a deadline already passed makes
+  /// one attempt, as try_acquire() but error::timeout if the lock is taken). Handler
+  /// `void(error_code, guard)`; errors and cancellation as in the class notes.
   template <typename CompletionToken = default_token>
   auto acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
     return initiate_acquire(deadline, false, std::forward<CompletionToken>(token));
@@ -93,10 +136,15 @@ public:
   /// Acquires, runs `body`, releases on every exit path. The body is cancelled (terminal) if the
   /// lease is lost, and with_lock then throws system_error(error::lease_lost); an exception from the
   /// body is rethrown after the release.
+  ///
+  /// An awaitable only, not a completion-token operation: the body is a coroutine, so the call is
+  /// one too (`co_await m.with_lock(...)`); errors are thrown as system_error (those of acquire(),
+  /// then the release's). Cancelling the awaiting coroutine cancels the acquisition or the body;
+  /// the lock is released either way. From a callback or future, use acquire() and guard::unlock().
   asio::awaitable<void> with_lock(std::function<asio::awaitable<void>(guard&)> body);
 
   /// with_lock that waits at most `timeout` for the lock: throws system_error(error::timeout)
-  /// without running the body if the lock is not had by then.
+  /// without running the body if the lock is not had by then. An awaitable only, as with_lock().
   asio::awaitable<void> with_lock_for(clock::duration timeout,
                                       std::function<asio::awaitable<void>(guard&)> body);
 

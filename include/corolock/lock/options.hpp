@@ -1,4 +1,5 @@
-// Options shared by corolock's lock primitives.
+/// @file
+/// Options shared by corolock's lock primitives.
 #pragma once
 
 #include <boost/system/error_code.hpp>
@@ -9,6 +10,8 @@
 
 namespace corolock {
 
+/// How a lock behaves: its lease, watchdog, queue timings, key prefix and replica acknowledgement.
+/// Checked when a handle is made: system_error(error::invalid_argument) for a value out of range.
 struct lock_options {
   /// How long Redis keeps the lock if its holder goes silent. Between 10 ms and 24 h.
   std::chrono::milliseconds lease{30000};
@@ -36,8 +39,8 @@ struct lock_options {
   /// min_replicas is set (the lock must still be worth having when the wait ends).
   std::chrono::milliseconds replica_timeout{1000};
 
-  static constexpr std::size_t max_prefix = 256;
-  static constexpr int max_replicas = 1000;
+  static constexpr std::size_t max_prefix = 256; ///< the longest prefix, in bytes
+  static constexpr int max_replicas = 1000;       ///< the most min_replicas
   /// The longest lock name, in bytes. Names are any bytes but '{' and '}', which would change the
   /// Redis Cluster hash tag that keeps a lock's keys in one slot.
   static constexpr std::size_t max_name = 1024;

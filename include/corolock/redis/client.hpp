@@ -1,14 +1,15 @@
-// The object users construct: the way to one Redis deployment.
-//
-// A client talks to one standalone server over one pipelined connection (plus a second one for
-// pub/sub if the server only speaks RESP2), to the master that Redis Sentinel names, following it
-// over failovers (sentinel_config), or to a Redis Cluster, routing each lock to its slot's master
-// (cluster_config). It is a lock_source: mutex, shared_mutex and semaphore are built on it (as on
-// any other store's client); it owns the subscriber that lock waiters share and the watchdog that
-// renews their leases. Also named corolock::redis::client.
-//
-// Not thread-safe: use a client (and the locks built on it) from its executor — one thread or a
-// strand. Destroying or closing it completes pending operations with error::closed.
+/// @file
+/// The object users construct: the way to one Redis deployment.
+///
+/// A client talks to one standalone server over one pipelined connection (plus a second one for
+/// pub/sub if the server only speaks RESP2), to the master that Redis Sentinel names, following it
+/// over failovers (sentinel_config), or to a Redis Cluster, routing each lock to its slot's master
+/// (cluster_config). It is a lock_source: mutex, shared_mutex and semaphore are built on it (as on
+/// any other store's client); it owns the subscriber that lock waiters share and the watchdog that
+/// renews their leases. Also named corolock::redis::client.
+///
+/// Not thread-safe: use a client (and the locks built on it) from its executor — one thread or a
+/// strand. Destroying or closing it completes pending operations with error::closed.
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -29,10 +30,20 @@ class client_impl;
 struct client_access;
 } // namespace detail
 
+/// The way to one Redis deployment (standalone, Sentinel or Cluster), and a lock_source.
+///
+/// Its asynchronous operations never complete inline: each completion is posted to the client's
+/// executor (get_executor()), then dispatched to the handler's associated executor. Use the client
+/// from that executor (one thread, or a strand). Destroying or close()-ing it completes every
+/// pending operation of it, and of the locks made from it, with error::closed; operations hold
+/// the client's shared state, so a handler may destroy the client.
 class client : public lock_source {
 public:
+  /// The executor every operation of the client and of its locks completes through first.
   using executor_type = asio::any_io_executor;
 
+  /// A client of the deployment `cfg` describes, not yet connected: connect() checks the
+  /// configuration (error::invalid_argument) and connects.
   client(executor_type ex, client_config cfg);
   /// Same, from a redis://, rediss://, redis+sentinel:// or unix:// URL (see
   /// client_config::from_url); throws
@@ -42,13 +53,22 @@ public:
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
+  /// The executor given at construction.
   executor_type get_executor() const noexcept;
+  /// The configuration given at construction.
   const client_config& config() const noexcept;
 
-  /// Connects (see connection::connect). Call once before anything else. On failure a bound
+  /// Connects (see connection::connect): every connection the client needs (commands, locks, and
+  /// pub/sub on RESP2), or the cluster's nodes. Call once before anything else; a failed connect
+  /// may be called again. Handler `void(error_code)`; completes once all are connected, or at the
+  /// first failure. Errors: error::connect_failed, error::tls_failed, error::auth_failed,
+  /// error::invalid_argument (connect() already called and not failed), error::closed, with
+  /// Sentinel error::no_master, error::not_master, error::sentinel_unreachable. On failure a bound
   /// diagnostics (bind_diagnostics) says why in words: the address and the system's reason, the
   /// server's refusal of the credentials, or for error::tls_failed which file could not be used
   /// or what the certificate check said ("hostname mismatch").
+  /// No per-operation cancellation (a bound slot is ignored): client_config::connect_timeout
+  /// bounds each connection's attempt; close() the client to give up.
   template <typename CompletionToken = default_token>
   auto connect(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
@@ -59,10 +79,13 @@ public:
         token);
   }
 
-  /// Runs a request (see connection::exec). A command the server refuses is an error reply in the
-  /// response, with its text there; on a cluster client a request that could not be routed
-  /// (CLUSTERDOWN, too many redirections) completes with error::redis_error, its text in a bound
-  /// diagnostics.
+  /// Runs a request (see connection::exec) on the client's command connection, pipelined with
+  /// everything else in flight. Handler `void(error_code, response)`; completes with every reply of
+  /// the request. A command the server refuses is an error reply in the response, with its text
+  /// there; the error_code says what went wrong on the way (as connection::exec). On a cluster
+  /// client a request that could not be routed (CLUSTERDOWN, too many redirections) completes with
+  /// error::redis_error, its text in a bound diagnostics. Cancellation as connection::exec; on a
+  /// cluster client terminal only.
   template <typename CompletionToken = default_token>
   auto exec(request req, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
@@ -96,13 +119,15 @@ public:
   void close();
 
   /// close(), then completes once the locks of this client are released in Redis and every
-  /// connection is closed (at most about request_timeout later). Completes with no error.
+  /// connection is closed (at most about request_timeout later). Handler `void(error_code)`;
+  /// completes with no error, never inline. No per-operation cancellation.
   template <typename CompletionToken = default_token>
   auto shutdown(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
         [this](auto handler) { async_shutdown_impl(std::move(handler)); }, token);
   }
 
+  /// Whether the command connection is up now (on a cluster: both connections of every master).
   bool is_connected() const noexcept;
   /// The client's random 128-bit identity (32 hex digits): the prefix of every lock owner it makes.
   const std::string& id() const noexcept;

@@ -1,4 +1,5 @@
-// How to reach a Redis Cluster: part of client_config.
+/// @file
+/// How to reach a Redis Cluster: part of client_config.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,10 @@ namespace corolock {
 /// One node to ask for the cluster's slot map when the client connects (any node will do; more
 /// than one lets connect() succeed while some are down).
 struct cluster_seed {
-  std::string host;
-  std::uint16_t port = 6379;
+  std::string host;          ///< the node's host name or address
+  std::uint16_t port = 6379; ///< the node's TCP port
 
+  /// Same host and port.
   friend bool operator==(const cluster_seed&, const cluster_seed&) = default;
 };
 
@@ -26,8 +28,9 @@ struct cluster_seed {
 /// read and a master answers; a master that is down fails only the operations that need it and is
 /// connected in the background. client::subscribe listens on one master (classic pub/sub).
 struct cluster_config {
-  std::vector<cluster_seed> seeds;
+  std::vector<cluster_seed> seeds; ///< the nodes to ask first; empty: not a cluster
 
+  /// Whether the client talks to a cluster (seeds given).
   bool enabled() const noexcept { return !seeds.empty(); }
 };
 

@@ -1,4 +1,5 @@
-// How to reach a Redis server and how to behave towards it.
+/// @file
+/// How to reach a Redis server and how to behave towards it.
 #pragma once
 
 #include <corolock/redis/cluster_config.hpp>
@@ -12,9 +13,11 @@
 
 namespace corolock {
 
+/// Where a client (or connection) connects and how it behaves: address, credentials, protocol,
+/// timeouts, reconnection, TLS, Sentinel and Cluster.
 struct client_config {
-  std::string host = "127.0.0.1";
-  std::uint16_t port = 6379;
+  std::string host = "127.0.0.1"; ///< the server's host name or address
+  std::uint16_t port = 6379;       ///< the server's TCP port
   std::string unix_socket;         ///< when set, connect to this path instead of host:port
   std::string username;            ///< ACL user; empty means the default user
   std::string password;            ///< empty means no AUTH
@@ -22,6 +25,7 @@ struct client_config {
   std::string client_name = "corolock"; ///< CLIENT SETNAME on connect; empty to skip
   int protocol = 3;                ///< 3: HELLO 3, falling back to RESP2 if refused; 2: RESP2 only
 
+  /// How long one connect attempt (TCP, TLS and the handshake) may take.
   std::chrono::milliseconds connect_timeout{5000};
   /// How long a request may take, from exec() to its last reply, connected or not, when it does not
   /// set its own timeout (request::options::timeout): then it fails with error::timeout. Lock
@@ -40,8 +44,8 @@ struct client_config {
   std::chrono::milliseconds health_check_interval{2000};
   /// Reconnect with exponential backoff from reconnect_min to reconnect_max, with jitter.
   std::chrono::milliseconds reconnect_min{50};
-  std::chrono::milliseconds reconnect_max{2000};
-  bool reconnect = true;
+  std::chrono::milliseconds reconnect_max{2000}; ///< the longest pause between reconnects
+  bool reconnect = true; ///< false: a dropped connection is not re-established
 
   /// TLS (OpenSSL) over TCP; not over unix sockets. The peer is verified by default: its chain
   /// against the CA file/dir (or the system's trust store when neither is set) and its name, DNS

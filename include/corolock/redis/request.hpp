@@ -1,4 +1,5 @@
-// A request: one or more commands written together and answered together, in order.
+/// @file
+/// A request: one or more commands written together and answered together, in order.
 #pragma once
 
 #include <corolock/resp/writer.hpp>
@@ -18,8 +19,10 @@ namespace detail {
 struct request_access;
 }
 
+/// Commands to send together (one write) and whose replies come back together, in order.
 class request {
 public:
+  /// How exec() treats a request: whether it waits for a connection, and its timeout.
   struct options {
     /// Fail with error::not_connected instead of waiting for a reconnect.
     bool cancel_if_not_connected = false;
@@ -32,7 +35,9 @@ public:
   /// options::timeout value for a request that may wait forever (e.g. BLPOP key 0).
   static constexpr std::chrono::milliseconds no_timeout = std::chrono::milliseconds::max();
 
+  /// An empty request with default options.
   request() = default;
+  /// An empty request with `opts`.
   explicit request(options opts) : opts_(opts) {}
 
   /// Appends one command: req.push("SET", key, value, "PX", 3000).
@@ -59,31 +64,40 @@ public:
   request& push_script(const script& s, const std::vector<std::string>& keys,
                        const std::vector<std::string>& args);
 
+  /// Commands appended so far.
   std::size_t commands() const noexcept { return commands_; }
   /// Replies the server will send. A (P|S)SUBSCRIBE or (P|S)UNSUBSCRIBE of N channels is answered
   /// by N confirmations, or by one error reply (e.g. NOPERM) that the response repeats N times.
   std::size_t expected_replies() const noexcept { return expected_replies_; }
+  /// The commands, RESP-encoded, as they will be written.
   const std::string& payload() const noexcept { return payload_; }
+  /// The request's options, to change.
   options& opts() noexcept { return opts_; }
+  /// The request's options.
   const options& opts() const noexcept { return opts_; }
+  /// True when no command was appended.
   bool empty() const noexcept { return commands_ == 0; }
+  /// Removes every command (the options stay).
   void clear();
 
   /// Where each EVALSHA sits, so its script can be loaded ahead of it and a NOSCRIPT reply
   /// retried (used by the connection).
   struct script_call {
     std::size_t reply_index;  ///< index among the expected replies
-    std::size_t offset, length; ///< the command's bytes in payload()
-    const script* code;
+    std::size_t offset;       ///< where the command's bytes start in payload()
+    std::size_t length;       ///< how many bytes it has
+    const script* code;       ///< the script it calls
   };
+  /// The EVALSHA commands of the request, in order.
   const std::vector<script_call>& script_calls() const noexcept { return scripts_; }
 
   /// A subscribe-family command: its replies are confirmation frames naming each channel.
   struct pubsub_command {
     std::size_t first_reply;          ///< index of its first reply among the expected replies
     std::string kind;                 ///< the confirmation kind, lower case: "subscribe", ...
-    std::vector<std::string> channels;
+    std::vector<std::string> channels; ///< the channels it names
   };
+  /// The subscribe-family commands of the request, in order.
   const std::vector<pubsub_command>& pubsub_commands() const noexcept { return pubsub_; }
   /// Holds a command that may block on the server for long (BLPOP, WAIT, XREAD ... BLOCK ...): a
   /// silent connection is then not taken for a dead one.

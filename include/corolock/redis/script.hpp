@@ -1,4 +1,5 @@
-// A Lua script known by its SHA1: sent as EVALSHA, loaded on demand (see request::push_script).
+/// @file
+/// A Lua script known by its SHA1: sent as EVALSHA, loaded on demand (see request::push_script).
 #pragma once
 
 #include <string>
@@ -6,9 +7,12 @@
 
 namespace corolock {
 
+/// A Lua script and its SHA1, computed once.
 class script {
 public:
+  /// The script of `source`; its SHA1 is computed here.
   explicit script(std::string source);
+  /// The Lua source, as given.
   const std::string& source() const noexcept { return source_; }
   /// Lower-case hex SHA1 of the source, as SCRIPT LOAD returns it.
   const std::string& sha1() const noexcept { return sha1_; }

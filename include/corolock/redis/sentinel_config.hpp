@@ -1,4 +1,5 @@
-// How to find the master through Redis Sentinel: part of client_config.
+/// @file
+/// How to find the master through Redis Sentinel: part of client_config.
 #pragma once
 
 #include <chrono>
@@ -10,9 +11,10 @@ namespace corolock {
 
 /// One Sentinel's address.
 struct sentinel_address {
-  std::string host;
-  std::uint16_t port = 26379;
+  std::string host;           ///< the Sentinel's host name or address
+  std::uint16_t port = 26379; ///< the Sentinel's TCP port
 
+  /// Same host and port.
   friend bool operator==(const sentinel_address&, const sentinel_address&) = default;
 };
 
@@ -22,15 +24,16 @@ struct sentinel_address {
 /// One more connection, to one Sentinel at a time, listens for `+switch-master` and drops the
 /// client's connections when the master moves, so that they reconnect to the new one.
 struct sentinel_config {
-  std::vector<sentinel_address> addresses;
-  std::string master_name;
+  std::vector<sentinel_address> addresses; ///< the Sentinels, asked in turn; empty: no Sentinel
+  std::string master_name;                 ///< the master's name in the Sentinels' configuration
   /// Credentials for the Sentinels themselves (they may have their own, or none); the master's
   /// are client_config::username/password.
   std::string username;
-  std::string password;
+  std::string password; ///< see username
   /// How long one Sentinel may take to connect and answer before the next one is asked.
   std::chrono::milliseconds timeout{500};
 
+  /// Whether the client goes through Sentinels (addresses given).
   bool enabled() const noexcept { return !addresses.empty(); }
 };
 

@@ -1,5 +1,6 @@
-// A local subscription to one pub/sub channel. Many subscriptions to the same channel share one
-// Redis SUBSCRIBE; the last one to go sends UNSUBSCRIBE.
+/// @file
+/// A local subscription to one pub/sub channel. Many subscriptions to the same channel share one
+/// Redis SUBSCRIBE; the last one to go sends UNSUBSCRIBE.
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -10,9 +11,10 @@
 
 namespace corolock {
 
+/// What subscription::receive() completes with: one message, or a reconnect notice.
 struct message {
-  std::string channel;
-  std::string payload;
+  std::string channel; ///< the channel it was published on
+  std::string payload; ///< what was published (empty for a reconnect notice)
   /// True for the notice that the connection was re-established and the subscription restored:
   /// anything published while it was down was missed.
   bool reconnected = false;
@@ -22,18 +24,32 @@ namespace detail {
 class subscription_state;
 }
 
+/// A local subscription to one channel, made by client::subscribe(); move-only.
+///
+/// receive() never completes inline: its completion is posted to the client's executor, then
+/// dispatched to the handler's associated executor (an empty or moved-from subscription has no
+/// client: straight to the handler's associated executor, Asio's system executor for a plain
+/// callback with none). Use it from the client's executor. Once the client is closed or
+/// destroyed, receive() completes with error::closed (after the messages still buffered).
 class subscription {
 public:
+  /// An empty subscription: receive() completes with error::closed.
   subscription() = default;
+  /// Used by client::subscribe().
   explicit subscription(std::shared_ptr<detail::subscription_state> state);
+  /// Takes over `other`'s subscription, leaving it empty.
   subscription(subscription&&) noexcept = default;
+  /// Leaves this subscription's channel, then takes over `other`'s.
   subscription& operator=(subscription&&) noexcept;
   ~subscription();
 
   /// The next message (or reconnect notice), in arrival order; messages are buffered between
   /// calls. Completes with error::closed once unsubscribed or when the client closes, and with
   /// error::redis_error if the server refused the subscription (a bound diagnostics has its
-  /// reply, e.g. "NOPERM ...": see bind_diagnostics).
+  /// reply, e.g. "NOPERM ...": see bind_diagnostics). Handler `void(error_code, message)`.
+  /// error::invalid_argument if another receive() of this subscription is pending (one at a time).
+  /// Cancellation (any type) completes it with asio::error::operation_aborted; no message is lost
+  /// (it stays buffered for the next receive()).
   template <typename CompletionToken = default_token>
   auto receive(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, message)>(
@@ -44,6 +60,7 @@ public:
         token);
   }
 
+  /// The channel's name.
   const std::string& channel() const;
   /// Messages buffered and not yet received.
   std::size_t pending() const;

@@ -1,6 +1,7 @@
-// An incremental RESP2/RESP3 parser. Feed it bytes as they arrive, in fragments of any size; it
-// consumes whole elements only and keeps the partly built reply between calls, so a large aggregate
-// is never re-parsed from its start. Pure; no I/O.
+/// @file
+/// An incremental RESP2/RESP3 parser. Feed it bytes as they arrive, in fragments of any size; it
+/// consumes whole elements only and keeps the partly built reply between calls, so a large aggregate
+/// is never re-parsed from its start. Pure; no I/O.
 #pragma once
 
 #include <corolock/resp/value.hpp>
@@ -13,6 +14,7 @@
 
 namespace corolock::resp {
 
+/// Bounds on what the parser accepts: input beyond them is error::protocol_error, not memory.
 struct parser_limits {
   std::size_t max_depth = 64;                   ///< nesting of aggregates
   std::size_t max_bulk_length = 512u << 20;     ///< one bulk/verbatim/blob-error payload (bytes)
@@ -20,8 +22,10 @@ struct parser_limits {
   std::size_t max_line_length = 64u << 10;      ///< a simple string/error/number line
 };
 
+/// An incremental RESP2/RESP3 parser (sans I/O): bytes in, complete top-level values out.
 class parser {
 public:
+  /// A parser with those limits.
   explicit parser(parser_limits limits = {});
 
   /// Consumes bytes from the front of `input` and returns how many were consumed. Stops as soon as
@@ -31,6 +35,7 @@ public:
   /// Attribute frames ('|') are parsed and dropped.
   std::size_t consume(std::string_view input, boost::system::error_code& ec);
 
+  /// A complete top-level value is ready to take().
   bool ready() const noexcept { return result_.has_value(); }
   /// Takes the completed value; precondition ready().
   value take();

@@ -1,4 +1,5 @@
-// Writes commands in the RESP request form: an array of bulk strings. Pure; no I/O.
+/// @file
+/// Writes commands in the RESP request form: an array of bulk strings. Pure; no I/O.
 #pragma once
 
 #include <charconv>
