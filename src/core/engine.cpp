@@ -86,6 +86,7 @@ engine_impl::~engine_impl() {
   for (auto& [_, l] : lines)
     l->close(error::closed);
   keeper_->close();
+  drop_resends();
 }
 
 void engine_impl::start() {
@@ -162,6 +163,7 @@ void engine_impl::close(std::chrono::milliseconds bound, handler<void()> h) {
   for (auto& l : lines)
     l->close(error::closed);
   keeper_->close(); // every lease lost, not given back one by one: the backend's close does it
+  drop_resends();
   b_->close(bound, [ex = b_->get_executor(), h = std::move(h)]() mutable {
     detail::complete_later(ex, std::move(h), {});
   });

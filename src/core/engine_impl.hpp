@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -19,6 +20,7 @@
 namespace corolock::core {
 
 class waiting_line;
+struct release_resend;
 
 class engine_impl final : public engine, public std::enable_shared_from_this<engine_impl> {
 public:
@@ -42,6 +44,17 @@ public:
   /// An idle line leaves (it calls this itself, once idle).
   void forget(const waiting_line& l);
 
+  /// Releases `lease` at the store, owner-checked; `h` (may be empty) gets the first outcome. A
+  /// release the store did not answer (not_connected, timeout, connection_lost) is sent again —
+  /// after 50 ms, doubling to 2 s — until the store has run it, the store says the owner is gone,
+  /// or the engine closes (whose backend close gives back what is still out): what a holder gave
+  /// up, or lost while cut off, does not stay held at a store whose session outlived the cut.
+  void send_release(held lease, handler<void(error_code, std::string)> h);
+  /// Stops every resend (the engine closes: the backend's close gives back what is still out).
+  void drop_resends() noexcept;
+  /// Releases still being sent again (for tests).
+  std::size_t releases_pending() const noexcept { return resending_.size(); }
+
   keeper& keep() noexcept { return *keeper_; }
   bool closed() const noexcept { return closed_; }
   std::uint64_t next_serial() noexcept { return ++serials_; }
@@ -55,6 +68,8 @@ private:
   std::shared_ptr<keeper> keeper_;
   std::map<line_key, std::shared_ptr<waiting_line>> lines_;
   std::uint64_t serials_ = 0;
+  friend struct release_resend;
+  std::set<std::shared_ptr<release_resend>> resending_; // waiting for their next try
   bool closed_ = false;
 };
 

@@ -32,8 +32,8 @@ void engine_lease::release(diagnostics* diag, detail::handler<void(error_code)> 
       detail::complete_later(ex, std::move(h), {}, error_code(error::closed));
     return;
   }
-  e->store().release(describe(), [ex = ex, diag, h = std::move(h)](error_code ec,
-                                                                 std::string words) mutable {
+  e->send_release(describe(), [ex = ex, diag, h = std::move(h)](error_code ec,
+                                                                std::string words) mutable {
     if (!h)
       return; // a guard dropped while holding: nobody asks
     if (ec)
@@ -52,7 +52,7 @@ void engine_lease::give_back() {
   // still lists us; nothing of another owner is touched.
   auto e = eng.lock();
   if (e && !e->closed())
-    e->store().release(describe(), [](error_code, std::string) {});
+    e->send_release(describe(), {});
 }
 
 } // namespace corolock::core
