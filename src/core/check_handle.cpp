@@ -1,0 +1,42 @@
+// The handle's argument checks that hold for every store (core/handle.hpp): the name's length by
+// the store's traits, the lease's bounds, and each option or kind the store's traits lack
+// (contract 7 of core/backend.hpp). The store's own rules (a charset, …) follow in backend::check.
+#include "core/handle.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/system/system_error.hpp>
+
+namespace corolock::core {
+
+namespace {
+[[noreturn]] void refuse(const char* what, const std::string& reason) {
+  throw boost::system::system_error(error::invalid_argument, std::string(what) + ": " + reason);
+}
+} // namespace
+
+void check_handle(const backend_traits& traits, const lock_spec& spec, const char* what) {
+  using namespace std::chrono;
+  const std::string store(traits.store);
+  if (spec.name.empty() || spec.name.size() > traits.max_name)
+    refuse(what, "a lock name on " + store + " is 1 to " + std::to_string(traits.max_name) +
+                     " bytes");
+  const auto& o = spec.options;
+  const std::string lock = "lock '" + spec.name + "': ";
+  if (o.lease < milliseconds(10) || o.lease > hours(24))
+    refuse(what, lock + "lease must be 10 ms..24 h");
+  if (!o.watchdog && !traits.fixed_lease)
+    refuse(what, lock + "the " + store +
+                     " store cannot serve a fixed lease (watchdog = false): its leases are " +
+                     (traits.leases == lease_model::session ? "the session's" : "renewed"));
+  if (o.min_replicas != 0 && !traits.replicas)
+    refuse(what, lock + "the " + store + " store has no replica acknowledgement (min_replicas)");
+  if (spec.kind == lock_kind::read_write && !traits.read_write)
+    refuse(what, lock + "the " + store + " store has no read-write lock (shared_mutex)");
+  if (spec.kind == lock_kind::semaphore && !traits.semaphore)
+    refuse(what, lock + "the " + store + " store has no semaphore");
+  if (spec.capacity < 1)
+    refuse(what, lock + "a lock has at least one permit");
+}
+
+} // namespace corolock::core

@@ -1,0 +1,170 @@
+// The core over one backend: engine::create, the handles it makes, close. See engine.hpp and
+// engine_impl.hpp for what it runs and its invariants.
+#include "core/engine_impl.hpp"
+
+#include "core/engine_lease.hpp"
+#include "core/handle.hpp"
+#include "core/waiting_line.hpp"
+#include "detail/completion.hpp"
+#include "detail/diagnostics_access.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <limits>
+#include <vector>
+
+namespace corolock::core {
+
+namespace {
+
+/// A caller's deadline (std::chrono::steady_clock, computed in the public headers) on the
+/// backend's clock, converted once: the time left now, from the backend's now (saturating).
+steady::time_point to_store_clock(steady::time_point deadline, steady::time_point store_now) {
+  using rep = steady::rep;
+  if (deadline == steady::time_point::max())
+    return deadline;
+  rep left = 0, at = 0;
+  if (__builtin_sub_overflow(deadline.time_since_epoch().count(),
+                             steady::now().time_since_epoch().count(), &left))
+    return left < 0 ? steady::time_point::max() : steady::time_point::min();
+  if (__builtin_add_overflow(store_now.time_since_epoch().count(), left, &at))
+    return left > 0 ? steady::time_point::max() : steady::time_point::min();
+  return steady::time_point(steady::duration(at));
+}
+
+class engine_handle final : public handle {
+public:
+  engine_handle(const std::shared_ptr<engine_impl>& e, std::shared_ptr<const lock_spec> s)
+      : handle(e->store().get_executor(), std::move(s)), eng_(e) {}
+
+  void acquire(std::int64_t permits, bool shared, steady::time_point deadline, bool try_only,
+               diagnostics* diag, detail::handler<void(error_code, guard)> h) override {
+    auto e = eng_.lock();
+    if (!e || e->closed()) {
+      detail::diagnostics_access::client(diag, "the client was closed");
+      detail::complete_later(ex, std::move(h), {}, error_code(error::closed), guard{});
+      return;
+    }
+    if (permits < 1) {
+      detail::diagnostics_access::client(diag, "an acquisition takes at least one permit");
+      detail::complete_later(ex, std::move(h), {}, error_code(error::invalid_argument), guard{});
+      return;
+    }
+    auto at = to_store_clock(deadline, e->store().now());
+    e->line_of(spec, permits, shared)->arrive(at, try_only, diag, std::move(h));
+  }
+
+  bool same_lock(const lease& l) const noexcept override {
+    const auto* mine = dynamic_cast<const engine_lease*>(&l);
+    return mine && !mine->eng.owner_before(eng_) && !eng_.owner_before(mine->eng) &&
+           mine->spec->kind == spec->kind && mine->spec->name == spec->name;
+  }
+
+private:
+  std::weak_ptr<engine_impl> eng_;
+};
+
+} // namespace
+
+std::shared_ptr<engine> engine::create(std::unique_ptr<backend> b) {
+  auto e = std::make_shared<engine_impl>(std::move(b));
+  e->start();
+  return e;
+}
+
+engine_impl::engine_impl(std::unique_ptr<backend> b)
+    : b_(std::move(b)), keeper_(std::make_shared<keeper>(*b_)) {}
+
+engine_impl::~engine_impl() {
+  if (closed_)
+    return;
+  closed_ = true;
+  auto lines = std::exchange(lines_, {});
+  for (auto& [_, l] : lines)
+    l->close(error::closed);
+  keeper_->close();
+}
+
+void engine_impl::start() {
+  backend::hooks h;
+  std::weak_ptr<keeper> k = keeper_;
+  h.session_alive = [k](std::uint64_t session, steady::time_point until) {
+    if (auto p = k.lock())
+      p->session_alive(session, until);
+  };
+  h.session_lost = [k](std::uint64_t session, error_code) {
+    if (auto p = k.lock())
+      p->session_lost(session);
+  };
+  h.reconnected = [k] {
+    if (auto p = k.lock())
+      p->reconnected();
+  };
+  b_->set_hooks(std::move(h));
+}
+
+std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string name,
+                                                 lock_options options, std::int64_t capacity,
+                                                 const char* what) {
+  auto spec = std::make_shared<lock_spec>();
+  spec->name = std::move(name);
+  spec->kind = kind;
+  spec->capacity = capacity;
+  spec->options = std::move(options);
+  check_handle(b_->traits(), *spec, what);
+  std::string words;
+  if (auto ec = b_->check(*spec, words))
+    throw boost::system::system_error(ec, std::string(what) + " '" + spec->name + "': " + words);
+  return std::make_shared<engine_handle>(shared_from_this(), std::move(spec));
+}
+
+std::shared_ptr<waiting_line> engine_impl::line_of(const std::shared_ptr<const lock_spec>& spec,
+                                                   std::int64_t permits, bool shared) {
+  line_key key{spec->kind,   spec->name, permits, shared, spec->options.lease.count(),
+               spec->options.watchdog};
+  auto& l = lines_[std::move(key)];
+  if (!l)
+    l = std::make_shared<waiting_line>(shared_from_this(), spec, permits, shared);
+  return l;
+}
+
+void engine_impl::forget(const waiting_line& l) {
+  line_key key{l.spec->kind,   l.spec->name, l.permits, l.shared, l.spec->options.lease.count(),
+               l.spec->options.watchdog};
+  auto it = lines_.find(key);
+  if (it == lines_.end() || it->second.get() != &l)
+    return;
+  // Dropped on a later turn: the line's own code is on the stack.
+  asio::post(b_->get_executor(), [keep = std::move(it->second)] {});
+  lines_.erase(it);
+}
+
+std::size_t engine_impl::waiting() const noexcept {
+  std::size_t n = 0;
+  for (const auto& [_, l] : lines_)
+    n += l->callers();
+  return n;
+}
+
+void engine_impl::close(std::chrono::milliseconds bound, handler<void()> h) {
+  if (closed_) {
+    // Idempotent: the backend closes once; a later close waits for nothing more.
+    detail::complete_later(b_->get_executor(), std::move(h), {});
+    return;
+  }
+  closed_ = true;
+  std::vector<std::shared_ptr<waiting_line>> lines;
+  for (auto& [_, l] : lines_)
+    lines.push_back(l);
+  for (auto& l : lines)
+    l->close(error::closed);
+  keeper_->close(); // every lease lost, not given back one by one: the backend's close does it
+  b_->close(bound, [ex = b_->get_executor(), h = std::move(h)]() mutable {
+    detail::complete_later(ex, std::move(h), {});
+  });
+}
+
+} // namespace corolock::core

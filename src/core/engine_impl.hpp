@@ -1,0 +1,61 @@
+// Private: the core over one backend (core::engine's implementation), as its parts see it: the
+// waiting lines by lock, the keeper, and the backend they all call on its executor.
+//
+// Invariants: a line is kept while it has callers or an open bid and dropped once idle; after
+// close() no line or lease is made again (acquisitions fail with error::closed, a grant still in
+// flight is given back by the backend's close); every lease is in the keeper from its grant until
+// it leaves the held state.
+#pragma once
+
+#include "core/engine.hpp"
+#include "core/keeper.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+namespace corolock::core {
+
+class waiting_line;
+
+class engine_impl final : public engine, public std::enable_shared_from_this<engine_impl> {
+public:
+  explicit engine_impl(std::unique_ptr<backend> b);
+  /// Not closed: fails every caller with error::closed and withdraws every bid (the backend
+  /// outlives the lines' last deliveries), marks every lease lost.
+  ~engine_impl() override;
+  void start(); // sets the backend's hooks (needs shared_from_this)
+
+  backend& store() noexcept override { return *b_; }
+  const std::shared_ptr<backend>& store_ptr() const noexcept { return b_; }
+  std::shared_ptr<handle> make_handle(lock_kind kind, std::string name, lock_options options,
+                                      std::int64_t capacity, const char* what) override;
+  void close(std::chrono::milliseconds bound, handler<void()> h) override;
+  std::size_t held() const noexcept override { return keeper_->size(); }
+  std::size_t waiting() const noexcept override;
+
+  /// The line of (lock, shared, permits), made if needed.
+  std::shared_ptr<waiting_line> line_of(const std::shared_ptr<const lock_spec>& spec,
+                                        std::int64_t permits, bool shared);
+  /// An idle line leaves (it calls this itself, once idle).
+  void forget(const waiting_line& l);
+
+  keeper& keep() noexcept { return *keeper_; }
+  bool closed() const noexcept { return closed_; }
+  std::uint64_t next_serial() noexcept { return ++serials_; }
+
+private:
+  // A lock of one kind and name, with the lease its handle asked for (two handles of one name with
+  // other leases wait in two lines), and what each caller of the line takes.
+  using line_key = std::tuple<lock_kind, std::string, std::int64_t, bool, std::int64_t, bool>;
+
+  std::shared_ptr<backend> b_;
+  std::shared_ptr<keeper> keeper_;
+  std::map<line_key, std::shared_ptr<waiting_line>> lines_;
+  std::uint64_t serials_ = 0;
+  bool closed_ = false;
+};
+
+} // namespace corolock::core

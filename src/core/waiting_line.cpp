@@ -1,0 +1,208 @@
+#include "core/waiting_line.hpp"
+
+#include "core/engine_impl.hpp"
+#include "core/engine_lease.hpp"
+#include "detail/diagnostics_access.hpp"
+#include "detail/guard_access.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+namespace corolock::core {
+
+/// Passes the events of the open contender to its line; once retired, drops them (contract: none
+/// follows a withdrawal, but a backend's bug must not reach another owner's callers).
+class waiting_line::relay final : public contender_events {
+public:
+  explicit relay(waiting_line& l) : line(&l) {}
+  void granted(grant g) override {
+    if (auto* l = live()) {
+      l->line_.granted(g, l->b_->now());
+      l->on_event(*this);
+    }
+  }
+  void taken() override {
+    if (auto* l = live()) {
+      l->line_.taken(l->b_->now());
+      l->on_event(*this);
+    }
+  }
+  void failed(error_code ec, std::string words) override {
+    if (auto* l = live()) {
+      l->line_.failed(ec, std::move(words), l->b_->now());
+      l->on_event(*this);
+    }
+  }
+  waiting_line* line;
+  bool active = true;
+
+private:
+  waiting_line* live() const noexcept { return active ? line : nullptr; }
+};
+
+waiting_line::waiting_line(const std::shared_ptr<engine_impl>& e,
+                           std::shared_ptr<const lock_spec> s, std::int64_t n, bool sh)
+    : spec(std::move(s)), permits(n), shared(sh), eng_(e), b_(e->store_ptr()),
+      line_([&b = *b_] { return b.new_owner(); }), timer_(b_->make_timer()) {}
+
+waiting_line::~waiting_line() {
+  if (open_)
+    open_->withdraw(); // cannot happen while the engine keeps the line (idle lines only go)
+}
+
+void waiting_line::arrive(steady::time_point deadline, bool try_only, diagnostics* diag,
+                          detail::handler<void(error_code, guard)> h) {
+  const auto id = ++ids_;
+  auto& c = callers_[id];
+  c.slot = asio::get_associated_cancellation_slot(h);
+  c.h.set(std::move(h));
+  c.diag = diag;
+  if (c.slot.is_connected()) {
+    // Every type: a caller that stops waiting leaves the line (nothing it did can be kept).
+    c.slot.assign([weak = weak_from_this(), id](asio::cancellation_type) {
+      if (auto self = weak.lock())
+        self->cancel(id);
+    });
+  }
+  line_.arrive(id, deadline, try_only, b_->now());
+  run();
+}
+
+void waiting_line::close(error_code why) {
+  line_.close(why);
+  run();
+}
+
+void waiting_line::cancel(std::uint64_t id) {
+  if (callers_.contains(id)) {
+    line_.leave(id, asio::error::operation_aborted, b_->now());
+    run();
+  } else if (auto it = delivering_.find(id); it != delivering_.end()) {
+    it->second.cancelled = true; // its completion, on its way, turns into operation_aborted
+  }
+}
+
+void waiting_line::on_event(const relay& from) {
+  if (&from == relay_.get())
+    retire(); // the contender is done after its event
+  run();
+}
+
+void waiting_line::retire() {
+  if (relay_)
+    relay_->active = false;
+  // Destroyed on a later turn (its event or withdraw may still be on the stack), before the
+  // backend it may use, which this keeps alive until then.
+  asio::post(b_->get_executor(),
+             [b = b_, c = std::move(open_), r = std::move(relay_)]() mutable {
+               c.reset();
+               r.reset();
+             });
+}
+
+void waiting_line::run() {
+  auto self = shared_from_this(); // the engine may forget this line below
+  for (auto& a : line_.take_actions()) {
+    switch (a.what) {
+    case line_action::kind::contend: {
+      bid b{spec, permits, shared, a.wait, a.ride_through};
+      relay_ = std::make_unique<relay>(*this);
+      open_ = b_->contend(std::move(b), a.owner, *relay_);
+      break;
+    }
+    case line_action::kind::withdraw:
+      if (open_)
+        open_->withdraw();
+      retire();
+      break;
+    case line_action::kind::grant: {
+      auto e = eng_.lock();
+      if (!e) {
+        deliver(a.caller, error::closed, nullptr, {});
+        break;
+      }
+      const auto& o = spec->options;
+      detail::lease_timing t;
+      if (b_->traits().leases == lease_model::per_lock) {
+        t = detail::lease_timing::start(a.given.from, a.given.valid_for, o.lease, o.watchdog);
+      } else {
+        // The session is the lease: nothing to renew, the keeper moves valid_until.
+        t.valid_until = a.given.from + a.given.valid_for;
+        t.next_renewal = steady::time_point::max();
+        t.ttl = o.lease;
+        t.renew = false;
+      }
+      auto l = std::make_shared<engine_lease>(e, spec, a.owner, a.given, t, permits, shared);
+      e->keep().add(l);
+      deliver(a.caller, {}, std::move(l), {});
+      break;
+    }
+    case line_action::kind::empty:
+      deliver(a.caller, {}, nullptr, {});
+      break;
+    case line_action::kind::fail:
+      deliver(a.caller, a.ec, nullptr, a.words);
+      break;
+    case line_action::kind::wake_at:
+      if (a.at == steady::time_point::max()) {
+        timer_->disarm();
+      } else {
+        timer_->arm(a.at, [weak = weak_from_this()] {
+          if (auto s = weak.lock()) {
+            s->line_.timer(s->b_->now());
+            s->run();
+          }
+        });
+      }
+      break;
+    }
+  }
+  if (idle())
+    if (auto e = eng_.lock())
+      e->forget(*this);
+}
+
+void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engine_lease> won,
+                           const std::string& words) {
+  auto it = callers_.find(id);
+  if (it == callers_.end())
+    return;
+  auto& c = delivering_.emplace(id, std::move(it->second)).first->second;
+  callers_.erase(it);
+  c.won = std::move(won);
+  // The words are written now, before the caller can read them.
+  if (ec)
+    detail::diagnostics_access::of(c.diag, ec, words);
+  asio::post(b_->get_executor(), [self = shared_from_this(), id, ec] {
+    auto it = self->delivering_.find(id);
+    if (it == self->delivering_.end())
+      return;
+    caller c = std::move(it->second);
+    self->delivering_.erase(it);
+    auto result = ec;
+    guard g;
+    auto e = self->eng_.lock();
+    if (c.cancelled) {
+      result = asio::error::operation_aborted;
+      if (c.won) {
+        // Granted after the caller stopped waiting: never reaches it, goes back to the store.
+        c.won->mark_released();
+        c.won->release(nullptr, {});
+      }
+    } else if (c.won && (!e || e->closed())) {
+      result = error::closed; // the engine closed meanwhile: its close gives the lock back
+    } else if (c.won) {
+      g = detail::guard_access::make(std::move(c.won));
+    }
+    if (c.slot.is_connected())
+      c.slot.clear();
+    asio::dispatch(asio::append(c.h.take(), result, std::move(g)));
+    if (self->idle() && e)
+      e->forget(*self);
+  });
+}
+
+} // namespace corolock::core

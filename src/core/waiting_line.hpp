@@ -1,0 +1,86 @@
+// Private: the driver of one core::line (line.hpp) on the backend's executor — the callers'
+// handlers and cancellation slots, the one open contender, the line's timer.
+//
+// Invariants:
+//  - Every caller completes exactly once, posted. Cancellation through the handler's slot, of any
+//    type (terminal, partial, total), makes the caller leave the line with operation_aborted.
+//  - A grant is delivered by a posted step that reads the caller's slot once more: a cancellation
+//    that arrived after the grant but before the caller ran gets operation_aborted, and the lease
+//    is released — an acquisition granted after its cancellation never reaches the caller.
+//  - A contender is destroyed only after its event or its withdrawal, and never from inside one
+//    of its own calls (destruction is posted); events of a retired contender are dropped.
+//  - Deadlines arrive already converted to the backend's clock (core/engine.cpp converts them once).
+#pragma once
+
+#include "core/backend.hpp"
+#include "core/line.hpp"
+
+#include <corolock/lock/guard.hpp>
+
+#include "detail/completion.hpp"
+
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace corolock {
+class diagnostics;
+}
+
+namespace corolock::core {
+
+class engine_impl;
+class engine_lease;
+
+class waiting_line : public std::enable_shared_from_this<waiting_line> {
+public:
+  waiting_line(const std::shared_ptr<engine_impl>& e, std::shared_ptr<const lock_spec> spec,
+               std::int64_t permits, bool shared);
+  ~waiting_line();
+
+  /// A caller joins (deadline on the backend's clock).
+  void arrive(steady::time_point deadline, bool try_only, diagnostics* diag,
+              detail::handler<void(error_code, guard)> h);
+  /// The engine closes: every caller fails with `why`, the open bid is withdrawn.
+  void close(error_code why);
+
+  bool idle() const noexcept { return line_.idle() && delivering_.empty(); }
+  std::size_t callers() const noexcept { return line_.callers(); }
+
+  const std::shared_ptr<const lock_spec> spec;
+  const std::int64_t permits;
+  const bool shared;
+
+private:
+  struct caller {
+    detail::stored_handler<detail::handler<void(error_code, guard)>> h;
+    asio::cancellation_slot slot;
+    diagnostics* diag = nullptr;
+    bool cancelled = false;           // while its completion is on its way
+    std::shared_ptr<engine_lease> won; // a grant on its way
+  };
+  class relay; // the open contender's contender_events
+
+  void cancel(std::uint64_t id);
+  void on_event(const relay& from);
+  void run();
+  void retire();
+  void deliver(std::uint64_t id, error_code ec, std::shared_ptr<engine_lease> won,
+               const std::string& words);
+  void delivered(std::uint64_t id);
+
+  std::weak_ptr<engine_impl> eng_;
+  std::shared_ptr<backend> b_; // outlives the engine while this line (a delivery) does
+  line line_;
+  std::map<std::uint64_t, caller> callers_;    // waiting in the line
+  std::map<std::uint64_t, caller> delivering_; // completion posted, not yet run
+  std::uint64_t ids_ = 0;
+  std::unique_ptr<contender> open_;
+  std::unique_ptr<relay> relay_;
+  std::unique_ptr<timer> timer_;
+};
+
+} // namespace corolock::core

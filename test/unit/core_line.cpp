@@ -1,0 +1,330 @@
+// The core's line of one client for one lock (src/core/line.hpp), driven by events on a fake clock:
+// the actions it answers with are compared as text, e.g. "contend o1 wait; wake_at 1000".
+#include <corolock/error.hpp>
+
+#include "core/line.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+using namespace corolock;
+using corolock::core::line_action;
+using std::chrono::milliseconds;
+
+namespace {
+
+using time_point = std::chrono::steady_clock::time_point;
+time_point at(int ms) { return time_point{} + milliseconds(ms); }
+constexpr time_point forever = time_point::max();
+
+const error_code aborted = boost::asio::error::operation_aborted;
+
+std::string name(error_code ec) {
+  if (ec == error::timeout)
+    return "timeout";
+  if (ec == error::not_connected)
+    return "not_connected";
+  if (ec == error::connection_lost)
+    return "connection_lost";
+  if (ec == error::closed)
+    return "closed";
+  if (ec == error::invalid_argument)
+    return "invalid_argument";
+  if (ec == aborted)
+    return "aborted";
+  return ec.message();
+}
+
+std::string ms(time_point t) {
+  if (t == forever)
+    return "never";
+  return std::to_string(std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count());
+}
+
+std::string describe(const line_action& a) {
+  using k = line_action::kind;
+  switch (a.what) {
+  case k::contend:
+    return "contend " + a.owner + (a.wait ? " wait" : " look") + (a.ride_through ? " ride" : "");
+  case k::withdraw:
+    return "withdraw " + a.owner;
+  case k::grant:
+    return "grant " + std::to_string(a.caller) + " " + a.owner + " #" +
+           std::to_string(a.given.token);
+  case k::empty:
+    return "empty " + std::to_string(a.caller);
+  case k::fail:
+    return "fail " + std::to_string(a.caller) + " " + name(a.ec) +
+           (a.words.empty() ? "" : " (" + a.words + ")");
+  case k::wake_at:
+    return "wake_at " + ms(a.at);
+  }
+  return "?";
+}
+
+core::grant token(std::uint64_t t) {
+  core::grant g;
+  g.token = t;
+  g.from = at(0);
+  g.valid_for = milliseconds(30000);
+  return g;
+}
+
+/// A line whose owners are "o1", "o2", ... in the order it asks for them.
+struct fixture {
+  int owners = 0;
+  core::line m{[this] { return "o" + std::to_string(++owners); }};
+
+  /// The actions since the last call, as text.
+  std::string acts() {
+    std::string s;
+    for (const auto& a : m.take_actions())
+      s += (s.empty() ? "" : "; ") + describe(a);
+    return s;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(core_line)
+
+// ---- acquiring ------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(first_caller_contends_and_takes_the_grant) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  BOOST_TEST(l.acts() == "contend o1 wait");
+  BOOST_TEST(l.m.open() == "o1");
+  BOOST_TEST(!l.m.idle());
+  l.m.granted(token(7), at(3));
+  BOOST_TEST(l.acts() == "grant 1 o1 #7");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(callers_are_served_first_come_first_served_one_contender_at_a_time) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  l.m.arrive(3, forever, false, at(2));
+  BOOST_TEST(l.acts() == "contend o1 wait"); // one bid for the three of them
+  BOOST_TEST(l.m.callers() == 3u);
+  // The next bid starts at once: it keeps this client's place in a store-side queue.
+  l.m.granted(token(7), at(10));
+  BOOST_TEST(l.acts() == "grant 1 o1 #7; contend o2 wait");
+  l.m.granted(token(8), at(20));
+  BOOST_TEST(l.acts() == "grant 2 o2 #8; contend o3 wait");
+  l.m.granted(token(9), at(30));
+  BOOST_TEST(l.acts() == "grant 3 o3 #9");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(same_caller_arriving_twice_is_counted_once) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(1, forever, false, at(1));
+  BOOST_TEST(l.acts() == "contend o1 wait");
+  BOOST_TEST(l.m.callers() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_caller_with_a_deadline_bids_with_ride_through) {
+  fixture l;
+  l.m.arrive(1, at(1000), false, at(0));
+  BOOST_TEST(l.acts() == "contend o1 wait ride; wake_at 1000");
+  l.m.arrive(2, forever, false, at(1));
+  BOOST_TEST(l.acts() == "");
+  l.m.granted(token(7), at(10));
+  // The next bid follows its own first caller: no deadline, no ride-through.
+  BOOST_TEST(l.acts() == "grant 1 o1 #7; contend o2 wait; wake_at never");
+}
+
+// ---- try_only and deadlines already past ---------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(try_only_looks_once_and_gets_an_empty_guard_if_taken) {
+  fixture l;
+  l.m.arrive(1, forever, true, at(0));
+  BOOST_TEST(l.acts() == "contend o1 look");
+  l.m.taken(at(3));
+  BOOST_TEST(l.acts() == "empty 1");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(try_only_takes_a_free_lock) {
+  fixture l;
+  l.m.arrive(1, at(500), true, at(0)); // a deadline means nothing to one look
+  BOOST_TEST(l.acts() == "contend o1 look");
+  l.m.granted(token(7), at(3));
+  BOOST_TEST(l.acts() == "grant 1 o1 #7");
+}
+
+BOOST_AUTO_TEST_CASE(try_only_behind_waiting_callers_is_answered_at_once) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  BOOST_TEST(l.acts() == "contend o1 wait");
+  l.m.arrive(2, forever, true, at(1));
+  // Caller 1 wants the lock first: it is not free for caller 2.
+  BOOST_TEST(l.acts() == "empty 2");
+  BOOST_TEST(l.m.callers() == 1u);
+  l.m.arrive(3, at(1), false, at(1)); // its deadline already passed
+  BOOST_TEST(l.acts() == "fail 3 timeout");
+}
+
+BOOST_AUTO_TEST_CASE(deadline_already_past_looks_once_and_times_out_if_taken) {
+  fixture l;
+  l.m.arrive(1, at(5), false, at(5));
+  BOOST_TEST(l.acts() == "contend o1 look"); // a free lock is still taken: acquire_for(0)
+  l.m.taken(at(7));
+  BOOST_TEST(l.acts() == "fail 1 timeout");
+  BOOST_TEST(l.m.idle());
+  l.m.arrive(2, at(8), false, at(9));
+  BOOST_TEST(l.acts() == "contend o2 look");
+  l.m.granted(token(3), at(10));
+  BOOST_TEST(l.acts() == "grant 2 o2 #3");
+}
+
+BOOST_AUTO_TEST_CASE(waiter_behind_a_look_gets_its_own_waiting_bid_after_taken) {
+  fixture l;
+  l.m.arrive(1, forever, true, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  BOOST_TEST(l.acts() == "contend o1 look");
+  l.m.taken(at(3));
+  BOOST_TEST(l.acts() == "empty 1; contend o2 wait");
+}
+
+BOOST_AUTO_TEST_CASE(waiter_behind_a_look_that_left_takes_over_the_look_and_then_waits) {
+  fixture l;
+  l.m.arrive(1, forever, true, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  l.m.take_actions();
+  l.m.leave(1, aborted, at(2));
+  BOOST_TEST(l.acts() == "fail 1 aborted"); // the look goes on, for caller 2
+  l.m.granted(token(4), at(3));
+  BOOST_TEST(l.acts() == "grant 2 o1 #4");
+  l.m.arrive(3, forever, true, at(4));
+  l.m.arrive(4, forever, false, at(5));
+  l.m.leave(3, aborted, at(6));
+  l.m.take_actions();
+  l.m.taken(at(7)); // for caller 4 a look says nothing: it waits with its own bid
+  BOOST_TEST(l.acts() == "contend o3 wait");
+}
+
+// ---- callers leaving ------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(deadline_fails_the_caller_and_withdraws_the_bid) {
+  fixture l;
+  l.m.arrive(1, at(1000), false, at(0));
+  BOOST_TEST(l.acts() == "contend o1 wait ride; wake_at 1000");
+  l.m.timer(at(999));
+  BOOST_TEST(l.acts() == "");
+  l.m.timer(at(1000));
+  BOOST_TEST(l.acts() == "fail 1 timeout; withdraw o1; wake_at never");
+  BOOST_TEST(l.m.idle());
+  l.m.granted(token(9), at(1001)); // a withdrawn bid's late event: ignored
+  BOOST_TEST(l.acts() == "");
+}
+
+BOOST_AUTO_TEST_CASE(deadlines_fire_in_their_order_whoever_is_first) {
+  fixture l;
+  l.m.arrive(1, at(3000), false, at(0));
+  l.m.arrive(2, at(1000), false, at(1));
+  l.m.arrive(3, at(2000), false, at(2));
+  BOOST_TEST(l.acts() == "contend o1 wait ride; wake_at 3000; wake_at 1000");
+  l.m.timer(at(2500));
+  BOOST_TEST(l.acts() == "fail 2 timeout; fail 3 timeout; wake_at 3000");
+  BOOST_TEST(l.m.open() == "o1");
+}
+
+BOOST_AUTO_TEST_CASE(cancel_of_the_first_caller_keeps_the_bid_for_the_next) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  l.m.take_actions();
+  l.m.leave(1, aborted, at(30));
+  BOOST_TEST(l.acts() == "fail 1 aborted"); // no withdrawal: caller 2 still wants the lock
+  BOOST_TEST(l.m.open() == "o1");
+  l.m.leave(1, aborted, at(31)); // gone already
+  BOOST_TEST(l.acts() == "");
+  l.m.granted(token(9), at(40));
+  BOOST_TEST(l.acts() == "grant 2 o1 #9");
+}
+
+BOOST_AUTO_TEST_CASE(cancel_of_a_later_caller_changes_nothing_for_the_first) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  l.m.take_actions();
+  l.m.leave(2, aborted, at(2));
+  BOOST_TEST(l.acts() == "fail 2 aborted");
+  l.m.granted(token(9), at(3));
+  BOOST_TEST(l.acts() == "grant 1 o1 #9"); // nobody waits: no next bid
+}
+
+BOOST_AUTO_TEST_CASE(last_caller_leaving_withdraws_and_the_next_arrival_bids_afresh) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.take_actions();
+  l.m.leave(1, aborted, at(1));
+  // The backend gives back a grant that raced the withdrawal (contract 5).
+  BOOST_TEST(l.acts() == "fail 1 aborted; withdraw o1");
+  BOOST_TEST(l.m.idle());
+  l.m.arrive(2, forever, false, at(2));
+  BOOST_TEST(l.acts() == "contend o2 wait"); // an owner is never reused
+}
+
+// ---- failures -------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(store_failure_fails_every_caller_with_its_words) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, at(5000), false, at(1));
+  l.m.take_actions();
+  l.m.failed(error::invalid_argument, "name refused", at(2));
+  BOOST_TEST(l.acts() == "fail 1 invalid_argument (name refused); "
+                         "fail 2 invalid_argument (name refused); wake_at never");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(transport_bound_fails_callers_without_deadline_the_rest_ride_through) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, at(5000), false, at(1));
+  l.m.arrive(3, forever, false, at(2));
+  l.m.arrive(4, at(6000), false, at(3));
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 5000");
+  l.m.failed(error::not_connected, "no server", at(100));
+  // The backend's bound is theirs only for callers without a deadline (contract 6).
+  BOOST_TEST(l.acts() == "fail 1 not_connected (no server); fail 3 not_connected (no server); "
+                         "contend o2 wait ride");
+  // A ride-through bid that still fails by the transport ends the line: no retry loop.
+  l.m.failed(error::timeout, "", at(200));
+  BOOST_TEST(l.acts() == "fail 2 timeout; fail 4 timeout; wake_at never");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(failed_look_fails_only_the_look_and_the_unbounded) {
+  fixture l;
+  l.m.arrive(1, forever, true, at(0));
+  l.m.arrive(2, at(900), false, at(1));
+  l.m.take_actions();
+  l.m.failed(error::connection_lost, "", at(2));
+  BOOST_TEST(l.acts() == "fail 1 connection_lost; contend o2 wait ride");
+}
+
+// ---- close ----------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(close_fails_every_caller_and_withdraws) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, at(700), false, at(1));
+  l.m.take_actions();
+  l.m.close(error::closed);
+  BOOST_TEST(l.acts() == "fail 1 closed; fail 2 closed; withdraw o1; wake_at never");
+  BOOST_TEST(l.m.idle());
+  l.m.close(error::closed);
+  BOOST_TEST(l.acts() == "");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
