@@ -12,6 +12,7 @@
 #include <support/async_test.hpp>
 #include <support/fault_proxy.hpp>
 #include <support/zookeeper_config.hpp>
+#include <support/zookeeper_nodes.hpp>
 #include <support/zookeeper_server.hpp>
 
 #include <boost/asio.hpp>
@@ -104,28 +105,6 @@ asio::awaitable<std::tuple<error_code, std::string>> release(side& s, core::held
   });
   co_await done.wait();
   co_return out;
-}
-
-/// The nodes under a lock's folder, sorted (none when the folder is gone).
-asio::awaitable<std::vector<std::string>> nodes(zk::client& observer, const std::string& dir) {
-  auto [ec, kids] = co_await observer.get_children(dir, false, asio::as_tuple(asio::use_awaitable));
-  if (ec == zk::zk_error::no_node)
-    co_return std::vector<std::string>{};
-  if (ec)
-    throw boost::system::system_error(ec, "get_children " + dir);
-  std::sort(kids.names.begin(), kids.names.end());
-  co_return kids.names;
-}
-
-asio::awaitable<bool> count_becomes(zk::client& observer, const std::string& dir, std::size_t n,
-                                    milliseconds limit = milliseconds(10000)) {
-  const auto deadline = clock_type::now() + limit;
-  while ((co_await nodes(observer, dir)).size() != n) {
-    if (clock_type::now() > deadline)
-      co_return false;
-    co_await sleep_for(milliseconds(10));
-  }
-  co_return true;
 }
 
 asio::awaitable<bool> told(const recorder& r, milliseconds limit = milliseconds(10000)) {

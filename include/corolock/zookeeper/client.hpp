@@ -12,13 +12,20 @@
 // A server's refusal (no node, node exists, bad version ...) completes with a
 // zookeeper::zk_error code (category "zookeeper"), its words in a bound diagnostics.
 //
+// It is a lock_source: `corolock::mutex m{zk, "order:42"}` is the same mutex a Redis user has. The
+// lock core (core::engine over the lock backend, src/backends/zookeeper/lock_backend.hpp) is made
+// at the first handle; connect() before the first acquisition (bids before fail with
+// not_connected). Lock names become nodes below /corolock (lock_options::prefix 'corolock:').
+//
 // Paths are the caller's; with a chroot the server sees them below it. Not thread-safe: use a
-// client from its executor. Destroying it completes pending operations with error::closed and
-// drops the connection (the session then expires at the server; close() ends it at once).
+// client from its executor. Destroying it fails waiting lock callers and completes pending
+// operations with error::closed, marks its leases lost and drops the connection (the session then
+// expires at the server, and its nodes with it; close() ends it at once).
 #pragma once
 
 #include <corolock/detail/async.hpp>
 #include <corolock/diagnostics.hpp>
+#include <corolock/lock_source.hpp>
 #include <corolock/zookeeper/config.hpp>
 #include <corolock/zookeeper/types.hpp>
 
@@ -29,6 +36,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace corolock::core {
+class engine;
+}
 
 namespace corolock::zookeeper {
 
@@ -49,7 +60,7 @@ struct children {
   node_stat parent;
 };
 
-class client {
+class client : public lock_source {
 public:
   using executor_type = asio::any_io_executor;
   using clock = std::chrono::steady_clock;
@@ -57,7 +68,7 @@ public:
   client(executor_type ex, config cfg);
   /// From a zookeeper:// URL (see config::from_url); throws system_error(error::invalid_argument).
   client(executor_type ex, std::string_view url);
-  ~client();
+  ~client() override;
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
@@ -137,7 +148,9 @@ public:
         token, std::move(ops));
   }
 
-  /// Ends the session (the server deletes its ephemeral nodes) and the connection. Completes when
+  /// Ends the session (the server deletes its ephemeral nodes: every lock node of ours) and the
+  /// connection. Lock callers still waiting fail with error::closed and held leases are marked
+  /// lost first (their guards are told); later acquisitions fail with error::closed. Completes when
   /// the server confirmed, or after connect_timeout; without error in both cases. Operations still
   /// pending complete with error::closed. While suspended (no member connected) it ends the session
   /// for us at once, and the server expires it after the negotiated timeout.
@@ -162,7 +175,10 @@ public:
   std::size_t member() const noexcept;
 
 private:
-  friend struct detail::lock_access; // the lock backend listens beside the user's callbacks
+  friend struct detail::lock_access;
+  std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
+                                                 lock_options options, std::int64_t capacity,
+                                                 const char* what) override; // the lock backend listens beside the user's callbacks
   void async_connect_impl(diagnostics* diag, corolock::detail::handler<void(error_code)> h);
   void async_create_impl(std::string path, std::string data, create_mode mode, diagnostics* diag,
                          corolock::detail::handler<void(error_code, created)> h);
@@ -177,6 +193,7 @@ private:
   void async_close_impl(corolock::detail::handler<void(error_code)> h);
 
   std::shared_ptr<detail::client_impl> impl_;
+  std::shared_ptr<core::engine> engine_; // made at the first lock handle
 };
 
 } // namespace corolock::zookeeper

@@ -7,8 +7,10 @@
 #include <corolock/zookeeper/client.hpp>
 
 #include "backends/zookeeper/lock_access.hpp"
+#include "backends/zookeeper/lock_backend.hpp"
 #include "backends/zookeeper/records.hpp"
 #include "backends/zookeeper/session.hpp"
+#include "core/engine.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 
@@ -451,7 +453,22 @@ client::client(executor_type ex, config cfg) {
 client::client(executor_type ex, std::string_view url) : client(std::move(ex), config::from_url(url)) {}
 
 client::~client() {
+  if (engine_) {
+    // The backend refers to *this: cut it off first (its bids end as closed, never inline), then
+    // let the engine fail its callers and mark its leases lost; bound 0, nothing waits here. The
+    // connection drops last; the session's nodes go when the server expires it.
+    static_cast<detail::lock_backend&>(engine_->store()).detach();
+    engine_->close(std::chrono::milliseconds(0), [](auto&&...) {});
+  }
   impl_->abandon();
+}
+
+std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
+                                                       lock_options options, std::int64_t capacity,
+                                                       const char* what) {
+  if (!engine_)
+    engine_ = core::engine::create(std::make_unique<detail::lock_backend>(*this));
+  return engine_->make_handle(kind, std::move(name), std::move(options), capacity, what);
 }
 
 client::executor_type client::get_executor() const noexcept { return impl_->ex_; }
@@ -569,7 +586,12 @@ void client::async_multi_impl(std::vector<multi_op> ops, diagnostics* diag,
 }
 
 void client::async_close_impl(handler<void(error_code)> h) {
-  impl_->close(std::move(h));
+  if (!engine_)
+    return impl_->close(std::move(h));
+  // Through the engine: its callers fail with closed, its leases are lost, then the backend closes
+  // the session (lock_access::close_session) within the connect timeout.
+  auto done = std::make_shared<handler<void(error_code)>>(std::move(h));
+  engine_->close(impl_->cfg_.connect_timeout, [done] { std::move(*done)(error_code{}); });
 }
 
 void detail::lock_access::listen(client& c, listeners l) {
