@@ -1,0 +1,43 @@
+// corolock::mutex and the other handles over corolock::mysql::lock_client (the engine between)
+// against a private mariadbd (support/sql_public_api_checks.hpp); read on the server through the
+// PROCESSLIST and IS_USED_LOCK on the fence table's keys.
+#include <support/mariadb_server.hpp>
+#include <support/sql_public_api_checks.hpp>
+
+#include <corolock/mysql/lock_client.hpp>
+
+using namespace corolock;
+
+namespace {
+
+struct mariadb {
+  using server_type = test::mariadb_server;
+  using client_type = mysql::lock_client;
+  static constexpr bool shared_locks = false;
+  static mysql::config config_for(const std::string& url) { return mysql::config::from_url(url); }
+  static std::string waiting(server_type& s) {
+    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%'");
+  }
+  static std::string sessions(server_type& s) {
+    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND "
+                 "COMMAND <> 'Daemon' AND USER = 'root'");
+  }
+  static std::string held(server_type& s) {
+    return s.sql("SELECT COUNT(*) FROM corolock.fence WHERE IS_USED_LOCK(lock_key) IS NOT NULL");
+  }
+  /// The connection id of a session holding a lock.
+  static std::string a_holder(server_type& s) {
+    return s.sql("SELECT IS_USED_LOCK(lock_key) FROM corolock.fence WHERE IS_USED_LOCK(lock_key) IS NOT NULL LIMIT 1");
+  }
+  static void kill(server_type& s, const std::string& id) { s.sql("KILL " + id); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(mysql_public_api)
+
+COROLOCK_SQL_PUBLIC_CASE(many_local_waiters_use_one_waiting_session, mariadb)
+COROLOCK_SQL_PUBLIC_CASE(a_killed_holder_is_told_and_the_waiter_gets_the_lock, mariadb)
+COROLOCK_SQL_PUBLIC_CASE(kinds_through_the_public_api, mariadb)
+
+BOOST_AUTO_TEST_SUITE_END()

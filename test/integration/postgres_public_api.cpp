@@ -1,0 +1,43 @@
+// corolock::mutex and the other handles over corolock::postgresql::lock_client (the engine
+// between) against a private postgres (support/sql_public_api_checks.hpp); read on the server
+// through pg_locks and pg_stat_activity.
+#include <support/postgres_server.hpp>
+#include <support/sql_public_api_checks.hpp>
+
+#include <corolock/postgresql/lock_client.hpp>
+
+using namespace corolock;
+
+namespace {
+
+struct postgres {
+  using server_type = test::postgres_server;
+  using client_type = postgresql::lock_client;
+  static constexpr bool shared_locks = true;
+  static postgresql::config config_for(const std::string& url) { return postgresql::config::from_url(url); }
+  static std::string waiting(server_type& s) {
+    return s.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+  }
+  static std::string sessions(server_type& s) {
+    return s.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'corolock' AND "
+                 "backend_type = 'client backend'");
+  }
+  static std::string held(server_type& s) {
+    return s.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted");
+  }
+  /// The pid of a session holding a lock.
+  static std::string a_holder(server_type& s) {
+    return s.sql("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted LIMIT 1");
+  }
+  static void kill(server_type& s, const std::string& pid) { s.sql("SELECT pg_terminate_backend(" + pid + ")"); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres_public_api)
+
+COROLOCK_SQL_PUBLIC_CASE(many_local_waiters_use_one_waiting_session, postgres)
+COROLOCK_SQL_PUBLIC_CASE(a_killed_holder_is_told_and_the_waiter_gets_the_lock, postgres)
+COROLOCK_SQL_PUBLIC_CASE(kinds_through_the_public_api, postgres)
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,146 @@
+// What the SQL lock clients do through the public API (corolock::mutex / shared_mutex / semaphore
+// over mysql::lock_client and postgresql::lock_client, the engine between), once for both
+// databases; the suites mysql_public_api and postgres_public_api instantiate them. The rest of the
+// public contract (exclusion, order, cancellation, deadlines, close) is the conformance suite's.
+// `Db` says how to reach the server and read its own tables.
+#pragma once
+
+#include "async_test.hpp"
+
+#include <corolock/corolock.hpp>
+#include <corolock/sql/lock_pool_options.hpp>
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#define COROLOCK_SQL_PUBLIC_CASE(check, Db) \
+  BOOST_AUTO_TEST_CASE(check) { corolock::test::sql_public_api::check<Db>(); }
+
+namespace corolock::test::sql_public_api {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+template <typename Db>
+std::unique_ptr<typename Db::client_type> client(asio::any_io_executor ex, typename Db::server_type& s) {
+  sql::lock_pool_options o;
+  o.session_timeout = 3s; // a ping each second
+  return std::make_unique<typename Db::client_type>(ex, Db::config_for(s.url()), o);
+}
+
+/// 100 coroutines of one process waiting on one name hold one session on the server between
+/// them (the local line queues them behind one server-side wait) and are served in arrival order,
+/// each with a larger fencing token.
+template <typename Db>
+void many_local_waiters_use_one_waiting_session() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client<Db>(ex, server), b = client<Db>(ex, server);
+    mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    auto g = co_await ma.acquire();
+    std::vector<int> order;
+    std::vector<std::uint64_t> tokens;
+    event done(ex);
+    for (int i = 0; i < 100; ++i)
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        auto gi = co_await mb.acquire();
+        order.push_back(i);
+        tokens.push_back(gi.fencing_token());
+        co_await gi.unlock();
+        if (order.size() == 100)
+          done.set();
+      }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return b->waiting() == 100; }));
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    BOOST_TEST(Db::sessions(server) == "2"); // a's holding one, b's one waiting one
+    const auto first = g.fencing_token();
+    co_await g.unlock();
+    co_await done.wait();
+    std::vector<int> expected(100);
+    for (int i = 0; i < 100; ++i)
+      expected[i] = i;
+    BOOST_TEST(order == expected);
+    BOOST_TEST(tokens.front() > first);
+    BOOST_TEST(std::is_sorted(tokens.begin(), tokens.end()));
+    BOOST_TEST((std::adjacent_find(tokens.begin(), tokens.end()) == tokens.end())); // strictly
+    BOOST_TEST(co_await eventually([&] { return Db::held(server) == "0" && Db::waiting(server) == "0"; }));
+  });
+}
+
+/// The holder's session is killed on the server: its guard is told (lost(), wait_lost with
+/// lease_lost) and the waiting client gets the lock with a larger token.
+template <typename Db>
+void a_killed_holder_is_told_and_the_waiter_gets_the_lock() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client<Db>(ex, server), b = client<Db>(ex, server);
+    mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    auto ga = co_await ma.acquire();
+    guard gb;
+    event got(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      gb = co_await mb.acquire();
+      got.set();
+    }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    Db::kill(server, Db::a_holder(server));
+    auto [ec] = co_await ga.wait_lost(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(ec == error::lease_lost);
+    BOOST_TEST(ga.lost());
+    co_await got.wait();
+    BOOST_TEST(gb.owns_lock());
+    BOOST_TEST(gb.fencing_token() > ga.fencing_token());
+    co_await ga.unlock(asio::as_tuple(asio::use_awaitable));
+    co_await gb.unlock();
+    BOOST_TEST(co_await eventually([&] { return Db::held(server) == "0"; }));
+  });
+}
+
+inline bool refused_with_invalid_argument(const std::function<void()>& make) {
+  try {
+    make();
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    return e.code() == error::invalid_argument;
+  }
+  return false;
+}
+
+/// Semaphores on neither database, shared_mutex only where the database has shared locks
+/// (PostgreSQL): readers of two clients then hold it together, a writer waits for both.
+template <typename Db>
+void kinds_through_the_public_api() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client<Db>(ex, server), b = client<Db>(ex, server);
+    BOOST_TEST(refused_with_invalid_argument([&] { semaphore s{*a, "permits", 3}; }));
+    if (!Db::shared_locks) {
+      BOOST_TEST(refused_with_invalid_argument([&] { shared_mutex s{*a, "rw"}; }));
+      co_return;
+    }
+    shared_mutex sa{*a, "rw"}, sb{*b, "rw"};
+    auto ra = co_await sa.acquire_shared();
+    auto [ec, rb] = co_await sb.acquire_shared_for(5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec);
+    BOOST_TEST((ra.owns_lock() && rb.owns_lock())); // both readers at once
+    BOOST_TEST(Db::held(server) == "2");
+    auto c = client<Db>(ex, server);
+    shared_mutex sc{*c, "rw"};
+    auto [wec, w] = co_await sc.try_acquire(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!w.owns_lock()); // a writer is kept out by the readers
+    co_await ra.unlock();
+    co_await rb.unlock();
+    auto [wec2, w2] = co_await sc.acquire_for(5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!wec2);
+    co_await w2.unlock();
+    BOOST_TEST(co_await eventually([&] { return Db::held(server) == "0"; }));
+  });
+}
+
+} // namespace corolock::test::sql_public_api
