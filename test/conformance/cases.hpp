@@ -165,6 +165,27 @@ asio::awaitable<void> cancelled_wait_leaves_nothing(F& f, asio::any_io_executor 
   BOOST_TEST(co_await clean(f)); // nothing of b was granted after it gave up
 }
 
+/// Cancelled on the turn right after it began: before its bid can have reached the store (the
+/// bid may be in flight, or not yet sent). It still completes at once, and leaves nothing.
+template <typename F>
+asio::awaitable<void> cancel_at_once(F& f, asio::any_io_executor ex) {
+  auto [a, b, ma, mb] = co_await two_on(f, ex, "cancel");
+  auto g = co_await ma.acquire();
+  asio::cancellation_signal signal;
+  test::event emitted(ex);
+  asio::post(ex, [&] {
+    signal.emit(asio::cancellation_type::terminal);
+    emitted.set();
+  });
+  auto [ec, gb] = co_await mb.acquire(asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+  co_await emitted.wait();
+  BOOST_TEST(ec == asio::error::operation_aborted);
+  BOOST_TEST(!gb.owns_lock());
+  BOOST_TEST(co_await gone_from_queue(f, "cancel"));
+  co_await g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
 template <typename F>
 asio::awaitable<void> cancel_terminal(F& f, asio::any_io_executor ex) {
   co_await cancelled_wait_leaves_nothing(f, ex, asio::cancellation_type::terminal);
@@ -324,6 +345,7 @@ asio::awaitable<void> a_lacking_trait_is_refused(F& f, asio::any_io_executor ex)
   COROLOCK_CONFORMANCE_CASE(F, exclusion)                                                         \
   COROLOCK_CONFORMANCE_CASE(F, fifo_across_clients)                                               \
   COROLOCK_CONFORMANCE_CASE(F, reentry)                                                           \
+  COROLOCK_CONFORMANCE_CASE(F, cancel_at_once)                                                    \
   COROLOCK_CONFORMANCE_CASE(F, cancel_terminal)                                                   \
   COROLOCK_CONFORMANCE_CASE(F, cancel_partial)                                                    \
   COROLOCK_CONFORMANCE_CASE(F, cancel_total)                                                      \

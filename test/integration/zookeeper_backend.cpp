@@ -226,15 +226,23 @@ BOOST_AUTO_TEST_CASE(withdraw_while_creating_or_waiting_leaves_no_node_and_no_ev
     cb2.reset();
     BOOST_REQUIRE(co_await count_becomes(b.client, dir, 1));
 
-    // A grant that races the withdrawal is given back: withdraw right after a's release.
-    auto cb3 = b.backend.contend(bid_of(lock), b.backend.new_owner(), rb3);
+    // A grant that races the withdrawal is given back: withdraw right after a's release. The
+    // grant may also have been delivered already when this coroutine resumes (the watch event and
+    // the listing can overtake the release's reply): then the bid is over, and, as the core would,
+    // the test releases what it was granted instead.
+    const auto ob3 = b.backend.new_owner();
+    auto cb3 = b.backend.contend(bid_of(lock), ob3, rb3);
     BOOST_REQUIRE(co_await count_becomes(b.client, dir, 2));
     co_await release(a, held_of(lock, oa, ra));
-    cb3->withdraw();
+    if (rb3.events == 0)
+      cb3->withdraw();
     cb3.reset();
+    if (rb3.what == "granted")
+      co_await release(b, held_of(lock, ob3, rb3));
     BOOST_REQUIRE(co_await count_becomes(b.client, dir, 0));
     co_await sleep_for(milliseconds(200));
-    BOOST_TEST(rb1.events + rb2.events + rb3.events == 0);
+    BOOST_TEST(rb1.events + rb2.events == 0);
+    BOOST_TEST(rb3.events <= 1);
   });
 }
 
