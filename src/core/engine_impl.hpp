@@ -49,7 +49,7 @@ public:
   /// after 50 ms, doubling to 2 s — until the store has run it, the store says the owner is gone,
   /// or the engine closes (whose backend close gives back what is still out): what a holder gave
   /// up, or lost while cut off, does not stay held at a store whose session outlived the cut.
-  void send_release(held lease, handler<void(error_code, std::string)> h);
+  void send_release(core::held lease, handler<void(error_code, std::string)> h);
   /// Stops every resend (the engine closes: the backend's close gives back what is still out).
   void drop_resends() noexcept;
   /// Releases still being sent again (for tests).

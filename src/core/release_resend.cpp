@@ -4,6 +4,7 @@
 // whatever is still out). While it waits for its next try the engine holds it; its timer holds it
 // only weakly, so closing the engine ends it.
 #include "core/engine_impl.hpp"
+#include "detail/completion.hpp"
 
 #include <corolock/error.hpp>
 
@@ -22,7 +23,7 @@ bool unanswered(error_code ec) {
 
 struct release_resend : std::enable_shared_from_this<release_resend> {
   std::weak_ptr<engine_impl> eng;
-  held lease;
+  core::held lease;
   detail::stored_handler<handler<void(error_code, std::string)>> first;
   std::unique_ptr<timer> wait;
   std::chrono::milliseconds delay{50};
@@ -59,7 +60,7 @@ struct release_resend : std::enable_shared_from_this<release_resend> {
   }
 };
 
-void engine_impl::send_release(held lease, handler<void(error_code, std::string)> h) {
+void engine_impl::send_release(core::held lease, handler<void(error_code, std::string)> h) {
   auto r = std::make_shared<release_resend>();
   r->eng = weak_from_this();
   r->lease = std::move(lease);
