@@ -19,8 +19,13 @@ std::string mariadb_server::url() const {
 }
 
 void mariadb_server::make_data_dir(const std::filesystem::path& into) {
+  // A private tmpdir: processes installing at once in /tmp collide on its temporary tables
+  // (seen: "Could not remove temporary table '/tmp/#sql-temptable-…'" when ctest ran two at once).
+  const auto tmp = into.parent_path() / "install-tmp";
+  std::filesystem::create_directories(tmp);
   auto install = run_captured({"mariadb-install-db", "--no-defaults", "--datadir=" + into.string(), "--user=root",
-                               "--auth-root-authentication-method=normal", "--skip-test-db"},
+                               "--auth-root-authentication-method=normal", "--skip-test-db",
+                               "--tmpdir=" + tmp.string()},
                               into.parent_path(), start_timeout_);
   if (!install.status.success()) {
     throw std::runtime_error(fmt::format("mariadb_server: mariadb-install-db ended with {}:\n{}",
@@ -33,6 +38,7 @@ std::vector<std::string> mariadb_server::command_line() const {
       "mariadbd", "--no-defaults", "--datadir=" + (dir() / "data").string(), "--user=root",
       "--skip-name-resolve", "--bind-address=" + host(), fmt::format("--port={}", port()),
       "--socket=" + (dir() / "sock").string(), "--pid-file=" + (dir() / "pid").string(),
+      "--tmpdir=" + dir().string(),
       "--skip-log-bin", "--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M",
       "--innodb-flush-log-at-trx-commit=0", "--performance-schema=OFF",
       "--log-error=" + (dir() / "server.log").string()};
