@@ -23,7 +23,7 @@ log "doxygen: include/corolock -> $out/html"
   cd "$COROLOCK_ROOT"
   doxygen - <<CONFIG
 PROJECT_NAME           = corolock
-PROJECT_BRIEF          = "Distributed locks for Boost.Asio coroutines on Redis"
+PROJECT_BRIEF          = "Distributed locks for Boost.Asio coroutines on Redis, ZooKeeper, MariaDB/MySQL and PostgreSQL"
 OUTPUT_DIRECTORY       = $out
 INPUT                  = include/corolock README.md docs CONTRIBUTING.md bench/README.md examples
 USE_MDFILE_AS_MAINPAGE = $COROLOCK_ROOT/README.md
