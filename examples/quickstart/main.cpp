@@ -1,7 +1,8 @@
-// quickstart: the README's example, runnable. Five coroutines place orders on the same order id at
+// quickstart: a mutex with fenced writes. Five coroutines place orders on the same order id at
 // once; each takes the order's lock and writes through a store that checks the fencing token (a
-// small Lua compare-and-set standing in for your database). Public API and the standard library
-// only: copy it.
+// small Lua compare-and-set standing in for your database). A failed connect says why, in the
+// words a corolock::diagnostics bound to its callback holds. Public API and the standard library
+// only: copy it; its CMakeLists.txt builds it on its own against an installed corolock.
 //
 //   quickstart redis://127.0.0.1:6379        (scripts/with_redis.sh starts a private server)
 #include <corolock/corolock.hpp>
@@ -45,8 +46,10 @@ int main(int argc, char** argv) {
   asio::io_context io;
   corolock::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
   int accepted = 0, finished = 0, failed = 0;
-  asio::co_spawn(io, redis.connect(), [&](std::exception_ptr e) {
-    if (e) {
+  corolock::diagnostics why; // the words behind connect()'s error: the address and the reason
+  redis.connect(corolock::bind_diagnostics(why, [&](boost::system::error_code ec) {
+    if (ec) {
+      std::cerr << "quickstart: " << ec.message() << ": " << why.message() << '\n';
       ++failed;
       return redis.close();
     }
@@ -68,7 +71,7 @@ int main(int argc, char** argv) {
           });
         }
       });
-  });
+  }));
   io.run();
   std::cout << accepted << " of 5 fenced writes accepted\n";
   return failed == 0 && accepted == 5 ? 0 : 1;

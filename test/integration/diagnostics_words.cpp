@@ -183,8 +183,9 @@ BOOST_AUTO_TEST_CASE(codes_that_say_it_all_leave_no_words) {
 }
 
 // The default token (plain `co_await op()`) throws a system_error whose what() carries the words:
-// the address a connect could not reach and why, the server's reply to an acquisition. Plain
-// use_awaitable would throw the code alone ("could not connect to the Redis server").
+// the address a connect could not reach and why, the server's reply to an acquisition (naming the
+// lock's key). Plain use_awaitable would throw the code alone ("could not connect to the Redis
+// server").
 BOOST_AUTO_TEST_CASE(the_default_token_throws_with_the_words) {
   redis_server server;
   server.command({"SET", "corolock:{typed}", "a string"});
@@ -214,6 +215,8 @@ BOOST_AUTO_TEST_CASE(the_default_token_throws_with_the_words) {
       acquire_what = e.what();
     }
     BOOST_TEST(acquire_what.find("WRONGTYPE") != std::string::npos, acquire_what);
+    // ... and names the lock's key, so the reader knows which lock met the foreign value.
+    BOOST_TEST(acquire_what.find("corolock:{typed}") != std::string::npos, acquire_what);
     BOOST_TEST_MESSAGE("connect: " << connect_what << " | acquire: " << acquire_what);
     co_await u.shutdown();
   });

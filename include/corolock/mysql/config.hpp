@@ -1,4 +1,5 @@
-// How to reach a MariaDB or MySQL server (corolock::mysql, built when libmariadb is found).
+/// @file
+/// How to reach a MariaDB or MySQL server (corolock::mysql, built when libmariadb is found).
 #pragma once
 
 #include <corolock/sql/session_options.hpp>
@@ -10,15 +11,16 @@
 
 namespace corolock::mysql {
 
+/// How a mysql::lock_client reaches its server (or mysql://..., see from_url()).
 struct config {
   /// A numeric address, or a name resolved asynchronously before the connect (never a blocking
   /// lookup on the executor).
   std::string host = "127.0.0.1";
-  std::uint16_t port = 3306;
-  std::string user = "root";
+  std::uint16_t port = 3306;  ///< the server's TCP port
+  std::string user = "root";  ///< the user to log in as
   std::string password;  ///< empty: none
   std::string database;  ///< empty: no default database
-  sql::session_options session;
+  sql::session_options session; ///< connect timeout and TCP keepalive of every session
 
   /// mysql://[user[:password]@]host[:port][/database][?key=value&...], or mariadb://... alike.
   /// User, password and database are percent-decoded; an IPv6 address goes in brackets

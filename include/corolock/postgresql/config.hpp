@@ -1,4 +1,5 @@
-// How to reach a PostgreSQL server (corolock::postgresql, built when libpq is found).
+/// @file
+/// How to reach a PostgreSQL server (corolock::postgresql, built when libpq is found).
 #pragma once
 
 #include <corolock/sql/session_options.hpp>
@@ -11,12 +12,13 @@
 
 namespace corolock::postgresql {
 
+/// How a postgresql::lock_client reaches its server (or postgresql://..., see from_url()).
 struct config {
   /// A numeric address, or a name resolved asynchronously before the connect (libpq is given
   /// the address as hostaddr, so it never looks a name up on the executor).
   std::string host = "127.0.0.1";
-  std::uint16_t port = 5432;
-  std::string user = "postgres";
+  std::uint16_t port = 5432;        ///< the server's TCP port
+  std::string user = "postgres";    ///< the role to log in as
   std::string password;             ///< empty: none
   std::string database;             ///< empty: the user's name, as libpq does
   std::string application_name = "corolock"; ///< shown in pg_stat_activity
@@ -24,7 +26,7 @@ struct config {
   /// whether the client is still there while a statement runs, so a waiting pg_advisory_lock of a
   /// client that closed its socket ends within it. Zero: the server's setting.
   std::chrono::milliseconds connection_check_interval{1000};
-  sql::session_options session;
+  sql::session_options session; ///< connect timeout and TCP keepalive of every session
 
   /// postgresql://[user[:password]@]host[:port][/database][?key=value&...] (postgres:// alike).
   /// User, password and database are percent-decoded; an IPv6 address goes in brackets; the

@@ -1,7 +1,8 @@
-// How a MariaDB/MySQL or PostgreSQL client uses its sessions for locks (the design and the counts:
-// src/backends/sql/lock_backend.hpp). A lock on these databases lives as long as the session that
-// took it, so the session is the lease: these options bound how many sessions one client opens and
-// how long the server keeps the locks of a client that vanished.
+/// @file
+/// How a MariaDB/MySQL or PostgreSQL client uses its sessions for locks (the design and the counts:
+/// src/backends/sql/lock_backend.hpp). A lock on these databases lives as long as the session that
+/// took it, so the session is the lease: these options bound how many sessions one client opens and
+/// how long the server keeps the locks of a client that vanished.
 #pragma once
 
 #include <chrono>
@@ -10,6 +11,7 @@
 
 namespace corolock::sql {
 
+/// How one MariaDB/MySQL or PostgreSQL lock client uses sessions for its locks.
 struct lock_pool_options {
   /// At most this many sessions of one client serve its locks (waiting and holding together).
   /// When all are in use, a bid that needs a session of its own waits, in arrival order and

@@ -1,37 +1,38 @@
-// corolock::testing — an in-memory lock store, to test code that uses corolock's locks without a
-// server (as Curator's TestingServer serves Curator users).
-//
-//   asio::io_context io;
-//   corolock::testing::store server{io.get_executor()};        // the "server", in memory
-//   corolock::testing::client a{io.get_executor(), server};    // two "processes" sharing it
-//   corolock::testing::client b{io.get_executor(), server};
-//   corolock::mutex m{a, "order:42"};                          // the same mutex type as on Redis
-//   auto g = co_await m.acquire();
-//   ...
-//   BOOST_TEST(server.empty());                                // nothing left behind
-//
-// The store has the semantics of the real ones: per lock name and kind, holders (a mutex one; a
-// shared_mutex's readers share, a writer is alone; a semaphore's holders take permits out of its
-// capacity), a FIFO queue of bids served in arrival order (a release grants the first waiter that
-// fits, nobody overtakes it), fencing tokens strictly increasing per lock forever, and leases: per
-// lock (each expires `lease` after its grant or renewal, as on Redis) or the session's (a lock
-// lives as long as its client's session, as on ZooKeeper or a SQL connection).
-//
-// Time: the steady clock, or a manual clock that only moves when the test calls advance() or
-// run_for(); every timer of the store and of its clients (lease expiry, the renewals of the locks'
-// watchdog, a caller's deadline) then fires at its moment on that clock, so a test of leases and
-// deadlines runs in no real time and the same way every time. Deadlines given to the locks
-// (acquire_for) are counted from the moment they are given on the store's clock.
-//
-// Faults, scripted: the store down (unreachable for every client), a client cut off, a lost reply
-// (the store applies the operation, the reply never comes: the client sees error::timeout after
-// store_options::request_timeout), a dropped connection (in-flight operations fail with
-// error::connection_lost; the client reconnects at once), an expired session, refused bids, delayed
-// grants (delivered late, so later ones overtake them).
-//
-// Threads: the store and its clients are used from one thread (the executors of one io_context run
-// by one thread). A client must not outlive its store's io_context; the store's state lives as long
-// as any client of it. Handles (mutex, …) must not outlive their client.
+/// @file
+/// corolock::testing — an in-memory lock store, to test code that uses corolock's locks without a
+/// server (as Curator's TestingServer serves Curator users).
+///
+///   asio::io_context io;
+///   corolock::testing::store server{io.get_executor()};        // the "server", in memory
+///   corolock::testing::client a{io.get_executor(), server};    // two "processes" sharing it
+///   corolock::testing::client b{io.get_executor(), server};
+///   corolock::mutex m{a, "order:42"};                          // the same mutex type as on Redis
+///   auto g = co_await m.acquire();
+///   ...
+///   BOOST_TEST(server.empty());                                // nothing left behind
+///
+/// The store has the semantics of the real ones: per lock name and kind, holders (a mutex one; a
+/// shared_mutex's readers share, a writer is alone; a semaphore's holders take permits out of its
+/// capacity), a FIFO queue of bids served in arrival order (a release grants the first waiter that
+/// fits, nobody overtakes it), fencing tokens strictly increasing per lock forever, and leases: per
+/// lock (each expires `lease` after its grant or renewal, as on Redis) or the session's (a lock
+/// lives as long as its client's session, as on ZooKeeper or a SQL connection).
+///
+/// Time: the steady clock, or a manual clock that only moves when the test calls advance() or
+/// run_for(); every timer of the store and of its clients (lease expiry, the renewals of the locks'
+/// watchdog, a caller's deadline) then fires at its moment on that clock, so a test of leases and
+/// deadlines runs in no real time and the same way every time. Deadlines given to the locks
+/// (acquire_for) are counted from the moment they are given on the store's clock.
+///
+/// Faults, scripted: the store down (unreachable for every client), a client cut off, a lost reply
+/// (the store applies the operation, the reply never comes: the client sees error::timeout after
+/// store_options::request_timeout), a dropped connection (in-flight operations fail with
+/// error::connection_lost; the client reconnects at once), an expired session, refused bids, delayed
+/// grants (delivered late, so later ones overtake them).
+///
+/// Threads: the store and its clients are used from one thread (the executors of one io_context run
+/// by one thread). A client must not outlive its store's io_context; the store's state lives as long
+/// as any client of it. Handles (mutex, …) must not outlive their client.
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -58,14 +59,16 @@ enum class lease_mode : std::uint8_t {
   session,  ///< a lock lives as long as its client's session (ZooKeeper, SQL connections)
 };
 
+/// Which clock the store and its clients count leases, sessions and deadlines on.
 enum class clock_mode : std::uint8_t {
   steady, ///< std::chrono::steady_clock; timers on the executors
   manual, ///< starts at a fixed point and moves only by advance() / run_for()
 };
 
+/// How a store behaves: its lease mode, its clock, its timeouts and latency.
 struct store_options {
-  lease_mode leases = lease_mode::per_lock;
-  clock_mode clock = clock_mode::steady;
+  lease_mode leases = lease_mode::per_lock; ///< how a held lock stays alive (lease_mode)
+  clock_mode clock = clock_mode::steady;    ///< the clock everything is counted on (clock_mode)
   /// session mode: a session not heard of for this long ends at the store (its locks are freed).
   /// Clients ping every third of it.
   std::chrono::milliseconds session_timeout{3000};
@@ -77,7 +80,7 @@ struct store_options {
 
 /// A holder or a queued bid of one lock, as the store lists it.
 struct holder_info {
-  std::string owner;
+  std::string owner;        ///< the owner, which begins with its client's id()
   std::uint64_t token = 0;  ///< holders: the fencing token; queued bids: 0
   std::int64_t permits = 1; ///< a semaphore's permits; a shared_mutex writer holds all of them
   bool shared = false;      ///< a shared_mutex reader
@@ -86,17 +89,22 @@ struct holder_info {
 /// The shared in-memory server. Copyable handle: copies share one store.
 class store {
 public:
+  /// The type of the store's time points, on either clock_mode.
   using clock = std::chrono::steady_clock;
 
   /// The store's steady-clock timers run on `ex`.
   explicit store(asio::any_io_executor ex, store_options o = {});
   ~store();
+  /// Another handle to the same store.
   store(const store&) = default;
+  /// Makes this a handle to the same store as `other`.
   store& operator=(const store&) = default;
 
+  /// The options given at construction.
   const store_options& options() const noexcept;
 
   // --- time ------------------------------------------------------------------------------------
+  /// The store's time now: the steady clock's, or the manual clock's.
   clock::time_point now() const;
   /// Manual clock: moves it `d` forward, running every timer that falls due, each at its moment
   /// (handlers meant for clients are posted to their executors, not run). Steady clock: no effect.
@@ -121,6 +129,7 @@ public:
   /// are lost (error::timeout); a bid whose caller has a deadline waits for the store to be back;
   /// leases and sessions keep running out at the store meanwhile. Up: clients reconnect at once.
   void set_down(bool down);
+  /// Whether the store is down (set_down).
   bool down() const noexcept;
   /// The next `n` bids are refused: the bid fails with `ec` and `words` (as a server's error reply).
   void refuse_bids(int n, error_code ec, std::string words);
@@ -142,8 +151,10 @@ private:
 /// Not thread-safe: use it from its executor.
 class client : public lock_source {
 public:
+  /// The executor the client's operations, and those of its locks, complete through.
   using executor_type = asio::any_io_executor;
 
+  /// A client of `s`, connected at construction.
   client(executor_type ex, store& s);
   /// Closes without waiting: pending operations complete with error::closed; what it holds is
   /// given back at once if the store is reachable (per_lock mode: else it expires there).
@@ -151,24 +162,30 @@ public:
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
+  /// The executor given at construction.
   executor_type get_executor() const noexcept;
   /// Unique within its store; the prefix of every lock owner it makes.
   const std::string& id() const noexcept;
   /// session mode: the current session (a new one after an expiry); per_lock mode: 0.
   std::uint64_t session() const noexcept;
-  /// Locks held and callers waiting through this client.
+  /// Locks held through this client.
   std::size_t held() const noexcept;
+  /// Callers waiting through this client.
   std::size_t waiting() const noexcept;
 
   /// Closes the client: waiting acquisitions fail with error::closed, every guard's lease is
   /// marked lost, and what it holds or has queued is given back at the store. Completes with no
   /// error once given back, or once `bound` has passed (the store unreachable: per_lock leases then
   /// expire there, a session ends by its timeout). Idempotent; later acquisitions fail with
-  /// error::closed. Handler: void(error_code). Not cancellable.
+  /// error::closed. Handler `void(error_code)`, always without error; never inline: posted to the
+  /// client's executor, then dispatched to the handler's associated executor. No per-operation
+  /// cancellation (`bound` is the limit). This overload: a bound of one second.
   template <typename CompletionToken = default_token>
   auto close(CompletionToken&& token = {}) {
     return close(std::chrono::milliseconds(1000), std::forward<CompletionToken>(token));
   }
+  /// close() within `bound`: completes once what the client holds is given back, or once `bound`
+  /// has passed on the store's clock.
   template <typename CompletionToken = default_token>
   auto close(std::chrono::milliseconds bound, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(

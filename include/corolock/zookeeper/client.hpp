@@ -1,26 +1,27 @@
-// A ZooKeeper client of our own on Asio: one session with an ensemble, over one TCP connection at a
-// time, in the manner of corolock's Redis client (default token use_awaitable, any token works,
-// words of a failure in a bound diagnostics, per-operation cancellation).
-//
-// The session outlives connections: when one drops, the client moves to the next member with the
-// same session and re-arms its watches; operations in flight then fail with
-// error::connection_lost (their outcome is unknown), operations started meanwhile wait for the
-// next connection. The session ends when the server says it expired or when the local deadline
-// passes without contact (the send of the last answered request plus the negotiated timeout: the
-// server cannot have expired it before then): everything then fails with error::session_expired.
-//
-// A server's refusal (no node, node exists, bad version ...) completes with a
-// zookeeper::zk_error code (category "zookeeper"), its words in a bound diagnostics.
-//
-// It is a lock_source: `corolock::mutex m{zk, "order:42"}` is the same mutex a Redis user has. The
-// lock core (core::engine over the lock backend, src/backends/zookeeper/lock_backend.hpp) is made
-// at the first handle; connect() before the first acquisition (bids before fail with
-// not_connected). Lock names become nodes below /corolock (lock_options::prefix 'corolock:').
-//
-// Paths are the caller's; with a chroot the server sees them below it. Not thread-safe: use a
-// client from its executor. Destroying it fails waiting lock callers and completes pending
-// operations with error::closed, marks its leases lost and drops the connection (the session then
-// expires at the server, and its nodes with it; close() ends it at once).
+/// @file
+/// A ZooKeeper client of our own on Asio: one session with an ensemble, over one TCP connection
+/// at a time, in the manner of corolock's Redis client (default token use_awaitable, any token
+/// works, words of a failure in a bound diagnostics, per-operation cancellation).
+///
+/// The session outlives connections: when one drops, the client moves to the next member with the
+/// same session and re-arms its watches; operations in flight then fail with
+/// error::connection_lost (their outcome is unknown), operations started meanwhile wait for the
+/// next connection. The session ends when the server says it expired or when the local deadline
+/// passes without contact (the send of the last answered request plus the negotiated timeout: the
+/// server cannot have expired it before then): everything then fails with error::session_expired.
+///
+/// A server's refusal (no node, node exists, bad version ...) completes with a
+/// zookeeper::zk_error code (category "zookeeper"), its words in a bound diagnostics.
+///
+/// It is a lock_source: `corolock::mutex m{zk, "order:42"}` is the same mutex a Redis user has. The
+/// lock core (core::engine over the lock backend, src/backends/zookeeper/lock_backend.hpp) is made
+/// at the first handle; connect() before the first acquisition (bids before fail with
+/// not_connected). Lock names become nodes below /corolock (lock_options::prefix 'corolock:').
+///
+/// Paths are the caller's; with a chroot the server sees them below it. Not thread-safe: use a
+/// client from its executor. Destroying it fails waiting lock callers and completes pending
+/// operations with error::closed, marks its leases lost and drops the connection (the session then
+/// expires at the server, and its nodes with it; close() ends it at once).
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -50,21 +51,41 @@ struct lock_access;
 
 /// A node made by create(): its path (with the sequence suffix) and Stat (czxid: the fencing token).
 struct created {
-  std::string path;
-  node_stat node;
+  std::string path; ///< the node's client path, with the sequence suffix of a sequential mode
+  node_stat node;   ///< its Stat as created
 };
 
 /// get_children(): the names (not paths), in the server's order (unsorted), and the parent's Stat.
 struct children {
-  std::vector<std::string> names;
-  node_stat parent;
+  std::vector<std::string> names; ///< the children's names, not their paths
+  node_stat parent;               ///< the parent node's Stat
 };
 
+/// One session with a ZooKeeper ensemble, and a lock_source (see the file's comment).
+///
+/// Every asynchronous operation takes a completion token (default corolock::default_token) and
+/// never completes inline: its completion is posted to the client's executor (get_executor()),
+/// then dispatched to the handler's associated executor. Each accepts a bound diagnostics
+/// (bind_diagnostics): the server's refusal or corolock's reason in words. Errors common to the
+/// node operations (create, remove, exists, get_children, multi): error::not_connected before
+/// connect(), error::closed after close() or the client's destruction, error::invalid_argument for
+/// a path the server would refuse (not absolute, an empty segment, a trailing '/'), before
+/// anything is sent, error::connection_lost when the connection dropped with the request in
+/// flight (its outcome unknown), error::session_expired once the session ended,
+/// error::protocol_error for a malformed reply, and the server's refusals as zk_error codes.
+/// Requests started while no member is connected wait for the next connection of the same
+/// session. Per-operation cancellation of the node operations: terminal, partial and total, each
+/// completing the operation at once with operation_aborted; a request already sent may still take
+/// effect at the server (a cancelled create may leave its node), its reply is dropped.
 class client : public lock_source {
 public:
+  /// The executor every operation of the client completes through first.
   using executor_type = asio::any_io_executor;
+  /// The clock of the local deadline (alive_until()).
   using clock = std::chrono::steady_clock;
 
+  /// A client of the ensemble `cfg` describes, not yet connected. Throws
+  /// system_error(error::invalid_argument) when `cfg.hosts` is empty.
   client(executor_type ex, config cfg);
   /// From a zookeeper:// URL (see config::from_url); throws system_error(error::invalid_argument).
   client(executor_type ex, std::string_view url);
@@ -72,12 +93,17 @@ public:
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
+  /// The executor given at construction.
   executor_type get_executor() const noexcept;
+  /// The configuration given at construction.
   const config& get_config() const noexcept;
 
   /// Establishes the session: tries the members in turn until one gives a session, for up to
-  /// twice the session timeout; then error::connect_failed (the members tried in the diagnostics).
-  /// Call once, before anything else.
+  /// twice the session timeout; then error::connect_failed (the members tried, and why each
+  /// failed, in a bound diagnostics). Call once, before anything else: a second call completes with
+  /// error::invalid_argument, a call after close() with error::closed.
+  /// Handler `void(error_code)`; completes once the session is established, never inline.
+  /// No per-operation cancellation (a bound slot is ignored): close() the client to give up.
   template <typename CompletionToken = default_token>
   auto connect(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
@@ -89,7 +115,10 @@ public:
   }
 
   /// Creates a node (a container parent is not created for you). Sequential modes append a
-  /// 10-digit counter to the name. zk_error::node_exists, no_node (no parent) ...
+  /// 10-digit counter to the name. Handler `void(error_code, created)`; completes with the node's
+  /// path and Stat once the server made it. The server's refusals: zk_error::node_exists,
+  /// zk_error::no_node (no parent), zk_error::no_children_for_ephemerals (an ephemeral parent), and
+  /// the common errors and cancellation of the class comment. `path` and `data` are copied.
   template <typename CompletionToken = default_token>
   auto create(std::string path, std::string data, create_mode mode, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, created)>(
@@ -101,6 +130,9 @@ public:
   }
 
   /// Deletes a node: of any version (-1) or only of `version` (zk_error::bad_version otherwise).
+  /// Handler `void(error_code)`; completes once the server deleted it. The server's refusals:
+  /// zk_error::no_node, zk_error::bad_version, zk_error::not_empty (it has children), and the
+  /// common errors and cancellation of the class comment.
   template <typename CompletionToken = default_token>
   auto remove(std::string path, std::int32_t version = -1, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
@@ -112,7 +144,8 @@ public:
   }
 
   /// The node's Stat, or no value when it does not exist (not an error). `watch`: one event when
-  /// it is created, changed or deleted (delivered to on_watch()).
+  /// it is created, changed or deleted (delivered to on_watch()). Handler
+  /// `void(error_code, std::optional<node_stat>)`; errors and cancellation as in the class comment.
   template <typename CompletionToken = default_token>
   auto exists(std::string path, bool watch, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::optional<node_stat>)>(
@@ -124,7 +157,8 @@ public:
   }
 
   /// The children's names and the parent's Stat. `watch`: one event when a child comes or goes
-  /// (or the node is deleted).
+  /// (or the node is deleted). Handler `void(error_code, children)`; zk_error::no_node when the
+  /// node does not exist, else errors and cancellation as in the class comment.
   template <typename CompletionToken = default_token>
   auto get_children(std::string path, bool watch, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, children)>(
@@ -135,9 +169,11 @@ public:
         token, std::move(path), watch);
   }
 
-  /// All or nothing. Completes without error with one result per op when all succeeded; with the
-  /// failing op's zk_error when one failed (results still given: ok for the ops before it, which
-  /// were rolled back, the culprit's code, runtime_inconsistency for the ops after it).
+  /// All or nothing. Handler `void(error_code, std::vector<multi_result>)`. Completes without
+  /// error with one result per op when all succeeded; with the failing op's zk_error when one
+  /// failed (results still given: ok for the ops before it, which were rolled back, the culprit's
+  /// code, runtime_inconsistency for the ops after it). Other errors and cancellation as in the
+  /// class comment.
   template <typename CompletionToken = default_token>
   auto multi(std::vector<multi_op> ops, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<multi_result>)>(
@@ -154,6 +190,7 @@ public:
   /// the server confirmed, or after connect_timeout; without error in both cases. Operations still
   /// pending complete with error::closed. While suspended (no member connected) it ends the session
   /// for us at once, and the server expires it after the negotiated timeout.
+  /// Handler `void(error_code)`, never inline. No per-operation cancellation.
   template <typename CompletionToken = default_token>
   auto close(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
@@ -165,9 +202,12 @@ public:
   /// Called on the client's executor for every change of the session's state.
   void on_state(std::function<void(session_state)> f);
 
+  /// The session's state now (session_state).
   session_state state() const noexcept;
   /// 0 before the session is established.
   std::int64_t session_id() const noexcept;
+  /// The session timeout the server granted (0 before the session is established): what the local
+  /// deadline counts with.
   std::chrono::milliseconds negotiated_timeout() const noexcept;
   /// The local deadline: no server can have expired the session before it (see above).
   clock::time_point alive_until() const noexcept;

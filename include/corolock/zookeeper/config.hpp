@@ -1,12 +1,13 @@
-// How to reach a ZooKeeper ensemble: its members, an optional chroot and the session timeout to ask
-// for, as a struct or as a URL:
-//
-//   zookeeper://host:port[,host:port...][/chroot][?session_timeout=<ms>&connect_timeout=<ms>]
-//
-// Hosts are numeric addresses or names (resolved asynchronously, never blocking the executor);
-// the port defaults to 2181; a chroot is an absolute path that every path of the client is
-// relative to ("/app": the client's "/locks" is the server's "/app/locks"). Durations are in
-// milliseconds, or with a unit: 500ms, 4s.
+/// @file
+/// How to reach a ZooKeeper ensemble: its members, an optional chroot and the session timeout to
+/// ask for, as a struct or as a URL:
+///
+///     zookeeper://host:port[,host:port...][/chroot][?session_timeout=<ms>&connect_timeout=<ms>]
+///
+/// Hosts are numeric addresses or names (resolved asynchronously, never blocking the executor);
+/// the port defaults to 2181; a chroot is an absolute path that every path of the client is
+/// relative to ("/app": the client's "/locks" is the server's "/app/locks"). Durations are in
+/// milliseconds, or with a unit: 500ms, 4s.
 #pragma once
 
 #include <chrono>
@@ -17,12 +18,16 @@
 
 namespace corolock::zookeeper {
 
+/// One member of the ensemble.
 struct endpoint {
-  std::string host;
-  std::uint16_t port = 2181;
+  std::string host;          ///< a numeric address or a name (resolved asynchronously)
+  std::uint16_t port = 2181; ///< its client port
 };
 
+/// How a zookeeper::client reaches its ensemble (or zookeeper://..., see from_url()).
 struct config {
+  /// The members, tried in turn until one gives a session; at least one (the client's
+  /// constructor throws system_error(error::invalid_argument) otherwise).
   std::vector<endpoint> hosts;
   std::string chroot; ///< "" or "/a/b" (no trailing '/')
   /// Asked of the server, which clamps it to [2, 20] ticks unless configured otherwise; the

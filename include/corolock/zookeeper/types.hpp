@@ -1,6 +1,7 @@
-// The values a ZooKeeper client hands its user: a node's Stat, how a node is created, a watch
-// event, the session's state, the server's error codes and the operations of a multi.
-// Plain data, no Asio: the wire codec (src/backends/zookeeper) and the client share them.
+/// @file
+/// The values a ZooKeeper client hands its user: a node's Stat, how a node is created, a watch
+/// event, the session's state, the server's error codes and the operations of a multi.
+/// Plain data, no Asio: the wire codec (src/backends/zookeeper) and the client share them.
 #pragma once
 
 #include <boost/system/error_code.hpp>
@@ -23,10 +24,11 @@ struct node_stat {
   std::int32_t cversion = 0;       ///< children version
   std::int32_t aversion = 0;       ///< ACL version
   std::int64_t ephemeral_owner = 0;///< the owning session of an ephemeral node, else 0
-  std::int32_t data_length = 0;
-  std::int32_t num_children = 0;
+  std::int32_t data_length = 0;    ///< bytes of data the node holds
+  std::int32_t num_children = 0;   ///< how many children it has
   std::int64_t pzxid = 0;          ///< last change of the children
 
+  /// Field by field.
   friend bool operator==(const node_stat&, const node_stat&) = default;
 };
 
@@ -77,6 +79,7 @@ std::string to_string(zk_error e);
 /// The server's answers are error codes of their own category ("zookeeper"), so a caller tests
 /// `ec == zookeeper::zk_error::node_exists`; the session's end is corolock's error::session_expired.
 const boost::system::error_category& error_category() noexcept;
+/// The error_code of a server's answer `e` (category "zookeeper").
 inline boost::system::error_code make_error_code(zk_error e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
@@ -94,10 +97,11 @@ enum class event_type : std::int32_t {
 
 /// A fired watch: one-shot, so a caller who wants to keep watching asks again.
 struct watch_event {
-  event_type type = event_type::none;
+  event_type type = event_type::none; ///< what happened to the node
   std::int32_t state = 3;   ///< the server's KeeperState (3: SyncConnected)
   std::string path;         ///< client path (the chroot taken off)
 
+  /// Field by field.
   friend bool operator==(const watch_event&, const watch_event&) = default;
 };
 
@@ -111,30 +115,36 @@ struct watch_event {
 ///   closed:    close() ended it.
 enum class session_state { connecting, connected, suspended, expired, closed };
 
+/// The state's name: "connecting", "connected", ...
 const char* to_string(session_state s);
 
-/// One operation of a multi (all or nothing).
+/// One operation of a multi (all or nothing): create a node, as client::create does.
 struct create_op {
-  std::string path;
-  std::string data;
-  create_mode mode = create_mode::persistent;
+  std::string path;                           ///< the node's path (client path, absolute)
+  std::string data;                           ///< the bytes it holds
+  create_mode mode = create_mode::persistent; ///< how the server keeps it
 };
+/// One operation of a multi: delete a node, as client::remove does.
 struct remove_op {
-  std::string path;
+  std::string path;          ///< the node's path
   std::int32_t version = -1; ///< -1: any version
 };
+/// One operation of a multi: fail the whole multi (zk_error::bad_version, or no_node) unless the
+/// node exists at that version; changes nothing.
 struct check_op {
-  std::string path;
-  std::int32_t version = -1;
+  std::string path;          ///< the node's path
+  std::int32_t version = -1; ///< the data version it must have; -1: any (the node must exist)
 };
+/// One operation of a multi, any of the three kinds.
 using multi_op = std::variant<create_op, remove_op, check_op>;
 
 /// The outcome of one operation of a multi: `err` (ok, or the code that failed the multi; the
 /// other operations then carry runtime_inconsistency or ok) and, for a create, the path made.
 struct multi_result {
-  zk_error err = zk_error::ok;
-  std::string path;
+  zk_error err = zk_error::ok; ///< this operation's outcome
+  std::string path;            ///< a create's node as made (with a sequence suffix); else empty
 
+  /// Field by field.
   friend bool operator==(const multi_result&, const multi_result&) = default;
 };
 
