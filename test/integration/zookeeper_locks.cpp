@@ -42,6 +42,21 @@ std::unique_ptr<zk::client> client_of(asio::any_io_executor ex, const std::strin
   return std::make_unique<zk::client>(ex, zookeeper_config(url, session));
 }
 
+/// Two connected clients of `url` and a mutex of each on one lock: most cases start here.
+struct two_clients {
+  std::unique_ptr<zk::client> a, b;
+  corolock::mutex ma, mb;
+};
+
+asio::awaitable<two_clients> two_on(asio::any_io_executor ex, const std::string& url,
+                                    milliseconds session = milliseconds(4000)) {
+  auto a = client_of(ex, url, session), b = client_of(ex, url, session);
+  co_await a->connect();
+  co_await b->connect();
+  corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+  co_return two_clients{std::move(a), std::move(b), std::move(ma), std::move(mb)};
+}
+
 /// Nothing left: no node under any lock folder of the root (empty containers may linger until
 /// the server's container sweep; they hold no child).
 asio::awaitable<bool> nothing_left(zk::client& observer, milliseconds limit = milliseconds(5000)) {
@@ -180,16 +195,12 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_session_ends_is_told_before_the_waiter_gets_
 BOOST_AUTO_TEST_CASE(cancellation_of_each_type_while_waiting_leaves_no_node) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    auto a = client_of(ex, server.url()), b = client_of(ex, server.url());
-    co_await a->connect();
-    co_await b->connect();
-    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url());
     auto g = co_await ma.acquire();
     for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
                       asio::cancellation_type::total}) {
       // At once (0 us: the create not yet answered) and once the waiter's node is in line (200 ms).
       for (auto delay : {std::chrono::microseconds(0), std::chrono::microseconds(200000)}) {
-        BOOST_TEST_MESSAGE("cancel type " << static_cast<int>(type) << " after " << delay.count() << " us");
         asio::cancellation_signal signal;
         auto [ec, gb] = co_await cancelled_after(
             mb.acquire(asio::bind_cancellation_slot(signal.slot(), as_tuple_awaitable)), signal, delay, type);
@@ -212,10 +223,7 @@ BOOST_AUTO_TEST_CASE(cancellation_of_each_type_while_waiting_leaves_no_node) {
 BOOST_AUTO_TEST_CASE(acquire_for_past_its_deadline_leaves_no_node) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    auto a = client_of(ex, server.url()), b = client_of(ex, server.url());
-    co_await a->connect();
-    co_await b->connect();
-    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url());
     auto g = co_await ma.acquire();
     const auto t0 = clock_type::now();
     auto [ec, gb] = co_await mb.acquire_for(milliseconds(300), as_tuple_awaitable);
@@ -233,10 +241,8 @@ BOOST_AUTO_TEST_CASE(acquire_for_past_its_deadline_leaves_no_node) {
 BOOST_AUTO_TEST_CASE(close_removes_our_nodes_and_fails_waiters_with_closed) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    auto a = client_of(ex, server.url()), b = client_of(ex, server.url());
-    co_await a->connect();
-    co_await b->connect();
-    corolock::mutex mb{*b, "order:42"}, ma{*a, "order:42"}, ma2{*a, "order:43"};
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url());
+    corolock::mutex ma2{*a, "order:43"};
     auto gb = co_await mb.acquire();
     auto ga2 = co_await ma2.acquire(); // a holds order:43
     attempt wa;
@@ -263,14 +269,10 @@ BOOST_AUTO_TEST_CASE(a_client_destroyed_while_holding_leaves_the_lock_to_the_wai
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     const auto session = milliseconds(1500);
-    auto a = client_of(ex, server.url(), session), b = client_of(ex, server.url(), session);
-    co_await a->connect();
-    co_await b->connect();
-    std::optional<corolock::mutex> ma{std::in_place, *a, "order:42"};
-    corolock::mutex mb{*b, "order:42"};
-    auto ga = co_await ma->acquire();
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url(), session);
+    auto ga = co_await ma.acquire();
     attempt wa2, wb;
-    start(ex, *ma, wa2); // a second caller of a's, waiting behind its first
+    start(ex, ma, wa2); // a second caller of a's, waiting behind its first
     start(ex, mb, wb);
     BOOST_REQUIRE(co_await count_becomes(*b, dir, 3)); // a's second caller has its node at once, behind a's first
     const auto t0 = clock_type::now();
@@ -283,7 +285,6 @@ BOOST_AUTO_TEST_CASE(a_client_destroyed_while_holding_leaves_the_lock_to_the_wai
     BOOST_TEST_MESSAGE("client destroyed: the waiter got the lock after " << ms_between(t0, wb.at)
                        << " ms (session " << session.count() << " ms)");
     ga = {}; // its lease is lost; nothing to give back
-    ma.reset();
     co_await wb.g.unlock();
     BOOST_TEST(co_await nothing_left(*b));
     co_await b->close();
