@@ -3,7 +3,8 @@
 // servers. Exclusion, FIFO and rising fencing tokens across clients; a holder whose session ends
 // told (lost(), wait_lost()) before the waiter gets the lock; every cancellation type and a missed
 // deadline while waiting leave no node; close() removes our nodes and fails waiters with
-// error::closed; a client destroyed while holding; readers and a writer; what the store refuses.
+// error::closed; a client destroyed while holding; readers and a writer; what the store refuses;
+// a 3-member ensemble's leader killed while locks are held and waited for.
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -19,6 +20,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 using namespace corolock;
@@ -344,6 +346,98 @@ BOOST_AUTO_TEST_CASE(bad_names_options_and_the_semaphore_are_refused_at_construc
     co_await g.unlock();
     BOOST_TEST(co_await nothing_left(*a));
     co_await a->close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(the_ensemble_s_leader_killed_keeps_holders_and_waiters_in_place_and_tokens_rise) {
+  zookeeper_ensemble ensemble;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    // When each client was suspended (its member dropped it) and connected again; declared
+    // before the clients, whose callbacks write it until they go.
+    struct link {
+      std::optional<clock_type::time_point> suspended, back;
+      bool expired = false;
+    };
+    std::array<link, 3> links;
+    const auto session = milliseconds(6000); // an election (~1.5 s) and a reconnect fit in it
+    auto a = client_of(ex, ensemble.url(), session), b = client_of(ex, ensemble.url(), session),
+         c = client_of(ex, ensemble.url(), session);
+    std::array<zk::client*, 3> all{a.get(), b.get(), c.get()};
+    for (std::size_t i = 0; i < 3; ++i) {
+      all[i]->on_state([&l = links[i]](zk::session_state st) {
+        if (st == zk::session_state::suspended && !l.suspended)
+          l.suspended = clock_type::now();
+        else if (st == zk::session_state::connected && l.suspended && !l.back)
+          l.back = clock_type::now();
+        else if (st == zk::session_state::expired)
+          l.expired = true;
+      });
+      co_await all[i]->connect();
+    }
+    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"}, mc{*c, "order:42"}, mb43{*b, "order:43"};
+    auto ga = co_await ma.acquire();  // a holds order:42
+    auto gb43 = co_await mb43.acquire(); // b holds order:43
+    std::optional<error_code> lost_a, lost_b43;
+    for (auto [g, out] : {std::pair{&ga, &lost_a}, std::pair{&gb43, &lost_b43}})
+      asio::co_spawn(ex, [g, out]() -> asio::awaitable<void> {
+        auto [ec] = co_await g->wait_lost(as_tuple_awaitable);
+        *out = ec;
+      }, asio::detached);
+    attempt wb, wc; // b then c wait for order:42
+    start(ex, mb, wb);
+    BOOST_REQUIRE(co_await count_becomes(*a, dir, 2));
+    start(ex, mc, wc);
+    BOOST_REQUIRE(co_await count_becomes(*a, dir, 3));
+
+    const auto leader = ensemble.leader();
+    const auto killed = clock_type::now();
+    ensemble[leader].kill(); // SIGKILL
+    BOOST_REQUIRE(co_await eventually([&] {
+      return std::all_of(links.begin(), links.end(), [](const link& l) { return l.back.has_value(); });
+    }, milliseconds(20000)));
+    for (std::size_t i = 0; i < 3; ++i)
+      BOOST_TEST_MESSAGE("client " << "abc"[i] << ": dropped " << ms_between(killed, *links[i].suspended)
+                         << " ms after the kill, connected again at " << ms_between(killed, *links[i].back) << " ms");
+    BOOST_TEST(!wb.ec.has_value()); // still waiting, in their places
+    BOOST_TEST(!wc.ec.has_value());
+    BOOST_TEST(!ga.lost());
+    BOOST_TEST(!gb43.lost());
+    BOOST_TEST((co_await nodes(*a, dir)).size() == 3u);
+
+    const auto released = clock_type::now();
+    co_await ga.unlock();
+    BOOST_REQUIRE(co_await done(wb));
+    BOOST_TEST(!*wb.ec);
+    BOOST_TEST(!wc.ec.has_value()); // b was before c
+    BOOST_TEST(wb.g.fencing_token() > ga.fencing_token());
+    BOOST_TEST_MESSAGE("after the election: a's unlock -> b's grant " << ms_between(released, wb.at) << " ms");
+    co_await wb.g.unlock();
+    BOOST_REQUIRE(co_await done(wc));
+    BOOST_TEST(!*wc.ec);
+    BOOST_TEST(wc.g.fencing_token() > wb.g.fencing_token());
+    attempt wa; // a node made after the election, in line behind c
+    start(ex, ma, wa);
+    BOOST_REQUIRE(co_await count_becomes(*a, dir, 2));
+    co_await wc.g.unlock();
+    BOOST_REQUIRE(co_await done(wa));
+    BOOST_TEST(!*wa.ec);
+    BOOST_TEST(wa.g.fencing_token() > wc.g.fencing_token());
+    // b's and c's nodes were made before the kill; a's new one has the new leader's epoch (the
+    // czxid's upper 32 bits).
+    BOOST_TEST((wa.g.fencing_token() >> 32) > (ga.fencing_token() >> 32));
+    BOOST_TEST_MESSAGE("tokens (czxid) a " << std::hex << ga.fencing_token() << " -> b " << wb.g.fencing_token()
+                       << " -> c " << wc.g.fencing_token() << " -> a again " << wa.g.fencing_token() << std::dec);
+    co_await wa.g.unlock();
+    co_await gb43.unlock();
+    BOOST_TEST((!lost_a.has_value() || *lost_a != error::lease_lost)); // released, never told lost
+    BOOST_TEST((!lost_b43.has_value() || *lost_b43 != error::lease_lost));
+    BOOST_TEST_MESSAGE("holders told lost: a " << (lost_a && *lost_a == error::lease_lost ? "yes" : "no")
+                       << ", b (order:43) " << (lost_b43 && *lost_b43 == error::lease_lost ? "yes" : "no"));
+    for (const auto& l : links)
+      BOOST_TEST(!l.expired);
+    BOOST_TEST(co_await nothing_left(*a));
+    for (auto* x : all)
+      co_await x->close();
   });
 }
 
