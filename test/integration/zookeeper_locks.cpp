@@ -212,6 +212,22 @@ BOOST_AUTO_TEST_CASE(cancellation_of_each_type_while_waiting_leaves_no_node) {
         BOOST_TEST(co_await count_becomes(*a, dir, 1)); // a's node alone
       }
     }
+    // A lock nobody used yet (its container missing, made on demand), cancelled at once. Any node
+    // of those bids was created before the last acquire's (one session: requests in order), so one
+    // left behind would stand before it for good and the acquire_for would end in timeout.
+    corolock::mutex fresh{*b, "fresh"};
+    for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                      asio::cancellation_type::total}) {
+      asio::cancellation_signal signal;
+      auto [ec, gf] = co_await cancelled_after(
+          fresh.acquire(asio::bind_cancellation_slot(signal.slot(), as_tuple_awaitable)), signal,
+          std::chrono::microseconds(0), type);
+      BOOST_TEST((ec == asio::error::operation_aborted), "fresh lock, type " << static_cast<int>(type) << ": " << ec.message());
+    }
+    auto [fec, gf] = co_await fresh.acquire_for(milliseconds(5000), as_tuple_awaitable);
+    BOOST_TEST(!fec, fec.message());
+    BOOST_TEST((co_await nodes(*a, "/corolock/fresh")).size() == 1u);
+    co_await gf.unlock();
     co_await g.unlock();
     auto after = co_await mb.try_acquire(); // the line is not blocked by a node left behind
     BOOST_TEST(after.owns_lock());
