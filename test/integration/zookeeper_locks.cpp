@@ -3,7 +3,8 @@
 // servers. Exclusion, FIFO and rising fencing tokens across clients; a holder whose session ends
 // told (lost(), wait_lost()) before the waiter gets the lock; every cancellation type and a missed
 // deadline while waiting leave no node; close() removes our nodes and fails waiters with
-// error::closed; a client destroyed while holding; readers and a writer; what the store refuses.
+// error::closed; a client destroyed while holding; readers and a writer; what the store refuses;
+// a 3-member ensemble's leader killed while locks are held and waited for.
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -19,6 +20,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 using namespace corolock;
@@ -40,6 +42,21 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
 std::unique_ptr<zk::client> client_of(asio::any_io_executor ex, const std::string& url,
                                       milliseconds session = milliseconds(4000)) {
   return std::make_unique<zk::client>(ex, zookeeper_config(url, session));
+}
+
+/// Two connected clients of `url` and a mutex of each on one lock: most cases start here.
+struct two_clients {
+  std::unique_ptr<zk::client> a, b;
+  corolock::mutex ma, mb;
+};
+
+asio::awaitable<two_clients> two_on(asio::any_io_executor ex, const std::string& url,
+                                    milliseconds session = milliseconds(4000)) {
+  auto a = client_of(ex, url, session), b = client_of(ex, url, session);
+  co_await a->connect();
+  co_await b->connect();
+  corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+  co_return two_clients{std::move(a), std::move(b), std::move(ma), std::move(mb)};
 }
 
 /// Nothing left: no node under any lock folder of the root (empty containers may linger until
@@ -180,17 +197,12 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_session_ends_is_told_before_the_waiter_gets_
 BOOST_AUTO_TEST_CASE(cancellation_of_each_type_while_waiting_leaves_no_node) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    auto a = client_of(ex, server.url()), b = client_of(ex, server.url());
-    co_await a->connect();
-    co_await b->connect();
-    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url());
     auto g = co_await ma.acquire();
     for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
                       asio::cancellation_type::total}) {
-      // Once the waiter's node is in line (200 ms). Cancelled at once (0 us, before the create's
-      // reply) the acquire never completes: a bug left open (see the report of this commit).
-      for (auto delay : {std::chrono::microseconds(200000)}) {
-        BOOST_TEST_MESSAGE("cancel type " << static_cast<int>(type) << " after " << delay.count() << " us");
+      // At once (0 us: the create not yet answered) and once the waiter's node is in line (200 ms).
+      for (auto delay : {std::chrono::microseconds(0), std::chrono::microseconds(200000)}) {
         asio::cancellation_signal signal;
         auto [ec, gb] = co_await cancelled_after(
             mb.acquire(asio::bind_cancellation_slot(signal.slot(), as_tuple_awaitable)), signal, delay, type);
@@ -200,6 +212,22 @@ BOOST_AUTO_TEST_CASE(cancellation_of_each_type_while_waiting_leaves_no_node) {
         BOOST_TEST(co_await count_becomes(*a, dir, 1)); // a's node alone
       }
     }
+    // A lock nobody used yet (its container missing, made on demand), cancelled at once. Any node
+    // of those bids was created before the last acquire's (one session: requests in order), so one
+    // left behind would stand before it for good and the acquire_for would end in timeout.
+    corolock::mutex fresh{*b, "fresh"};
+    for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                      asio::cancellation_type::total}) {
+      asio::cancellation_signal signal;
+      auto [ec, gf] = co_await cancelled_after(
+          fresh.acquire(asio::bind_cancellation_slot(signal.slot(), as_tuple_awaitable)), signal,
+          std::chrono::microseconds(0), type);
+      BOOST_TEST((ec == asio::error::operation_aborted), "fresh lock, type " << static_cast<int>(type) << ": " << ec.message());
+    }
+    auto [fec, gf] = co_await fresh.acquire_for(milliseconds(5000), as_tuple_awaitable);
+    BOOST_TEST(!fec, fec.message());
+    BOOST_TEST((co_await nodes(*a, "/corolock/fresh")).size() == 1u);
+    co_await gf.unlock();
     co_await g.unlock();
     auto after = co_await mb.try_acquire(); // the line is not blocked by a node left behind
     BOOST_TEST(after.owns_lock());
@@ -213,10 +241,7 @@ BOOST_AUTO_TEST_CASE(cancellation_of_each_type_while_waiting_leaves_no_node) {
 BOOST_AUTO_TEST_CASE(acquire_for_past_its_deadline_leaves_no_node) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    auto a = client_of(ex, server.url()), b = client_of(ex, server.url());
-    co_await a->connect();
-    co_await b->connect();
-    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url());
     auto g = co_await ma.acquire();
     const auto t0 = clock_type::now();
     auto [ec, gb] = co_await mb.acquire_for(milliseconds(300), as_tuple_awaitable);
@@ -234,10 +259,8 @@ BOOST_AUTO_TEST_CASE(acquire_for_past_its_deadline_leaves_no_node) {
 BOOST_AUTO_TEST_CASE(close_removes_our_nodes_and_fails_waiters_with_closed) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    auto a = client_of(ex, server.url()), b = client_of(ex, server.url());
-    co_await a->connect();
-    co_await b->connect();
-    corolock::mutex mb{*b, "order:42"}, ma{*a, "order:42"}, ma2{*a, "order:43"};
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url());
+    corolock::mutex ma2{*a, "order:43"};
     auto gb = co_await mb.acquire();
     auto ga2 = co_await ma2.acquire(); // a holds order:43
     attempt wa;
@@ -264,14 +287,10 @@ BOOST_AUTO_TEST_CASE(a_client_destroyed_while_holding_leaves_the_lock_to_the_wai
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     const auto session = milliseconds(1500);
-    auto a = client_of(ex, server.url(), session), b = client_of(ex, server.url(), session);
-    co_await a->connect();
-    co_await b->connect();
-    std::optional<corolock::mutex> ma{std::in_place, *a, "order:42"};
-    corolock::mutex mb{*b, "order:42"};
-    auto ga = co_await ma->acquire();
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url(), session);
+    auto ga = co_await ma.acquire();
     attempt wa2, wb;
-    start(ex, *ma, wa2); // a second caller of a's, waiting behind its first
+    start(ex, ma, wa2); // a second caller of a's, waiting behind its first
     start(ex, mb, wb);
     BOOST_REQUIRE(co_await count_becomes(*b, dir, 3)); // a's second caller has its node at once, behind a's first
     const auto t0 = clock_type::now();
@@ -284,7 +303,6 @@ BOOST_AUTO_TEST_CASE(a_client_destroyed_while_holding_leaves_the_lock_to_the_wai
     BOOST_TEST_MESSAGE("client destroyed: the waiter got the lock after " << ms_between(t0, wb.at)
                        << " ms (session " << session.count() << " ms)");
     ga = {}; // its lease is lost; nothing to give back
-    ma.reset();
     co_await wb.g.unlock();
     BOOST_TEST(co_await nothing_left(*b));
     co_await b->close();
@@ -344,6 +362,98 @@ BOOST_AUTO_TEST_CASE(bad_names_options_and_the_semaphore_are_refused_at_construc
     co_await g.unlock();
     BOOST_TEST(co_await nothing_left(*a));
     co_await a->close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(the_ensemble_s_leader_killed_keeps_holders_and_waiters_in_place_and_tokens_rise) {
+  zookeeper_ensemble ensemble;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    // When each client was suspended (its member dropped it) and connected again; declared
+    // before the clients, whose callbacks write it until they go.
+    struct link {
+      std::optional<clock_type::time_point> suspended, back;
+      bool expired = false;
+    };
+    std::array<link, 3> links;
+    const auto session = milliseconds(6000); // an election (~1.5 s) and a reconnect fit in it
+    auto a = client_of(ex, ensemble.url(), session), b = client_of(ex, ensemble.url(), session),
+         c = client_of(ex, ensemble.url(), session);
+    std::array<zk::client*, 3> all{a.get(), b.get(), c.get()};
+    for (std::size_t i = 0; i < 3; ++i) {
+      all[i]->on_state([&l = links[i]](zk::session_state st) {
+        if (st == zk::session_state::suspended && !l.suspended)
+          l.suspended = clock_type::now();
+        else if (st == zk::session_state::connected && l.suspended && !l.back)
+          l.back = clock_type::now();
+        else if (st == zk::session_state::expired)
+          l.expired = true;
+      });
+      co_await all[i]->connect();
+    }
+    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"}, mc{*c, "order:42"}, mb43{*b, "order:43"};
+    auto ga = co_await ma.acquire();  // a holds order:42
+    auto gb43 = co_await mb43.acquire(); // b holds order:43
+    std::optional<error_code> lost_a, lost_b43;
+    for (auto [g, out] : {std::pair{&ga, &lost_a}, std::pair{&gb43, &lost_b43}})
+      asio::co_spawn(ex, [g, out]() -> asio::awaitable<void> {
+        auto [ec] = co_await g->wait_lost(as_tuple_awaitable);
+        *out = ec;
+      }, asio::detached);
+    attempt wb, wc; // b then c wait for order:42
+    start(ex, mb, wb);
+    BOOST_REQUIRE(co_await count_becomes(*a, dir, 2));
+    start(ex, mc, wc);
+    BOOST_REQUIRE(co_await count_becomes(*a, dir, 3));
+
+    const auto leader = ensemble.leader();
+    const auto killed = clock_type::now();
+    ensemble[leader].kill(); // SIGKILL
+    BOOST_REQUIRE(co_await eventually([&] {
+      return std::all_of(links.begin(), links.end(), [](const link& l) { return l.back.has_value(); });
+    }, milliseconds(20000)));
+    for (std::size_t i = 0; i < 3; ++i)
+      BOOST_TEST_MESSAGE("client " << "abc"[i] << ": dropped " << ms_between(killed, *links[i].suspended)
+                         << " ms after the kill, connected again at " << ms_between(killed, *links[i].back) << " ms");
+    BOOST_TEST(!wb.ec.has_value()); // still waiting, in their places
+    BOOST_TEST(!wc.ec.has_value());
+    BOOST_TEST(!ga.lost());
+    BOOST_TEST(!gb43.lost());
+    BOOST_TEST((co_await nodes(*a, dir)).size() == 3u);
+
+    const auto released = clock_type::now();
+    co_await ga.unlock();
+    BOOST_REQUIRE(co_await done(wb));
+    BOOST_TEST(!*wb.ec);
+    BOOST_TEST(!wc.ec.has_value()); // b was before c
+    BOOST_TEST(wb.g.fencing_token() > ga.fencing_token());
+    BOOST_TEST_MESSAGE("after the election: a's unlock -> b's grant " << ms_between(released, wb.at) << " ms");
+    co_await wb.g.unlock();
+    BOOST_REQUIRE(co_await done(wc));
+    BOOST_TEST(!*wc.ec);
+    BOOST_TEST(wc.g.fencing_token() > wb.g.fencing_token());
+    attempt wa; // a node made after the election, in line behind c
+    start(ex, ma, wa);
+    BOOST_REQUIRE(co_await count_becomes(*a, dir, 2));
+    co_await wc.g.unlock();
+    BOOST_REQUIRE(co_await done(wa));
+    BOOST_TEST(!*wa.ec);
+    BOOST_TEST(wa.g.fencing_token() > wc.g.fencing_token());
+    // b's and c's nodes were made before the kill; a's new one has the new leader's epoch (the
+    // czxid's upper 32 bits).
+    BOOST_TEST((wa.g.fencing_token() >> 32) > (ga.fencing_token() >> 32));
+    BOOST_TEST_MESSAGE("tokens (czxid) a " << std::hex << ga.fencing_token() << " -> b " << wb.g.fencing_token()
+                       << " -> c " << wc.g.fencing_token() << " -> a again " << wa.g.fencing_token() << std::dec);
+    co_await wa.g.unlock();
+    co_await gb43.unlock();
+    BOOST_TEST((!lost_a.has_value() || *lost_a != error::lease_lost)); // released, never told lost
+    BOOST_TEST((!lost_b43.has_value() || *lost_b43 != error::lease_lost));
+    BOOST_TEST_MESSAGE("holders told lost: a " << (lost_a && *lost_a == error::lease_lost ? "yes" : "no")
+                       << ", b (order:43) " << (lost_b43 && *lost_b43 == error::lease_lost ? "yes" : "no"));
+    for (const auto& l : links)
+      BOOST_TEST(!l.expired);
+    BOOST_TEST(co_await nothing_left(*a));
+    for (auto* x : all)
+      co_await x->close();
   });
 }
 

@@ -69,15 +69,20 @@ private:
 };
 
 /// Awaits `op` (bound to `signal`'s slot) while `type` is emitted on `signal` `delay` after it
-/// started (0: as soon as the initiation has run), and returns its result once both are done.
+/// started (0: on the turn after its initiation ran), and returns its result once both are done.
 template <typename T>
 asio::awaitable<T> cancelled_after(asio::awaitable<T> op, asio::cancellation_signal& signal,
                                    std::chrono::microseconds delay, asio::cancellation_type type) {
   auto ex = co_await asio::this_coro::executor;
   event emitted(ex);
   auto emitter = [&]() -> asio::awaitable<void> { // named: it outlives the coroutine it makes
+    // co_spawn runs the emitter inline up to its first wait, before `op` is initiated: a signal
+    // emitted then reaches no handler (Asio's slots keep nothing) and `op` is never cancelled.
+    // Posting first puts the emission after the initiation, which runs on this turn.
     if (delay.count() > 0)
       co_await sleep_for(delay);
+    else
+      co_await asio::post(ex, asio::use_awaitable);
     signal.emit(type);
     emitted.set();
   };

@@ -54,7 +54,7 @@ std::string common_config(const zookeeper_options& o, const std::filesystem::pat
                           std::uint16_t port) {
   return fmt::format("tickTime={}\nminSessionTimeout={}\nmaxSessionTimeout={}\ndataDir={}\n"
                      "clientPort={}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
-                     "4lw.commands.whitelist=ruok,srvr,mntr,stat\nforceSync=no\n",
+                     "4lw.commands.whitelist=ruok,srvr,mntr,stat,dump\nforceSync=no\n",
                      o.tick_ms, o.min_session_timeout_ms, o.max_session_timeout_ms,
                      (dir / "data").string(), port);
 }
@@ -89,6 +89,20 @@ std::string four_letter_word(std::uint16_t port, const std::string& word,
       out.append(buf, static_cast<std::size_t>(n));
   }
   ::close(fd);
+  return out;
+}
+
+std::vector<std::string> ephemeral_nodes(std::uint16_t port) {
+  // dump lists each session with ephemerals, then its nodes one a line, indented by a tab.
+  const auto text = four_letter_word(port, "dump");
+  if (text.find("ephemeral nodes dump") == std::string::npos)
+    throw std::runtime_error(fmt::format("zookeeper_server: no dump from port {}: '{}'", port, text));
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("\t/"))
+      out.push_back(line.substr(1));
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -37,6 +37,11 @@ void require_zookeeper_installed();
 std::string four_letter_word(std::uint16_t port, const std::string& word,
                              std::chrono::milliseconds timeout = std::chrono::milliseconds(500));
 
+/// The paths of every ephemeral node the server at 127.0.0.1:port holds, sorted (the `dump`
+/// four-letter word; on an ensemble, ask the leader). Throws std::runtime_error when it does not
+/// answer: a test must not read "nothing left" from a silent server.
+std::vector<std::string> ephemeral_nodes(std::uint16_t port);
+
 /// One server process, standalone or a member of an ensemble (see zookeeper_ensemble).
 class zookeeper_server {
 public:

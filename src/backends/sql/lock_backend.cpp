@@ -1,4 +1,5 @@
 #include "backends/sql/lock_backend.hpp"
+#include "core/asio_timer.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
@@ -55,27 +56,6 @@ private:
 
 namespace {
 
-class asio_timer final : public core::timer {
-public:
-  explicit asio_timer(const asio::any_io_executor& ex) : timer_(ex) {}
-  void arm(steady::time_point at, std::function<void()> fire) override {
-    timer_.expires_at(at);
-    const unsigned serial = ++*serial_;
-    timer_.async_wait([serial, counter = serial_, fire = std::move(fire)](error_code ec) {
-      if (!ec && *counter == serial)
-        fire();
-    });
-  }
-  void disarm() override {
-    ++*serial_;
-    timer_.cancel();
-  }
-
-private:
-  asio::steady_timer timer_;
-  std::shared_ptr<unsigned> serial_ = std::make_shared<unsigned>(0);
-};
-
 std::string hex(const unsigned char* p, std::size_t n) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string out;
@@ -106,7 +86,7 @@ sql_lock_backend::~sql_lock_backend() {
   }
 }
 
-std::unique_ptr<core::timer> sql_lock_backend::make_timer() { return std::make_unique<asio_timer>(executor_); }
+std::unique_ptr<core::timer> sql_lock_backend::make_timer() { return std::make_unique<core::asio_timer>(executor_); }
 
 std::string sql_lock_backend::new_owner() {
   const std::uint64_t words[2] = {random_(), random_() ^ ++owners_};

@@ -4,6 +4,7 @@
 #include "backends/zookeeper/lock_access.hpp"
 #include "backends/zookeeper/lock_paths.hpp"
 #include "backends/zookeeper/lock_recipe.hpp"
+#include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
 
 #include <corolock/error.hpp>
@@ -35,29 +36,6 @@ constexpr core::backend_traits zookeeper_traits{
     .semaphore = false,
     .fifo = true,
     .replicas = false,
-};
-
-/// A core::timer on an asio::steady_timer. A firing that raced disarm/arm/destruction is dropped
-/// by its generation.
-class asio_timer final : public core::timer {
-public:
-  explicit asio_timer(asio::any_io_executor ex) : t_(std::move(ex)), gen_(std::make_shared<std::uint64_t>(0)) {}
-  void arm(steady::time_point at, std::function<void()> fire) override {
-    const auto g = ++*gen_;
-    t_.expires_at(at);
-    t_.async_wait([gen = std::weak_ptr<std::uint64_t>(gen_), g, fire = std::move(fire)](error_code) {
-      if (auto p = gen.lock(); p && *p == g)
-        fire();
-    });
-  }
-  void disarm() override {
-    ++*gen_;
-    t_.cancel();
-  }
-
-private:
-  asio::steady_timer t_;
-  std::shared_ptr<std::uint64_t> gen_;
 };
 
 node_kind node_kind_of(const core::bid& b) {
@@ -290,7 +268,7 @@ void lock_backend::detach() noexcept {
 const core::backend_traits& lock_backend::traits() const noexcept { return zookeeper_traits; }
 asio::any_io_executor lock_backend::get_executor() const { return s_->ex; }
 core::steady::time_point lock_backend::now() const { return steady::now(); }
-std::unique_ptr<core::timer> lock_backend::make_timer() { return std::make_unique<asio_timer>(s_->ex); }
+std::unique_ptr<core::timer> lock_backend::make_timer() { return std::make_unique<core::asio_timer>(s_->ex); }
 
 std::string lock_backend::new_owner() {
   // No '-': the recipe parses node names at their dashes (it would cope, but keep them plain).

@@ -1,0 +1,64 @@
+// The conformance suite (cases.hpp) over ZooKeeper (corolock::zookeeper::client, ephemeral
+// sequential nodes): a private standalone server (test/support), each client through its own fault
+// proxy so that one client can be cut off alone.
+//
+// What the store holds is read from the server itself, synchronously (the cases ask between two
+// awaits): the `dump` four-letter word lists every ephemeral node. A lock's nodes are
+// /corolock/<name>/mutex-<owner>-<seq>; the first is the holder, the others are queued bids.
+//
+// The session is the lease: lost_by_the_local_deadline uses session_lease (the client's session
+// timeout) as its bound. Traits it lacks: semaphore, a fixed lease, min_replicas (a quorum commits
+// every write); a_lacking_trait_is_refused asks for min_replicas.
+#include "cases.hpp"
+#include "proxied.hpp"
+
+#include <support/zookeeper_config.hpp>
+#include <support/zookeeper_server.hpp>
+
+#include <corolock/zookeeper/client.hpp>
+
+#include <algorithm>
+
+namespace {
+
+struct zookeeper_fixture {
+  using source = corolock::zookeeper::client;
+  static constexpr const char* backend = "zookeeper";
+  /// The least session the server grants (minSessionTimeout 1 s) with room for a reconnect.
+  static constexpr auto session_lease = std::chrono::milliseconds(1500);
+  corolock::test::zookeeper_server server;
+  corolock::conformance::proxied<source> proxies;
+
+  boost::asio::awaitable<std::unique_ptr<source>> connect(boost::asio::any_io_executor ex) {
+    const auto url = "zookeeper://127.0.0.1:" + std::to_string(proxies.next(server.port()).port());
+    auto c = std::make_unique<source>(ex, corolock::test::zookeeper_config(url, session_lease));
+    proxies.bind(*c);
+    co_await c->connect();
+    co_return c;
+  }
+  boost::asio::awaitable<void> close(source& c) { co_await c.close(); }
+  void cut_off(source& c, bool off) { proxies.cut_off(c, off); }
+  /// A mutex's nodes under its folder but the first (the holder's).
+  std::size_t queued(const std::string& name) {
+    const auto dir = "/corolock/" + name + "/";
+    const auto all = corolock::test::ephemeral_nodes(server.port());
+    const auto n = static_cast<std::size_t>(
+        std::count_if(all.begin(), all.end(), [&](const std::string& p) { return p.starts_with(dir); }));
+    return n == 0 ? 0 : n - 1;
+  }
+  bool clean() {
+    const auto all = corolock::test::ephemeral_nodes(server.port());
+    return std::none_of(all.begin(), all.end(), [](const std::string& p) { return p.starts_with("/corolock/"); });
+  }
+  static std::optional<corolock::lock_options> lacking() {
+    corolock::lock_options o;
+    o.min_replicas = 1; // a quorum already commits every write
+    return o;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(zookeeper)
+COROLOCK_CONFORMANCE_CASES(zookeeper_fixture)
+BOOST_AUTO_TEST_SUITE_END()
