@@ -5,6 +5,7 @@
 #include "backends/zookeeper/lock_paths.hpp"
 #include "backends/zookeeper/lock_recipe.hpp"
 #include "detail/completion.hpp"
+#include "detail/random_id.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -14,10 +15,6 @@
 
 #include <map>
 #include <set>
-
-namespace corolock::detail {
-std::string random_id(); // 32 hex digits from getrandom (src/redis/client.cpp)
-}
 
 namespace corolock::zookeeper::detail {
 
