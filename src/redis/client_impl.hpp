@@ -106,7 +106,4 @@ asio::awaitable<error_code> connect_standalone(std::shared_ptr<client_impl> impl
 /// The configuration of a client's lock connection (named "<client_name>-locks").
 client_config lock_connection_config(client_config cfg);
 
-/// 128 random bits from the operating system's CSPRNG, as 32 lower-case hex digits.
-std::string random_id();
-
 } // namespace corolock::detail

@@ -6,6 +6,7 @@
 #include "backends/zookeeper/lock_recipe.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
+#include "detail/random_id.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -15,10 +16,6 @@
 
 #include <map>
 #include <set>
-
-namespace corolock::detail {
-std::string random_id(); // 32 hex digits from getrandom (src/redis/client.cpp)
-}
 
 namespace corolock::zookeeper::detail {
 

@@ -1,5 +1,7 @@
-// lock_options' checks. Today's rules are Redis' (hash tags, replicas, grant and waiter leases);
-// a store's own rules beyond them are its backend's (core::backend::check).
+// lock_options' checks. Today's rules are Redis' (hash tags, replicas, grant and waiter leases),
+// but lock_options is a public type of the store-neutral core, so its checks are compiled into the
+// core target (corolock::core): a user of another store calls them without linking Redis. A
+// store's own rules beyond them are its backend's (core::backend::check).
 #include <corolock/lock/options.hpp>
 
 #include <corolock/error.hpp>
