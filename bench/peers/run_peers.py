@@ -192,7 +192,8 @@ def run_once(a, r, peer, scenario, job, P, C, hold_us, warmup_ms, duration_ms, t
 
 
 def common(f, reports, delta, acquisitions, duration_ms):
-    f["sessions"] = sum(x.get("sessions", 0) for x in reports)
+    opened = [x.get("sessions") for x in reports]  # the Node driver does not say
+    f["sessions"] = sum(opened) if None not in opened else None
     f["redis_cmds_per_op"] = sum(x["commands"] for x in reports) / acquisitions if acquisitions else None
     f["redis_calls_per_op"] = sum(delta.values()) / acquisitions if acquisitions else None
     f["evalsha_per_op"] = (delta.get("evalsha", 0) + delta.get("eval", 0)) / acquisitions if acquisitions else None
