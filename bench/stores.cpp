@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include <cstdlib>
+#include <set>
 #include <stdexcept>
 
 namespace corolock::bench {
@@ -116,8 +117,20 @@ std::uint16_t url_port(const std::string& url) {
   }
 }
 
+namespace {
+std::uint16_t port_of(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return 0;
+}
+} // namespace
+
 int connections_to(std::uint16_t port) {
-  int n = 0;
+  // By local port, not by descriptor: a client may hold two descriptors of one connection (a
+  // SQL session's socket is dup()ed for Asio), which would count it twice.
+  std::set<std::uint16_t> local_ports;
   DIR* d = ::opendir("/proc/self/fd");
   if (!d)
     return 0;
@@ -135,15 +148,14 @@ int connections_to(std::uint16_t port) {
         ::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 ||
         type != SOCK_STREAM)
       continue;
-    std::uint16_t p = 0;
-    if (peer.ss_family == AF_INET)
-      p = ntohs(reinterpret_cast<const sockaddr_in&>(peer).sin_port);
-    else if (peer.ss_family == AF_INET6)
-      p = ntohs(reinterpret_cast<const sockaddr_in6&>(peer).sin6_port);
-    n += p == port;
+    sockaddr_storage local{};
+    len = sizeof local;
+    if (port_of(peer) == port &&
+        ::getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &len) == 0)
+      local_ports.insert(port_of(local));
   }
   ::closedir(d);
-  return n;
+  return static_cast<int>(local_ports.size());
 }
 
 } // namespace corolock::bench

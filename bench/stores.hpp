@@ -6,8 +6,9 @@
 //
 // Sessions used: a store's client opens TCP connections of its own (Redis: commands + pub/sub;
 // ZooKeeper: one session; SQL: a pool of sessions, one per waiting lock name plus the holders').
-// connections_to() counts this process's connected TCP sockets whose peer is the server's port
-// (each descriptor of /proc/self/fd asked getpeername): the same count on every store, without
+// connections_to() counts this process's TCP connections whose peer is the server's port (each
+// descriptor of /proc/self/fd asked getpeername; one connection once, by its local port, however
+// many descriptors share it): the same count on every store, without
 // asking the server, and cheap enough to sample every 20 ms (reading /proc/net/tcp instead cost
 // 3.7 ms of CPU per read on this VM).
 #pragma once
