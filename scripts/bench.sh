@@ -32,7 +32,7 @@ for arg in "$@"; do
       rest=()
       for x in "$@"; do [[ $x == --stores ]] || rest+=("$x"); done
       exec "$COROLOCK_ROOT/scripts/bench_stores.sh" "${rest[@]}" ;;
-    -h | --help) sed -n '2,19p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "usage: $0 [--quick] [--stores]" >&2; exit 2 ;;
   esac
 done
