@@ -653,7 +653,7 @@ def stores_chart(doc, directory, stem):
             ("uncontended: cycles/s", "uncontended_latency", "ops_per_s", None, True),
             ("hot key 4 × 1: acquisitions/s", "hot_key", "ops_per_s", None, True),
             ("fairness 4 × 8: acquisitions/s", "fairness", "ops_per_s", None, True),
-            ("1 000 waiters (4 processes): acquisitions/s", "hot_key_waiters", "ops_per_s", 4, True)]:
+            ("1 000 waiters × 4 processes: acq/s", "hot_key_waiters", "ops_per_s", 4, True)]:
         bars = []
         for b, label in STORES:
             for r in rows:
