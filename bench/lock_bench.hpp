@@ -4,6 +4,7 @@
 
 #include "common/bench.hpp"
 #include "common/multiprocess.hpp"
+#include "stores.hpp"
 
 #include <atomic>
 #include <string>
@@ -61,8 +62,9 @@ private:
 /// One lock of any primitive, with the two calls the benchmark makes.
 class bench_lock {
 public:
-  /// `others`: for primitive::redlock, the masters after `c` (c is the first).
-  bench_lock(corolock::client& c, const std::string& name, primitive p,
+  /// `src`: any store's client. `others`: for primitive::redlock (src a Redis client), the
+  /// masters after `src` (the first).
+  bench_lock(corolock::lock_source& src, const std::string& name, primitive p,
              const std::vector<corolock::client*>& others = {});
   asio::awaitable<std::tuple<corolock::error_code, any_guard>>
   acquire_until(steady::time_point deadline);
@@ -82,10 +84,15 @@ struct held {
 };
 
 /// One acquisition in `mode`, giving up at `deadline` (an empty `held`). Counts attempts in
-/// `tries`. Throws on any other error.
-asio::awaitable<held> take(corolock::client& c, bench_lock& m, const std::string& name,
+/// `tries`. Throws on any other error. `c`: the Redis client, for setnx_30ms only (null on the
+/// other stores, where that mode is refused).
+asio::awaitable<held> take(corolock::client* c, bench_lock& m, const std::string& name,
                            wait_mode mode, steady::time_point deadline, std::uint64_t& tries);
-asio::awaitable<void> give_back(corolock::client& c, const std::string& name, held& h);
+asio::awaitable<void> give_back(corolock::client* c, const std::string& name, held& h);
+
+/// How a row names a mode: corolock's own waiting is `pubsub` on Redis, `watch` on ZooKeeper
+/// (the predecessor's node), `server_wait` on SQL (GET_LOCK / pg_advisory_lock waiting).
+std::string row_mode(wait_mode m, bench::backend b);
 
 // ---- multi-process runs -----------------------------------------------------------------------
 
@@ -97,6 +104,7 @@ enum class job : int { hot_key, loop, waiters, memory, held_memory };
 /// The shared region of one run: parameters from the parent, coordination, per-turn records.
 struct mp_shared {
   job what = job::loop;
+  bench::backend store = bench::backend::redis;
   wait_mode mode = wait_mode::pubsub;
   primitive prim = primitive::mutex;
   int processes = 1, coroutines = 1;
@@ -138,6 +146,7 @@ struct mp_result {
   double rss_settled = 0, heap_settled = 0; // held_memory: once idle waiting lines are dropped
   double drain_s = 0;
   std::uint64_t setup_commands = 0, drain_commands = 0;
+  double sessions_max = 0; ///< the most TCP connections to the server this process had open
 };
 
 using mp_state = bench::mp::shared_state<mp_shared, mp_result>;

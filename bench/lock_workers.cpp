@@ -1,6 +1,8 @@
-// lock_bench's worker processes: each connects one corolock client, warms up on a key of its own
-// (scripts loaded), signals ready and runs its coroutines from the common start. Worker 0 takes
-// the server's INFO snapshots once every worker is connected and again once every worker is done.
+// lock_bench's worker processes: each connects one client of the run's store (stores.hpp), warms
+// up on a key of its own (scripts loaded, sessions open), signals ready and runs its coroutines
+// from the common start, counting its connections to the server (the most seen: sessions used).
+// On Redis, worker 0 takes the server's INFO snapshots once every worker is connected and again
+// once every worker is done.
 //
 // hot_key turns: `turn` in shared memory says which worker (turn % N) may request. Worker g lives
 // in process g % P as its coroutine g / P, so consecutive turns go to different processes. The
@@ -35,6 +37,12 @@ wait_mode parse_mode(const std::string& s) {
   throw std::invalid_argument("unknown mode '" + s + "' (pubsub, poll_30ms, poll_1ms, setnx_30ms)");
 }
 
+std::string row_mode(wait_mode m, bench::backend b) {
+  if (m != wait_mode::pubsub || b == bench::backend::redis)
+    return mode_name(m);
+  return b == bench::backend::zookeeper ? "watch" : "server_wait";
+}
+
 const char* primitive_name(primitive p) {
   static const char* const names[] = {"mutex", "semaphore", "shared_writer", "shared_reader",
                                       "redlock"};
@@ -53,7 +61,7 @@ asio::awaitable<void> any_guard::unlock(asio::use_awaitable_t<>) {
 }
 
 namespace {
-auto make_lock(corolock::client& c, const std::string& name, primitive p,
+auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
                const std::vector<corolock::client*>& others)
     -> std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex, corolock::redlock> {
   switch (p) {
@@ -62,7 +70,10 @@ auto make_lock(corolock::client& c, const std::string& name, primitive p,
   case primitive::semaphore:
     return corolock::semaphore(c, name, 1);
   case primitive::redlock: {
-    std::vector<std::reference_wrapper<corolock::client>> masters{c};
+    auto* first = dynamic_cast<corolock::client*>(&c);
+    if (!first)
+      throw std::invalid_argument("redlock: Redis masters only");
+    std::vector<std::reference_wrapper<corolock::client>> masters{*first};
     for (auto* o : others)
       masters.emplace_back(*o);
     return corolock::redlock(std::move(masters), name); // default options: retry_delay 200 ms
@@ -79,9 +90,9 @@ std::tuple<corolock::error_code, any_guard> widen(std::tuple<corolock::error_cod
 }
 } // namespace
 
-bench_lock::bench_lock(corolock::client& c, const std::string& name, primitive p,
+bench_lock::bench_lock(corolock::lock_source& src, const std::string& name, primitive p,
                        const std::vector<corolock::client*>& others)
-    : p_(p), lock_(make_lock(c, name, p, others)) {}
+    : p_(p), lock_(make_lock(src, name, p, others)) {}
 
 asio::awaitable<std::tuple<corolock::error_code, any_guard>>
 bench_lock::acquire_until(steady::time_point deadline) {
@@ -145,8 +156,14 @@ const corolock::script compare_and_delete(
 
 std::string setnx_key(const std::string& name) { return "corolock:{" + name + "}:setnx"; }
 
+corolock::client& redis_for_setnx(corolock::client* c) {
+  if (!c)
+    throw std::invalid_argument("setnx_30ms: a Redis mode (SET NX), not on this store");
+  return *c;
+}
+
 /// try_acquire for the polling modes: corolock's own, or the seeds' SET NX PX.
-asio::awaitable<held> try_once(corolock::client& c, bench_lock& m, const std::string& name,
+asio::awaitable<held> try_once(corolock::client* c, bench_lock& m, const std::string& name,
                                wait_mode mode) {
   held h;
   if (mode != wait_mode::setnx_30ms) {
@@ -158,7 +175,7 @@ asio::awaitable<held> try_once(corolock::client& c, bench_lock& m, const std::st
   h.token = fmt::format("{}:{}", ::getpid(), ++seq);
   corolock::request req;
   req.push("SET", setnx_key(name), h.token, "NX", "PX", "30000");
-  auto r = co_await c.exec(std::move(req), asio::use_awaitable);
+  auto r = co_await redis_for_setnx(c).exec(std::move(req), asio::use_awaitable);
   if (r.at(0).is_error())
     throw std::runtime_error("SET NX: " + r[0].data);
   h.ok = r[0].data == "OK";
@@ -167,7 +184,7 @@ asio::awaitable<held> try_once(corolock::client& c, bench_lock& m, const std::st
 
 } // namespace
 
-asio::awaitable<held> take(corolock::client& c, bench_lock& m, const std::string& name,
+asio::awaitable<held> take(corolock::client* c, bench_lock& m, const std::string& name,
                            wait_mode mode, steady::time_point deadline, std::uint64_t& tries) {
   if (mode == wait_mode::pubsub) {
     ++tries;
@@ -188,14 +205,14 @@ asio::awaitable<held> take(corolock::client& c, bench_lock& m, const std::string
   }
 }
 
-asio::awaitable<void> give_back(corolock::client& c, const std::string& name, held& h) {
+asio::awaitable<void> give_back(corolock::client* c, const std::string& name, held& h) {
   if (h.token.empty()) {
     co_await h.guard.unlock(asio::use_awaitable);
     co_return;
   }
   corolock::request req;
   req.push_script(compare_and_delete, {setnx_key(name)}, {h.token});
-  auto r = co_await c.exec(std::move(req), asio::use_awaitable);
+  auto r = co_await redis_for_setnx(c).exec(std::move(req), asio::use_awaitable);
   if (r.at(0).is_error() || r[0].integer != 1)
     throw std::runtime_error("setnx release: the lock was not ours any more");
 }
@@ -227,7 +244,7 @@ struct run_times {
 struct worker_ctx {
   const mp_state& st;
   std::uint32_t index;
-  corolock::client& client;
+  corolock::client* client; ///< the Redis client; null on the other stores
   bench_lock& m;
   std::string name;
   run_times t;
@@ -312,10 +329,13 @@ asio::awaitable<void> hot_key_worker(const worker_ctx& w, bells& b, std::uint64_
     }
     sh.req_ns[my] = bench::to_ns(steady::now());
     const auto tries0 = res.tries;
-    const auto commands0 = w.client.stats().commands;
+    const auto commands0 = w.client ? w.client->stats().commands : 0;
     auto h = co_await take(w.client, w.m, w.name, sh.mode, w.t.hard_deadline, res.tries);
-    const bool waited = sh.mode == wait_mode::pubsub ? w.client.stats().commands - commands0 > 1
-                                                     : res.tries - tries0 > 1;
+    // pubsub on Redis: a refused first look costs a second command. The other stores' waits are
+    // one operation either way: unknown there (the row leaves the figure out).
+    const bool waited = sh.mode == wait_mode::pubsub
+                            ? w.client && w.client->stats().commands - commands0 > 1
+                            : res.tries - tries0 > 1;
     if (!h) {
       ++res.timeouts;
       sh.stop.store(1);
@@ -424,7 +444,8 @@ asio::awaitable<void> memory_job(const worker_ctx& w, const std::string& url) {
   co_await bench::sleep_for(20ms);
   res.rss_before = rss_bytes();
   res.heap_before = heap_in_use_bytes();
-  auto s0 = w.client.stats();
+  auto& client = *w.client; // waiter_memory runs on Redis only
+  auto s0 = client.stats();
   std::uint64_t done = 0;
   bench::wait_group wg(ex);
   std::exception_ptr error;
@@ -433,13 +454,13 @@ asio::awaitable<void> memory_job(const worker_ctx& w, const std::string& url) {
   std::uint64_t last = ~std::uint64_t{0};
   for (int i = 0, quiet = 0; i < 3000 && quiet < 2; ++i) {
     co_await bench::sleep_for(10ms);
-    auto s = w.client.stats();
+    auto s = client.stats();
     quiet = s.replies > s0.replies && s.commands == last ? quiet + 1 : 0;
     last = s.commands;
   }
   res.rss_waiting = rss_bytes();
   res.heap_waiting = heap_in_use_bytes();
-  auto s1 = w.client.stats();
+  auto s1 = client.stats();
   res.setup_commands = s1.commands - s0.commands;
   auto t1 = steady::now();
   co_await hg.unlock(asio::use_awaitable);
@@ -447,7 +468,7 @@ asio::awaitable<void> memory_job(const worker_ctx& w, const std::string& url) {
   if (error)
     std::rethrow_exception(error);
   res.drain_s = bench::seconds(steady::now() - t1);
-  res.drain_commands = w.client.stats().commands - s1.commands;
+  res.drain_commands = client.stats().commands - s1.commands;
   res.acquisitions = done;
   res.rss_after = rss_bytes();
   holder.close();
@@ -460,7 +481,7 @@ asio::awaitable<void> memory_job(const worker_ctx& w, const std::string& url) {
 asio::awaitable<void> take_range(const worker_ctx& w, std::vector<corolock::guard>& held,
                                  std::size_t from, std::size_t to) {
   for (auto i = from; i < to; ++i) {
-    corolock::mutex m(w.client, w.name + ":held:" + std::to_string(i));
+    corolock::mutex m(*w.client, w.name + ":held:" + std::to_string(i)); // Redis only
     held[i] = co_await m.acquire();
   }
 }
@@ -522,21 +543,27 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
   auto& res = st.result(wa.index);
   auto ex = co_await asio::this_coro::executor;
   const std::string url = wa.args.at(0), name = sh.lock_name;
-  corolock::client redis(ex, url);
+  bench::store main_store(ex, sh.store, url);
+  corolock::client* redis = main_store.redis(); // null on the other stores
   // redlock: a client per master (args: the masters' URLs, redis on the first); they all count
   std::vector<std::unique_ptr<corolock::client>> more;
-  std::vector<corolock::client*> others, clients{&redis};
+  std::vector<corolock::client*> others, clients;
+  if (redis)
+    clients.push_back(redis);
   if (sh.prim == primitive::redlock)
     for (std::size_t i = 1; i < wa.args.size(); ++i) {
       more.push_back(std::make_unique<corolock::client>(ex, wa.args[i]));
       others.push_back(more.back().get());
       clients.push_back(more.back().get());
     }
-  for (auto* c : clients)
-    if (auto [ec] = co_await c->connect(bench::use_tuple); ec) {
-      st.signal_failed();
-      throw std::runtime_error("worker: connect: " + ec.message());
-    }
+  try {
+    co_await main_store.connect();
+    for (auto* c : others)
+      co_await c->connect(asio::use_awaitable);
+  } catch (const std::exception& e) {
+    st.signal_failed();
+    throw std::runtime_error(std::string("worker: connect: ") + e.what());
+  }
   auto commands_sent = [&] {
     std::pair<std::uint64_t, std::uint64_t> n; // commands, writes
     for (auto* c : clients) {
@@ -546,13 +573,13 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
     return n;
   };
   { // warm-up on a key of its own: the scripts loaded on the server, the lock layer set up
-    bench_lock warm(redis, name + ":warm:" + std::to_string(wa.index), sh.prim, others);
+    bench_lock warm(main_store.source(), name + ":warm:" + std::to_string(wa.index), sh.prim, others);
     auto [ec, g] = co_await warm.acquire_until(steady::time_point::max());
     if (ec)
       throw boost::system::system_error(ec, "worker: warm-up");
     co_await g.unlock(asio::use_awaitable);
   }
-  bench_lock m(redis, name, sh.prim, others);
+  bench_lock m(main_store.source(), name, sh.prim, others);
   std::unique_ptr<bells> b; // bound before ready: the start comes after every bell exists
   if (sh.what == job::hot_key)
     b = std::make_unique<bells>(sh, static_cast<int>(wa.index), ex);
@@ -579,6 +606,17 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
   std::exception_ptr error;
   bench::wait_group wg(ex);
   const auto P = static_cast<std::uint64_t>(sh.processes);
+  // Sessions used: the connections to the server, sampled while the job runs (more often for
+  // the short one-shot waiters), the most kept.
+  bool sampling = true;
+  bench::wait_group sampler(ex);
+  bench::spawn_counted(ex, sampler, error, [](bool& on, double& most, std::uint16_t port,
+                                              ms every) -> asio::awaitable<void> {
+    while (on) {
+      most = std::max(most, static_cast<double>(bench::connections_to(port)));
+      co_await bench::sleep_for(every);
+    }
+  }(sampling, res.sessions_max, main_store.port(), sh.what == job::waiters ? 20ms : 200ms));
   switch (sh.what) {
   case job::hot_key: {
     bench::wait_group listener(ex);
@@ -610,6 +648,10 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
     co_await held_memory_job(w);
     break;
   }
+  res.sessions_max = std::max(res.sessions_max,
+                              static_cast<double>(bench::connections_to(main_store.port())));
+  sampling = false;
+  co_await sampler.wait();
   if (error)
     std::rethrow_exception(error);
 
@@ -631,7 +673,7 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
       subscribes += static_cast<double>(d.of("subscribe") + d.of("unsubscribe"));
       rcpu1 += co_await bench::redis_cpu_seconds(*clients[i]);
     }
-    if (sh.workers_done.load() >= P) {
+    if (sh.workers_done.load() >= P && !clients.empty()) { // INFO: Redis only
       sh.info_calls = calls;
       sh.info_evalsha = evalsha;
       sh.info_subscribe = subscribes;
@@ -640,8 +682,9 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
       sh.info_ok = 1;
     }
   }
-  for (auto* c : clients)
+  for (auto* c : others)
     c->close();
+  co_await main_store.close();
   co_return 0;
 }
 

@@ -7,8 +7,11 @@
       "redis-benchmark"), each figure the median over the files; --ceiling ping_rtt_us=p50_us
       also records that figure as a ceiling.
   report.py set --out PART machine|ceiling KEY VALUE
-  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] PART...
+  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] [--stores] PART...
       assembles the document of /work/shared/BENCH.md, judges every target, prints the markdown.
+      --stores: the stores' comparison (scripts/bench.sh --stores): rows carry "backend"; the
+      markdown opens with corolock on every store side by side, then each store against its
+      peers (the goal: ahead of every peer on every row), and the chart is <stem>-stores.png.
 
 A part is JSON lines: {"kind": "scenario", "row": {...}}, {"kind": "machine"|"ceiling",
 "key": K, "value": V}. A row's "targets" list says what it is judged against (see
@@ -121,9 +124,10 @@ def judge(row, rows):
             if isinstance(mine, (int, float)):
                 met = OPS[op](mine, limit)
                 t["ratio"] = round(mine / limit, 3) if limit else None
-        else:
+        else:  # a baseline of the same store (rows without one, e.g. redis-benchmark's: any)
             base = [r for r in rows if r["name"] == t["baseline_name"]
-                    and r["mode"] == t["baseline_mode"]]
+                    and r["mode"] == t["baseline_mode"]
+                    and r.get("backend", row.get("backend")) == row.get("backend")]
             theirs = base[-1].get(t["metric"]) if base else None
             t["baseline_value"] = theirs
             if isinstance(mine, (int, float)) and theirs:
@@ -260,6 +264,11 @@ def table(rows, cols):
     return "\n".join(lines) + "\n"
 
 
+def machine_line(m):
+    return "Machine: " + ", ".join(f"{k} {v if isinstance(v, str) else json.dumps(v)}"
+                                   for k, v in m.items()) + "\n"
+
+
 def markdown(doc, charts, intro=None):
     m = doc["machine"]
     out = ["# corolock benchmarks\n",
@@ -267,8 +276,7 @@ def markdown(doc, charts, intro=None):
            "private redis-server on loopback; every figure the median of its repetitions; "
            "baselines and peers measured against the same server in the same run. How to read "
            "the figures: `bench/README.md`.\n",
-           "Machine: " + ", ".join(f"{k} {v if isinstance(v, str) else json.dumps(v)}"
-                                   for k, v in m.items()) + "\n",
+           machine_line(m),
            "## Ceiling (redis-benchmark, same server, same run)\n",
            table([{"k": k, "v": v} for k, v in doc["ceiling"].items()],
                  [("figure", lambda r: f"`{r['k']}`"), ("value", lambda r: fmt_num(r["v"], 1))])]
@@ -491,6 +499,184 @@ def charts(doc, directory, stem):
     return made
 
 
+# ---- merge --stores: the stores side by side ----------------------------------------------------
+
+STORES = [("redis", "Redis"), ("zookeeper", "ZooKeeper"), ("mysql", "MariaDB"),
+          ("postgres", "PostgreSQL")]
+COROLOCK_MODES = ("corolock", "pubsub", "watch", "server_wait")  # corolock's own waiting, per store
+
+
+def corolock_row(rows, backend, name, processes=None):
+    for r in rows:
+        if (r.get("backend") == backend and r["name"] == name and r["mode"] in COROLOCK_MODES
+                and (processes is None or r["processes"] == processes)):
+            return r
+    return None
+
+
+def share_text(r):
+    return f"{fmt_num(r.get('min_share_ratio'), 2)}–{fmt_num(r.get('max_share_ratio'), 2)}"
+
+
+# (workload label, scenario, processes, [(figure label, value of a row)])
+STORE_FIGURES = [
+    ("uncontended, 1 coroutine", "uncontended_latency", None, [
+        ("cycles/s", lambda r: fmt_num(r.get("ops_per_s"))),
+        ("cycle p50 µs", lambda r: fmt_num(r.get("p50_us"), 1)),
+        ("sessions", lambda r: fmt_num(r.get("sessions")))]),
+    ("uncontended, 1 000 coroutines, 10 000 locks", "uncontended_throughput", None, [
+        ("cycles/s", lambda r: fmt_num(r.get("ops_per_s"))),
+        ("sessions", lambda r: fmt_num(r.get("sessions")))]),
+    ("hot key 4 × 1, hold 100 µs", "hot_key", None, [
+        ("acquisitions/s", lambda r: fmt_num(r.get("ops_per_s"))),
+        ("hand-off p50 / p99 µs", lambda r: f"{fmt_num(r.get('p50_us'))} / {fmt_num(r.get('p99_us'))}"),
+        ("release round trip µs", lambda r: fmt_num(r.get("release_us"), 1)),
+        ("limit acq/s (hold + release RTT + wake-up ½ RTT)", lambda r: fmt_num(r.get("limit_wake_ops_per_s"))),
+        ("of that limit", lambda r: fmt_num(r.get("of_limit_wake"), 2)),
+        ("sessions", lambda r: fmt_num(r.get("sessions")))]),
+    ("fairness 4 × 8, hold 1 ms", "fairness", None, [
+        ("acquisitions/s", lambda r: fmt_num(r.get("ops_per_s"))),
+        ("process share / fair", share_text),
+        ("wait p99 ms", lambda r: fmt_num((r.get("p99_us") or 0) / 1000, 1) if r.get("p99_us") else "—"),
+        ("timeouts", lambda r: fmt_num(r.get("timeouts"))),
+        ("sessions", lambda r: fmt_num(r.get("sessions")))]),
+    *[(f"1 000 waiters at once, {P} process{'es' if P > 1 else ''}", "hot_key_waiters", P, [
+        ("drain ms (W × hold = 100)", lambda r: fmt_num(r.get("drain_ms"), 1)),
+        ("acquisitions/s (served ÷ drain)", lambda r: fmt_num(r.get("ops_per_s"))),
+        ("hand-off p50 / p99 µs", lambda r: f"{fmt_num(r.get('p50_us'))} / {fmt_num(r.get('p99_us'))}"),
+        ("timed out (of 1 000)", lambda r: fmt_num(r.get("timeouts"))),
+        ("sessions", lambda r: fmt_num(r.get("sessions")))]) for P in (1, 4)],
+]
+
+# The headline figure each peer comparison judges: (scenario, figure, higher is better)
+# (the waiters' acquisitions/s: acquisitions ÷ drain time, so requests that timed out count against)
+GOAL_FIGURES = [("uncontended_latency", "ops_per_s", True), ("hot_key", "ops_per_s", True),
+                ("fairness", "ops_per_s", True), ("hot_key_waiters", "ops_per_s", True)]
+
+
+def stores_side_by_side(rows):
+    present = [(b, label) for b, label in STORES if any(r.get("backend") == b for r in rows)]
+    cols = [("workload", lambda x: x[0]), ("figure", lambda x: x[1])]
+    cols += [(label, (lambda i: lambda x: x[2][i])(i)) for i, (_, label) in enumerate(present)]
+    lines = []
+    for workload, name, P, figs in STORE_FIGURES:
+        found = [corolock_row(rows, b, name, P) for b, _ in present]
+        if not any(found):
+            continue
+        for k, (label, value) in enumerate(figs):
+            lines.append((workload if k == 0 else "", label,
+                          [value(r) if r else "—" for r in found]))
+    return table(lines, cols)
+
+
+def peer_goals(rows):
+    """Each store's peers against corolock on the same workload: [(backend, scenario, peer row,
+    corolock row, ratio oriented so that > 1 is corolock ahead, met)]."""
+    out = []
+    for b, _ in STORES:
+        for name, fig, higher in GOAL_FIGURES:
+            P = 4 if name == "hot_key_waiters" else None
+            mine = corolock_row(rows, b, name, P)
+            for peer in (r for r in rows if r.get("backend") == b and r["name"] == name
+                         and r.get("library")):
+                ours, theirs = (mine or {}).get(fig), peer.get(fig)
+                ratio = met = None
+                if isinstance(ours, (int, float)) and isinstance(theirs, (int, float)) and ours and theirs:
+                    ratio = ours / theirs if higher else theirs / ours
+                    met = ratio > 1
+                out.append((b, name, fig, peer, mine, ratio, met))
+    return out
+
+
+def stores_markdown(doc, charts, intro):
+    rows = doc["scenarios"]
+    m = doc["machine"]
+    out = ["# corolock on four stores\n",
+           intro or "Produced by `scripts/bench.sh --stores`: corolock's `lock_bench --backend` on a "
+           "private redis-server, ZooKeeper, MariaDB and PostgreSQL (the test fixtures' servers, "
+           "loopback), then each store's peers, in one run; every figure the median of its "
+           "repetitions. How to read the figures: `bench/README.md`.\n",
+           machine_line(m),
+           "## corolock, store by store (same workloads, same run)\n",
+           stores_side_by_side(rows),
+           "\nSessions: the TCP connections to the server, the most each process had open at "
+           "once, summed over the processes.\n"]
+    goals = peer_goals(rows)
+    if goals:
+        out.append("## Against each store's peers (goal: ahead of every peer on every row)\n")
+        cols = [("store", lambda g: dict(STORES)[g[0]]), ("workload", lambda g: g[1]),
+                ("peer", lambda g: g[3]["mode"]), ("figure", lambda g: g[2]),
+                ("corolock", lambda g: fmt_num((g[4] or {}).get(g[2]), 1)),
+                ("peer's", lambda g: g[3].get("not_run") and "not run" or fmt_num(g[3].get(g[2]), 1)),
+                ("corolock ahead ×", lambda g: fmt_num(g[5], 2)),
+                ("sessions corolock / peer", lambda g: f"{fmt_num((g[4] or {}).get('sessions'))} / "
+                 f"{fmt_num(g[3].get('waiters') if g[3].get('not_run') else g[3].get('sessions'))}"),
+                ("goal", lambda g: {True: "MET", False: "**MISSED**",
+                                    None: "— (peer not run: " + g[3]["not_run"] + ")"
+                                    if g[3].get("not_run") else "—"}[g[6]])]
+        out.append(table(goals, cols))
+        met = sum(1 for g in goals if g[6])
+        missed = sum(1 for g in goals if g[6] is False)
+        out.append(f"\nGoals: {met} met, {missed} missed, {len(goals) - met - missed} not measured.\n")
+    peers = {}
+    for r in rows:
+        if r.get("library"):
+            peers[r["mode"]] = f"{r['library']} {r.get('library_version') or ''}: {r.get('retry', '')}"
+    if peers:
+        out.append("## Peers\n")
+        out.append("".join(f"- `{k}`: {v}\n" for k, v in peers.items()))
+    out.append("## Every row\n")
+    names = []
+    for r in rows:
+        if r["name"] not in names:
+            names.append(r["name"])
+    store_col = ("store", lambda r: r.get("backend", ""))
+    sessions_col = col("sessions", "sessions", 0)
+    for name in names:
+        rs = [r for r in rows if r["name"] == name]
+        out.append(f"### {name}\n")
+        out.append(table(rs, [store_col] + COLUMNS.get(name, DEFAULT) + [sessions_col]))
+    for c in charts:
+        out.append(f"\n![{c[1]}]({c[0]})\n")
+    return "\n".join(out)
+
+
+def stores_chart(doc, directory, stem):
+    """One panel per workload: corolock on each store (blue) and each store's peers (orange)."""
+    if shutil.which("gnuplot") is None:
+        print("report.py: no gnuplot (scripts/deps.sh --bench): no charts", file=sys.stderr)
+        return []
+    rows = doc["scenarios"]
+    label_of = dict(STORES)
+    panels = []
+    for title, name, fig, P, higher in [
+            ("uncontended: cycles/s", "uncontended_latency", "ops_per_s", None, True),
+            ("hot key 4 × 1: acquisitions/s", "hot_key", "ops_per_s", None, True),
+            ("fairness 4 × 8: acquisitions/s", "fairness", "ops_per_s", None, True),
+            ("1 000 waiters × 4 processes: acq/s", "hot_key_waiters", "ops_per_s", 4, True)]:
+        bars = []
+        for b, label in STORES:
+            for r in rows:
+                if (r.get("backend") == b and r["name"] == name and isinstance(r.get(fig), (int, float))
+                        and (P is None or r["processes"] == P)):
+                    mine = r["mode"] in COROLOCK_MODES
+                    bars.append((f"{label} {'corolock' if mine else r['mode']}", r[fig],
+                                 BLUE if mine else ORANGE))
+        if bars:
+            panels.append((title, "log scale; " + ("higher" if higher else "lower") + " is better", bars))
+    if not panels:
+        return []
+    body = (f"set multiplot layout 1,{len(panels)} title "
+            f"{gp_str('corolock (blue) on four stores, and each store’s peers (orange)')} font \",12\"\n")
+    for i, (title, xlabel, bars) in enumerate(panels):
+        values = [b[1] for b in bars]
+        body += hbars(f"s{i}", [b[0] for b in bars], values, [b[2] for b in bars],
+                      [f" {v:,.0f}" for v in values], gp_log_range(values, 4), True, xlabel, title)
+    name = f"{stem}-stores.png"
+    gnuplot(os.path.join(directory, name), 4.6 * 90 * len(panels), 6 * 90, body)
+    return [(name, "corolock on four stores, and each store's peers")]
+
+
 def merge(a):
     doc = {"machine": {"cores": os.cpu_count(), "redis_version": None},
            "ceiling": {"ping_rtt_us": None, "evalsha_one_client_per_s": None,
@@ -520,8 +706,12 @@ def merge(a):
         json.dump(doc, f, indent=2, ensure_ascii=False)
         f.write("\n")
     stem = os.path.splitext(os.path.basename(a.json))[0]
-    made = charts(doc, a.charts, stem) if a.charts else []
-    md = markdown(doc, made, a.intro)
+    if a.stores:
+        made = stores_chart(doc, a.charts, stem) if a.charts else []
+        md = stores_markdown(doc, made, a.intro)
+    else:
+        made = charts(doc, a.charts, stem) if a.charts else []
+        md = markdown(doc, made, a.intro)
     with open(a.md, "w") as f:
         f.write(md)
     print(md)
@@ -550,6 +740,7 @@ def main():
     m.add_argument("--md", required=True)
     m.add_argument("--charts", help="directory for the PNG charts")
     m.add_argument("--intro", help="the paragraph that says how the results were produced")
+    m.add_argument("--stores", action="store_true", help="the stores' comparison (bench.sh --stores)")
     m.add_argument("parts", nargs="+")
     a = p.parse_args()
     {"import-rb": import_rb, "set": set_entry, "merge": merge}[a.cmd](a)

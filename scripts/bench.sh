@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs the benchmarks (protocol: /work/shared/BENCH.md; what they measure: bench/README.md) and
 # writes bench/results/latest.json, latest.md and the charts latest-*.png.
-# Usage: scripts/bench.sh [--quick]
+# Usage: scripts/bench.sh [--quick] [--stores]
 #   --quick  shorter runs: 3 repetitions, under 3 minutes (the full run: 5 repetitions, the peers
 #            3, under 20 minutes).
+#   --stores the stores' comparison instead (scripts/bench_stores.sh): corolock on Redis,
+#            ZooKeeper, MariaDB and PostgreSQL and each store's peers, one run, results
+#            bench/results/stores.* (BENCH_NAME).
 # Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_REPETITIONS (override),
 #              BENCH_PEERS=0 (skip the peers), CMAKE_ARGS (passed to build.sh),
 #              BENCH_ONLY="connection_bench" (run only these programs), BENCH_NAME (default
@@ -25,8 +28,12 @@ quick=0
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+    --stores)
+      rest=()
+      for x in "$@"; do [[ $x == --stores ]] || rest+=("$x"); done
+      exec "$COROLOCK_ROOT/scripts/bench_stores.sh" "${rest[@]}" ;;
+    -h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "usage: $0 [--quick] [--stores]" >&2; exit 2 ;;
   esac
 done
 
@@ -95,17 +102,9 @@ cleanup() {
 trap cleanup EXIT
 
 step "machine"
-"${REPORT[@]}" set --out "$parts/machine.jsonl" machine cores "$(nproc)"
-"${REPORT[@]}" set --out "$parts/machine.jsonl" machine cpu_model \
-  "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)"
-"${REPORT[@]}" set --out "$parts/machine.jsonl" machine kernel "$(uname -sr)"
-"${REPORT[@]}" set --out "$parts/machine.jsonl" machine quick "$( ((quick)) && echo true || echo false)"
-"${REPORT[@]}" set --out "$parts/machine.jsonl" machine date_utc "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-commit=$(git -C "$COROLOCK_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n $(git -C "$COROLOCK_ROOT" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-  commit+="+dirty"
-fi
-"${REPORT[@]}" set --out "$parts/machine.jsonl" machine commit "$commit"
+# shellcheck source=lib/bench_machine.sh
+source "$COROLOCK_ROOT/scripts/lib/bench_machine.sh"
+record_machine "$parts/machine.jsonl" "$quick"
 
 # ---------------------------------------------------------------------------------------------
 # redis-benchmark: the baselines and ceilings. They are measured twice, before and after the

@@ -35,22 +35,16 @@ start_redis_extra 2
 urls=$(IFS=,; echo "$REDIS_URL,${REDIS_EXTRA_URLS[*]}")
 
 machine=$work/machine.jsonl
-set_machine() { "${REPORT[@]}" set --out "$machine" machine "$@"; }
-set_machine cores "$(nproc)"
-set_machine cpu_model "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)"
-set_machine date_utc "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-commit=$(git -C "$COROLOCK_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n $(git -C "$COROLOCK_ROOT" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-  commit+="+dirty"
-fi
-set_machine commit "$commit"
-set_machine redlock_servers "3 redis-servers on loopback, persistence off; the mutex on the first"
-set_machine loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+# shellcheck source=lib/bench_machine.sh
+source "$COROLOCK_ROOT/scripts/lib/bench_machine.sh"
+record_machine "$machine"
+set_machine "$machine" redlock_servers "3 redis-servers on loopback, persistence off; the mutex on the first"
+set_machine "$machine" loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 run_start=$SECONDS
 "$BUILD_DIR/bench/lock_bench" "$REDIS_URL" --scenarios redlock --redlock-urls "$urls" \
   --out "$work/lock_bench.jsonl" "$@"
-set_machine loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
-set_machine run_seconds "$((SECONDS - run_start))"
+set_machine "$machine" loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+set_machine "$machine" run_seconds "$((SECONDS - run_start))"
 stop_redis
 
 intro="Produced by \`scripts/bench_redlock.sh $*\` (lock_bench's \`redlock\` scenario, which \

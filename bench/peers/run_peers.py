@@ -1,8 +1,14 @@
 #!/usr/bin/python3
 """The peers: the locks a user would pick instead of corolock, on the same server in the same run.
 
-  run_peers.py <redis-url> --out PART [--quick] [--repetitions N] [--peers a,b]
-               [--scenarios hot_key,free_for_all,fairness]
+  run_peers.py <url> --out PART [--store redis|zookeeper|mysql|postgres] [--quick]
+               [--repetitions N] [--peers a,b] [--scenarios hot_key,free_for_all,fairness,...]
+
+--store (default redis) picks the server and its peers (STORE_PEERS; the other stores' locks are
+in store_locks.py); rows carry "backend". Off Redis the scenarios are those of the stores'
+comparison: uncontended_latency (one thread, 1 x 1), hot_key, fairness and hot_key_waiters
+(W = 1000 over 4 processes; a SQL peer needs a connection per waiter, more than the server's
+max_connections, so its row says so instead of figures).
 
 Each run starts P worker processes of one peer (node_driver.mjs for redis-semaphore and redlock,
 py_driver.py for redis-py), hands them a common start on CLOCK_MONOTONIC, and turns what they
@@ -26,8 +32,6 @@ import subprocess
 import sys
 import threading
 import time
-
-import redis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -55,10 +59,43 @@ PEERS = {
 }
 DEFAULT_PEERS = ["redis-semaphore", "redlock", "redis-py"]
 
+# The other stores' peers (bench/peers/store_locks.py), all run by py_driver.py: what a user of
+# each store would pick or write instead. The sleeps are the seeds' 30 ms.
+STORE_PEERS = {
+    "zookeeper": {
+        "kazoo": ("kazoo", "python", {}, "Lock (the Curator recipe): waits on a watch"),
+        "kazoo_poll_30ms": ("kazoo", "python", {"sleep": 0.03},
+                            "create an ephemeral node; taken: sleep 30 ms, retry"),
+    },
+    "mysql": {
+        "mysql_table_30ms": ("PyMySQL", "python", {"sleep": 0.03},
+                             "the seeds' lock table: INSERT on a unique key; taken: sleep 30 ms, retry"),
+        "mysql_get_lock": ("PyMySQL", "python", {}, "SELECT GET_LOCK(name, 10): waits on the server"),
+    },
+    "postgres": {
+        "pg_advisory_lock": ("psycopg2", "python", {},
+                             "SELECT pg_advisory_lock(key), lock_timeout 10 s: waits on the server"),
+    },
+}
+# peer -> the store_locks.MAKERS entry its workers use
+STORE_LIB = {"kazoo": "kazoo", "kazoo_poll_30ms": "kazoo_poll", "mysql_table_30ms": "mysql_table",
+             "mysql_get_lock": "mysql_get_lock", "pg_advisory_lock": "pg_advisory_lock"}
+for _store, _peers in STORE_PEERS.items():
+    PEERS.update(_peers)
+
 
 def library_version(lib):
     if lib == "redis-py":
+        import redis
         return redis.__version__
+    for module, name in (("kazoo", "kazoo"), ("pymysql", "PyMySQL"), ("psycopg2", "psycopg2")):
+        if lib == name:
+            try:
+                m = __import__(module)
+                v = getattr(m, "__version__", None) or getattr(m, "VERSION", None)
+                return str(v).split()[0] if v else None  # psycopg2: "2.9.5 (dt dec ...)"
+            except ImportError:
+                return None
     return node_version(lib)
 
 
@@ -70,6 +107,8 @@ def driver_command(driver):
 
 def available(peer):
     lib, driver, _, _ = PEERS[peer]
+    if lib in ("kazoo", "PyMySQL", "psycopg2"):
+        return library_version(lib) is not None
     if driver == "node":
         return node_version(lib) is not None and subprocess.run(
             ["node", "--version"], capture_output=True).returncode == 0
@@ -84,7 +123,9 @@ def quantile(sorted_xs, q):
 
 
 def calls(r):
-    """INFO commandstats: calls per command."""
+    """INFO commandstats: calls per command (Redis; {} on the other stores)."""
+    if r is None:
+        return {}
     return {k[len("cmdstat_"):]: v["calls"] for k, v in r.info("commandstats").items()}
 
 
@@ -96,6 +137,7 @@ def run_once(a, r, peer, scenario, job, P, C, hold_us, warmup_ms, duration_ms, t
     global seq
     seq += 1
     lib, driver, settings, _ = PEERS[peer]
+    lib = STORE_LIB.get(peer, lib)
     name = f"bench:{scenario}:{peer}:{os.getpid()}:{seq}"
     pipes = [os.pipe() for _ in range(P)] if job == "hot_key" else []
     procs = []
@@ -150,11 +192,41 @@ def run_once(a, r, peer, scenario, job, P, C, hold_us, warmup_ms, duration_ms, t
 
 
 def common(f, reports, delta, acquisitions, duration_ms):
+    opened = [x.get("sessions") for x in reports]  # the Node driver does not say
+    f["sessions"] = sum(opened) if None not in opened else None
     f["redis_cmds_per_op"] = sum(x["commands"] for x in reports) / acquisitions if acquisitions else None
     f["redis_calls_per_op"] = sum(delta.values()) / acquisitions if acquisitions else None
     f["evalsha_per_op"] = (delta.get("evalsha", 0) + delta.get("eval", 0)) / acquisitions if acquisitions else None
     f["client_cpu_us_per_op"] = sum(x["cpu_s"] for x in reports) * 1e6 / acquisitions if acquisitions else None
     f["timeouts"] = sum(x["timeouts"] for x in reports)
+
+
+def latency_figures(reports, delta, duration_ms):
+    """uncontended_latency: acquire + release cycles of one thread, nobody else on the lock."""
+    cycles = sorted(c for x in reports for c in x["cycles_us"])
+    secs = duration_ms / 1000
+    f = {"ops": len(cycles), "seconds": secs, "ops_per_s": len(cycles) / secs,
+         "p50_us": quantile(cycles, 0.5), "p99_us": quantile(cycles, 0.99),
+         "max_us": cycles[-1] if cycles else None}
+    common(f, reports, delta, sum(x["acquisitions"] for x in reports), duration_ms)
+    return f
+
+
+def waiters_figures(reports, delta, start, hold_us):
+    """hot_key_waiters: W one-shot requests at once; drain = the last release - the common start,
+    as lock_bench measures it (each process's threads ask together once all have their lock)."""
+    held = sorted(h for x in reports for h in x["held"])
+    t0 = start
+    W = len(held) + sum(x["timeouts"] for x in reports)
+    drain_s = (max(h[1] for h in held) - t0) / 1e9 if held else None
+    handoff = sorted((held[k][0] - held[k - 1][1]) / 1000 for k in range(1, len(held)))
+    ideal = W * hold_us / 1e6
+    f = {"ops": len(held), "seconds": drain_s, "ops_per_s": len(held) / drain_s if drain_s else None,
+         "waiters": W, "drain_ms": drain_s * 1000 if drain_s else None, "ideal_ms": ideal * 1000,
+         "drain_over_ideal": drain_s / ideal if drain_s and ideal else None,
+         "p50_us": quantile(handoff, 0.5), "p99_us": quantile(handoff, 0.99)}
+    common(f, reports, delta, len(held), 0)
+    return f
 
 
 def loop_figures(reports, delta, P, C, hold_us, duration_ms):
@@ -196,6 +268,9 @@ def hot_key_figures(reports, delta, start, warmup_ms, duration_ms):
         f["release_us"] = sum(x["release_us_sum"] for x in reports) / timed
         f["limit_ops_per_s"] = 1e6 / (f["hold_actual_us"] + f["release_us"])
         f["of_limit"] = f["ops_per_s"] / f["limit_ops_per_s"]
+        f["wakeup_us_est"] = f["release_us"] / 2  # as lock_bench: one way, half the round trip
+        f["limit_wake_ops_per_s"] = 1e6 / (f["hold_actual_us"] + 1.5 * f["release_us"])
+        f["of_limit_wake"] = f["ops_per_s"] / f["limit_wake_ops_per_s"]
         f["waited_fraction"] = sum(x["waited"] for x in reports) / timed
     common(f, reports, delta, sum(x["acquisitions"] for x in reports), duration_ms)
     return f
@@ -215,10 +290,39 @@ def row(name, peer, P, C, reps, extra):
     ops = [f["ops_per_s"] for f in reps if f.get("ops_per_s")]
     if ops:
         r["ops_per_s_spread"] = round(max(ops) / min(ops), 3)
-    r.update(library=lib, library_version=library_version(lib), retry=retry,
-             client="ioredis " + str(node_version("ioredis")) if PEERS[peer][1] == "node"
-             else "redis-py (threads)", loadavg_1m=os.getloadavg()[0], **extra)
+    client = ("ioredis " + str(node_version("ioredis")) if PEERS[peer][1] == "node"
+              else "redis-py (threads)" if lib == "redis-py" else f"{lib} (threads)")
+    r.update(library=lib, library_version=library_version(lib), retry=retry, client=client,
+             loadavg_1m=os.getloadavg()[0], **extra)
+    if extra.get("backend", "redis") != "redis":  # statements / requests, not Redis commands
+        r["requests_per_op"] = r.pop("redis_cmds_per_op")
+        r["redis_cmds_per_op"] = None
+        for k in ("redis_calls_per_op", "evalsha_per_op"):
+            r.pop(k, None)
     return r
+
+
+def configs_for(a):
+    """[(scenario, job, P, C, hold µs, warm-up ms, window ms, acquire timeout ms)], as lock_bench's."""
+    q = a.quick
+    if a.store == "redis":
+        wanted = (a.scenarios or ("fairness" if q else "hot_key,free_for_all,fairness")).split(",")
+    else:
+        wanted = (a.scenarios or "uncontended_latency,hot_key,fairness,hot_key_waiters").split(",")
+    configs = []
+    if "uncontended_latency" in wanted:
+        configs.append(("uncontended_latency", "latency", 1, 1, 0, 200 if q else 300, 1000 if q else 2000, 10000))
+    if "hot_key" in wanted:
+        configs.append(("hot_key", "hot_key", 4, 1, 100, 100 if q else 300, 700 if q else 2000, 10000))
+    if "free_for_all" in wanted:
+        for C in ([16] if q else [1, 16]):
+            configs.append(("free_for_all", "loop", 4, C, 100, 100 if q else 300, 500 if q else 2000, 10000))
+    if "fairness" in wanted:
+        configs.append(("fairness", "loop", 4, 8, 1000, 200 if q else 500, 3000 if q else 6000, 10000))
+    if "hot_key_waiters" in wanted:
+        # the bound of lock_bench's waiters (--waiters-limit: 15 s, quick 5 s) on each request
+        configs.append(("hot_key_waiters", "waiters", 4, 250, 100, 0, 0, 5000 if q else 15000))
+    return configs
 
 
 def main():
@@ -229,65 +333,83 @@ def main():
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--peers", help="comma-separated; default: all (quick: the defaults only)")
     ap.add_argument("--scenarios", help="default: hot_key,free_for_all,fairness (quick: "
-                    "fairness)")
+                    "fairness); other stores: uncontended_latency,hot_key,fairness,hot_key_waiters")
+    ap.add_argument("--store", default="redis", choices=["redis", *STORE_PEERS])
     a = ap.parse_args()
     q = a.quick
-    peers = a.peers.split(",") if a.peers else (DEFAULT_PEERS if q else list(PEERS))
+    if a.peers:
+        peers = a.peers.split(",")
+    elif a.store == "redis":
+        peers = DEFAULT_PEERS if q else [p for p in PEERS if p not in STORE_LIB]
+    else:
+        peers = list(STORE_PEERS[a.store])
     missing = [p for p in peers if not available(p)]
     if missing:
         print(f"run_peers: not installed, skipped: {', '.join(missing)} (scripts/deps.sh --bench)")
     peers = [p for p in peers if p not in missing]
-    url = a.url
-    r = redis.Redis.from_url(url)
-    # (scenario, job, P, C, hold µs, warm-up ms, window ms, acquire timeout ms)
-    configs = []
-    wanted = (a.scenarios or ("fairness" if q else "hot_key,free_for_all,fairness")).split(",")
-    if "hot_key" in wanted:
-        configs.append(("hot_key", "hot_key", 4, 1, 100, 100 if q else 300, 700 if q else 2000, 10000))
-    if "free_for_all" in wanted:
-        for C in ([16] if q else [1, 16]):
-            configs.append(("free_for_all", "loop", 4, C, 100, 100 if q else 300, 500 if q else 2000, 10000))
-    if "fairness" in wanted:
-        configs.append(("fairness", "loop", 4, 8, 1000, 200 if q else 500, 3000 if q else 6000, 10000))
-    results = {}
-    broken = set()
+    r = None  # the Redis client: INFO and the clean-up
+    if a.store == "redis":
+        import redis
+        r = redis.Redis.from_url(a.url)
+    elif a.store == "mysql" and peers:
+        sys.path.insert(0, HERE)
+        import store_locks
+        store_locks.mysql_setup({"url": a.url})
+    results, broken, refused = {}, set(), {}
     for rep in range(1, a.repetitions + 1):
-        for c in configs:
+        for c in configs_for(a):
             name, job, P, C, hold_us, warmup_ms, duration_ms, timeout_ms = c
             for peer in peers:
-                if peer in broken:
+                if (peer, name) in broken:
+                    continue
+                if job == "waiters" and a.store in ("mysql", "postgres"):
+                    # Each request waits on a session of its own: P x C = 1000 connections, more than
+                    # the server allows (max_connections: MariaDB 151, PostgreSQL 100 by default).
+                    refused[(c, peer)] = (f"needs {P * C} connections (one per waiting request); "
+                                          "the server's default max_connections is lower")
                     continue
                 try:
                     reports, delta, start = run_once(a, r, peer, name, job, P, C, hold_us,
                                                      warmup_ms, duration_ms, timeout_ms)
                 except RuntimeError as e:  # a peer that fails costs its rows, not the others'
-                    print(f"run_peers: {e}; {peer} skipped from now on", flush=True)
-                    broken.add(peer)
+                    print(f"run_peers: {e}; {peer} {name} skipped from now on", flush=True)
+                    broken.add((peer, name))
                     continue
-                f = (hot_key_figures(reports, delta, start, warmup_ms, duration_ms)
-                     if job == "hot_key" else loop_figures(reports, delta, P, C, hold_us, duration_ms))
+                f = (hot_key_figures(reports, delta, start, warmup_ms, duration_ms) if job == "hot_key"
+                     else latency_figures(reports, delta, duration_ms) if job == "latency"
+                     else waiters_figures(reports, delta, start, hold_us) if job == "waiters"
+                     else loop_figures(reports, delta, P, C, hold_us, duration_ms))
                 results.setdefault((c, peer), []).append(f)
                 g = lambda k, d=0: "—" if f.get(k) is None else f"{f[k]:.{d}f}"  # noqa: E731
-                print(f"  {name} {peer} {P}x{C} rep {rep}: {g('ops_per_s')} acq/s, p50 {g('p50_us')} us, "
-                      f"p99 {g('p99_us')} us, cmds/acq {g('redis_cmds_per_op', 2)}, share/fair "
-                      f"{g('min_share_ratio', 2)}-{g('max_share_ratio', 2)}, timeouts {g('timeouts')}",
-                      flush=True)
+                print(f"  {a.store} {name} {peer} {P}x{C} rep {rep}: {g('ops_per_s')} acq/s, p50 "
+                      f"{g('p50_us')} us, p99 {g('p99_us')} us, cmds/acq {g('redis_cmds_per_op', 2)}, "
+                      f"share/fair {g('min_share_ratio', 2)}-{g('max_share_ratio', 2)}, timeouts "
+                      f"{g('timeouts')}, sessions {g('sessions')}", flush=True)
     with open(a.out, "a") as out:
         for (c, peer), reps in results.items():
-            if peer in broken:
+            if (peer, c[0]) in broken:
                 continue
             name, job, P, C, hold_us, _, _, timeout_ms = c
-            extra = {"hold_us": hold_us}
+            extra = {"hold_us": hold_us, "backend": a.store}
             if name == "fairness":
                 extra["acquire_timeout_ms"] = timeout_ms
             out.write(json.dumps({"kind": "scenario", "row": row(name, peer, P, C, reps, extra)}) + "\n")
-    keys = list(r.scan_iter(match="*bench:*", count=1000))
-    for i in range(0, len(keys), 1000):
-        r.unlink(*keys[i:i + 1000])
+        for (c, peer), why in refused.items():
+            name, job, P, C, hold_us, _, _, _ = c
+            extra = {"hold_us": hold_us, "backend": a.store, "not_run": why, "waiters": P * C}
+            out.write(json.dumps({"kind": "scenario", "row": row(name, peer, P, C, [], extra)}) + "\n")
+    if r is not None:
+        keys = list(r.scan_iter(match="*bench:*", count=1000))
+        for i in range(0, len(keys), 1000):
+            r.unlink(*keys[i:i + 1000])
 
 
 if __name__ == "__main__":
     try:
         main()
-    except (RuntimeError, redis.RedisError) as e:
+    except RuntimeError as e:
         sys.exit(f"run_peers: {e}")
+    except Exception as e:  # redis.RedisError and the other stores' client errors
+        if type(e).__module__.split(".")[0] in ("redis", "kazoo", "pymysql", "psycopg2"):
+            sys.exit(f"run_peers: {e}")
+        raise

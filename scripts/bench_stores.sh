@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The stores' comparison: corolock (lock_bench --backend) on Redis, ZooKeeper, MariaDB and
+# PostgreSQL on the same workloads, and each store's peers (bench/peers/run_peers.py --store), in
+# one run; writes bench/results/<name>.json, <name>.md and <name>-stores.png (name: BENCH_NAME,
+# default stores). scripts/bench.sh --stores runs this.
+# Usage: scripts/bench_stores.sh [--quick]
+# Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_REPETITIONS (default 3),
+#              BENCH_STORES (default "redis zookeeper mysql postgres"), BENCH_PEERS=0 (no peers),
+#              BENCH_NAME (default stores), BENCH_NOTE (a sentence for the results' notes, e.g. the
+#              machine's load), CMAKE_ARGS (passed to build.sh).
+#
+# Servers: a private redis-server (scripts/lib/redis.sh) and bench_servers, which starts ZooKeeper,
+# MariaDB and PostgreSQL with the test fixtures (loopback, free ports, temporary directories) and
+# stops them when this script ends. Workloads (bench/README.md, "Stores"): uncontended latency (one
+# coroutine) and throughput (1 000 coroutines, 10 000 locks), hot key 4 x 1, 1 000 waiters in 1 and
+# over 4 processes, fairness 4 x 8; corolock's own waiting only (--modes pubsub: pub/sub, watch or
+# server-side wait by store); the peers bring the polling forms.
+set -euo pipefail
+# shellcheck source=lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+quick=0
+for arg in "$@"; do
+  case $arg in
+    --quick) quick=1 ;;
+    -h | --help) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+  esac
+done
+REPS=${BENCH_REPETITIONS:-3}
+read -r -a stores <<<"${BENCH_STORES:-redis zookeeper mysql postgres}"
+name=${BENCH_NAME:-stores}
+quick_flag=()
+((quick)) && quick_flag=(--quick)
+note=${BENCH_NOTE:-"The 2-core machine was shared with other engineers' builds during the run: \
+absolute figures are noisy (see loadavg_1m on each row); compare within this run, by ratio."}
+
+"$COROLOCK_ROOT/scripts/deps.sh" --bench
+BUILD_DIR=${BENCH_BUILD_DIR:-$COROLOCK_ROOT/build-release}
+BUILD_TYPE=Release
+export BUILD_DIR BUILD_TYPE
+nice -n 10 "$COROLOCK_ROOT/scripts/build.sh" lock_bench bench_servers
+BIN=$BUILD_DIR/bench
+REPORT=("/usr/bin/python3" "$COROLOCK_ROOT/bench/report.py")
+results=$COROLOCK_ROOT/bench/results
+mkdir -p "$results"
+work=$(mktemp -d "${TMPDIR:-/tmp}/corolock-bench-stores.XXXXXX")
+parts=$work/parts
+mkdir -p "$parts"
+
+# shellcheck source=lib/redis.sh
+source "$COROLOCK_ROOT/scripts/lib/redis.sh"
+declare -A url
+others=()
+for s in "${stores[@]}"; do
+  case $s in
+    redis) start_redis; url[redis]=$REDIS_URL ;;
+    zookeeper | mysql | postgres) others+=("$s") ;;
+    *) echo "bench_stores.sh: unknown store '$s' (redis zookeeper mysql postgres)" >&2; exit 2 ;;
+  esac
+done
+servers_pid=
+cleanup() {
+  if [[ -n $servers_pid ]]; then
+    kill -TERM "$servers_pid" 2>/dev/null || true
+    wait "$servers_pid" 2>/dev/null || true
+  fi
+  stop_redis
+  rm -rf "$work"
+}
+trap cleanup EXIT
+if ((${#others[@]})); then
+  # bench_servers prints "<store> <url>" per server, then "ready"; it stops them at SIGTERM or
+  # when its input closes (this script's end).
+  coproc SERVERS { exec "$BIN/bench_servers" "${others[@]}"; }
+  # shellcheck disable=SC2153  # SERVERS_PID: set by coproc
+  servers_pid=$SERVERS_PID
+  while read -r -u "${SERVERS[0]}" store u; do
+    [[ $store == ready ]] && break
+    url[$store]=$u
+    log "$store: $u"
+  done
+  for s in "${others[@]}"; do
+    [[ -n ${url[$s]:-} ]] || { echo "bench_stores.sh: $s did not start" >&2; exit 1; }
+  done
+fi
+
+run_start=$SECONDS
+step() { log "$* [$((SECONDS - run_start)) s]"; }
+machine=$parts/machine.jsonl
+# shellcheck source=lib/bench_machine.sh
+source "$COROLOCK_ROOT/scripts/lib/bench_machine.sh"
+record_machine "$machine" "$quick"
+postgres_version() {
+  local v=(/usr/lib/postgresql/*)
+  basename "${v[-1]}"
+}
+set_machine "$machine" stores "${stores[*]}"
+set_machine "$machine" servers "redis-server $(redis-server --version | grep -o 'v=[^ ]*' | cut -d= -f2); \
+ZooKeeper 3.8 standalone; MariaDB $(mariadbd --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*-MariaDB' || true); \
+PostgreSQL $(postgres_version) — each private, on loopback"
+set_machine "$machine" note "$note"
+set_machine "$machine" loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# The same workloads on every store (lock_bench --help): corolock's own waiting only.
+if ((quick)); then cycles=500; else cycles=2000; fi
+# shellcheck disable=SC2054  # the commas are lock_bench's lists
+workloads=(--scenarios uncontended_latency,uncontended_throughput,hot_key,hot_key_waiters,fairness
+  --modes pubsub --hot-shapes 4x1 --waiters 1000 --waiter-processes 1,4 --latency-cycles "$cycles")
+part_files=("$machine")
+for s in "${stores[@]}"; do
+  step "lock_bench --backend $s"
+  timeout 1200 "$BIN/lock_bench" "${url[$s]}" --backend "$s" "${quick_flag[@]}" \
+    --repetitions "$REPS" --out "$parts/lock_bench-$s.jsonl" "${workloads[@]}"
+  part_files+=("$parts/lock_bench-$s.jsonl")
+  if [[ ${BENCH_PEERS:-1} != 0 && $s != redis ]]; then
+    step "peers of $s"
+    # A peer that fails costs its rows, not the run's.
+    timeout 1200 /usr/bin/python3 "$COROLOCK_ROOT/bench/peers/run_peers.py" "${url[$s]}" --store "$s" \
+      "${quick_flag[@]}" --repetitions "$REPS" --out "$parts/peers-$s.jsonl" ||
+      log "peers of $s failed (exit $?): no peer rows for it in this run"
+    [[ -f $parts/peers-$s.jsonl ]] && part_files+=("$parts/peers-$s.jsonl")
+  fi
+done
+set_machine "$machine" loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+set_machine "$machine" run_seconds "$((SECONDS - run_start))"
+
+step "report"
+"${REPORT[@]}" merge --stores --json "$results/$name.json" --md "$results/$name.md" \
+  --charts "$results" "${part_files[@]}"
+step "wrote $results/$name.json, $name.md, $name-stores.png"
