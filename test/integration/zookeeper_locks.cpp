@@ -6,7 +6,7 @@
 // error::closed; a client destroyed while holding; readers and a writer; what the store refuses;
 // a 3-member ensemble's leader killed while locks are held and waited for; a holder whose link
 // stalls past its session (told first, its fenced write refused, its session found expired and
-// nothing of it left at the server).
+// nothing of it left at the server); a member partitioned away, its client moving to another.
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <optional>
 #include <sstream>
 
@@ -592,6 +593,62 @@ BOOST_AUTO_TEST_CASE(a_session_expired_by_a_stalled_link_loses_every_lease_and_l
     BOOST_TEST(co_await nothing_left(*other));
     co_await stalled->close();
     co_await other->close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_member_partitioned_away_moves_its_client_to_another_within_the_session_and_its_locks_stay) {
+  zookeeper_ensemble ensemble;
+  std::deque<fault_proxy> proxies; // one per member: a's way to it
+  std::string url = "zookeeper://";
+  for (std::size_t i = 0; i < ensemble.size(); ++i) {
+    proxies.emplace_back(ensemble[i].port());
+    url += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(proxies.back().port());
+  }
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    session_log log;
+    const auto session = milliseconds(6000); // the silent link is left at 2/3 of it, a reconnect fits after
+    auto a = client_of(ex, url, session), b = client_of(ex, ensemble.url(), session);
+    log_states(*a, log);
+    co_await a->connect();
+    co_await b->connect();
+    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"}, ma43{*a, "order:43"};
+    auto ga = co_await ma.acquire(), ga43 = co_await ma43.acquire();
+    told_lost lost, lost43;
+    watch_lost(ex, ga, lost);
+    watch_lost(ex, ga43, lost43);
+    attempt wb;
+    start(ex, mb, wb);
+    BOOST_REQUIRE(co_await count_becomes(*b, dir, 2));
+
+    const auto cut_member = a->member();
+    const auto cut = clock_type::now();
+    proxies[cut_member].blackhole(direction::both, true); // the member is still in the ensemble; a cannot reach it
+    BOOST_REQUIRE(co_await eventually([&] { return log.back.has_value(); }, milliseconds(20000)));
+    BOOST_TEST(a->member() != cut_member);
+    BOOST_TEST(!log.expired.has_value());
+    BOOST_TEST(!ga.lost());
+    BOOST_TEST(!ga43.lost());
+    BOOST_TEST(!lost.ec.has_value());
+    BOOST_TEST(!lost43.ec.has_value());
+    BOOST_TEST(!wb.ec.has_value()); // still waiting behind a
+    BOOST_TEST((co_await nodes(*b, dir)).size() == 2u);
+    BOOST_TEST_MESSAGE("member " << cut_member << " cut off from a at 0 ms: a left it at " << ms_between(cut, *log.suspended)
+                       << " ms, connected to member " << a->member() << " on the same session at "
+                       << ms_between(cut, *log.back) << " ms (session " << session.count() << " ms)");
+
+    const auto released = clock_type::now();
+    co_await ga.unlock();
+    BOOST_REQUIRE(co_await done(wb));
+    BOOST_TEST(!*wb.ec);
+    BOOST_TEST(wb.g.fencing_token() > ga.fencing_token());
+    BOOST_TEST_MESSAGE("after the move: a's unlock -> b's grant " << ms_between(released, wb.at) << " ms");
+    co_await wb.g.unlock();
+    co_await ga43.unlock();
+    BOOST_TEST((!lost.ec.has_value() || *lost.ec != error::lease_lost));
+    BOOST_TEST((!lost43.ec.has_value() || *lost43.ec != error::lease_lost));
+    BOOST_TEST(co_await nothing_left(*b));
+    co_await a->close();
+    co_await b->close();
   });
 }
 
