@@ -6,6 +6,7 @@
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>
+#include <support/fenced_resource.hpp>
 #include <support/lock_checks.hpp>
 #include <support/redis_sentinel.hpp>
 
@@ -99,18 +100,6 @@ asio::awaitable<guard> acquire_replicated(corolock::mutex& m, redis_server& repl
   BOOST_REQUIRE(co_await eventually([&] { return sync(replica, "EXISTS", key) == "1"; }));
   co_return g;
 }
-
-/// A resource that applies the fencing rule: a write with a token below the highest one it has
-/// seen is refused.
-struct fenced_resource {
-  std::uint64_t highest = 0;
-  bool write(std::uint64_t token) {
-    if (token < highest)
-      return false;
-    highest = token;
-    return true;
-  }
-};
 
 /// One critical section of the lock traffic.
 struct holding {
