@@ -103,6 +103,9 @@ sql_lock_backend::~sql_lock_backend() {
   for (auto& [id, l] : links_) {
     l->ping.cancel();
     l->conn->close();
+    // A queued statement's continuation holds its link (a cycle): nothing will run it now.
+    auto jobs = std::move(l->jobs);
+    l->jobs.clear();
   }
 }
 

@@ -3,14 +3,62 @@
 #include "backends/sql/connection.hpp"
 #include "detail/tcp_keepalive.hpp"
 
+#include <boost/asio/execution/context_as.hpp>
+#include <boost/asio/execution_context.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/query.hpp>
+
+#include <mutex>
+#include <set>
+#include <vector>
 
 #include <sys/socket.h>
 
 namespace corolock::detail {
 
+// The live sessions of one execution context. At its shutdown (before the reactor's and the
+// timers' services, registered earlier, are shut down) every session's stored handler is taken
+// out, then destroyed outside the lock: destroying one may end other sessions, which unregister.
+class sql_session_registry final : public asio::execution_context::service {
+public:
+  using key_type = sql_session_registry;
+  static inline asio::execution_context::id id;
+
+  explicit sql_session_registry(asio::execution_context& ctx) : asio::execution_context::service(ctx) {}
+
+  void add(sql_session* s) {
+    const std::lock_guard lock(mutex_);
+    live_.insert(s);
+  }
+  void remove(sql_session* s) {
+    const std::lock_guard lock(mutex_);
+    live_.erase(s);
+  }
+
+private:
+  void shutdown() override {
+    std::vector<sql_operation::handler_type> orphans;
+    {
+      const std::lock_guard lock(mutex_);
+      for (auto* s : live_)
+        if (auto h = s->op_.abandon())
+          orphans.push_back(std::move(*h));
+    }
+    orphans.clear();
+  }
+
+  std::mutex mutex_;
+  std::set<sql_session*> live_;
+};
+
 sql_session::sql_session(asio::any_io_executor ex, std::string host, std::uint16_t port, sql::session_options options)
-    : waiter_(ex), options_(options), executor_(ex), host_(std::move(host)), port_(port), resolver_(ex), op_(ex) {}
+    : waiter_(ex), options_(options), executor_(ex), host_(std::move(host)), port_(port), resolver_(ex), op_(ex),
+      registry_(asio::use_service<sql_session_registry>(
+          asio::query(executor_, asio::execution::context_as<asio::execution_context&>))) {
+  registry_.add(this);
+}
+
+sql_session::~sql_session() { registry_.remove(this); }
 
 void sql_session::start_connect(handler_type h) {
   if (state_ != state::fresh)

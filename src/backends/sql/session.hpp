@@ -6,7 +6,12 @@
 // back through connected / succeeded / failed.
 //
 // Lifetime: held by a shared_ptr; every pending wait holds one too, so the session outlives its
-// connection object until the library's last call has returned.
+// connection object until the library's last call has returned. The running operation's handler
+// is kept here (sql_operation), not in Asio's queues, and it often holds what owns the session (a
+// lock backend's link, a side connection that keeps itself): a cycle that only the operation's
+// completion ends. When the execution context shuts down before that (its pending handlers are
+// destroyed uninvoked), the sessions registered with it (sql_session_registry, session.cpp)
+// destroy their stored handlers too, so nothing outlives the context.
 #pragma once
 
 #include "detail/fd_waiter.hpp"
@@ -27,13 +32,14 @@
 namespace corolock::detail {
 
 class sql_connection;
+class sql_session_registry;
 
 class sql_session : public std::enable_shared_from_this<sql_session> {
 public:
   using handler_type = sql_operation::handler_type;
 
   sql_session(asio::any_io_executor ex, std::string host, std::uint16_t port, sql::session_options options);
-  virtual ~sql_session() = default;
+  virtual ~sql_session();
   sql_session(const sql_session&) = delete;
   sql_session& operator=(const sql_session&) = delete;
 
@@ -73,6 +79,7 @@ protected:
   sql::session_options options_;
 
 private:
+  friend class sql_session_registry;
   enum class state { fresh, connecting, ready, busy, lost, closed };
 
   void refuse(handler_type h, error e, std::string words);
@@ -91,6 +98,7 @@ private:
   bool closing_ = false;
   std::string sql_;
   std::uint64_t id_ = 0;
+  sql_session_registry& registry_;
 };
 
 } // namespace corolock::detail
