@@ -394,6 +394,13 @@ void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error
   auto l = std::make_shared<link>(executor_);
   l->id = next_link_++;
   l->conn = new_connection();
+  // Between statements, a session that ends (a restart, a KILL, a reset link) is dropped at once:
+  // its leases are reported lost before its next ping (session_timeout/3) would find it.
+  l->conn->on_lost([this, weak = std::weak_ptr<link>(l), w = std::weak_ptr<int>(life_)](error_code ec, std::string) {
+    const auto gone = weak.lock();
+    if (!w.expired() && gone && !gone->dead)
+      drop(gone, ec);
+  });
   links_.emplace(l->id, l);
   l->conn->async_connect([this, l, then = std::move(then), w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) {
     if (w.expired())

@@ -46,7 +46,9 @@
 // The session is the lease: each holding session is pinged every session_timeout/3; every answered
 // statement on it reports session_alive(session, sent + session_timeout), since the server's idle
 // bound (set on each new session) cannot end it sooner. A failed statement or ping (the connection
-// dropped, the session killed) reports session_lost at once: the server has freed its locks. A ping
+// dropped, the session killed) reports session_lost at once: the server has freed its locks; so
+// does a session between statements whose socket shows its end (end of file, a reset, the server's
+// last words: a restart, a KILL, a reset link), without waiting for the next ping. A ping
 // that goes unanswered leaves the core's local deadline to mark the leases lost, before the server
 // can end the session and give the lock to another client.
 //

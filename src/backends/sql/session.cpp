@@ -14,6 +14,9 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
+#include <cstring>
+
 namespace corolock::detail {
 
 // The live sessions of one execution context. At its shutdown (before the reactor's and the
@@ -89,6 +92,7 @@ void sql_session::start_query(std::string sql, std::chrono::milliseconds timeout
     return refuse(std::move(h), state_ == state::closed || closing_ ? error::closed : error::not_connected, "");
   }
   state_ = state::busy;
+  waiter_.unwatch_idle();
   sql_ = std::move(sql);
   op_.begin(std::move(h), timeout, self(), stopper());
   begin_query();
@@ -98,6 +102,7 @@ void sql_session::close() {
   if (state_ == state::closed || closing_)
     return;
   closing_ = true;
+  waiter_.unwatch_idle();
   resolver_.cancel();
   if (op_.running()) {
     // A server does not always notice a client that left mid-statement (MariaDB's SLEEP and
@@ -140,7 +145,37 @@ void sql_session::finish(error_code ec, sql_result r) {
   if (closing_ && state_ != state::closed) {
     state_ = state::closed;
     close_library();
+    return;
   }
+  watch_idle();
+}
+
+void sql_session::watch_idle() {
+  if (state_ == state::ready && !closing_ && !op_.running() && on_lost_)
+    waiter_.watch_idle(weak_from_this(), [this] { idle_input(); });
+}
+
+void sql_session::idle_input() {
+  if (state_ != state::ready || closing_ || op_.running())
+    return;
+  std::string words;
+  if (idle_input_keeps_session(words))
+    return watch_idle();
+  state_ = state::lost;
+  waiter_.release();
+  auto tell = on_lost_; // a copy: it may close this session
+  tell(make_error_code(error::connection_lost), std::move(words));
+}
+
+bool sql_session::idle_input_keeps_session(std::string& words) {
+  char byte = 0;
+  const auto n = ::recv(waiter_.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return true;
+  words = n == 0  ? "the server closed the connection"
+          : n > 0 ? "the server spoke unasked (its last words before it ended the session)"
+                  : std::string("the connection failed: ") + std::strerror(errno);
+  return false;
 }
 
 void sql_session::refuse(handler_type h, error e, std::string words) {
@@ -177,6 +212,7 @@ void sql_session::cancel_on_server() {
     if (!ok)
       s->shut_socket();
     s->op_.server_cancel_ended();
+    s->watch_idle();
   });
 }
 
