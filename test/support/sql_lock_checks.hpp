@@ -56,7 +56,11 @@ struct bidder final : core::contender_events {
 template <typename Db>
 struct client {
   client(asio::any_io_executor ex, typename Db::server_type& server, sql::lock_pool_options o = options())
-      : backend(Db::make(ex, server, o)) {
+      : client(Db::make(ex, server, o)) {}
+  /// A client of the server at `url` (e.g. behind a fault proxy: via()).
+  client(asio::any_io_executor ex, const std::string& url, sql::lock_pool_options o = options())
+      : client(Db::make_for(ex, url, o)) {}
+  explicit client(std::unique_ptr<typename Db::backend_type> b) : backend(std::move(b)) {
     core::backend::hooks h;
     h.session_alive = [this](std::uint64_t s, core::steady::time_point until) {
       alive.push_back(s);
@@ -120,6 +124,15 @@ struct client {
   std::vector<core::steady::time_point> lost_at; // when each `lost` was reported
   std::map<std::uint64_t, core::steady::time_point> alive_until; // the last bound of each session
 };
+
+/// `server`'s URL with `proxy`'s port instead of the server's.
+template <typename Server>
+std::string via(Server& server, const fault_proxy& proxy) {
+  std::string url = server.url();
+  const std::string port = ":" + std::to_string(server.port());
+  url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
+  return url;
+}
 
 /// Whether `b` stays without an event for `d` (a bid that must wait).
 inline asio::awaitable<bool> still_waiting(bidder& b, std::chrono::milliseconds d = std::chrono::milliseconds(300)) {
@@ -364,13 +377,7 @@ void a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock() {
   typename Db::server_type server;
   fault_proxy proxy(server.port());
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    std::string url = server.url();
-    const std::string port = ":" + std::to_string(server.port());
-    url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
-    client<Db> a(ex, server), b(ex, server);
-    a.backend = Db::make_for(ex, url, client<Db>::options()); // a talks through the proxy
-    a.backend->set_hooks({[&](std::uint64_t s, core::steady::time_point until) { a.alive_until[s] = until; },
-                          [&](std::uint64_t s, error_code) { a.lost.push_back(s); }, [] {}});
+    client<Db> a(ex, via(server, proxy)), b(ex, server); // a talks through the proxy
     const auto lock = a.spec("silent");
     bidder holder(ex), waiter(ex);
     a.bid(holder, lock);
@@ -452,19 +459,9 @@ void a_dropped_connection_is_reported_at_once() {
   typename Db::server_type server;
   fault_proxy proxy(server.port());
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    std::string url = server.url();
-    const std::string port = ":" + std::to_string(server.port());
-    url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
     auto o = client<Db>::options();
     o.session_timeout = std::chrono::seconds(30);
-    client<Db> a(ex, server, o);
-    a.backend = Db::make_for(ex, url, o); // through the proxy
-    a.backend->set_hooks({[](std::uint64_t, core::steady::time_point) {},
-                          [&](std::uint64_t s, error_code) {
-                            a.lost.push_back(s);
-                            a.lost_at.push_back(core::steady::now());
-                          },
-                          [] {}});
+    client<Db> a(ex, via(server, proxy), o);
     const auto lock = a.spec("dropped");
     bidder holder(ex);
     a.bid(holder, lock);
