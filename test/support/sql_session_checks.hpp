@@ -63,7 +63,7 @@ void a_connect_under_way_ends_with_its_io_context(MakeConfig make) {
   {
     asio::io_context io;
     auto c = std::make_shared<Connection>(io.get_executor(), make(silent.local_endpoint().port()));
-    c->async_connect([c](error_code, typename Connection::result) {});
+    c->async_connect([c](boost::system::error_code, typename Connection::result) {});
     left = c;
     c.reset();
     io.run_for(std::chrono::milliseconds(200)); // far from connect_timeout (5 s)
