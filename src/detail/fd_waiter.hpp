@@ -10,6 +10,8 @@
 //
 // A wake-up may be spurious (the reactor may report readiness speculatively); the libraries'
 // non-blocking calls absorb that (they meet EAGAIN and ask to wait again). One wait at a time.
+// Between the library's calls, watch_idle() waits for the socket to turn readable (the server
+// closed it or spoke unasked); wait() ends that watch first.
 #pragma once
 
 #include <fcntl.h>
@@ -59,6 +61,8 @@ public:
     }
     library_fd_ = -1;
     timer_.cancel();
+    idle_ = false;
+    ++idle_serial_;
   }
   /// The duplicate (same socket as the library's), for setsockopt and shutdown; -1 if none.
   [[nodiscard]] int fd() noexcept { return descriptor_.is_open() ? descriptor_.native_handle() : -1; }
@@ -68,6 +72,7 @@ public:
   /// happened (0: the wait was cancelled by release()). `owner` keeps the caller alive meanwhile.
   void wait(unsigned events, std::optional<std::chrono::milliseconds> timeout, std::shared_ptr<void> owner,
             std::function<void(unsigned)> done) {
+    unwatch_idle();
     ready_ = 0;
     done_ = std::move(done);
     pending_ = 0;
@@ -99,6 +104,32 @@ public:
       asio::post(timer_.get_executor(), [this, owner] { std::exchange(done_, nullptr)(0); });
   }
 
+  /// While the library is idle: `input()` once the socket turns readable (data, end of file, an
+  /// error), unless unwatch_idle(), wait() or release() came first. `owner` is held weakly: the
+  /// watch never keeps its caller alive, and finds it gone instead.
+  void watch_idle(std::weak_ptr<void> owner, std::function<void()> input) {
+    if (!descriptor_.is_open() || idle_)
+      return;
+    idle_ = true;
+    descriptor_.async_wait(asio::posix::descriptor_base::wait_read,
+                           [this, owner = std::move(owner), serial = idle_serial_, input = std::move(input)](error_code ec) {
+                             const auto alive = owner.lock();
+                             if (!alive || serial != idle_serial_)
+                               return;
+                             idle_ = false;
+                             if (!ec)
+                               input();
+                           });
+  }
+  void unwatch_idle() {
+    if (!idle_)
+      return;
+    idle_ = false;
+    ++idle_serial_;
+    error_code ignored;
+    descriptor_.cancel(ignored);
+  }
+
 private:
   asio::posix::stream_descriptor descriptor_;
   asio::steady_timer timer_;
@@ -106,6 +137,8 @@ private:
   std::function<void(unsigned)> done_;
   unsigned ready_ = 0;
   int pending_ = 0;
+  bool idle_ = false;
+  unsigned idle_serial_ = 0;
 };
 
 } // namespace corolock::detail

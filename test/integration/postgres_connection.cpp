@@ -283,4 +283,11 @@ BOOST_AUTO_TEST_CASE(a_bad_url_is_invalid_argument) {
   BOOST_TEST((ec == error::invalid_argument));
 }
 
+BOOST_AUTO_TEST_CASE(a_connect_under_way_ends_with_its_io_context) {
+  test::a_connect_under_way_ends_with_its_io_context<connection>(
+      [](std::uint16_t port) {
+        return postgresql::config::from_url("postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/postgres");
+      });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -73,6 +73,8 @@ COROLOCK_SQL_LOCK_CASE(a_silent_holder_is_past_its_bound_before_another_client_g
 COROLOCK_SQL_LOCK_CASE(an_account_without_rights_on_the_fence_table_gets_no_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, postgres)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
+COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)
+COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait
 // (pg_advisory_lock_shared queues behind a conflicting waiter), so writers do not starve.

@@ -15,7 +15,10 @@
 
 #include <boost/asio/as_tuple.hpp>
 
+#include <atomic>
+#include <exception>
 #include <map>
+#include <thread>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -27,6 +30,10 @@
   BOOST_AUTO_TEST_CASE(check) { corolock::test::sql_locks::check<Db>(); }
 
 namespace corolock::test::sql_locks {
+
+inline double ms_between(core::steady::time_point from, core::steady::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
 
 /// One bid and its one event.
 struct bidder final : core::contender_events {
@@ -49,13 +56,20 @@ struct bidder final : core::contender_events {
 template <typename Db>
 struct client {
   client(asio::any_io_executor ex, typename Db::server_type& server, sql::lock_pool_options o = options())
-      : backend(Db::make(ex, server, o)) {
+      : client(Db::make(ex, server, o)) {}
+  /// A client of the server at `url` (e.g. behind a fault proxy: via()).
+  client(asio::any_io_executor ex, const std::string& url, sql::lock_pool_options o = options())
+      : client(Db::make_for(ex, url, o)) {}
+  explicit client(std::unique_ptr<typename Db::backend_type> b) : backend(std::move(b)) {
     core::backend::hooks h;
     h.session_alive = [this](std::uint64_t s, core::steady::time_point until) {
       alive.push_back(s);
       alive_until[s] = until;
     };
-    h.session_lost = [this](std::uint64_t s, error_code) { lost.push_back(s); };
+    h.session_lost = [this](std::uint64_t s, error_code) {
+      lost.push_back(s);
+      lost_at.push_back(core::steady::now());
+    };
     h.reconnected = [] {};
     backend->set_hooks(std::move(h));
   }
@@ -71,13 +85,15 @@ struct client {
     s->kind = kind;
     return s;
   }
-  void bid(bidder& b, const std::shared_ptr<const core::lock_spec>& lock, bool wait = true, bool shared = false) {
+  void bid(bidder& b, const std::shared_ptr<const core::lock_spec>& lock, bool wait = true, bool shared = false,
+           bool ride_through = false) {
     b.owner = backend->new_owner();
     core::bid x;
     x.lock = lock;
     x.shared = shared;
     x.permits = 1;
     x.wait = wait;
+    x.ride_through = ride_through;
     b.contender = backend->contend(std::move(x), b.owner, b);
   }
   asio::awaitable<std::tuple<error_code, std::string>> release(bidder& b, const std::shared_ptr<const core::lock_spec>& lock,
@@ -105,8 +121,18 @@ struct client {
 
   std::unique_ptr<typename Db::backend_type> backend;
   std::vector<std::uint64_t> alive, lost;
+  std::vector<core::steady::time_point> lost_at; // when each `lost` was reported
   std::map<std::uint64_t, core::steady::time_point> alive_until; // the last bound of each session
 };
+
+/// `server`'s URL with `proxy`'s port instead of the server's.
+template <typename Server>
+std::string via(Server& server, const fault_proxy& proxy) {
+  std::string url = server.url();
+  const std::string port = ":" + std::to_string(server.port());
+  url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
+  return url;
+}
 
 /// Whether `b` stays without an event for `d` (a bid that must wait).
 inline asio::awaitable<bool> still_waiting(bidder& b, std::chrono::milliseconds d = std::chrono::milliseconds(300)) {
@@ -351,13 +377,7 @@ void a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock() {
   typename Db::server_type server;
   fault_proxy proxy(server.port());
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    std::string url = server.url();
-    const std::string port = ":" + std::to_string(server.port());
-    url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
-    client<Db> a(ex, server), b(ex, server);
-    a.backend = Db::make_for(ex, url, client<Db>::options()); // a talks through the proxy
-    a.backend->set_hooks({[&](std::uint64_t s, core::steady::time_point until) { a.alive_until[s] = until; },
-                          [&](std::uint64_t s, error_code) { a.lost.push_back(s); }, [] {}});
+    client<Db> a(ex, via(server, proxy)), b(ex, server); // a talks through the proxy
     const auto lock = a.spec("silent");
     bidder holder(ex), waiter(ex);
     a.bid(holder, lock);
@@ -429,6 +449,105 @@ void at_the_pool_limit_a_bid_waits_for_a_freed_session() {
     BOOST_TEST(second.grant->token > first.grant->token);
     BOOST_TEST(Db::sessions(server) == "1");
   });
+}
+
+// A held lock's session whose connection drops (the proxy resets it) is reported lost at once:
+// its socket's end of file is seen while the session is idle, not at its next ping. The pings
+// here are 10 s apart (session_timeout 30 s), so a report within 3 s can only come from the socket.
+template <typename Db>
+void a_dropped_connection_is_reported_at_once() {
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto o = client<Db>::options();
+    o.session_timeout = std::chrono::seconds(30);
+    client<Db> a(ex, via(server, proxy), o);
+    const auto lock = a.spec("dropped");
+    bidder holder(ex);
+    a.bid(holder, lock);
+    co_await holder.done.wait();
+    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    const auto t0 = core::steady::now();
+    proxy.reset_all();
+    BOOST_REQUIRE(co_await eventually([&] { return a.lost.size() == 1; }, std::chrono::seconds(3)));
+    BOOST_TEST((a.lost == std::vector<std::uint64_t>{holder.grant->session}));
+    BOOST_TEST_MESSAGE("holder's session reported lost "
+                       << ms_between(t0, a.lost_at[0]) << " ms after the reset (pings every 10 s)");
+    auto [ec, words] = co_await a.release(holder, lock);
+    BOOST_TEST((ec == error::lease_lost));
+    BOOST_TEST(a.backend->sessions() == 0u);
+  });
+}
+
+// The server restarts (a graceful stop, then a start on the same port and data) while a holds the
+// lock and b's bid (riding through) waits on the server. a's session ends with the server and a is
+// told so before b or anyone gets the lock again (a's pings are 10 s apart: only the socket's end
+// of file can tell it in time), and by its local deadline at the latest. b gets the lock after the
+// restart with a larger token, or fails with words and a fresh bid of b's gets it. Both close()
+// promptly and no session of theirs is left on the server.
+template <typename Db>
+void a_restarted_server_tells_the_holder_before_another_gets_the_lock() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto o = client<Db>::options();
+    o.session_timeout = std::chrono::seconds(30);
+    client<Db> a(ex, server, o), b(ex, server);
+    const auto lock = a.spec("restarted");
+    bidder holder(ex), waiter(ex), again(ex);
+    a.bid(holder, lock);
+    co_await holder.done.wait();
+    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    b.bid(waiter, lock, true, false, true);
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    const auto t0 = core::steady::now();
+    std::atomic<bool> restarted{false};
+    std::exception_ptr failure;
+    // On a thread of its own, so that the clients run while the server is down. The thread lives
+    // to the end of the test: a server dies with the thread that started it (PR_SET_PDEATHSIG).
+    std::jthread restarter([&](const std::stop_token& stop) {
+      try {
+        server.restart();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      restarted = true;
+      while (!stop.stop_requested())
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    });
+    BOOST_REQUIRE(co_await eventually([&] { return restarted.load(); }, std::chrono::seconds(90)));
+    if (failure)
+      std::rethrow_exception(failure);
+    BOOST_TEST_MESSAGE("server restarted in " << ms_since(t0) << " ms");
+    co_await waiter.done.wait();
+    auto granted_at = core::steady::now();
+    bidder* got = &waiter;
+    if (!waiter.grant) {
+      BOOST_TEST_MESSAGE("the waiter failed: " << waiter.ec.message() << ": " << waiter.words);
+      BOOST_TEST(!waiter.words.empty());
+      b.bid(again, lock, true, false, true);
+      co_await again.done.wait();
+      granted_at = core::steady::now();
+      got = &again;
+    }
+    BOOST_REQUIRE_MESSAGE(got->grant, got->ec.message() << ": " << got->words);
+    BOOST_TEST(got->grant->token > holder.grant->token);
+    BOOST_REQUIRE_MESSAGE(a.lost.size() == 1, "the holder was not told by the time another client got the lock");
+    BOOST_TEST((a.lost == std::vector<std::uint64_t>{holder.grant->session}));
+    BOOST_TEST((a.lost_at[0] < granted_at));
+    BOOST_TEST((a.lost_at[0] <= a.alive_until.at(holder.grant->session)));
+    BOOST_TEST_MESSAGE("holder told lost " << ms_between(t0, a.lost_at[0])
+                                           << " ms after the restart began, the lock granted again "
+                                           << ms_between(t0, granted_at) << " ms after");
+    auto [ec, words] = co_await a.release(holder, lock);
+    BOOST_TEST((ec == error::lease_lost));
+    const auto t1 = std::chrono::steady_clock::now();
+    co_await a.close();
+    co_await b.close();
+    BOOST_TEST(ms_since(t1) < 5000.0); // the close bound: nothing waited it out
+    BOOST_TEST_MESSAGE("both closed in " << ms_since(t1) << " ms");
+    BOOST_TEST(co_await eventually([&] { return Db::sessions(server) == "0"; }));
+    BOOST_TEST(Db::holder(server, a.backend->key_of(*lock)) == "0");
+  }, std::chrono::seconds(120));
 }
 
 template <typename Db>

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "async_test.hpp"
+#include "sql_session_checks.hpp" // ms_since
 
 #include <corolock/corolock.hpp>
 #include <corolock/sql/lock_pool_options.hpp>
@@ -100,6 +101,45 @@ void a_killed_holder_is_told_and_the_waiter_gets_the_lock() {
     co_await gb.unlock();
     BOOST_TEST(co_await eventually([&] { return Db::held(server) == "0"; }));
   });
+}
+
+/// The server stops answering (SIGSTOP) past the lease while a lock is held: the guard is told
+/// lost by its local deadline — session_timeout (3 s) after a statement sent before the pause —
+/// while the stopped server cannot have given the lock to anyone. After SIGCONT nothing is stuck:
+/// another client gets the lock with a larger token, and both clients close within their bound.
+template <typename Db>
+void a_stopped_server_loses_the_holder_by_its_deadline() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client<Db>(ex, server), b = client<Db>(ex, server);
+    mutex ma{*a, "slow"}, mb{*b, "slow"};
+    auto ga = co_await ma.acquire();
+    const auto t0 = std::chrono::steady_clock::now(); // after the grant's fence statement was sent
+    server.pause();
+    const bool told = co_await eventually([&] { return ga.lost(); }, 10s);
+    const auto told_ms = ms_since(t0);
+    BOOST_REQUIRE_MESSAGE(told, "the holder was not told lost 10 s after the server stopped");
+    // The deadline is at most 3 s after t0; the rest is this loaded machine's scheduling.
+    BOOST_TEST(told_ms < 3000.0 + 1000.0);
+    BOOST_TEST_MESSAGE("holder told lost " << told_ms << " ms after the server stopped (lease 3 s)");
+    co_await sleep_for(4s - (std::chrono::steady_clock::now() - t0)); // past the lease
+    server.resume();
+    const auto t1 = std::chrono::steady_clock::now();
+    auto [ec, gb] = co_await mb.acquire_for(20s, asio::as_tuple(asio::use_awaitable));
+    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+    BOOST_TEST(gb.fencing_token() > ga.fencing_token());
+    BOOST_TEST_MESSAGE("another client got the lock " << ms_since(t1) << " ms after the server continued");
+    auto [uec] = co_await ga.unlock(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(uec == error::lease_lost);
+    co_await gb.unlock();
+    const auto t2 = std::chrono::steady_clock::now();
+    co_await a->async_close(5s, asio::as_tuple(asio::use_awaitable));
+    co_await b->async_close(5s, asio::as_tuple(asio::use_awaitable));
+    const auto close_ms = ms_since(t2);
+    BOOST_TEST(close_ms < 10000.0); // two closes, each within its 5 s bound
+    BOOST_TEST_MESSAGE("both closed in " << close_ms << " ms");
+    BOOST_TEST(co_await eventually([&] { return Db::held(server) == "0"; }));
+  }, 120s);
 }
 
 inline bool refused_with_invalid_argument(const std::function<void()>& make) {

@@ -6,6 +6,7 @@
 #include "sql_server_process.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
 #include <memory>
@@ -47,6 +48,28 @@ asio::awaitable<std::string> one_value(Connection& c, std::string sql) {
   auto [ec, r] = co_await c.async_query(std::move(sql), std::chrono::seconds(30), asio::as_tuple(asio::use_awaitable));
   BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << r.words.to_string());
   co_return r.value().value_or("NULL");
+}
+
+/// A Connection (made by `make(port)`) whose connect is under way when its io_context is destroyed
+/// (a listener that never answers: the kernel completes the handshake, the server never speaks),
+/// with a handler that keeps the connection, as a side connection's own handler does. The context
+/// destroys its pending handlers; the one the session keeps must go too, and with it the
+/// connection — not be left in a cycle through it (LeakSanitizer's report at exit before).
+template <typename Connection, typename MakeConfig>
+void a_connect_under_way_ends_with_its_io_context(MakeConfig make) {
+  asio::io_context listening;
+  asio::ip::tcp::acceptor silent(listening, {asio::ip::make_address("127.0.0.1"), 0}); // never accepts
+  std::weak_ptr<Connection> left;
+  {
+    asio::io_context io;
+    auto c = std::make_shared<Connection>(io.get_executor(), make(silent.local_endpoint().port()));
+    c->async_connect([c](boost::system::error_code, typename Connection::result) {});
+    left = c;
+    c.reset();
+    io.run_for(std::chrono::milliseconds(200)); // far from connect_timeout (5 s)
+    BOOST_TEST(!left.expired());
+  }
+  BOOST_TEST(left.expired());
 }
 
 } // namespace corolock::test

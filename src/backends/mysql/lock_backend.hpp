@@ -23,22 +23,6 @@ namespace corolock::mysql {
 class lock_backend final : public detail::sql_lock_backend {
 public:
   lock_backend(asio::any_io_executor ex, config cfg, sql::lock_pool_options options);
-
-private:
-  std::shared_ptr<detail::sql_connection> new_connection() override;
-  std::string key_literal(const std::array<unsigned char, 32>& digest) const override;
-  std::string setup_statement(std::chrono::milliseconds session_timeout) const override;
-  std::string lock_statement(const std::string& key, bool shared, bool wait) const override;
-  answer lock_answer(const detail::sql_result& r, bool wait) const override;
-  std::string unlock_statement(const std::string& key, bool shared) const override;
-  std::string unlock_all_statement() const override;
-  std::string fence_statement(const std::string& table, const std::string& key,
-                              const std::string& hashed_hex) const override;
-  std::optional<std::uint64_t> fence_token(const detail::sql_result& r) const override;
-  std::vector<std::string> create_fence_table(const std::string& table) const override;
-  bool missing_table(const detail::sql_words& w) const override;
-
-  config cfg_;
 };
 
 } // namespace corolock::mysql

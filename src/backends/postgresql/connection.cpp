@@ -167,6 +167,15 @@ private:
     library_closed();
   }
 
+  // libpq takes what came (a NOTICE or a ParameterStatus is harmless) and says whether the
+  // connection is over (end of file: "server closed the connection unexpectedly").
+  bool idle_input_keeps_session(std::string& words) override {
+    if (PQconsumeInput(pg_) != 0 && PQstatus(pg_) == CONNECTION_OK)
+      return true;
+    words = trimmed(PQerrorMessage(pg_));
+    return false;
+  }
+
   std::shared_ptr<detail::sql_connection> side_connection() override {
     return std::make_shared<connection>(executor(), cfg_);
   }

@@ -38,6 +38,9 @@ public:
 
   /// Never blocks; idempotent. A running operation completes with error::closed.
   void close() { session_->close(); }
+  /// `f(ec, words)` runs once if the session, between statements, finds its connection over (the
+  /// server closed it or ended the session, the link reset): at once, on the session's executor.
+  void on_lost(std::function<void(error_code, std::string)> f) { session_->on_lost(std::move(f)); }
   /// Connected, not lost, not closed.
   [[nodiscard]] bool is_open() const noexcept { return session_->is_open(); }
   [[nodiscard]] asio::any_io_executor get_executor() const noexcept { return session_->executor(); }

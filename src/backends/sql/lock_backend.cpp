@@ -69,10 +69,9 @@ std::string hex(const unsigned char* p, std::size_t n) {
 
 } // namespace
 
-sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, core::backend_traits traits,
-                                   sql::lock_pool_options options, std::string default_fence_table)
-    : executor_(std::move(ex)), traits_(traits), options_(std::move(options)),
-      fence_table_(options_.fence_table.empty() ? std::move(default_fence_table) : options_.fence_table),
+sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, sql_dialect dialect, sql::lock_pool_options options)
+    : executor_(std::move(ex)), dialect_(std::move(dialect)), traits_(dialect_.traits), options_(std::move(options)),
+      fence_table_(options_.fence_table.empty() ? dialect_.default_fence_table : options_.fence_table),
       random_(std::random_device{}()) {
   options_.session_timeout = std::max(options_.session_timeout, std::chrono::milliseconds(3000));
   options_.max_sessions = std::max<std::size_t>(options_.max_sessions, 1);
@@ -83,6 +82,9 @@ sql_lock_backend::~sql_lock_backend() {
   for (auto& [id, l] : links_) {
     l->ping.cancel();
     l->conn->close();
+    // A queued statement's continuation holds its link (a cycle): nothing will run it now.
+    auto jobs = std::move(l->jobs);
+    l->jobs.clear();
   }
 }
 
@@ -127,7 +129,7 @@ std::string sql_lock_backend::key_of(const core::lock_spec& lock) const {
   std::array<unsigned char, 32> digest{};
   unsigned size = 0;
   EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr);
-  return key_literal(digest);
+  return dialect_.key_literal(digest);
 }
 
 // ---- bids ----
@@ -161,10 +163,10 @@ void sql_lock_backend::start(const std::shared_ptr<bid_state>& st) {
 void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l) {
   const bool shared = st->b.shared;
   l->trying.insert(st->key); // a reader's and a writer's bid of one lock must not meet here
-  run(l, {lock_statement(st->key, shared, false), options_.session_timeout / 3, false,
+  run(l, {dialect_.lock_statement(st->key, shared, false), options_.session_timeout / 3, false,
           [this, st, l, shared](error_code ec, sql_result r, steady::time_point) {
             l->trying.erase(st->key);
-            const answer a = lock_answer(r, false);
+            const answer a = dialect_.lock_answer(r, false);
             if (a == answer::granted && !l->dead) {
               l->held[st->key] = shared;
               if (!ec && st->events != nullptr)
@@ -208,10 +210,10 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
   l->blocking = true;
   st->waiting_on = l;
   const bool shared = st->b.shared, wait = st->b.wait;
-  run(l, {lock_statement(st->key, shared, wait), {}, true,
+  run(l, {dialect_.lock_statement(st->key, shared, wait), {}, true,
           [this, st, l, shared, wait](error_code ec, sql_result r, steady::time_point) {
             st->waiting_on = nullptr;
-            const answer a = lock_answer(r, wait);
+            const answer a = dialect_.lock_answer(r, wait);
             if (a == answer::granted && !l->dead) { // also after a cancel that came too late
               l->held[st->key] = shared;
               if (!ec && st->events != nullptr)
@@ -241,7 +243,7 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
 void sql_lock_backend::fence(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created) {
   const std::string text = hashed_text(*st->b.lock);
   const std::string hashed_hex = hex(reinterpret_cast<const unsigned char*>(text.data()), text.size());
-  run(l, {fence_statement(fence_table_, st->key, hashed_hex), options_.session_timeout / 3, false,
+  run(l, {dialect_.fence_statement(fence_table_, st->key, hashed_hex), options_.session_timeout / 3, false,
           [this, st, l, created](error_code ec, sql_result r, steady::time_point sent) {
             l->blocking = false;
             const bool shared = st->b.shared;
@@ -250,11 +252,11 @@ void sql_lock_backend::fence(const std::shared_ptr<bid_state>& st, const std::sh
                 lost_during(st, ec, r.words.to_string());
               return;
             }
-            if (ec == error::database_error && !created && missing_table(r.words) && st->events != nullptr) {
+            if (ec == error::database_error && !created && dialect_.missing_table(r.words) && st->events != nullptr) {
               // Created on first use. A creator racing ours may make our CREATE fail (PostgreSQL:
               // a unique violation in its catalog): the table is there then, so the bump is tried
               // again whatever the CREATE said, and its own failure is the one reported.
-              auto statements = create_fence_table(fence_table_);
+              auto statements = dialect_.create_fence_table(fence_table_);
               auto remaining = std::make_shared<std::size_t>(statements.size());
               for (auto& s : statements)
                 run(l, {std::move(s), options_.session_timeout / 3, false,
@@ -264,7 +266,7 @@ void sql_lock_backend::fence(const std::shared_ptr<bid_state>& st, const std::sh
                         }});
               return;
             }
-            const auto token = ec ? std::nullopt : fence_token(r);
+            const auto token = ec ? std::nullopt : dialect_.fence_token(r);
             if (st->events == nullptr || !token || *token == 0) {
               give_back(l, st->key, shared);
               if (st->events == nullptr)
@@ -290,7 +292,7 @@ void sql_lock_backend::fence(const std::shared_ptr<bid_state>& st, const std::sh
 
 // A lock of ours nobody wants (withdrawn, failed fence): given back in its session.
 void sql_lock_backend::give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared) {
-  run(l, {unlock_statement(key, shared), options_.session_timeout / 3, false,
+  run(l, {dialect_.unlock_statement(key, shared), options_.session_timeout / 3, false,
           [this, l, key](error_code, sql_result, steady::time_point) {
             l->held.erase(key);
             freed(l);
@@ -370,7 +372,14 @@ std::shared_ptr<sql_lock_backend::link> sql_lock_backend::spare() const {
 void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
   auto l = std::make_shared<link>(executor_);
   l->id = next_link_++;
-  l->conn = new_connection();
+  l->conn = dialect_.new_connection(executor_);
+  // Between statements, a session that ends (a restart, a KILL, a reset link) is dropped at once:
+  // its leases are reported lost before its next ping (session_timeout/3) would find it.
+  l->conn->on_lost([this, weak = std::weak_ptr<link>(l), w = std::weak_ptr<int>(life_)](error_code ec, std::string) {
+    const auto gone = weak.lock();
+    if (!w.expired() && gone && !gone->dead)
+      drop(gone, ec);
+  });
   links_.emplace(l->id, l);
   l->conn->async_connect([this, l, then = std::move(then), w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) {
     if (w.expired())
@@ -380,7 +389,7 @@ void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error
       return then(nullptr, ec ? ec : make_error_code(error::closed), r.words.to_string());
     }
     l->ready = true;
-    run(l, {setup_statement(options_.session_timeout), options_.session_timeout / 3, false,
+    run(l, {dialect_.setup_statement(options_.session_timeout), options_.session_timeout / 3, false,
             [this, l, then](error_code ec, sql_result r, steady::time_point) {
               if (ec) {
                 drop(l, ec);
@@ -519,13 +528,13 @@ void sql_lock_backend::release(const core::held& lease, handler<void(error_code,
   }
   auto l = it->second;
   auto hp = std::make_shared<handler<void(error_code, std::string)>>(std::move(h));
-  run(l, {unlock_statement(key, lease.shared), options_.session_timeout / 3, false,
+  run(l, {dialect_.unlock_statement(key, lease.shared), options_.session_timeout / 3, false,
           [this, l, key, hp](error_code ec, sql_result r, steady::time_point) {
             if (!ec)
               l->held.erase(key);
             error_code out = ec;
             std::string words = r.words.to_string();
-            if (!ec && lock_answer(r, false) != answer::granted) {
+            if (!ec && dialect_.lock_answer(r, false) != answer::granted) {
               out = make_error_code(error::lease_lost);
               words = "the server did not list this session as holder";
             } else if (link_failure(ec)) {
@@ -576,7 +585,7 @@ void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h)
   for (const auto& [id, l] : links) {
     if (l->ready && !l->blocking && !l->held.empty()) {
       ++c->left;
-      run(l, {unlock_all_statement(), bound, false, [this, l, c](error_code, sql_result, steady::time_point) {
+      run(l, {dialect_.unlock_all_statement, bound, false, [this, l, c](error_code, sql_result, steady::time_point) {
                 l->held.clear();
                 drop(l, make_error_code(error::closed));
                 c->one_done();

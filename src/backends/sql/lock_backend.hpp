@@ -1,5 +1,5 @@
 // Private: the lock backend of both SQL databases (core::backend over a pool of sql sessions). A
-// database's own part is a handful of statements and how to read their answers (the hooks below):
+// database's own part is a handful of statements and how to read their answers (sql_dialect below):
 // src/backends/mysql/lock_backend.cpp (GET_LOCK), src/backends/postgresql/lock_backend.cpp
 // (pg_advisory_lock). Everything else — which session does what, the fence, the keepalive, close —
 // is here, once.
@@ -46,7 +46,9 @@
 // The session is the lease: each holding session is pinged every session_timeout/3; every answered
 // statement on it reports session_alive(session, sent + session_timeout), since the server's idle
 // bound (set on each new session) cannot end it sooner. A failed statement or ping (the connection
-// dropped, the session killed) reports session_lost at once: the server has freed its locks. A ping
+// dropped, the session killed) reports session_lost at once: the server has freed its locks; so
+// does a session between statements whose socket shows its end (end of file, a reset, the server's
+// last words: a restart, a KILL, a reset link), without waiting for the next ping. A ping
 // that goes unanswered leaves the core's local deadline to mark the leases lost, before the server
 // can end the session and give the lock to another client.
 //
@@ -72,6 +74,7 @@
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -80,6 +83,34 @@
 #include <vector>
 
 namespace corolock::detail {
+
+/// A database's part: its statements and how to read their answers, filled by each database
+/// (src/backends/mysql/lock_backend.cpp, src/backends/postgresql/lock_backend.cpp).
+struct sql_dialect {
+  enum class answer { granted, not_granted, failed };
+  core::backend_traits traits;
+  std::string default_fence_table;
+  /// A fresh, unconnected session.
+  std::function<std::shared_ptr<sql_connection>(const asio::any_io_executor&)> new_connection;
+  /// The key literal of a SHA-256 digest.
+  std::function<std::string(const std::array<unsigned char, 32>& digest)> key_literal;
+  /// Run once on each new session: its idle bound on the server.
+  std::function<std::string(std::chrono::milliseconds session_timeout)> setup_statement;
+  /// The lock statement: blocking (wait) or one look.
+  std::function<std::string(const std::string& key, bool shared, bool wait)> lock_statement;
+  /// What the lock statement's rows say (whatever the completion's error: a grant may have raced
+  /// a cancel). A blocking statement may say not_granted (MariaDB's timeout): it is run again.
+  std::function<answer(const sql_result& r, bool wait)> lock_answer;
+  std::function<std::string(const std::string& key, bool shared)> unlock_statement;
+  std::string unlock_all_statement;
+  /// Bumps the key's counter, creating the row: its answer through fence_token.
+  std::function<std::string(const std::string& table, const std::string& key, const std::string& hashed_hex)>
+      fence_statement;
+  /// The new token; 0 when the row belongs to another name (a collision); nullopt if unreadable.
+  std::function<std::optional<std::uint64_t>(const sql_result& r)> fence_token;
+  std::function<std::vector<std::string>(const std::string& table)> create_fence_table;
+  std::function<bool(const sql_words& w)> missing_table;
+};
 
 class sql_lock_backend : public core::backend {
 public:
@@ -106,33 +137,10 @@ public:
   std::size_t sessions() const noexcept { return links_.size(); }
 
 protected:
-  sql_lock_backend(asio::any_io_executor ex, core::backend_traits traits, sql::lock_pool_options options,
-                   std::string default_fence_table);
-
-  // The database's part.
-  /// A fresh, unconnected session.
-  virtual std::shared_ptr<sql_connection> new_connection() = 0;
-  /// The key literal of a SHA-256 digest.
-  virtual std::string key_literal(const std::array<unsigned char, 32>& digest) const = 0;
-  /// Run once on each new session: its idle bound on the server.
-  virtual std::string setup_statement(std::chrono::milliseconds session_timeout) const = 0;
-  /// The lock statement: blocking (wait) or one look.
-  virtual std::string lock_statement(const std::string& key, bool shared, bool wait) const = 0;
-  enum class answer { granted, not_granted, failed };
-  /// What the lock statement's rows say (whatever the completion's error: a grant may have raced
-  /// a cancel). A blocking statement may say not_granted (MariaDB's timeout): it is run again.
-  virtual answer lock_answer(const sql_result& r, bool wait) const = 0;
-  virtual std::string unlock_statement(const std::string& key, bool shared) const = 0;
-  virtual std::string unlock_all_statement() const = 0;
-  /// Bumps the key's counter, creating the row: its answer through fence_token.
-  virtual std::string fence_statement(const std::string& table, const std::string& key,
-                                      const std::string& hashed_hex) const = 0;
-  /// The new token; 0 when the row belongs to another name (a collision); nullopt if unreadable.
-  virtual std::optional<std::uint64_t> fence_token(const sql_result& r) const = 0;
-  virtual std::vector<std::string> create_fence_table(const std::string& table) const = 0;
-  virtual bool missing_table(const sql_words& w) const = 0;
+  sql_lock_backend(asio::any_io_executor ex, sql_dialect dialect, sql::lock_pool_options options);
 
 private:
+  using answer = sql_dialect::answer;
   struct link;
   struct bid_state;
   class contender_impl;
@@ -168,6 +176,7 @@ private:
   static bool link_failure(error_code ec);
 
   asio::any_io_executor executor_;
+  sql_dialect dialect_;
   core::backend_traits traits_;
   sql::lock_pool_options options_;
   std::string fence_table_;

@@ -85,6 +85,22 @@ public:
     complete_if_done();
   }
 
+  /// The execution context shuts down: the caller's handler is taken out uninvoked (Asio destroys
+  /// every pending operation's handler then), for the caller to destroy once nothing else runs.
+  std::optional<handler_type> abandon() {
+    if (slot_.is_connected())
+      slot_.clear();
+    slot_ = {};
+    ++serial_;
+    on_stop_ = nullptr;
+    std::optional<handler_type> h;
+    if (handler_) {
+      h.emplace(std::move(*handler_));
+      handler_.reset();
+    }
+    return h;
+  }
+
   /// The client library's call ended with `ec` (empty: success) and `r`.
   void library_done(error_code ec, sql_result r) {
     library_done_ = true;

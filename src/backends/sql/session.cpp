@@ -3,14 +3,65 @@
 #include "backends/sql/connection.hpp"
 #include "detail/tcp_keepalive.hpp"
 
+#include <boost/asio/execution/context_as.hpp>
+#include <boost/asio/execution_context.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/query.hpp>
+
+#include <mutex>
+#include <set>
+#include <vector>
 
 #include <sys/socket.h>
 
+#include <cerrno>
+#include <cstring>
+
 namespace corolock::detail {
 
+// The live sessions of one execution context. At its shutdown (before the reactor's and the
+// timers' services, registered earlier, are shut down) every session's stored handler is taken
+// out, then destroyed outside the lock: destroying one may end other sessions, which unregister.
+class sql_session_registry final : public asio::execution_context::service {
+public:
+  using key_type = sql_session_registry;
+  static inline asio::execution_context::id id;
+
+  explicit sql_session_registry(asio::execution_context& ctx) : asio::execution_context::service(ctx) {}
+
+  void add(sql_session* s) {
+    const std::lock_guard lock(mutex_);
+    live_.insert(s);
+  }
+  void remove(sql_session* s) {
+    const std::lock_guard lock(mutex_);
+    live_.erase(s);
+  }
+
+private:
+  void shutdown() override {
+    std::vector<sql_operation::handler_type> orphans;
+    {
+      const std::lock_guard lock(mutex_);
+      for (auto* s : live_)
+        if (auto h = s->op_.abandon())
+          orphans.push_back(std::move(*h));
+    }
+    orphans.clear();
+  }
+
+  std::mutex mutex_;
+  std::set<sql_session*> live_;
+};
+
 sql_session::sql_session(asio::any_io_executor ex, std::string host, std::uint16_t port, sql::session_options options)
-    : waiter_(ex), options_(options), executor_(ex), host_(std::move(host)), port_(port), resolver_(ex), op_(ex) {}
+    : waiter_(ex), options_(options), executor_(ex), host_(std::move(host)), port_(port), resolver_(ex), op_(ex),
+      registry_(asio::use_service<sql_session_registry>(
+          asio::query(executor_, asio::execution::context_as<asio::execution_context&>))) {
+  registry_.add(this);
+}
+
+sql_session::~sql_session() { registry_.remove(this); }
 
 void sql_session::start_connect(handler_type h) {
   if (state_ != state::fresh)
@@ -41,6 +92,7 @@ void sql_session::start_query(std::string sql, std::chrono::milliseconds timeout
     return refuse(std::move(h), state_ == state::closed || closing_ ? error::closed : error::not_connected, "");
   }
   state_ = state::busy;
+  waiter_.unwatch_idle();
   sql_ = std::move(sql);
   op_.begin(std::move(h), timeout, self(), stopper());
   begin_query();
@@ -50,6 +102,7 @@ void sql_session::close() {
   if (state_ == state::closed || closing_)
     return;
   closing_ = true;
+  waiter_.unwatch_idle();
   resolver_.cancel();
   if (op_.running()) {
     // A server does not always notice a client that left mid-statement (MariaDB's SLEEP and
@@ -92,7 +145,37 @@ void sql_session::finish(error_code ec, sql_result r) {
   if (closing_ && state_ != state::closed) {
     state_ = state::closed;
     close_library();
+    return;
   }
+  watch_idle();
+}
+
+void sql_session::watch_idle() {
+  if (state_ == state::ready && !closing_ && !op_.running() && on_lost_)
+    waiter_.watch_idle(weak_from_this(), [this] { idle_input(); });
+}
+
+void sql_session::idle_input() {
+  if (state_ != state::ready || closing_ || op_.running())
+    return;
+  std::string words;
+  if (idle_input_keeps_session(words))
+    return watch_idle();
+  state_ = state::lost;
+  waiter_.release();
+  auto tell = on_lost_; // a copy: it may close this session
+  tell(make_error_code(error::connection_lost), std::move(words));
+}
+
+bool sql_session::idle_input_keeps_session(std::string& words) {
+  char byte = 0;
+  const auto n = ::recv(waiter_.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return true;
+  words = n == 0  ? "the server closed the connection"
+          : n > 0 ? "the server spoke unasked (its last words before it ended the session)"
+                  : std::string("the connection failed: ") + std::strerror(errno);
+  return false;
 }
 
 void sql_session::refuse(handler_type h, error e, std::string words) {
@@ -129,6 +212,7 @@ void sql_session::cancel_on_server() {
     if (!ok)
       s->shut_socket();
     s->op_.server_cancel_ended();
+    s->watch_idle();
   });
 }
 

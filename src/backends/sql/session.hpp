@@ -5,8 +5,18 @@
 // drives its library's non-blocking calls (connect_to, begin_query, close_library), reporting
 // back through connected / succeeded / failed.
 //
+// A session between statements watches its socket (fd_waiter::watch_idle): a server that ends the
+// session (a restart, KILL, pg_terminate_backend) or a dropped link shows there as end of file, a
+// reset or the server's last words, and on_lost's callback runs at once — not at the next
+// statement, which for a lock holder may be a keepalive ping a third of its lease away.
+//
 // Lifetime: held by a shared_ptr; every pending wait holds one too, so the session outlives its
-// connection object until the library's last call has returned.
+// connection object until the library's last call has returned. The running operation's handler
+// is kept here (sql_operation), not in Asio's queues, and it often holds what owns the session (a
+// lock backend's link, a side connection that keeps itself): a cycle that only the operation's
+// completion ends. When the execution context shuts down before that (its pending handlers are
+// destroyed uninvoked), the sessions registered with it (sql_session_registry, session.cpp)
+// destroy their stored handlers too, so nothing outlives the context.
 #pragma once
 
 #include "detail/fd_waiter.hpp"
@@ -27,19 +37,25 @@
 namespace corolock::detail {
 
 class sql_connection;
+class sql_session_registry;
 
 class sql_session : public std::enable_shared_from_this<sql_session> {
 public:
   using handler_type = sql_operation::handler_type;
 
   sql_session(asio::any_io_executor ex, std::string host, std::uint16_t port, sql::session_options options);
-  virtual ~sql_session() = default;
+  virtual ~sql_session();
   sql_session(const sql_session&) = delete;
   sql_session& operator=(const sql_session&) = delete;
 
   void start_connect(handler_type h);
   void start_query(std::string sql, std::chrono::milliseconds timeout, handler_type h);
   void close();
+  /// `f` runs (at most once) when the session, between statements, finds its connection over.
+  void on_lost(std::function<void(error_code, std::string)> f) {
+    on_lost_ = std::move(f);
+    watch_idle();
+  }
 
   /// The server's id of the session (MariaDB connection id, PostgreSQL backend pid); 0 before.
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
@@ -65,6 +81,11 @@ protected:
   /// `session_gone`: the library's handle is of no more use (failed connect, lost connection).
   void failed(error e, sql_words words, bool session_gone);
   void library_closed() { waiter_.release(); }
+  /// The idle session's socket turned readable: true if the connection is still usable (a spurious
+  /// wake-up, a message the library takes), else false with why in `words`. By default it peeks:
+  /// a server that only answers requests sends nothing unasked but its last words before it ends
+  /// the session (MariaDB; its sessions here are plain TCP, no TLS records to take).
+  virtual bool idle_input_keeps_session(std::string& words);
 
   [[nodiscard]] const std::string& sql() const noexcept { return sql_; }
   [[nodiscard]] std::shared_ptr<void> self() { return shared_from_this(); }
@@ -73,6 +94,7 @@ protected:
   sql::session_options options_;
 
 private:
+  friend class sql_session_registry;
   enum class state { fresh, connecting, ready, busy, lost, closed };
 
   void refuse(handler_type h, error e, std::string words);
@@ -81,6 +103,8 @@ private:
   void cancel_on_server();
   void on_server(std::string statement, std::function<void(bool)> then);
   void finish(error_code ec, sql_result r);
+  void watch_idle();
+  void idle_input();
 
   asio::any_io_executor executor_;
   std::string host_;
@@ -91,6 +115,8 @@ private:
   bool closing_ = false;
   std::string sql_;
   std::uint64_t id_ = 0;
+  std::function<void(error_code, std::string)> on_lost_;
+  sql_session_registry& registry_;
 };
 
 } // namespace corolock::detail
