@@ -662,11 +662,9 @@ BOOST_AUTO_TEST_CASE(a_member_partitioned_away_moves_its_client_to_another_withi
   });
 }
 
-// Fails today (1 check, the first below): when the session expires while a bid waits on its
-// watch (nothing of it in flight), the lock backend tells the held leases (session_lost) but not
-// the running bids, so the acquisition goes on waiting for a session that is gone: without a
-// deadline, until close(). lock_recipe ends a bid on session_expired only as a request's outcome.
-BOOST_AUTO_TEST_CASE_EXPECTED_FAILURES(a_bid_waiting_when_its_session_expires_ends_with_session_expired, 1)
+// A bid waiting on its watch (nothing of it in flight) when its session expires ends with
+// session_expired at the expiry. Before lock_recipe::session_ended it went on waiting for a session
+// that was gone (without a deadline, until close()): the backend told only the held leases.
 BOOST_AUTO_TEST_CASE(a_bid_waiting_when_its_session_expires_ends_with_session_expired) {
   zookeeper_server server;
   fault_proxy proxy(server.port());

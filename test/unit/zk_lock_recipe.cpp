@@ -285,6 +285,32 @@ BOOST_AUTO_TEST_CASE(the_session_ending_fails_the_bid_with_nothing_to_delete) {
   BOOST_TEST(r.finished());
 }
 
+BOOST_AUTO_TEST_CASE(a_session_ending_while_the_bid_waits_on_its_watch_fails_it) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  made(r, true);
+  r.looked(3, ok, true, 10); // the watch is armed, nothing in flight
+  r.session_ended();
+  BOOST_TEST(trace(r) == "failed session_expired\ndone");
+  BOOST_TEST(r.finished());
+  r.watch_fired("/l/x/mutex-a-0000000001"); // nothing more
+  BOOST_TEST(trace(r) == "");
+}
+
+BOOST_AUTO_TEST_CASE(a_session_ending_ends_a_watcher_at_once_and_leaves_a_held_bid_alone) {
+  lock_recipe w(dir, node_kind::mutex, "me", true);
+  made(w, true); // exists+watch #3 still in flight
+  w.session_ended();
+  BOOST_TEST(trace(w) == "failed session_expired\ndone");
+  w.looked(3, error::session_expired, false, 0); // its late reply changes nothing
+  BOOST_TEST(trace(w) == "");
+  lock_recipe h(dir, node_kind::mutex, "me", true);
+  made(h, false);
+  BOOST_TEST(h.holding());
+  h.session_ended();
+  BOOST_TEST(trace(h) == "");
+  BOOST_TEST(h.holding());
+}
+
 BOOST_AUTO_TEST_CASE(a_failure_with_our_node_alive_deletes_it_before_saying_failed) {
   lock_recipe r(dir, node_kind::mutex, "me", true);
   r.start();

@@ -204,6 +204,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     case session_state::expired:
       if (session && told.session_lost)
         told.session_lost(static_cast<std::uint64_t>(session), error::session_expired);
+      // A bid waiting on its watch hears nothing more from a session that is gone.
+      for_each_running(&lock_recipe::session_ended);
       break;
     default: break;
     }

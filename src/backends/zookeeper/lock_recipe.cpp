@@ -259,6 +259,11 @@ void lock_recipe::reconnected() {
     list(state::listing);
 }
 
+void lock_recipe::session_ended() {
+  if (state_ == state::watching)
+    fail(error::session_expired, "the ZooKeeper session ended");
+}
+
 void lock_recipe::withdraw() {
   if (withdrawn_ || state_ == state::over)
     return;

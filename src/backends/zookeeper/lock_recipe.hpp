@@ -24,7 +24,8 @@
 //   whose reply was lost had landed (then success).
 // - A request whose connection dropped (connection_lost) is re-sent: reads and deletes are
 //   idempotent, and a create is replaced by the look-up by owner. The session's end
-//   (session_expired, closed) ends the bid: its ephemeral node went with the session.
+//   (session_expired, closed) ends the bid: its ephemeral node went with the session. A bid
+//   waiting on its watch has no request whose reply could say so: session_ended() ends it.
 //
 // Replies are matched by the id of the request; only the latest request the recipe waits for is
 // current, so a reply overtaken by a watch event (or by a withdrawal) is dropped.
@@ -96,6 +97,11 @@ public:
   void watch_fired(std::string_view path);
   /// The client is back on the session after a reconnect: a waiting bid looks again.
   void reconnected();
+  /// The session expired: our node went with it. A bid waiting on its predecessor (its watch
+  /// armed, or the exists setting it in flight) fails with session_expired now: an armed watch
+  /// never fires, and a late reply is dropped. A bid making, finding or listing its node is ended
+  /// by that request's own session_expired; a held one is the lease keeper's to tell.
+  void session_ended();
 
   void withdraw();
   /// After `granted`: delete our node.
