@@ -651,8 +651,10 @@ report run(const config& requested, std::ostream& out) {
     std::this_thread::sleep_for(10ms);
   }
   const auto t0 = steady::now();
+  const auto t0_us = wall_us();
   chaos_loop loop(cfg, *lock_server, resource, workers, out);
   const auto record = loop.run(t0, t0 + cfg.duration);
+  const auto end_us = t0_us + std::chrono::microseconds(cfg.duration).count();
 
   // A worker stops on its own at most acquire_deadline + 10 s after its duration.
   std::vector<worker_result> results;
@@ -893,6 +895,36 @@ report run(const config& requested, std::ostream& out) {
                     exclusive_sections.size(), not_above, repeated, first,
                     restarted ? "; not judged: the restart may start the counter again" : ""),
         !exclusive_sections.empty() && !restarted));
+  }
+  {
+    // Liveness: each process entered a section at least every 3 acquire deadlines of the run,
+    // apart from the time it was stopped itself. A FIFO lock of 3 x 4 coroutines serves each
+    // process within milliseconds; the faults stall it for a lease or two at most.
+    const std::int64_t bound_us = 3 * std::chrono::microseconds(cfg.acquire_deadline).count();
+    std::int64_t worst = 0;
+    std::string worst_text;
+    for (auto& r : results) {
+      std::vector<std::int64_t> at{t0_us, end_us};
+      for (auto& sec : r.sections)
+        at.push_back(sec.entry_us);
+      std::sort(at.begin(), at.end());
+      for (std::size_t i = 1; i < at.size(); ++i) {
+        std::int64_t gap = at[i] - at[i - 1];
+        for (const auto& w : record.blind) // its own stops do not count
+          if (w.pid == r.pid)
+            gap -= std::max<std::int64_t>(0, std::min(w.to_us, at[i]) - std::max(w.from_us, at[i - 1]));
+        if (gap > worst) {
+          worst = gap;
+          worst_text = fmt::format("pid {}: {:.1f} s without a section, from {:.1f} s into the run",
+                                   r.pid, gap / 1e6, (at[i - 1] - t0_us) / 1e6);
+        }
+      }
+    }
+    rep.checks.push_back(make_check(
+        "every process kept acquiring", worst <= bound_us,
+        fmt::format("longest wait between sections {} (bound {:.0f} s: 3 acquire deadlines)",
+                    worst_text.empty() ? std::string("none") : worst_text, bound_us / 1e6),
+        !results.empty()));
   }
   {
     // Every acquisition ended in a release with an outcome, and its interval was recorded.
