@@ -135,19 +135,21 @@ public:
   void pause(std::chrono::milliseconds d) override { stall(server_, d); }
   void restart() override { server_.restart(); }
 
-  /// No ephemeral node (a lock node of a session that ended would be one) and no open session.
+  /// No ephemeral node (a lock node of a session that ended would be one) and no client
+  /// connection but mntr's own (a standalone server counts no global sessions: zk_global_sessions
+  /// reads 0 with sessions open).
   std::vector<std::string> leftovers(std::chrono::milliseconds settle) override {
     return settled(settle, [&] {
       std::vector<std::string> left;
       const auto mntr = four_letter_word(server_.port(), "mntr", 2000ms);
       const auto ephemerals = mntr_value(mntr, "zk_ephemerals_count");
-      const auto sessions = mntr_value(mntr, "zk_global_sessions");
-      if (!ephemerals || !sessions)
+      const auto connections = mntr_value(mntr, "zk_num_alive_connections");
+      if (!ephemerals || !connections)
         left.push_back("mntr unreadable: " + mntr.substr(0, 200));
       if (ephemerals && *ephemerals != "0")
         left.push_back(*ephemerals + " ephemeral nodes");
-      if (sessions && *sessions != "0")
-        left.push_back(*sessions + " sessions");
+      if (connections && std::stoi(*connections) > 1)
+        left.push_back(fmt::format("{} client connections", std::stoi(*connections) - 1));
       return left;
     });
   }

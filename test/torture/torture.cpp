@@ -379,7 +379,7 @@ std::string faults_text(const std::set<chaos>& faults) {
 std::string_view nothing_left(backend b) {
   switch (b) {
   case backend::redis: return "no lock key, no subscription";
-  case backend::zookeeper: return "no ephemeral node, no session (mntr)";
+  case backend::zookeeper: return "no ephemeral node, no client connection (mntr)";
   case backend::mysql: return "no GET_LOCK held, no session (IS_USED_LOCK, PROCESSLIST)";
   case backend::postgres: return "no advisory lock, no session (pg_locks, pg_stat_activity)";
   }
