@@ -43,6 +43,7 @@ struct section {
   bool told = false;
   std::uint64_t fence_at_exit = 0; // the highest writer token accepted when it ended
   std::int64_t told_us = 0;         // when the holder first knew its lease was lost; 0: never
+  std::int64_t acquired_us = 0;     // when its acquire_for completed
   pid_t pid = -1;
 };
 
@@ -110,7 +111,7 @@ worker_result read_stats(const std::filesystem::path& file) {
   section one;
   int told = 0;
   while (sections >> one.entry_us >> one.exit_us >> one.kind >> one.permits >> one.token >> told >>
-         one.fence_at_exit >> one.told_us) {
+         one.fence_at_exit >> one.told_us >> one.acquired_us) {
     one.told = told != 0;
     r.sections.push_back(one);
   }
@@ -397,7 +398,8 @@ check make_check(std::string name, bool passed, std::string figures, bool applic
 /// Every section is swept. When one enters, a section already inside counts against it unless
 /// its holder could rightly be overlapped by then: it had been told its lease was lost (told_us at
 /// or before the entry: told in time, not at its release long after), or its process was stopped
-/// meanwhile, or the lock server restarted meanwhile (faults the library cannot see; only the fence
+/// meanwhile, or the entrant's own process was stopped between its acquisition and its entry, or
+/// the lock server restarted meanwhile (faults the library cannot see; only the fence
 /// protects from those holders).
 struct overlap_summary {
   std::size_t judged = 0;                // sections swept
@@ -454,12 +456,17 @@ overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t cap
       inside.erase(e.index);
       continue;
     }
+    // An entrant whose own process was stopped between its acquisition and its entry entered on a
+    // grant it could not know was lost (the library cannot run before the resumed code does).
+    const bool entrant_stopped = std::any_of(blind.begin(), blind.end(), [&](const window& w) {
+      return w.pid == sec.pid && w.from_us <= sec.entry_us && w.to_us >= sec.acquired_us;
+    });
     // Those inside that count against this entry, and this entry itself.
     std::int64_t permits = sec.permits, exclusive = sec.kind == 'x' ? 1 : 0;
     std::size_t counted = 1;
     std::vector<std::size_t> against;
     for (auto i : inside) {
-      switch (excused(all[i], e.at)) {
+      switch (entrant_stopped ? 2 : excused(all[i], e.at)) {
       case 1: ++out.excused_told; continue;
       case 2: ++out.excused_blind; continue;
       default: break;

@@ -147,6 +147,9 @@ struct section_record {
   // lease_lost), on the wall clock in microseconds: the resource server's clock, on this machine.
   // 0: never told.
   std::int64_t told_us = 0;
+  // When acquire_for completed with the lock, on the same clock: a process stopped between this
+  // and entry_us entered on a grant it could not know was lost.
+  std::int64_t acquired_us = 0;
 };
 
 /// What the process saw; only touched on the io_context's one thread.
@@ -243,14 +246,15 @@ void write_stats(const settings& s, const stats& st) {
     line("acquired_tokens", fmt::format("{}", fmt::join(st.acquired_tokens, " ")));
     line("recorded", st.records.size());
   }
-  // One line a section: entry_us exit_us kind permits token told fence_at_exit told_us. Written first:
+  // One line a section: entry_us exit_us kind permits token told fence_at_exit told_us acquired_us.
+  // Written first:
   // the stats file appearing means both are complete.
   {
     std::string text;
     for (const auto& r : st.records)
-      fmt::format_to(std::back_inserter(text), "{} {} {} {} {} {} {} {}\n", r.entry_us, r.exit_us,
+      fmt::format_to(std::back_inserter(text), "{} {} {} {} {} {} {} {} {}\n", r.entry_us, r.exit_us,
                      static_cast<char>(r.kind), r.permits, r.token, r.told ? 1 : 0, r.fence_at_exit,
-                     r.told_us);
+                     r.told_us, r.acquired_us);
     std::ofstream(s.stats_file + ".sections.tmp") << text;
     std::filesystem::rename(s.stats_file + ".sections.tmp", s.stats_file + ".sections");
   }
@@ -520,6 +524,7 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
       continue;
     }
     ++st.acquired;
+    const auto acquired_us = wall_us();
     const auto token = g.fencing_token();
     st.acquired_tokens.push_back(token);
     if (token <= (kind == section_kind::exclusive ? st.max_token : max_token_before))
@@ -564,7 +569,7 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     }
     if (section.entry_us && section.exit_us)
       st.records.push_back({*section.entry_us, *section.exit_us, kind, permits, token, told,
-                            section.fence_at_exit, *told_us});
+                            section.fence_at_exit, *told_us, acquired_us});
     if (section.rejected && !told) {
       ++st.rejected_untold;
       // What the coordinator cannot see: enough to tell which path let two holders overlap.
