@@ -1,6 +1,7 @@
 #include "torture.hpp"
 
-#include <support/leftovers.hpp>
+#include "lock_store.hpp"
+
 #include <support/process.hpp>
 #include <support/redis_server.hpp>
 
@@ -13,6 +14,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -41,6 +43,7 @@ struct section {
   bool told = false;
   std::uint64_t fence_at_exit = 0; // the highest writer token accepted when it ended
   std::int64_t told_us = 0;         // when the holder first knew its lease was lost; 0: never
+  std::int64_t acquired_us = 0;     // when its acquire_for completed
   pid_t pid = -1;
 };
 
@@ -108,23 +111,11 @@ worker_result read_stats(const std::filesystem::path& file) {
   section one;
   int told = 0;
   while (sections >> one.entry_us >> one.exit_us >> one.kind >> one.permits >> one.token >> told >>
-         one.fence_at_exit >> one.told_us) {
+         one.fence_at_exit >> one.told_us >> one.acquired_us) {
     one.told = told != 0;
     r.sections.push_back(one);
   }
   return r;
-}
-
-/// The lock's key on the lock server (see src/lock/lease.hpp): the mutex's string, or the hash of
-/// a semaphore's or shared_mutex's holders.
-std::string lock_key(const config& cfg) {
-  const auto key = "corolock:{" + cfg.lock_name + "}";
-  switch (cfg.lock) {
-  case primitive::semaphore: return key + ":sem";
-  case primitive::shared_mutex: return key + ":rw";
-  case primitive::mutex: break;
-  }
-  return key;
 }
 
 /// Now on the wall clock in microseconds: the resource server's clock (TIME), on this machine.
@@ -139,6 +130,8 @@ std::int64_t wall_us() {
 struct window {
   pid_t pid = 0;
   std::int64_t from_us = 0, to_us = 0;
+  /// Entries after this are not excused by it (a fault the holder learns of later, but soon).
+  std::int64_t entries_until_us = std::numeric_limits<std::int64_t>::max();
 };
 
 /// What the chaos loop did.
@@ -157,48 +150,13 @@ double seconds_since(steady::time_point t0) {
   return std::chrono::duration<double>(steady::now() - t0).count();
 }
 
-struct lock_holder {
-  std::uint64_t token = 0;
-  std::string owner; // "<client id>:<acquisition>"
-  std::int64_t permits = 1;
-};
-
-/// Who holds the lock now: the mutex's value "<token> <owner>", or each owner in a permit lock's
-/// hash ("<permits> <token>") whose lease has not ended on the server's clock (an expired one stays
-/// until the next script prunes it). Empty when the lock is free or unreadable.
-std::vector<lock_holder> lock_holders(redis_server& server, primitive p, const std::string& key) {
-  std::vector<lock_holder> out;
-  try {
-    if (p == primitive::mutex) {
-      auto held = server.command({"GET", key});
-      auto space = held.find(' ');
-      if (held != "(nil)" && space != std::string::npos && !held.starts_with("(error)"))
-        out.push_back({std::stoull(held.substr(0, space)), held.substr(space + 1), 1});
-      return out;
-    }
-    auto time = server.command_list({"TIME"});
-    auto now_ms = std::stoll(time.at(0)) * 1000 + std::stoll(time.at(1)) / 1000;
-    auto live = server.command_list({"ZRANGEBYSCORE", key + ":hx", std::to_string(now_ms + 1), "+inf"});
-    auto all = server.command_list({"HGETALL", key});
-    for (std::size_t i = 0; i + 1 < all.size(); i += 2) {
-      auto space = all[i + 1].find(' ');
-      if (space != std::string::npos && std::find(live.begin(), live.end(), all[i]) != live.end())
-        out.push_back({std::stoull(all[i + 1].substr(space + 1)), all[i],
-                       std::stoll(all[i + 1].substr(0, space))});
-    }
-  } catch (const std::exception&) {
-    out.clear();
-  }
-  return out;
-}
-
 class chaos_loop {
 public:
-  chaos_loop(const config& cfg, redis_server& lock, redis_server& resource,
+  chaos_loop(const config& cfg, lock_store& lock, redis_server& resource,
              std::vector<process>& workers, std::ostream& out)
       : cfg_(cfg), lock_(lock), resource_(resource), workers_(workers), out_(out),
-        rng_(cfg.seed), key_(lock_key(cfg)) {
-    for (auto f : cfg.faults)
+        rng_(cfg.seed) {
+    for (auto f : *cfg.faults)
       if (f != chaos::restart)
         random_faults_.push_back(f);
   }
@@ -206,7 +164,7 @@ public:
   chaos_record run(steady::time_point t0, steady::time_point end) {
     t0_ = t0;
     auto restart_at = steady::time_point::max();
-    if (cfg_.faults.contains(chaos::restart))
+    if (cfg_.faults->contains(chaos::restart))
       restart_at = t0 + std::chrono::duration_cast<steady::duration>(
                             (end - t0) * std::uniform_real_distribution<double>(0.3, 0.6)(rng_));
     while (steady::now() < end) {
@@ -262,24 +220,31 @@ private:
   void act(chaos c) {
     switch (c) {
     case chaos::client_kill: {
-      auto normal = std::stoull(lock_.command({"CLIENT", "KILL", "TYPE", "normal"}));
-      auto pubsub = std::stoull(lock_.command({"CLIENT", "KILL", "TYPE", "pubsub"}));
-      record_.connections_killed += normal + pubsub;
-      note("CLIENT KILL: {} connections", normal + pubsub);
+      window w{0, wall_us(), 0};
+      auto killed = lock_.kill_connections();
+      w.to_us = wall_us();
+      // A killed SQL session's locks are free at once, and its holder learns it at its next ping
+      // or statement (within a third of the session timeout): holders inside meanwhile are
+      // excused for the entries of the next lease.
+      if (lock_.kill_is_blind()) {
+        w.entries_until_us = w.to_us + std::chrono::microseconds(cfg_.lease).count();
+        record_.blind.push_back(w);
+      }
+      record_.connections_killed += killed;
+      note("kill: {} connections", killed);
       break;
     }
     case chaos::client_pause: {
       auto d = uniform(200ms, cfg_.lease * 3 / 2);
-      lock_.command({"CLIENT", "PAUSE", std::to_string(d.count()), "ALL"});
+      note("pause: the server answers nobody for {} ms", d.count());
+      lock_.pause(d);
       record_.stalled += d;
-      note("CLIENT PAUSE {} ms", d.count());
-      std::this_thread::sleep_for(d);
       break;
     }
     case chaos::debug_sleep: {
       auto d = uniform(200ms, cfg_.lease * 3 / 2);
       note("DEBUG SLEEP {} ms", d.count());
-      lock_.command({"DEBUG", "SLEEP", fmt::format("{:.3f}", d.count() / 1000.0)});
+      lock_.sleep(d);
       record_.stalled += d;
       break;
     }
@@ -287,11 +252,14 @@ private:
       stop_the_holder();
       break;
     case chaos::restart: {
-      note("restarting the lock server (its data is lost)");
+      note("restarting the lock server ({})",
+           lock_.restart_is_blind() ? "its data is lost" : "its data kept");
       window w{0, wall_us(), 0};
       lock_.restart();
       w.to_us = wall_us();
-      record_.blind.push_back(w);
+      // Only a restart that loses the locks unseen excuses their holders.
+      if (lock_.restart_is_blind())
+        record_.blind.push_back(w);
       note("lock server back");
       break;
     }
@@ -314,7 +282,7 @@ private:
     // writer, whose late write the fence must reject.
     const bool want_writer = cfg_.lock == primitive::shared_mutex && stops_++ % 2 == 0;
     for (int tries = 0; tries < 20 && !target; ++tries) {
-      auto held = lock_holders(lock_, cfg_.lock, key_);
+      auto held = holders();
       if (want_writer && tries < 15)
         std::erase_if(held, [](const lock_holder& h) { return h.permits == 1; });
       // A permit lock has several holders: any one of them, drawn.
@@ -347,7 +315,7 @@ private:
     // It held the lock while stopped if the lock still names the token it held before the stop,
     // once what it may have sent just before (a release) has had time to land.
     std::this_thread::sleep_for(20ms);
-    auto held = lock_holders(lock_, cfg_.lock, key_);
+    auto held = holders();
     const bool holding = token != 0 && std::any_of(held.begin(), held.end(), [&](const lock_holder& h) {
       return h.token == token;
     });
@@ -367,13 +335,31 @@ private:
     record_.blind.push_back(stopped);
   }
 
+  /// Who holds the lock now: as the store shows it (Redis), else as the workers wrote it on the
+  /// resource between a section's entry and exit (torture:inside, "<pid> <token>" -> kind): a
+  /// holder stopped outside its section counts as not holding, and the stop is drawn again.
+  /// For the stop only: the owner of a resource entry is "<pid>:", found through torture:clients.
+  std::vector<lock_holder> holders() {
+    if (auto h = lock_.holders())
+      return std::move(*h);
+    std::vector<lock_holder> out;
+    auto inside = resource_.command_list({"HGETALL", "torture:inside"});
+    for (std::size_t i = 0; i + 1 < inside.size(); i += 2) {
+      std::istringstream in(inside[i]);
+      std::string pid;
+      std::uint64_t token = 0;
+      in >> pid >> token;
+      out.push_back({token, pid + ":", inside[i + 1] == "x" ? 0 : 1});
+    }
+    return out;
+  }
+
   const config& cfg_;
-  redis_server& lock_;
+  lock_store& lock_;
   redis_server& resource_;
   std::vector<process>& workers_;
   std::ostream& out_;
   std::mt19937_64 rng_;
-  std::string key_;
   std::vector<chaos> random_faults_;
   std::vector<chaos> bag_; // what next_fault() draws from
   int stops_ = 0;
@@ -390,6 +376,17 @@ std::string faults_text(const std::set<chaos>& faults) {
   return s;
 }
 
+/// What "nothing left behind" looked for on each store.
+std::string_view nothing_left(backend b) {
+  switch (b) {
+  case backend::redis: return "no lock key, no subscription";
+  case backend::zookeeper: return "no ephemeral node, no client connection (mntr)";
+  case backend::mysql: return "no GET_LOCK held, no session (IS_USED_LOCK, PROCESSLIST)";
+  case backend::postgres: return "no advisory lock, no session (pg_locks, pg_stat_activity)";
+  }
+  return "";
+}
+
 check make_check(std::string name, bool passed, std::string figures, bool applicable = true) {
   return check{std::move(name), applicable, passed, std::move(figures)};
 }
@@ -401,7 +398,8 @@ check make_check(std::string name, bool passed, std::string figures, bool applic
 /// Every section is swept. When one enters, a section already inside counts against it unless
 /// its holder could rightly be overlapped by then: it had been told its lease was lost (told_us at
 /// or before the entry: told in time, not at its release long after), or its process was stopped
-/// meanwhile, or the lock server restarted meanwhile (faults the library cannot see; only the fence
+/// meanwhile, or the entrant's own process was stopped between its acquisition and its entry, or
+/// the lock server restarted meanwhile (faults the library cannot see; only the fence
 /// protects from those holders).
 struct overlap_summary {
   std::size_t judged = 0;                // sections swept
@@ -417,7 +415,8 @@ struct overlap_summary {
 };
 
 /// `capacity`: the permits that may be inside at once; an exclusive section must be alone.
-/// `blind`: the stops of worker processes (by pid) and the restart of the lock server (pid 0).
+/// `blind`: the stops of worker processes (by pid), a restart of the lock server that loses its
+/// locks and the kills of SQL sessions (pid 0).
 overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t capacity,
                                const std::vector<window>& blind) {
   overlap_summary out;
@@ -443,7 +442,8 @@ overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t cap
     if (sec.told_us != 0 && sec.told_us <= t)
       return 1;
     for (const auto& w : blind)
-      if ((w.pid == 0 || w.pid == sec.pid) && w.from_us <= t && w.to_us >= sec.entry_us)
+      if ((w.pid == 0 || w.pid == sec.pid) && w.from_us <= t && w.to_us >= sec.entry_us &&
+          t <= w.entries_until_us)
         return 2;
     return 0;
   };
@@ -456,12 +456,17 @@ overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t cap
       inside.erase(e.index);
       continue;
     }
+    // An entrant whose own process was stopped between its acquisition and its entry entered on a
+    // grant it could not know was lost (the library cannot run before the resumed code does).
+    const bool entrant_stopped = std::any_of(blind.begin(), blind.end(), [&](const window& w) {
+      return w.pid == sec.pid && w.from_us <= sec.entry_us && w.to_us >= sec.acquired_us;
+    });
     // Those inside that count against this entry, and this entry itself.
     std::int64_t permits = sec.permits, exclusive = sec.kind == 'x' ? 1 : 0;
     std::size_t counted = 1;
     std::vector<std::size_t> against;
     for (auto i : inside) {
-      switch (excused(all[i], e.at)) {
+      switch (entrant_stopped ? 2 : excused(all[i], e.at)) {
       case 1: ++out.excused_told; continue;
       case 2: ++out.excused_blind; continue;
       default: break;
@@ -558,7 +563,51 @@ const check* report::find(std::string_view name) const {
   return nullptr;
 }
 
-report run(const config& cfg, std::ostream& out) {
+std::string_view to_string(backend b) {
+  switch (b) {
+  case backend::redis: return "redis";
+  case backend::zookeeper: return "zookeeper";
+  case backend::mysql: return "mysql";
+  case backend::postgres: return "postgres";
+  }
+  return "?";
+}
+
+std::optional<backend> parse_backend(std::string_view name) {
+  for (auto b : {backend::redis, backend::zookeeper, backend::mysql, backend::postgres})
+    if (to_string(b) == name)
+      return b;
+  return std::nullopt;
+}
+
+std::optional<std::string> unsupported(const config& cfg) {
+  if (!serves(cfg.store, cfg.lock))
+    return fmt::format("the {} backend serves no {} (its traits refuse it)", to_string(cfg.store),
+                       to_string(cfg.lock));
+  if (cfg.faults) {
+    const auto offered = offered_chaos(cfg.store);
+    std::vector<std::string> not_offered;
+    for (auto f : *cfg.faults)
+      if (!offered.contains(f))
+        not_offered.emplace_back(to_string(f));
+    if (!not_offered.empty())
+      return fmt::format("the {} backend offers no chaos '{}' (it offers {})", to_string(cfg.store),
+                         fmt::join(not_offered, ","), faults_text(offered));
+  }
+  return std::nullopt;
+}
+
+report run(const config& requested, std::ostream& out) {
+  if (auto why = unsupported(requested))
+    throw std::runtime_error("torture: " + *why);
+  // The store's defaults filled in.
+  config cfg = requested;
+  if (!cfg.faults)
+    cfg.faults = offered_chaos(cfg.store);
+  if (cfg.lease == 0ms)
+    cfg.lease = default_lease(cfg.store);
+  if (cfg.acquire_deadline == 0ms)
+    cfg.acquire_deadline = cfg.lease * 2;
   if (cfg.processes < 1 || cfg.coroutines < 1 || cfg.duration <= 0s || cfg.lease <= 0ms)
     throw std::runtime_error("torture: processes, coroutines, duration and lease must be positive");
   if (cfg.permits < 1 || cfg.max_take < 1 || cfg.max_take > cfg.permits || cfg.writer_every < 1)
@@ -574,19 +623,19 @@ report run(const config& cfg, std::ostream& out) {
     }
   } cleanup{dir};
 
-  redis_server lock_server;  // DEBUG enabled
-  redis_server resource;     // never touched by the chaos
+  const auto lock_server = start_lock_store(cfg);
+  redis_server resource; // never touched by the chaos
   std::string lock_text(to_string(cfg.lock));
   if (cfg.lock == primitive::semaphore)
     lock_text += fmt::format(" of {} permits, 1..{} a section", cfg.permits, cfg.max_take);
   else if (cfg.lock == primitive::shared_mutex)
     lock_text += fmt::format(", 1 section in {} a writer", cfg.writer_every);
   fmt::print(out,
-             "torture: {}; seed {}, {} processes x {} coroutines, {} s, lease {} ms, acquire_for {} "
+             "torture: {} on {}; seed {}, {} processes x {} coroutines, {} s, lease {} ms, acquire_for {} "
              "ms, hold {} us, chaos {}\n",
-             lock_text, cfg.seed, cfg.processes, cfg.coroutines, cfg.duration.count(),
+             lock_text, to_string(cfg.store), cfg.seed, cfg.processes, cfg.coroutines, cfg.duration.count(),
              cfg.lease.count(), cfg.acquire_deadline.count(), cfg.hold.count(),
-             faults_text(cfg.faults));
+             faults_text(*cfg.faults));
   out.flush();
 
   std::vector<process> workers;
@@ -594,7 +643,7 @@ report run(const config& cfg, std::ostream& out) {
   for (int i = 0; i < cfg.processes; ++i) {
     stats_files.push_back(dir / fmt::format("worker{}.stats", i));
     workers.emplace_back(std::vector<std::string>{
-        cfg.worker, lock_server.url(), resource.url(), cfg.lock_name, std::to_string(cfg.coroutines),
+        cfg.worker, lock_server->url(), resource.url(), cfg.lock_name, std::to_string(cfg.coroutines),
         std::to_string(std::chrono::milliseconds(cfg.duration).count()),
         std::to_string(cfg.lease.count()), std::to_string(cfg.acquire_deadline.count()),
         std::to_string(cfg.hold.count()), stats_files.back().string(),
@@ -609,8 +658,10 @@ report run(const config& cfg, std::ostream& out) {
     std::this_thread::sleep_for(10ms);
   }
   const auto t0 = steady::now();
-  chaos_loop loop(cfg, lock_server, resource, workers, out);
+  const auto t0_us = wall_us();
+  chaos_loop loop(cfg, *lock_server, resource, workers, out);
   const auto record = loop.run(t0, t0 + cfg.duration);
+  const auto end_us = t0_us + std::chrono::microseconds(cfg.duration).count();
 
   // A worker stops on its own at most acquire_deadline + 10 s after its duration.
   std::vector<worker_result> results;
@@ -632,12 +683,13 @@ report run(const config& cfg, std::ostream& out) {
 
   // Straight after the workers ended: every guard was released (or lost and given back) before
   // its process exited, so no lock key may remain, even one whose lease has not yet run out.
-  auto left = leftovers(lock_server, 250ms);
+  // The stores whose lease is a session: the server may take a moment to see a connection close.
+  auto left = lock_server->leftovers(cfg.store == backend::redis ? 250ms : 3000ms);
   auto fenced_text = resource.command({"GET", "torture:fenced"});
   auto unfenced_text = resource.command({"GET", "torture:unfenced"});
   auto to_num = [](const std::string& s) { return s == "(nil)" ? 0ull : std::stoull(s); };
   const auto fenced = to_num(fenced_text), unfenced = to_num(unfenced_text);
-  const auto fence_counter = lock_server.command({"GET", lock_key(cfg) + ":fence"});
+  const auto fence_counter = lock_server->fence_counter();
   const auto fence_seen = resource.command({"GET", "torture:fence_seen"});
 
   // The table.
@@ -683,7 +735,8 @@ report run(const config& cfg, std::ostream& out) {
       return key == "errors" ? r.acquire_error_count() : r.num(key);
     };
     print_row(std::to_string(r.pid), get, fmt::format("{:.0f}ms", r.real("max_overrun_ms")),
-              std::to_string(r.signed_num("subscriptions_at_end", -1)),
+              cfg.store == backend::redis ? std::to_string(r.signed_num("subscriptions_at_end", -1))
+                                          : std::string("-"),
               std::to_string(r.num("stuck")), r.has_stats ? r.exit : r.exit + ", no stats file");
   }
   auto total = [&](const std::string& key) {
@@ -703,6 +756,9 @@ report run(const config& cfg, std::ostream& out) {
              "\nresource: torture:fenced {}, torture:unfenced {}, torture:fence_seen {}; lock server: "
              "fence counter {}\n",
              fenced, unfenced, fence_seen, fence_counter);
+  if (cfg.store == backend::zookeeper)
+    fmt::print(out, "ZooKeeper clients made anew after their session expired: {}\n",
+               sum("clients_renewed"));
   {
     std::map<std::string, std::uint64_t> kinds;
     for (auto& r : results)
@@ -718,12 +774,15 @@ report run(const config& cfg, std::ostream& out) {
 
   // The checks.
   report rep;
-  const bool holders_paused = cfg.faults.contains(chaos::sigstop);
-  const bool restarted = cfg.faults.contains(chaos::restart);
+  const auto& faults = *cfg.faults;
+  const bool holders_paused = faults.contains(chaos::sigstop);
+  // A restart that keeps the locks (ZooKeeper's sessions, SQL sessions ended and seen) leaves
+  // exclusion to be judged exactly.
+  const bool restarted = faults.contains(chaos::restart) && lock_server->restart_is_blind();
   {
     // A check that a fault makes meaningful proves nothing if the fault did not happen.
     std::vector<std::string> missing;
-    for (auto f : cfg.faults)
+    for (auto f : faults)
       if (!record.events.contains(f))
         missing.push_back(fmt::format("no {}", to_string(f)));
     if (holders_paused && record.paused_holders.empty())
@@ -733,9 +792,9 @@ report run(const config& cfg, std::ostream& out) {
     rep.checks.push_back(make_check(
         "the configured faults happened", missing.empty(),
         missing.empty() ? fmt::format("every one of: {}; {} holders stopped past their lease",
-                                      faults_text(cfg.faults), record.paused_holders.size())
+                                      faults_text(faults), record.paused_holders.size())
                         : fmt::format("{}", fmt::join(missing, "; ")),
-        !cfg.faults.empty()));
+        !faults.empty()));
   }
   {
     std::vector<std::string> bad;
@@ -816,14 +875,92 @@ report run(const config& cfg, std::ostream& out) {
                                                                 "out of token order",
                                                                 sum("tokens_reordered")))));
   {
+    // Across processes: exclusive sections in the order they entered (on the resource's clock)
+    // carry rising tokens, each handed out once. A blind restart (Redis) may restart the counter.
+    std::vector<const section*> exclusive_sections;
+    for (auto& r : results)
+      for (auto& sec : r.sections)
+        if (sec.kind == 'x')
+          exclusive_sections.push_back(&sec);
+    std::sort(exclusive_sections.begin(), exclusive_sections.end(),
+              [](auto* a, auto* b) { return a->entry_us < b->entry_us; });
+    std::uint64_t highest = 0, not_above = 0;
+    std::string first;
+    std::set<std::uint64_t> seen;
+    std::uint64_t repeated = 0;
+    for (auto* sec : exclusive_sections) {
+      repeated += seen.insert(sec->token).second ? 0 : 1;
+      if (sec->token <= highest && not_above++ == 0)
+        first = fmt::format("; first: pid {} token {} entered at {} us after token {}", sec->pid,
+                            sec->token, sec->entry_us, highest);
+      highest = std::max(highest, sec->token);
+    }
+    rep.checks.push_back(make_check(
+        "tokens rise across processes", not_above == 0 && repeated == 0,
+        fmt::format("{} exclusive sections in entry order: {} not above an earlier one, {} tokens "
+                    "handed out twice{}{}",
+                    exclusive_sections.size(), not_above, repeated, first,
+                    restarted ? "; not judged: the restart may start the counter again" : ""),
+        !exclusive_sections.empty() && !restarted));
+  }
+  {
+    // Liveness: each process entered a section at least every 3 acquire deadlines of the run,
+    // apart from the time it was stopped itself. A FIFO lock of 3 x 4 coroutines serves each
+    // process within milliseconds; the faults stall it for a lease or two at most.
+    const std::int64_t bound_us = 3 * std::chrono::microseconds(cfg.acquire_deadline).count();
+    std::int64_t worst = 0;
+    std::string worst_text;
+    for (auto& r : results) {
+      std::vector<std::int64_t> at{t0_us, end_us};
+      for (auto& sec : r.sections)
+        at.push_back(sec.entry_us);
+      std::sort(at.begin(), at.end());
+      for (std::size_t i = 1; i < at.size(); ++i) {
+        std::int64_t gap = at[i] - at[i - 1];
+        for (const auto& w : record.blind) // its own stops do not count
+          if (w.pid == r.pid)
+            gap -= std::max<std::int64_t>(0, std::min(w.to_us, at[i]) - std::max(w.from_us, at[i - 1]));
+        if (gap > worst) {
+          worst = gap;
+          worst_text = fmt::format("pid {}: {:.1f} s without a section, from {:.1f} s into the run",
+                                   r.pid, gap / 1e6, (at[i - 1] - t0_us) / 1e6);
+        }
+      }
+    }
+    rep.checks.push_back(make_check(
+        "every process kept acquiring", worst <= bound_us,
+        fmt::format("longest wait between sections {} (bound {:.0f} s: 3 acquire deadlines)",
+                    worst_text.empty() ? std::string("none") : worst_text, bound_us / 1e6),
+        !results.empty()));
+  }
+  {
+    // Every acquisition ended in a release with an outcome, and its interval was recorded.
+    std::vector<std::string> bad;
+    for (auto& r : results) {
+      const auto released = r.num("release_ok") + r.num("release_lease_lost") +
+                            r.num("release_not_owner") + r.num("release_other");
+      if (released != r.num("acquired") || r.num("recorded") != r.num("acquired") ||
+          r.acquired_tokens.size() > r.num("acquired"))
+        bad.push_back(fmt::format("pid {}: {} acquired, {} released, {} recorded", r.pid,
+                                  r.num("acquired"), released, r.num("recorded")));
+    }
+    rep.checks.push_back(make_check(
+        "every acquisition accounted", bad.empty(),
+        bad.empty() ? fmt::format("{} acquired = {} released = {} sections recorded", sum("acquired"),
+                                  sum("release_ok") + sum("release_lease_lost") +
+                                      sum("release_not_owner") + sum("release_other"),
+                                  sum("recorded"))
+                    : fmt::format("{}", fmt::join(bad, "; "))));
+  }
+  {
     std::vector<std::string> subs;
     for (auto& r : results)
-      if (r.signed_num("subscriptions_at_end", -1) != 0)
+      if (cfg.store == backend::redis && r.signed_num("subscriptions_at_end", -1) != 0)
         subs.push_back(fmt::format("pid {} sub={}", r.pid, r.signed_num("subscriptions_at_end", -1)));
     std::vector<std::string> all = left;
     all.insert(all.end(), subs.begin(), subs.end());
     rep.checks.push_back(make_check("nothing left behind", all.empty(),
-                                    all.empty() ? "no lock key, no subscription"
+                                    all.empty() ? std::string(nothing_left(cfg.store))
                                                 : fmt::format("{}", fmt::join(all, ", "))));
   }
   rep.checks.push_back(make_check(
@@ -854,7 +991,7 @@ report run(const config& cfg, std::ostream& out) {
     const bool judged = incomplete.empty() && o.judged > 0;
     const auto first = o.violations == 0 ? std::string() : "; first: " + o.first;
     const auto excused = fmt::format("entries beside an excused holder: {} told in time, {} stopped "
-                                     "or across the restart; {} sections of holders told at some point",
+                                     "or across a restart or a SQL kill; {} sections of holders told at some point",
                                      o.excused_told, o.excused_blind, o.told);
     switch (cfg.lock) {
     case primitive::mutex:

@@ -1,9 +1,12 @@
 // The torture run: P worker processes (test/workers/torture_worker.cpp) x C coroutines on one lock
-// (a mutex, a semaphore or a shared_mutex) doing critical sections against a "resource" server —
-// exclusive holders a fenced and an unfenced read-modify-write — while a seeded chaos loop hits the
-// lock server: CLIENT KILL, CLIENT PAUSE and DEBUG SLEEP stalls, SIGSTOP of a current holder past its
-// lease, one server restart. Afterwards everything is checked from Redis and from what the workers
-// saw, and a summary table is printed.
+// (a mutex, a semaphore or a shared_mutex) of one store (Redis, ZooKeeper, MariaDB/MySQL,
+// PostgreSQL: lock_store.hpp) doing critical sections against a "resource" server — exclusive
+// holders a fenced and an unfenced read-modify-write — while a seeded chaos loop hits the lock
+// server: its connections killed (CLIENT KILL, KILL, pg_terminate_backend), stalls (CLIENT PAUSE,
+// DEBUG SLEEP, SIGSTOP of the server), SIGSTOP of a current holder past its lease, one server
+// restart — each store what it can take. Afterwards everything is checked from the lock server
+// (nothing left: keys, nodes, held locks, sessions) and from what the workers saw, and a summary
+// table is printed. The same checks on every store.
 //
 // Every section's interval is read on the resource server's clock, so how many held at once is
 // measured, not inferred: the mutex and a shared_mutex writer must be alone and a semaphore's
@@ -14,7 +17,7 @@
 // Every configured fault must have happened (the chaos draws each in every round), no chaos
 // action may fail, and with SIGSTOPs a mutex run must show the fence refusing a late write.
 //
-// The resource is a second redis-server that the chaos leaves alone, as a real database would
+// The resource is a redis-server (whatever the lock's store) that the chaos leaves alone, as a real database would
 // survive the lock server's troubles: so the fenced count is exact across a restart of the lock
 // server, and a fencing token that restarts low after that restart shows up as rejected writes from
 // holders that were never told they lost the lock.
@@ -49,18 +52,28 @@ std::optional<std::set<chaos>> parse_chaos(std::string_view list);
 std::set<chaos> all_chaos();
 
 enum class primitive { mutex, semaphore, shared_mutex };
+/// The store the lock lives on (lock_store.hpp says which chaos each gets).
+enum class backend { redis, zookeeper, mysql, postgres };
+/// "redis", "zookeeper", "mysql", "postgres".
+std::string_view to_string(backend b);
+std::optional<backend> parse_backend(std::string_view name);
 /// "mutex", "semaphore", "shared_mutex".
 std::string_view to_string(primitive p);
 std::optional<primitive> parse_primitive(std::string_view name);
 
 struct config {
+  backend store = backend::redis;
   std::uint64_t seed = 1;
   std::chrono::seconds duration{20};
   int processes = 3;
   int coroutines = 4;
-  std::set<chaos> faults = all_chaos();
-  std::chrono::milliseconds lease{1000};
-  std::chrono::milliseconds acquire_deadline{2000};
+  /// Every fault the store offers when unset (lock_store.hpp); one it does not offer is refused.
+  std::optional<std::set<chaos>> faults;
+  /// The lock's lease on Redis; the session timeout on the stores whose session is the lease.
+  /// Zero: the store's default (default_lease: 1 s on Redis, 2 s ZooKeeper, 3 s SQL).
+  std::chrono::milliseconds lease{0};
+  /// Zero: twice the lease.
+  std::chrono::milliseconds acquire_deadline{0};
   std::chrono::microseconds hold{3000};
   /// Pause between two chaos events, drawn uniformly from this range.
   std::chrono::milliseconds chaos_gap_min{300}, chaos_gap_max{1500};
@@ -92,9 +105,12 @@ struct report {
   [[nodiscard]] const check* find(std::string_view name) const;
 };
 
+/// Why `cfg` cannot run on its store (a lock or a fault the store does not serve), or nullopt.
+std::optional<std::string> unsupported(const config& cfg);
+
 /// Runs the whole thing (start two servers, spawn the workers, chaos, collect, check) and prints
 /// progress and the summary table to `out`. Throws std::runtime_error if the harness itself cannot
-/// run (no server, no worker binary).
+/// run (no server, no worker binary, a lock or fault its store does not serve).
 report run(const config& cfg, std::ostream& out);
 
 } // namespace corolock::test::torture

@@ -1,22 +1,27 @@
 // One process of the torture run (test/torture/torture.hpp): C coroutines share one lock — a
-// corolock::mutex, semaphore or shared_mutex — and, until the duration is over, take it with
+// corolock::mutex, semaphore or shared_mutex, made from the lock store's client that LOCK_URL names
+// (redis://, zookeeper://, mysql://, postgresql://; the handles are the same whichever) — and, until the duration is over, take it with
 // acquire_for and do a critical section against the "resource": a second redis-server that the chaos
 // never touches, standing for a database that survives whatever happens to the lock server:
 //
-//   entry: SET torture:holder "<token> <pid>" (so the chaos loop knows whom to SIGSTOP), read the
-//     resource server's clock (TIME) and torture:unfenced, in one script;
+//   entry: SET torture:holder "<token> <pid>" (so the chaos loop knows whom to SIGSTOP) and
+//     HSET torture:inside "<pid> <token>" <kind> (who is inside, for stores that do not show their
+//     holders), read the resource server's clock (TIME) and torture:unfenced, in one script;
 //   hold; then, in an exclusive section (the mutex, a shared_mutex writer):
 //     a fenced write: a Lua compare-and-set that accepts the token only if it is greater than every
 //     token seen before (torture:fence_seen), and counts accepted writes in torture:fenced;
 //   exit: unless the guard says the lease is lost, SET torture:unfenced value+1 (the unfenced
-//     read-modify-write, safe only under mutual exclusion: exclusive sections only); then the
-//     server's clock again and torture:fence_seen, in one script;
+//     read-modify-write, safe only under mutual exclusion: exclusive sections only), HDEL from
+//     torture:inside; then the server's clock again and torture:fence_seen, in one script;
 //   release.
 //
 // Every section's interval on the resource server's clock, its kind, permits, token, whether its
 // holder was told the lease was lost (and when, on the wall clock, which is the resource server's:
 // the same machine) and the fence seen at exit go to STATS_FILE.sections, for the
 // coordinator's checks of how many held at once.
+//
+// LEASE_MS is the lock's lease on Redis, the session timeout on the stores whose session is the
+// lease (ZooKeeper, MariaDB/MySQL, PostgreSQL: their handles keep the default options).
 //
 // Usage: corolock_torture_worker LOCK_URL RESOURCE_URL NAME COROUTINES DURATION_MS LEASE_MS
 //                                DEADLINE_MS HOLD_US STATS_FILE SEED PRIMITIVE PERMITS MAX_TAKE
@@ -27,6 +32,16 @@
 // some coroutine was still stuck in an operation DEADLINE_MS + 10 s after the duration (the file is
 // written then too, with `stuck`). It never runs longer than that, whatever state Redis is in.
 #include <corolock/corolock.hpp>
+#ifdef COROLOCK_TORTURE_ZOOKEEPER
+#include <corolock/zookeeper/client.hpp>
+#endif
+#ifdef COROLOCK_TORTURE_MYSQL
+#include <corolock/mysql/lock_client.hpp>
+#endif
+#ifdef COROLOCK_TORTURE_POSTGRES
+#include <corolock/postgresql/lock_client.hpp>
+#endif
+#include <corolock/sql/lock_pool_options.hpp>
 
 #include <boost/asio.hpp>
 #include <fmt/core.h>
@@ -38,9 +53,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
+#include <string_view>
 #include <tuple>
 #include <variant>
 
@@ -66,22 +85,24 @@ end
 return seen
 )";
 
-// KEYS[1] torture:holder, KEYS[2] torture:unfenced; ARGV[1] "<token> <pid>". Names the holder, then
-// returns the section's start on the resource server's clock {seconds, microseconds} and the
-// unfenced count.
+// KEYS[1] torture:holder, KEYS[2] torture:unfenced, KEYS[3] torture:inside; ARGV[1] "<token> <pid>",
+// ARGV[2] "<pid> <token>", ARGV[3] the section's kind. Names the holder, then returns the section's
+// start on the resource server's clock {seconds, microseconds} and the unfenced count.
 constexpr const char* section_entry = R"(
 redis.call('set', KEYS[1], ARGV[1])
+redis.call('hset', KEYS[3], ARGV[2], ARGV[3])
 local t = redis.call('time')
 return {t[1], t[2], redis.call('get', KEYS[2]) or '0'}
 )";
 
-// KEYS[1] torture:unfenced, KEYS[2] torture:fence_seen; ARGV[1] the new unfenced count, or '' for
-// none. The last write, then the section's end on the server's clock and the highest writer token
+// KEYS[1] torture:unfenced, KEYS[2] torture:fence_seen, KEYS[3] torture:inside; ARGV[1] the new
+// unfenced count, or '' for none, ARGV[2] "<pid> <token>". The last write, then the section's end on the server's clock and the highest writer token
 // accepted so far (a reader compares it with its own token): {seconds, microseconds, fence}.
 constexpr const char* section_exit = R"(
 if ARGV[1] ~= '' then
   redis.call('set', KEYS[1], ARGV[1])
 end
+redis.call('hdel', KEYS[3], ARGV[2])
 local t = redis.call('time')
 return {t[1], t[2], redis.call('get', KEYS[2]) or '0'}
 )";
@@ -126,6 +147,9 @@ struct section_record {
   // lease_lost), on the wall clock in microseconds: the resource server's clock, on this machine.
   // 0: never told.
   std::int64_t told_us = 0;
+  // When acquire_for completed with the lock, on the same clock: a process stopped between this
+  // and entry_us entered on a grant it could not know was lost.
+  std::int64_t acquired_us = 0;
 };
 
 /// What the process saw; only touched on the io_context's one thread.
@@ -140,6 +164,7 @@ struct stats {
   std::uint64_t rejected_untold = 0;   // rejected, and the guard never said the lease was lost
   std::uint64_t told = 0;              // sections whose guard reported the lease lost
   std::uint64_t resource_errors = 0;   // a command to the resource failed
+  std::uint64_t clients_renewed = 0;   // lock store clients made anew (a ZooKeeper session expired)
   std::uint64_t release_ok = 0, release_lease_lost = 0, release_not_owner = 0, release_other = 0;
   // A fresh acquisition's token not above one it must exceed: for an exclusive holder, every token
   // this process got before; for a reader or permits, every token it got before asking (shared
@@ -191,6 +216,7 @@ void write_stats(const settings& s, const stats& st) {
     line("rejected_untold", st.rejected_untold);
     line("told", st.told);
     line("resource_errors", st.resource_errors);
+    line("clients_renewed", st.clients_renewed);
     line("release_ok", st.release_ok);
     line("release_lease_lost", st.release_lease_lost);
     line("release_not_owner", st.release_not_owner);
@@ -220,14 +246,15 @@ void write_stats(const settings& s, const stats& st) {
     line("acquired_tokens", fmt::format("{}", fmt::join(st.acquired_tokens, " ")));
     line("recorded", st.records.size());
   }
-  // One line a section: entry_us exit_us kind permits token told fence_at_exit told_us. Written first:
+  // One line a section: entry_us exit_us kind permits token told fence_at_exit told_us acquired_us.
+  // Written first:
   // the stats file appearing means both are complete.
   {
     std::string text;
     for (const auto& r : st.records)
-      fmt::format_to(std::back_inserter(text), "{} {} {} {} {} {} {} {}\n", r.entry_us, r.exit_us,
+      fmt::format_to(std::back_inserter(text), "{} {} {} {} {} {} {} {} {}\n", r.entry_us, r.exit_us,
                      static_cast<char>(r.kind), r.permits, r.token, r.told ? 1 : 0, r.fence_at_exit,
-                     r.told_us);
+                     r.told_us, r.acquired_us);
     std::ofstream(s.stats_file + ".sections.tmp") << text;
     std::filesystem::rename(s.stats_file + ".sections.tmp", s.stats_file + ".sections");
   }
@@ -285,8 +312,32 @@ bool stalled_since(const stats& st, steady::time_point from) {
 /// The lock under test, and what each section asks of it.
 class lock_under_test {
 public:
-  lock_under_test(corolock::client& c, const settings& s, const corolock::lock_options& opts)
-      : s_(s), lock_(make(c, s, opts)) {}
+  /// A new client after an error that ends one for good (a ZooKeeper session expired, as a
+  /// Curator user makes a new client), or nullptr: the same client goes on.
+  using renewer = std::function<asio::awaitable<corolock::lock_source*>(error_code)>;
+
+  lock_under_test(corolock::lock_source& c, const settings& s, const corolock::lock_options& opts,
+                  renewer renew)
+      : s_(s), opts_(opts), lock_(std::make_shared<any_lock>(make(c, s, opts))),
+        renew_(std::move(renew)) {}
+
+  /// Which client the handle is on: an acquisition's error renews it only once.
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+
+  /// After `ec` from an acquisition begun on `generation`: a new handle on a new client if the
+  /// store's client ended for good (one coroutine does it; the others meanwhile fail at once on
+  /// the old one, and wait).
+  asio::awaitable<void> after_error(error_code ec, std::uint64_t generation, stats& st) {
+    if (generation != generation_ || renewing_)
+      co_return;
+    renewing_ = true;
+    if (auto* source = co_await renew_(ec)) {
+      lock_ = std::make_shared<any_lock>(make(*source, s_, opts_));
+      ++generation_;
+      ++st.clients_renewed;
+    }
+    renewing_ = false;
+  }
 
   /// What the next section takes: drawn from the coroutine's own generator.
   std::pair<section_kind, std::int64_t> plan(std::minstd_rand& rng) const {
@@ -305,16 +356,19 @@ public:
 
   asio::awaitable<std::tuple<error_code, corolock::guard>>
   acquire_for(section_kind kind, std::int64_t permits, steady::duration timeout) {
-    // Named awaitables: GCC 12 may destroy a temporary inside co_await twice.
-    if (auto* m = std::get_if<corolock::mutex>(&lock_)) {
+    // Named awaitables: GCC 12 may destroy a temporary inside co_await twice. The handle is held
+    // for the whole wait: a renewal may replace lock_ meanwhile.
+    const auto held = lock_;
+    auto& lock = *held;
+    if (auto* m = std::get_if<corolock::mutex>(&lock)) {
       auto op = m->acquire_for(timeout, tuple_awaitable);
       co_return co_await std::move(op);
     }
-    if (auto* sem = std::get_if<corolock::semaphore>(&lock_)) {
+    if (auto* sem = std::get_if<corolock::semaphore>(&lock)) {
       auto op = sem->acquire_for(permits, timeout, tuple_awaitable);
       co_return co_await std::move(op);
     }
-    auto& rw = std::get<corolock::shared_mutex>(lock_);
+    auto& rw = std::get<corolock::shared_mutex>(lock);
     if (kind == section_kind::reader) {
       auto op = rw.acquire_shared_for(timeout, tuple_awaitable);
       co_return co_await std::move(op);
@@ -325,7 +379,7 @@ public:
 
 private:
   using any_lock = std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex>;
-  static any_lock make(corolock::client& c, const settings& s, const corolock::lock_options& opts) {
+  static any_lock make(corolock::lock_source& c, const settings& s, const corolock::lock_options& opts) {
     switch (s.lock) {
     case primitive::semaphore:
       return any_lock(std::in_place_type<corolock::semaphore>, c, s.name, s.permits, opts);
@@ -338,7 +392,11 @@ private:
   }
 
   const settings& s_;
-  any_lock lock_;
+  corolock::lock_options opts_;
+  std::shared_ptr<any_lock> lock_;
+  renewer renew_;
+  std::uint64_t generation_ = 0;
+  bool renewing_ = false;
 };
 
 /// What a critical section met: its fenced write rejected (a newer token seen) or not, and its
@@ -378,10 +436,11 @@ asio::awaitable<section_outcome> critical_section(corolock::client& resource, co
                                                   std::int64_t& told_us) {
   section_outcome out;
   const auto token = std::to_string(g.fencing_token());
+  const auto inside = std::to_string(getpid()) + " " + token;
   auto entry = clock_and_value(co_await on_resource(
       resource,
-      cmd("EVAL", section_entry, "2", "torture:holder", "torture:unfenced",
-          token + " " + std::to_string(getpid())),
+      cmd("EVAL", section_entry, "3", "torture:holder", "torture:unfenced", "torture:inside",
+          token + " " + std::to_string(getpid()), inside, std::string(1, static_cast<char>(kind))),
       st));
   if (!entry)
     co_return out;
@@ -409,7 +468,9 @@ asio::awaitable<section_outcome> critical_section(corolock::client& resource, co
       new_value = std::to_string(value + 1);
   }
   auto exit = clock_and_value(co_await on_resource(
-      resource, cmd("EVAL", section_exit, "2", "torture:unfenced", "torture:fence_seen", new_value),
+      resource,
+      cmd("EVAL", section_exit, "3", "torture:unfenced", "torture:fence_seen", "torture:inside",
+          new_value, inside),
       st));
   if (!exit)
     co_return out;
@@ -432,6 +493,7 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     const auto start = steady::now();
     const auto max_token_before = st.max_token;
     phase = "acquire_for";
+    const auto generation = lock.generation();
     auto [ec, g] = co_await lock.acquire_for(kind, permits, s.deadline);
     phase = "between";
     const auto overrun = steady::now() - (start + s.deadline);
@@ -455,10 +517,14 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     if (ec) {
       ++st.acquire_errors[key_of(ec)];
       st.error_texts[key_of(ec)] = ec.message();
+      phase = "renew";
+      co_await lock.after_error(ec, generation, st);
+      phase = "between";
       co_await sleep_for(20ms); // the server may be down: do not spin
       continue;
     }
     ++st.acquired;
+    const auto acquired_us = wall_us();
     const auto token = g.fencing_token();
     st.acquired_tokens.push_back(token);
     if (token <= (kind == section_kind::exclusive ? st.max_token : max_token_before))
@@ -503,7 +569,7 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
     }
     if (section.entry_us && section.exit_us)
       st.records.push_back({*section.entry_us, *section.exit_us, kind, permits, token, told,
-                            section.fence_at_exit, *told_us});
+                            section.fence_at_exit, *told_us, acquired_us});
     if (section.rejected && !told) {
       ++st.rejected_untold;
       // What the coordinator cannot see: enough to tell which path let two holders overlap.
@@ -541,16 +607,127 @@ asio::awaitable<std::int64_t> subscriptions_left(corolock::client& c) {
   co_return subs;
 }
 
-asio::awaitable<void> run(corolock::client& lock_client, corolock::client& resource,
-                          const settings& s, stats& st, bool& all_done) {
-  co_await lock_client.connect();
+/// The client of the lock's store, chosen by LOCK_URL's scheme.
+class lock_store {
+public:
+  virtual ~lock_store() = default;
+  virtual corolock::lock_source& source() = 0;
+  virtual asio::awaitable<void> connect() { co_return; }
+  /// Ends the client once every section is done (Redis: main's close()).
+  virtual asio::awaitable<void> close() { co_return; }
+  /// What the coordinator finds this process by (torture:clients): the owner prefix in the lock's
+  /// value on Redis, else the pid (it reads the others' holders from torture:inside).
+  virtual std::string holder_id() { return std::to_string(getpid()); }
+  /// The Redis client, for its subscriptions check and synchronous close; nullptr on the others.
+  virtual corolock::client* redis() { return nullptr; }
+  /// The options of the lock handles: the lease is Redis's; the others' is their session.
+  virtual corolock::lock_options options(const settings&) { return {}; }
+  /// After `ec`, a new client if the old one ended for good (see lock_under_test::renewer).
+  virtual asio::awaitable<corolock::lock_source*> renew(error_code) { co_return nullptr; }
+};
+
+class redis_store final : public lock_store {
+public:
+  redis_store(asio::any_io_executor ex, const std::string& url) : client_(ex, url) {}
+  corolock::lock_source& source() override { return client_; }
+  asio::awaitable<void> connect() override { co_await client_.connect(); }
+  std::string holder_id() override { return client_.id(); }
+  corolock::client* redis() override { return &client_; }
+  corolock::lock_options options(const settings& s) override {
+    corolock::lock_options opts;
+    opts.lease = s.lease;
+    return opts;
+  }
+
+private:
+  corolock::client client_;
+};
+
+#ifdef COROLOCK_TORTURE_ZOOKEEPER
+class zookeeper_store final : public lock_store {
+public:
+  zookeeper_store(asio::any_io_executor ex, const std::string& url, std::chrono::milliseconds lease)
+      : ex_(ex), config_(config(url, lease)),
+        client_(std::make_unique<corolock::zookeeper::client>(ex, config_)) {}
+  corolock::lock_source& source() override { return *client_; }
+  asio::awaitable<void> connect() override { co_await client_->connect(); }
+  asio::awaitable<void> close() override { co_await client_->close(); }
+  /// An expired session is the client's end: a new client, a new session. The old one stays
+  /// (closed) until the process ends: its handles and guards may still be in use.
+  asio::awaitable<corolock::lock_source*> renew(error_code ec) override {
+    if (ec != corolock::error::session_expired)
+      co_return nullptr;
+    co_await client_->close();
+    old_.push_back(std::move(client_));
+    client_ = std::make_unique<corolock::zookeeper::client>(ex_, config_);
+    auto [cec] = co_await client_->connect(tuple_awaitable);
+    if (cec)
+      fmt::print(stderr, "torture_worker {}: a new ZooKeeper client: {}\n", getpid(), cec.message());
+    co_return client_.get();
+  }
+
+private:
+  static corolock::zookeeper::config config(const std::string& url, std::chrono::milliseconds lease) {
+    auto c = corolock::zookeeper::config::from_url(url);
+    c.session_timeout = lease;
+    c.connect_timeout = 1000ms;
+    return c;
+  }
+  asio::any_io_executor ex_;
+  corolock::zookeeper::config config_;
+  std::vector<std::unique_ptr<corolock::zookeeper::client>> old_; // destroyed after client_
+  std::unique_ptr<corolock::zookeeper::client> client_;
+};
+#endif
+
+/// MariaDB/MySQL or PostgreSQL: the session timeout is the lease.
+template <typename Client, typename Config>
+class sql_store final : public lock_store {
+public:
+  sql_store(asio::any_io_executor ex, const std::string& url, std::chrono::milliseconds lease)
+      : client_(ex, Config::from_url(url), pool(lease)) {}
+  corolock::lock_source& source() override { return client_; }
+  asio::awaitable<void> close() override { co_await client_.async_close(5s, asio::use_awaitable); }
+
+private:
+  static corolock::sql::lock_pool_options pool(std::chrono::milliseconds lease) {
+    corolock::sql::lock_pool_options o;
+    o.session_timeout = lease;
+    return o;
+  }
+  Client client_;
+};
+
+std::unique_ptr<lock_store> make_store(asio::any_io_executor ex, const settings& s) {
+  const std::string_view url = s.lock_url;
+  if (url.starts_with("redis://") || url.starts_with("rediss://"))
+    return std::make_unique<redis_store>(ex, s.lock_url);
+#ifdef COROLOCK_TORTURE_ZOOKEEPER
+  if (url.starts_with("zookeeper://"))
+    return std::make_unique<zookeeper_store>(ex, s.lock_url, s.lease);
+#endif
+#ifdef COROLOCK_TORTURE_MYSQL
+  if (url.starts_with("mysql://") || url.starts_with("mariadb://"))
+    return std::make_unique<sql_store<corolock::mysql::lock_client, corolock::mysql::config>>(
+        ex, s.lock_url, s.lease);
+#endif
+#ifdef COROLOCK_TORTURE_POSTGRES
+  if (url.starts_with("postgresql://") || url.starts_with("postgres://"))
+    return std::make_unique<sql_store<corolock::postgresql::lock_client, corolock::postgresql::config>>(
+        ex, s.lock_url, s.lease);
+#endif
+  throw std::invalid_argument("no lock store of this build serves " + s.lock_url);
+}
+
+asio::awaitable<void> run(lock_store& store, corolock::client& resource, const settings& s,
+                          stats& st, bool& all_done) {
+  co_await store.connect();
   co_await resource.connect();
   // The coordinator finds the holder's process from the client id in the lock's value.
-  co_await resource.exec(cmd("HSET", "torture:clients", lock_client.id(), std::to_string(getpid())));
+  co_await resource.exec(cmd("HSET", "torture:clients", store.holder_id(), std::to_string(getpid())));
   co_await resource.exec(cmd("INCR", "torture:ready"));
-  corolock::lock_options opts;
-  opts.lease = s.lease;
-  lock_under_test lock(lock_client, s, opts);
+  lock_under_test lock(store.source(), s, store.options(s),
+                       [&store](error_code ec) { return store.renew(ec); });
   auto ex = co_await asio::this_coro::executor;
   const auto end = steady::now() + s.duration;
   st.running = s.coroutines;
@@ -573,7 +750,10 @@ asio::awaitable<void> run(corolock::client& lock_client, corolock::client& resou
                        done.cancel();
                    });
   co_await done.async_wait(tuple_awaitable);
-  st.subscriptions_at_end = co_await subscriptions_left(lock_client);
+  if (auto* redis = store.redis())
+    st.subscriptions_at_end = co_await subscriptions_left(*redis);
+  else
+    co_await store.close();
   all_done = true;
   st.beating = false;
 }
@@ -606,10 +786,16 @@ int main(int argc, char** argv) {
   st.sections_per_coroutine.assign(static_cast<std::size_t>(s.coroutines), 0);
   st.phase.assign(static_cast<std::size_t>(s.coroutines), "starting");
   asio::io_context io;
-  corolock::client lock_client(io.get_executor(), s.lock_url);
+  std::unique_ptr<lock_store> store;
+  try {
+    store = make_store(io.get_executor(), s);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "corolock_torture_worker: {}\n", e.what());
+    return 2;
+  }
   corolock::client resource(io.get_executor(), s.resource_url);
   bool all_done = false, failed = false;
-  asio::co_spawn(io, run(lock_client, resource, s, st, all_done), [&](std::exception_ptr e) {
+  asio::co_spawn(io, run(*store, resource, s, st, all_done), [&](std::exception_ptr e) {
     if (e) {
       failed = true;
       try {
@@ -619,7 +805,8 @@ int main(int argc, char** argv) {
       }
     }
     st.beating = false;
-    lock_client.close();
+    if (auto* redis = store->redis())
+      redis->close();
     resource.close();
   });
   // Connecting is part of the bound: a worker that cannot start must not hang the run either.

@@ -1,0 +1,322 @@
+#include "lock_store.hpp"
+
+#include <support/leftovers.hpp>
+#include <support/redis_server.hpp>
+#include <support/zookeeper_server.hpp>
+#ifdef COROLOCK_TORTURE_MYSQL
+#include <support/mariadb_server.hpp>
+#endif
+#ifdef COROLOCK_TORTURE_POSTGRES
+#include <support/postgres_server.hpp>
+#endif
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace corolock::test::torture {
+
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+/// Polls `what` (phrases of what is left) until it is empty or `settle` passed.
+template <typename F>
+std::vector<std::string> settled(std::chrono::milliseconds settle, F what) {
+  const auto until = steady::now() + settle;
+  for (;;) {
+    auto left = what();
+    if (left.empty() || steady::now() >= until)
+      return left;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+/// The lock's key on Redis (see src/lock/lease.hpp): the mutex's string, or the hash of a
+/// semaphore's or shared_mutex's holders.
+std::string redis_lock_key(const config& cfg) {
+  const auto key = "corolock:{" + cfg.lock_name + "}";
+  switch (cfg.lock) {
+  case primitive::semaphore: return key + ":sem";
+  case primitive::shared_mutex: return key + ":rw";
+  case primitive::mutex: break;
+  }
+  return key;
+}
+
+class redis_store final : public lock_store {
+public:
+  explicit redis_store(const config& cfg) : lock_(cfg.lock), key_(redis_lock_key(cfg)) {}
+
+  std::string url() const override { return server_.url(); }
+  std::uint64_t kill_connections() override {
+    return std::stoull(server_.command({"CLIENT", "KILL", "TYPE", "normal"})) +
+           std::stoull(server_.command({"CLIENT", "KILL", "TYPE", "pubsub"}));
+  }
+  void pause(std::chrono::milliseconds d) override {
+    server_.command({"CLIENT", "PAUSE", std::to_string(d.count()), "ALL"});
+    std::this_thread::sleep_for(d);
+  }
+  void sleep(std::chrono::milliseconds d) override {
+    server_.command({"DEBUG", "SLEEP", fmt::format("{:.3f}", d.count() / 1000.0)});
+  }
+  void restart() override { server_.restart(); }
+  bool restart_is_blind() const override { return true; }
+
+  /// The mutex's value "<token> <owner>", or each owner in a permit lock's hash ("<permits>
+  /// <token>") whose lease has not ended on the server's clock (an expired one stays until the
+  /// next script prunes it). Empty when the lock is free or unreadable.
+  std::optional<std::vector<lock_holder>> holders() override {
+    std::vector<lock_holder> out;
+    try {
+      if (lock_ == primitive::mutex) {
+        auto held = server_.command({"GET", key_});
+        auto space = held.find(' ');
+        if (held != "(nil)" && space != std::string::npos && !held.starts_with("(error)"))
+          out.push_back({std::stoull(held.substr(0, space)), held.substr(space + 1), 1});
+        return out;
+      }
+      auto time = server_.command_list({"TIME"});
+      auto now_ms = std::stoll(time.at(0)) * 1000 + std::stoll(time.at(1)) / 1000;
+      auto live = server_.command_list({"ZRANGEBYSCORE", key_ + ":hx", std::to_string(now_ms + 1), "+inf"});
+      auto all = server_.command_list({"HGETALL", key_});
+      for (std::size_t i = 0; i + 1 < all.size(); i += 2) {
+        auto space = all[i + 1].find(' ');
+        if (space != std::string::npos && std::find(live.begin(), live.end(), all[i]) != live.end())
+          out.push_back({std::stoull(all[i + 1].substr(space + 1)), all[i],
+                         std::stoll(all[i + 1].substr(0, space))});
+      }
+    } catch (const std::exception&) {
+      out.clear();
+    }
+    return out;
+  }
+
+  std::vector<std::string> leftovers(std::chrono::milliseconds settle) override {
+    return test::leftovers(server_, settle);
+  }
+  std::string fence_counter() override { return server_.command({"GET", key_ + ":fence"}); }
+
+private:
+  primitive lock_;
+  std::string key_;
+  redis_server server_; // DEBUG enabled
+};
+
+/// SIGSTOP of the server (a fixture's pause) for `d`.
+template <typename Server>
+void stall(Server& server, std::chrono::milliseconds d) {
+  server.pause();
+  std::this_thread::sleep_for(d);
+  server.resume();
+}
+
+/// The value of `key` in a `mntr` reply ("key\tvalue" lines), or nullopt.
+std::optional<std::string> mntr_value(const std::string& mntr, const std::string& key) {
+  std::istringstream in(mntr);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(key + "\t"))
+      return line.substr(key.size() + 1);
+  return std::nullopt;
+}
+
+class zookeeper_store final : public lock_store {
+public:
+  explicit zookeeper_store(const config& cfg) : server_(options(cfg)) {}
+
+  std::string url() const override { return server_.url(); }
+  std::uint64_t kill_connections() override {
+    throw std::logic_error("ZooKeeper offers no kill (no command drops a client's connection)");
+  }
+  void pause(std::chrono::milliseconds d) override { stall(server_, d); }
+  void restart() override { server_.restart(); }
+
+  /// No ephemeral node (a lock node of a session that ended would be one) and no client
+  /// connection but mntr's own (a standalone server counts no global sessions: zk_global_sessions
+  /// reads 0 with sessions open).
+  std::vector<std::string> leftovers(std::chrono::milliseconds settle) override {
+    return settled(settle, [&] {
+      std::vector<std::string> left;
+      const auto mntr = four_letter_word(server_.port(), "mntr", 2000ms);
+      const auto ephemerals = mntr_value(mntr, "zk_ephemerals_count");
+      const auto connections = mntr_value(mntr, "zk_num_alive_connections");
+      if (!ephemerals || !connections)
+        left.push_back("mntr unreadable: " + mntr.substr(0, 200));
+      if (ephemerals && *ephemerals != "0")
+        left.push_back(*ephemerals + " ephemeral nodes");
+      if (connections && std::stoi(*connections) > 1)
+        left.push_back(fmt::format("{} client connections", std::stoi(*connections) - 1));
+      return left;
+    });
+  }
+  std::string fence_counter() override { return "n/a (tokens are czxids)"; }
+
+private:
+  static zookeeper_options options(const config& cfg) {
+    zookeeper_options o;
+    // The session timeout is the lease; ZooKeeper grants [2, 20] ticks unless told otherwise.
+    o.tick_ms = std::clamp(static_cast<int>(cfg.lease.count()) / 4, 100, 500);
+    o.min_session_timeout_ms = std::min(1000, static_cast<int>(cfg.lease.count()));
+    return o;
+  }
+
+  zookeeper_server server_;
+};
+
+/// What the SQL servers share: the fixture's pause and restart, and a kill that frees the locks
+/// before their holders can know.
+template <typename Server>
+class sql_store : public lock_store {
+public:
+  std::string url() const override { return server_.url(); }
+  void pause(std::chrono::milliseconds d) override { stall(server_, d); }
+  void restart() override { server_.restart(); }
+  bool kill_is_blind() const override { return true; }
+
+protected:
+  Server server_;
+};
+
+#ifdef COROLOCK_TORTURE_MYSQL
+class mysql_store final : public sql_store<mariadb_server> {
+public:
+  std::uint64_t kill_connections() override {
+    std::uint64_t killed = 0;
+    std::istringstream ids(server_.sql(sessions_query("ID")));
+    for (std::string id; std::getline(ids, id);) {
+      try {
+        server_.sql("KILL CONNECTION " + id);
+        ++killed;
+      } catch (const std::runtime_error&) {
+        // gone meanwhile
+      }
+    }
+    return killed;
+  }
+  /// No lock held (IS_USED_LOCK on every fence key) and no session of a worker.
+  std::vector<std::string> leftovers(std::chrono::milliseconds settle) override {
+    return settled(settle, [&] {
+      std::vector<std::string> left;
+      if (auto held = held_locks(); held != "0")
+        left.push_back(held + " held GET_LOCKs");
+      if (auto n = server_.sql(sessions_query("COUNT(*)")); n != "0")
+        left.push_back(n + " sessions");
+      return left;
+    });
+  }
+  std::string fence_counter() override {
+    try {
+      return server_.sql("SELECT COALESCE(MAX(token), 0) FROM corolock.fence");
+    } catch (const std::runtime_error&) {
+      return "no fence table";
+    }
+  }
+
+private:
+  static std::string sessions_query(const std::string& what) {
+    return "SELECT " + what + " FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND "
+           "COMMAND <> 'Daemon' AND USER = 'root'";
+  }
+  std::string held_locks() {
+    try {
+      return server_.sql("SELECT COUNT(*) FROM corolock.fence WHERE IS_USED_LOCK(lock_key) IS NOT NULL");
+    } catch (const std::runtime_error&) {
+      return "0"; // no fence table: no lock was ever taken
+    }
+  }
+
+};
+#endif
+
+#ifdef COROLOCK_TORTURE_POSTGRES
+class postgres_store final : public sql_store<postgres_server> {
+public:
+  std::uint64_t kill_connections() override {
+    // A backend that ended meanwhile adds a WARNING line before the count.
+    const auto text = server_.sql(std::string("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM "
+                                              "pg_stat_activity WHERE ") + ours);
+    return std::stoull(text.substr(text.find_last_of('\n') + 1));
+  }
+  /// No advisory lock held or waited for, and no session of a worker.
+  std::vector<std::string> leftovers(std::chrono::milliseconds settle) override {
+    return settled(settle, [&] {
+      std::vector<std::string> left;
+      if (auto n = server_.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"); n != "0")
+        left.push_back(n + " advisory locks held or waited for");
+      if (auto n = server_.sql(std::string("SELECT count(*) FROM pg_stat_activity WHERE ") + ours); n != "0")
+        left.push_back(n + " sessions");
+      return left;
+    });
+  }
+  std::string fence_counter() override {
+    try {
+      return server_.sql("SELECT coalesce(max(token), 0) FROM corolock_fence");
+    } catch (const std::runtime_error&) {
+      return "no fence table";
+    }
+  }
+
+private:
+  // The library's sessions name themselves (application_name, postgresql::config).
+  static constexpr const char* ours = "application_name = 'corolock' AND backend_type = 'client backend'";
+};
+#endif
+
+} // namespace
+
+std::set<chaos> offered_chaos(backend b) {
+  switch (b) {
+  case backend::redis: return all_chaos();
+  case backend::zookeeper: return {chaos::client_pause, chaos::sigstop, chaos::restart};
+  case backend::mysql:
+  case backend::postgres: return {chaos::client_kill, chaos::client_pause, chaos::sigstop, chaos::restart};
+  }
+  return {};
+}
+
+bool serves(backend b, primitive p) {
+  switch (p) {
+  case primitive::mutex: return true;
+  case primitive::semaphore: return b == backend::redis;
+  case primitive::shared_mutex: return b != backend::mysql;
+  }
+  return false;
+}
+
+std::chrono::milliseconds default_lease(backend b) {
+  switch (b) {
+  case backend::redis: return 1000ms;
+  case backend::zookeeper: return 2000ms;
+  case backend::mysql:
+  case backend::postgres: return 3000ms;
+  }
+  return 1000ms;
+}
+
+std::unique_ptr<lock_store> start_lock_store(const config& cfg) {
+  switch (cfg.store) {
+  case backend::redis: return std::make_unique<redis_store>(cfg);
+  case backend::zookeeper:
+    require_zookeeper_installed();
+    return std::make_unique<zookeeper_store>(cfg);
+  case backend::mysql:
+#ifdef COROLOCK_TORTURE_MYSQL
+    return std::make_unique<mysql_store>();
+#else
+    break;
+#endif
+  case backend::postgres:
+#ifdef COROLOCK_TORTURE_POSTGRES
+    return std::make_unique<postgres_store>();
+#else
+    break;
+#endif
+  }
+  throw std::runtime_error(fmt::format("torture: the {} backend was not built", to_string(cfg.store)));
+}
+
+} // namespace corolock::test::torture
