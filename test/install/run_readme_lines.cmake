@@ -50,6 +50,11 @@ foreach(part CMakeLists.txt cmake include src)
   file(COPY ${SOURCE_ROOT}/${part} DESTINATION ${src})
 endforeach()
 
+# ccache (which the library's CMake picks up by itself) hits across runs only when the copy's paths
+# are relative to it, and the copy's files are new each time: the same settings as scripts/build.sh.
+set(ENV{CCACHE_BASEDIR} ${src})
+set(ENV{CCACHE_SLOPPINESS} pch_defines,time_macros,include_file_mtime,include_file_ctime)
+
 string(REPLACE "/opt/corolock" "${prefix}" lines "${lines}")
 string(REGEX MATCHALL "[^\n]+" commands "${lines}")
 foreach(command IN LISTS commands)
