@@ -76,7 +76,7 @@ auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
     std::vector<std::reference_wrapper<corolock::client>> masters{*first};
     for (auto* o : others)
       masters.emplace_back(*o);
-    return corolock::redlock(std::move(masters), name); // default options: retry_delay 200 ms
+    return corolock::redlock(std::move(masters), name); // default options: retry_delay 200 ms as the fallback
   }
   default:
     return corolock::shared_mutex(c, name);

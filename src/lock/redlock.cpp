@@ -1,6 +1,16 @@
 // Redlock over corolock's public mutex API: one mutex per master, one client per master. Nothing
 // here reaches into the lock layer's internals, so the per-master semantics (leases, watchdog,
 // owner-checked release, give-back of a win that arrives after a cancellation) are the mutex's.
+//
+// Waiting is by message, with polling as the floor. Whatever a redlock gives back on a master (an
+// unlock, a lost lock's leftovers, a failed quorum's wins) is followed by a PUBLISH on the lock's
+// redlock channel on that master, once that master answered the release. A process that waits
+// subscribes on every master (once per redlock, kept while it lives) and counts what each master
+// announced; its first local waiter retries as soon as the masters that could be free — given
+// back by its own last attempt, or announced since that attempt began — make a quorum. The
+// other local waiters, and the first if no message comes (a lost message, a master without
+// pub/sub rights, a release that never ran), retry after retry_delay + jitter as before. So a
+// release wakes one attempt per waiting process, never every caller of one process.
 #include <corolock/lock/redlock.hpp>
 
 #include "core/lost_waiters.hpp"
@@ -25,7 +35,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <list>
 #include <map>
+#include <optional>
 #include <random>
 
 namespace corolock {
@@ -53,6 +65,137 @@ asio::awaitable<void> accept_any_cancellation() {
 }
 } // namespace
 
+/// What the masters announce about one redlock, and this process's waiters on it (see the top of
+/// this file). Shared by the redlock, its acquisitions and its holds; used from one executor.
+class redlock_wakeups : public std::enable_shared_from_this<redlock_wakeups> {
+public:
+  /// A waiting acquisition: armed while it sleeps on `timer`, between two attempts.
+  struct waiter {
+    asio::steady_timer* timer = nullptr;
+    bool armed = false;
+    std::vector<std::uint64_t> seen; // heard_ when its last attempt began
+    std::vector<char> free;          // masters its last attempt won (and gave back)
+  };
+  using place = std::list<waiter>::iterator;
+
+  redlock_wakeups(asio::any_io_executor e, std::vector<client*> c, std::string ch,
+                  std::size_t q)
+      : ex(std::move(e)), clients(std::move(c)), channel(std::move(ch)), quorum(q),
+        heard_(clients.size(), 0), subs_(clients.size()) {}
+
+  /// Tells whoever listens on master i that this process gave something back there. Not awaited:
+  /// a message lost costs the waiters their fallback retry, nothing else.
+  void announce(std::size_t i) {
+    request r;
+    r.push("PUBLISH", channel, "released");
+    clients[i]->exec(std::move(r), asio::bind_executor(ex, [](error_code, response) {}));
+  }
+
+  /// Gives back every guard held (guards[i]: master i's) in the background, announcing each once
+  /// its master answered.
+  void give_back(std::vector<guard>& guards) {
+    for (std::size_t i = 0; i < guards.size(); ++i) {
+      if (!guards[i].owns_lock())
+        continue;
+      guard g = std::move(guards[i]);
+      g.unlock(asio::bind_executor(ex, [self = shared_from_this(), i](error_code ec) {
+        if (ec != error::closed)
+          self->announce(i);
+      }));
+    }
+  }
+
+  /// Subscribes on every master the first time; true then (what was released before the
+  /// subscriptions reached the masters was not heard: the caller tries again at once).
+  bool subscribe_once() {
+    if (subscribed_)
+      return false;
+    subscribed_ = true;
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      try {
+        subs_[i] = clients[i]->subscribe(channel);
+      } catch (const std::exception&) {
+        continue; // e.g. no cluster node connected: that master is polled only
+      }
+      listen(i);
+    }
+    return true;
+  }
+
+  place enter() { return waiters_.insert(waiters_.end(), waiter{}); }
+
+  /// The waiter leaves the line. A winner holds the lock now: the others wait for news after it.
+  void leave(place p, bool won) {
+    const bool was_first = p == waiters_.begin();
+    waiters_.erase(p);
+    if (won) {
+      for (auto& w : waiters_)
+        w.seen = heard_;
+    } else if (was_first) {
+      wake_first();
+    }
+  }
+
+  /// What has been heard so far: taken before each attempt.
+  const std::vector<std::uint64_t>& heard() const noexcept { return heard_; }
+
+  /// Arms `p` after a refused attempt that began when `seen` was heard and won the masters in
+  /// `won`. Returns true if it should retry at once (the first waiter, and a quorum may be free
+  /// already).
+  bool arm(place p, asio::steady_timer& timer, std::vector<std::uint64_t> seen,
+           std::vector<char> won) {
+    p->timer = &timer;
+    p->seen = std::move(seen);
+    p->free = std::move(won);
+    if (p == waiters_.begin() && could_win(*p))
+      return true;
+    p->armed = true;
+    return false;
+  }
+  void disarm(place p) { p->armed = false; }
+
+  asio::any_io_executor ex;
+  std::vector<client*> clients;
+  std::string channel;
+  std::size_t quorum;
+
+private:
+  bool could_win(const waiter& w) const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < heard_.size(); ++i)
+      n += (w.free.size() > i && w.free[i]) || heard_[i] > w.seen[i];
+    return n >= quorum;
+  }
+
+  /// Only the first waiter retries on news: the others would meet its win.
+  void wake_first() {
+    if (waiters_.empty())
+      return;
+    auto& w = waiters_.front();
+    if (w.armed && could_win(w)) {
+      w.armed = false;
+      w.timer->cancel();
+    }
+  }
+
+  void listen(std::size_t i) {
+    subs_[i].receive(asio::bind_executor(
+        ex, [weak = weak_from_this(), i](error_code ec, message) {
+          auto self = weak.lock();
+          if (!self || ec)
+            return; // gone, closed, or refused (no channel rights): that master is polled only
+          ++self->heard_[i]; // a release, or a reconnect notice (one may have been missed)
+          self->wake_first();
+          self->listen(i);
+        }));
+  }
+
+  std::vector<std::uint64_t> heard_; // per master: announcements and reconnect notices heard
+  std::vector<subscription> subs_;
+  std::list<waiter> waiters_;       // this process's waiting acquisitions, in arrival order
+  bool subscribed_ = false;
+};
+
 class redlock_state {
 public:
   redlock_state(std::vector<std::reference_wrapper<client>>& masters, std::string n,
@@ -64,6 +207,9 @@ public:
       mutexes.emplace_back(c.get(), name, opts.lock);
       clients.push_back(&c.get());
     }
+    // Beside the mutex's own channel ({name}:ch, its grants), which a redlock never uses.
+    wakeups = std::make_shared<redlock_wakeups>(ex, clients,
+                                                opts.lock.prefix + "{" + name + "}:redlock", quorum);
   }
 
   asio::any_io_executor ex;
@@ -72,6 +218,7 @@ public:
   std::size_t quorum;
   std::vector<corolock::mutex> mutexes;
   std::vector<client*> clients; // the same order as mutexes
+  std::shared_ptr<redlock_wakeups> wakeups;
   std::mt19937 rng; // retry jitter only: no need for a CSPRNG
 };
 
@@ -81,9 +228,9 @@ public:
   enum class state { held, lost, released };
 
   redlock_hold(asio::any_io_executor e, std::vector<guard> g, std::size_t q, bool dog,
-               steady::time_point valid)
+               steady::time_point valid, std::shared_ptr<redlock_wakeups> w)
       : ex(std::move(e)), guards(std::move(g)), quorum(q), watchdog(dog), validity_until(valid),
-        expiry_(ex) {
+        wakeups(std::move(w)), expiry_(ex) {
     tokens.reserve(guards.size());
     for (auto& m : guards)
       tokens.push_back(m.owns_lock() ? m.fencing_token() : 0);
@@ -134,12 +281,11 @@ public:
   }
 
   /// The lock as a whole is gone: the leases still held protect nothing, so they go back now
-  /// (dropping a guard releases it in the background, owner-checked).
+  /// (owner-checked, announced to the waiters).
   void mark_lost() {
     st = state::lost;
     expiry_.cancel();
-    for (auto& g : guards)
-      guard dropped(std::move(g));
+    wakeups->give_back(guards);
     finish_waiters(error::lease_lost);
   }
 
@@ -172,6 +318,7 @@ public:
   std::size_t quorum;
   bool watchdog;
   steady::time_point validity_until;
+  std::shared_ptr<redlock_wakeups> wakeups;
   state st = state::held;
 
 private:
@@ -209,6 +356,8 @@ struct attempt_result {
   error_code first_error;
   diagnostics first_said; // first_error's words, the master named in client_message
   bool aborted = false;
+  std::vector<char> won;       // per master: won by this attempt (given back if it failed)
+  steady::duration took{};     // from the first request to the last answer
 };
 
 /// "master i of n", 1-based, in the order the masters were given.
@@ -250,6 +399,7 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
     return true;
   };
   attempt_result out;
+  out.won.assign(n, 0);
   while (r->pending > 0 && !only_unreachable_left()) {
     auto [ec] = co_await r->wake.async_wait(tuple_awaitable);
     if (co_await cancelled()) {
@@ -269,8 +419,11 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
     while (r->pending > 0)
       co_await r->wake.async_wait(uncancellable());
   }
-  if (out.aborted)
-    co_return out; // the guards won go back as r is dropped
+  auto give_back = [&] { st->wakeups->give_back(r->won); };
+  if (out.aborted) {
+    give_back();
+    co_return out;
+  }
 
   const auto& o = st->opts;
   const auto validity_until = start + o.lock.lease - o.drift();
@@ -278,6 +431,7 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
   for (std::size_t i = 0; i < n; ++i) {
     if (r->won[i].owns_lock() && !r->won[i].lost())
       ++held;
+    out.won[i] = r->won[i].owns_lock();
     if (!r->errors[i]) {
       ++out.answered;
     } else if (!out.first_error) {
@@ -289,13 +443,16 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
     }
   }
   out.held = held;
+  out.took = steady::now() - start;
   // validity = lease - elapsed - drift > 0, i.e. now < start + lease - drift.
   if (held >= st->quorum && steady::now() < validity_until) {
     out.hold = std::make_shared<redlock_hold>(st->ex, std::move(r->won), st->quorum,
-                                              o.lock.watchdog, validity_until);
+                                              o.lock.watchdog, validity_until, st->wakeups);
     out.hold->start();
+  } else {
+    give_back(); // released on every master won, and announced there
   }
-  co_return out; // on failure r's guards are dropped: released on every master won
+  co_return out;
 }
 
 using acquire_result = std::pair<error_code, redlock_guard>;
@@ -306,6 +463,17 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
   co_await accept_any_cancellation();
   asio::steady_timer pause(st->ex);
   std::size_t last_held = 0;
+  auto& wakeups = *st->wakeups;
+  // A place among this process's waiters from the first refusal on; left on every way out.
+  struct line_place {
+    redlock_wakeups& w;
+    std::optional<redlock_wakeups::place> p;
+    bool won = false;
+    ~line_place() {
+      if (p)
+        w.leave(*p, won);
+    }
+  } place{wakeups, std::nullopt};
   // A timeout says how far the last attempt got; another error is the first failing master's.
   auto timed_out = [&] {
     diagnostics_access::client(diag, "no quorum in time: the last attempt held " +
@@ -322,6 +490,7 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
   for (;;) {
     if (co_await cancelled())
       co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+    auto seen = wakeups.heard();
     auto a = co_await attempt(st, deadline);
     if (a.aborted)
       co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
@@ -329,6 +498,7 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
       auto g = redlock_access::make(std::move(a.hold));
       if (co_await cancelled()) // cancelled after the last answer: the caller asked for nothing
         co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+      place.won = true;
       co_return acquire_result{error_code{}, std::move(g)};
     }
     last_held = a.held;
@@ -341,16 +511,39 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
     if (steady::now() >= deadline)
       co_return timed_out();
 
+    if (!place.p) {
+      place.p = wakeups.enter();
+      if (wakeups.subscribe_once())
+        continue; // a release before the subscriptions was not heard: look again at once
+    }
     // Contenders that split the masters between them would meet again without the jitter.
-    const auto base = std::chrono::duration_cast<std::chrono::microseconds>(st->opts.retry_delay);
-    std::uniform_int_distribution<std::int64_t> jitter(0, base.count() / 2);
-    const auto next = steady::now() + base + std::chrono::microseconds(jitter(st->rng));
+    const auto jittered = [&](steady::duration base) {
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(base).count();
+      std::uniform_int_distribution<std::int64_t> jitter(0, us / 2);
+      return base + std::chrono::microseconds(jitter(st->rng));
+    };
+    // The fallback, should no message come: what a message lost costs at most.
+    const auto next = steady::now() + jittered(st->opts.retry_delay);
     if (co_await cancelled())
       co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
-    pause.expires_at(std::min(next, deadline));
-    co_await pause.async_wait(tuple_awaitable);
-    if (co_await cancelled())
-      co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+    const bool split = a.held > 0; // won some masters, another contender the rest
+    bool woken = wakeups.arm(*place.p, pause, std::move(seen), a.won);
+    if (!woken) {
+      pause.expires_at(std::min(next, deadline));
+      auto [ec] = co_await pause.async_wait(tuple_awaitable);
+      wakeups.disarm(*place.p);
+      woken = !!ec; // cancelled by news (or by the caller: checked next)
+      if (co_await cancelled())
+        co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+    }
+    if (woken && split) {
+      // News after a split: the other contender heard it too. Twice an attempt's time,
+      // jittered, separates the two.
+      pause.expires_after(std::min<steady::duration>(jittered(2 * a.took), st->opts.retry_delay));
+      co_await pause.async_wait(tuple_awaitable);
+      if (co_await cancelled())
+        co_return acquire_result{asio::error::operation_aborted, redlock_guard{}};
+    }
     if (steady::now() >= deadline)
       co_return timed_out();
   }
@@ -360,7 +553,9 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
 /// released cleanly, or every master answered. The rest goes on in the background (a master
 /// that is down would otherwise hold the caller for its client's request_timeout).
 asio::awaitable<error_code> release_op(asio::any_io_executor ex, std::vector<guard> guards,
-                                       std::size_t quorum, diagnostics* diag) {
+                                       std::size_t quorum,
+                                       std::shared_ptr<redlock_wakeups> wakeups,
+                                       diagnostics* diag) {
   co_await accept_any_cancellation();
   struct round {
     explicit round(const asio::any_io_executor& e, std::size_t n) : wake(e), results(n), said(n) {}
@@ -377,7 +572,9 @@ asio::awaitable<error_code> release_op(asio::any_io_executor ex, std::vector<gua
       continue;
     ++held;
     ++r->pending;
-    guards[i].unlock(asio::bind_executor(ex, bind_diagnostics(r->said[i], [r, i](error_code ec) {
+    guards[i].unlock(asio::bind_executor(ex, bind_diagnostics(r->said[i], [r, i, wakeups](error_code ec) {
+                                           if (ec != error::closed)
+                                             wakeups->announce(i); // the waiters may try now
                                            r->results[i] = ec;
                                            --r->pending;
                                            r->clean += !ec;
@@ -480,8 +677,10 @@ void redlock_guard::abandon() noexcept {
     return;
   holds_ = false;
   try {
-    if (hold_->st == detail::redlock_hold::state::held)
-      hold_->take_for_release(); // dropped at once: each master released in the background
+    if (hold_->st == detail::redlock_hold::state::held) {
+      auto guards = hold_->take_for_release();
+      hold_->wakeups->give_back(guards); // in the background, each master announced
+    }
   } catch (...) {
     // Out of memory while scheduling: the leases run out on their own.
   }
@@ -514,7 +713,8 @@ void redlock_guard::async_unlock_impl(diagnostics* diag, detail::handler<void(er
     return;
   }
   detail::spawn_op(hold_->ex,
-                   detail::release_op(hold_->ex, hold_->take_for_release(), hold_->quorum, diag),
+                   detail::release_op(hold_->ex, hold_->take_for_release(), hold_->quorum,
+                                      hold_->wakeups, diag),
                    std::move(h));
 }
 

@@ -124,6 +124,43 @@ void expect_invalid(F make, const std::string& needle) {
     BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
   }
 }
+
+/// The EVALSHA calls a server has run (its INFO commandstats): a redlock attempt is one per master,
+/// a release one more.
+long long evalsha_calls(redis_server& server) {
+  const auto info = sync(server, "INFO", "commandstats");
+  const std::string tag = "cmdstat_evalsha:calls=";
+  const auto at = info.find(tag);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
+}
+
+/// `waiter` waits (acquire_for 8 s) while `held` is released 300 ms later (the waiter refused
+/// meanwhile): how many ms after the release the waiter got the lock.
+asio::awaitable<long long> hand_over(redlock_guard& held, corolock::redlock& waiter) {
+  steady::time_point released{}, got{};
+  auto wait = [&]() -> asio::awaitable<void> {
+    auto [ec, g] = co_await waiter.acquire_for(std::chrono::seconds(8), tuple_awaitable);
+    got = steady::now();
+    BOOST_TEST(!ec, ec.message());
+    if (g)
+      co_await g.unlock();
+  };
+  auto release = [&]() -> asio::awaitable<void> {
+    co_await sleep_for(std::chrono::milliseconds(300));
+    released = steady::now();
+    co_await held.unlock();
+  };
+  using namespace asio::experimental::awaitable_operators;
+  co_await (wait() && release());
+  co_return std::chrono::duration_cast<std::chrono::milliseconds>(got - released).count();
+}
+
+/// fast(), with a retry_delay that no wait in the test reaches: what is quicker came by message.
+redlock_options waits_by_message(std::chrono::milliseconds retry_delay = std::chrono::seconds(10)) {
+  auto o = fast();
+  o.retry_delay = retry_delay;
+  return o;
+}
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(redlock)
@@ -648,6 +685,110 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_no_key_on_any_master) {
     co_await blocker.shutdown();
     expect_given_back_except(group, {});
   }, std::chrono::seconds(20));
+}
+
+// A release wakes a waiting redlock: each master's give-back is announced on the lock's redlock
+// channel, and a waiter retries once a quorum could be free. retry_delay is 10 s, so a waiter served
+// sooner than that was served by the message (before: its next attempt came 10-15 s later).
+BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_long_before_its_retry_delay) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set a(ex, group), b(ex, group);
+    co_await a.connect();
+    co_await b.connect();
+    const auto opts = waits_by_message();
+    corolock::redlock la(a.refs(), "wake", opts), lb(b.refs(), "wake", opts);
+    for (int round = 0; round < 3; ++round) { // the first subscribes; the later ones reuse it
+      auto g = co_await la.acquire();
+      const auto after = co_await hand_over(g, lb);
+      BOOST_TEST_MESSAGE("round " << round << ": the waiter got the lock " << after
+                                  << " ms after the release (retry_delay 10 000 ms)");
+      BOOST_TEST(after < 5000, after << " ms: not woken by the release");
+    }
+  }, std::chrono::seconds(60));
+  expect_clean_except(group, {});
+}
+
+// With the release messages lost (the holder's user may not publish), a waiter is served by its
+// fallback: retry_delay (here 1 s) + up to half of it of jitter after its last attempt.
+BOOST_AUTO_TEST_CASE(a_lost_release_message_costs_a_waiter_its_retry_delay_at_most) {
+  redis_server_group group(3);
+  std::vector<client_config> mute;
+  for (auto& server : group)
+    mute.push_back(user_without_channel_rights(server));
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    std::vector<std::unique_ptr<client>> holder_clients;
+    std::vector<std::reference_wrapper<client>> holder_refs;
+    for (auto& cfg : mute) {
+      holder_clients.push_back(std::make_unique<client>(ex, cfg));
+      co_await holder_clients.back()->connect();
+      holder_refs.emplace_back(*holder_clients.back());
+    }
+    master_set b(ex, group);
+    co_await b.connect();
+    const auto delay = std::chrono::milliseconds(1000);
+    corolock::redlock la(holder_refs, "mute", waits_by_message(delay)),
+        lb(b.refs(), "mute", waits_by_message(delay));
+    auto g = co_await la.acquire();
+    // Its release's PUBLISHes are refused (NOPERM): nobody hears of it.
+    const auto after = co_await hand_over(g, lb);
+    BOOST_TEST_MESSAGE("no message: the waiter got the lock " << after
+                                                               << " ms after the release (fallback "
+                                                                  "bound 1 500 ms + an attempt)");
+    // At most retry_delay * 1.5 after its last refused attempt, which came before the release;
+    // the margin is for the attempt itself on a loaded machine.
+    BOOST_TEST(after <= 1500 + 1000, after << " ms");
+    for (auto& c : holder_clients)
+      c->close();
+  }, std::chrono::seconds(30));
+  expect_clean_except(group, {});
+}
+
+// Many callers of one process waiting on one redlock: a release wakes one of them (the first), so
+// the masters see one attempt per turn, not one per waiting caller (8 + 7 + ... + 1 = 36).
+BOOST_AUTO_TEST_CASE(a_release_wakes_one_caller_of_a_process_not_the_herd) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set a(ex, group), b(ex, group);
+    co_await a.connect();
+    co_await b.connect();
+    const auto opts = waits_by_message();
+    corolock::redlock la(a.refs(), "herd", opts), lb(b.refs(), "herd", opts);
+    auto g = co_await la.acquire();
+    constexpr int callers = 8;
+    int served = 0, waiting = 0, finished = 0;
+    event all_waiting(ex);
+    auto caller = [&]() -> asio::awaitable<void> {
+      if (++waiting == callers)
+        all_waiting.set();
+      auto [ec, h] = co_await lb.acquire_for(std::chrono::seconds(8), tuple_awaitable);
+      BOOST_TEST(!ec, ec.message());
+      co_await sleep_for(std::chrono::milliseconds(5));
+      ++served;
+      if (h)
+        co_await h.unlock();
+      ++finished;
+    };
+    for (int i = 0; i < callers; ++i)
+      asio::co_spawn(ex, caller(), asio::detached);
+    co_await all_waiting.wait();
+    co_await sleep_for(std::chrono::milliseconds(300)); // every caller refused once, asleep
+    const auto before = evalsha_calls(group[0]);
+    const auto t0 = steady::now();
+    co_await g.unlock();
+    BOOST_TEST(co_await eventually([&] { return served == callers; }, std::chrono::seconds(5)));
+    const auto took = ms_since(t0);
+    const auto calls = evalsha_calls(group[0]) - before;
+    BOOST_TEST_MESSAGE(callers << " callers served " << served << " turns in " << took
+                               << " ms after the release; master 0 ran " << calls
+                               << " EVALSHA (1 release + per turn 1 attempt and 1 release)");
+    BOOST_TEST(served == callers);
+    // 1 + 2 per turn when each release wakes one caller; a herd needs 36 attempts more. The
+    // slack: a turn whose attempt split the masters with nobody, or a retry on a stale message.
+    BOOST_TEST(calls <= 1 + 2 * callers + callers, calls << " EVALSHA");
+    BOOST_TEST(co_await eventually([&] { return finished == callers; }, std::chrono::seconds(5)));
+  }, std::chrono::seconds(30));
+  expect_clean_except(group, {});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

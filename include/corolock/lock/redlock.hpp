@@ -13,7 +13,12 @@
 ///   succeeds when a quorum was won and validity = lease - elapsed - drift is still positive, with
 ///   elapsed measured on the steady clock from before the first request and
 ///   drift = lease * clock_drift_factor + drift_floor. Otherwise everything won is released, and
-///   acquire/acquire_for retry after retry_delay plus a random jitter of up to retry_delay/2.
+///   acquire/acquire_for wait for a release: whatever a redlock gives back on a master is then
+///   announced there (PUBLISH on prefix{name}:redlock), and a waiting process, subscribed on every
+///   master from its first refusal on (once per redlock, kept while the redlock lives), retries
+///   as soon as the masters that could be free make a quorum — one caller of the process at a
+///   time, the first to wait. Without a message (lost, or the releaser may not publish) the retry
+///   comes after retry_delay plus a random jitter of up to retry_delay/2, as by polling.
 ///   A master slower than per_master_timeout counts as failed; a lock it grants late is given back
 ///   by its mutex (a cancelled try_acquire releases what it wins after the cancellation). Once a
 ///   quorum is won, masters whose client is disconnected are not waited for.
@@ -71,8 +76,9 @@ struct redlock_options {
   double clock_drift_factor = 0.01;
   /// Added to the drift: the resolution of the timers involved. At least 0.
   std::chrono::milliseconds drift_floor{2};
-  /// Pause between two attempts, plus a uniform random 0..retry_delay/2 so that contenders that
-  /// split the masters between them do not meet again. Above 0.
+  /// The longest pause between two attempts when no release message comes, plus a uniform random
+  /// 0..retry_delay/2 so that contenders that split the masters between them do not meet again:
+  /// what a lost message costs at most. Above 0.
   std::chrono::milliseconds retry_delay{200};
   /// How long one attempt waits for a master's answer. 0 (the default): lease/10, clamped to
   /// 5..500 ms. Below the lease.
