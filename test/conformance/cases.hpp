@@ -1,5 +1,5 @@
 // The conformance suite: what every store's locks promise, written once against the public API
-// (corolock::mutex, guard, lock_options, lock_source) and run over each backend by one fixture.
+// (corolock::mutex, semaphore, guard, lock_options, lock_source) and run over each backend by one fixture.
 // Each test/conformance/<backend>.cpp holds one suite named after its backend that instantiates
 // every case here with its fixture: COROLOCK_CONFORMANCE_CASES(fixture).
 //
@@ -336,6 +336,100 @@ asio::awaitable<void> a_lacking_trait_is_refused(F& f, asio::any_io_executor ex)
   }
 }
 
+// The semaphore's cases (COROLOCK_CONFORMANCE_PERMIT_CASES), for the stores that serve permits. A
+// fixture may give `std::size_t queued_permits(name)` when a semaphore's queue is not where
+// queued(name) looks; with a single holder, queued(name) counts the waiters otherwise.
+
+template <typename F>
+std::size_t permit_waiters(F& f, const std::string& name) {
+  if constexpr (requires { f.queued_permits(name); })
+    return f.queued_permits(name);
+  else
+    return f.queued(name);
+}
+
+template <typename F>
+asio::awaitable<void> permits_never_exceed_the_count(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  semaphore sa{*a, "count", 2}, sb{*b, "count", 2};
+  auto g1 = co_await sa.acquire();
+  auto g2 = co_await sb.acquire();
+  BOOST_TEST(g2.fencing_token() > g1.fencing_token());
+  auto [ec, g3] = co_await sb.try_acquire(tuple_awaitable);
+  BOOST_TEST(!ec);
+  BOOST_TEST(!g3.owns_lock()); // 2 of 2 held
+  co_await g1.unlock();
+  auto [ec4, g4] = co_await sb.try_acquire(tuple_awaitable);
+  BOOST_TEST(g4.owns_lock()); // one came back
+  co_await g4.unlock();
+  co_await g2.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
+/// FIFO across clients: a big request waiting is not passed by a small one that would fit.
+template <typename F>
+asio::awaitable<void> permits_a_big_request_is_not_passed(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  auto c = co_await f.connect(ex);
+  semaphore sa{*a, "big", 2}, sb{*b, "big", 2}, sc{*c, "big", 2};
+  auto ga = co_await sa.acquire();
+  bool b_has_it = false;
+  test::event done(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    auto g = co_await sb.acquire(2);
+    b_has_it = true;
+    BOOST_TEST(!ga.owns_lock()); // 2 of 2: alone
+    co_await g.unlock();
+    done.set();
+  }, asio::detached);
+  BOOST_REQUIRE(co_await eventually([&] { return permit_waiters(f, "big") == 1; }));
+  auto [ec, gc] = co_await sc.try_acquire(tuple_awaitable); // 1 is free, but b waits before it
+  BOOST_TEST(!ec);
+  BOOST_TEST(!gc.owns_lock());
+  BOOST_TEST(!b_has_it);
+  co_await ga.unlock();
+  co_await done.wait();
+  BOOST_TEST(b_has_it);
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> permits_more_than_the_count_are_refused(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  semaphore s{*a, "many", 2};
+  auto [ec, g] = co_await s.acquire(3, tuple_awaitable);
+  BOOST_TEST(ec == error::invalid_argument);
+  BOOST_TEST(!g.owns_lock());
+  BOOST_TEST(co_await clean(f));
+}
+
+template <typename F>
+asio::awaitable<void> permits_cancelled_wait_leaves_nothing(F& f, asio::any_io_executor ex) {
+  for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                    asio::cancellation_type::total}) {
+    auto a = co_await f.connect(ex);
+    auto b = co_await f.connect(ex);
+    semaphore sa{*a, "pcancel", 2}, sb{*b, "pcancel", 2};
+    auto g = co_await sa.acquire(2);
+    asio::cancellation_signal signal;
+    test::event emitted(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      co_await eventually([&] { return permit_waiters(f, "pcancel") == 1; });
+      signal.emit(type);
+      emitted.set();
+    }, asio::detached);
+    auto [ec, gb] = co_await sb.acquire(asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+    co_await emitted.wait();
+    BOOST_TEST(ec == asio::error::operation_aborted);
+    BOOST_TEST(!gb.owns_lock());
+    BOOST_TEST(co_await eventually([&] { return permit_waiters(f, "pcancel") == 0; }, 5s));
+    co_await g.unlock();
+    BOOST_TEST(co_await clean(f)); // nothing of b was granted after it gave up
+  }
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -357,3 +451,10 @@ asio::awaitable<void> a_lacking_trait_is_refused(F& f, asio::any_io_executor ex)
   COROLOCK_CONFORMANCE_CASE(F, close_releases_everything)                                         \
   COROLOCK_CONFORMANCE_CASE(F, bad_names_and_options_are_refused)                                 \
   COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)
+
+// The semaphore's cases, for a store whose traits serve permits.
+#define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \
+  COROLOCK_CONFORMANCE_CASE(F, permits_never_exceed_the_count)                                    \
+  COROLOCK_CONFORMANCE_CASE(F, permits_a_big_request_is_not_passed)                               \
+  COROLOCK_CONFORMANCE_CASE(F, permits_more_than_the_count_are_refused)                           \
+  COROLOCK_CONFORMANCE_CASE(F, permits_cancelled_wait_leaves_nothing)

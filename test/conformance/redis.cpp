@@ -35,6 +35,9 @@ struct redis_fixture {
   std::size_t queued(const std::string& name) {
     return std::stoul(server.command({"ZCARD", "corolock:{" + name + "}:q"}));
   }
+  std::size_t queued_permits(const std::string& name) {
+    return std::stoul(server.command({"ZCARD", "corolock:{" + name + "}:sem:q"}));
+  }
   bool clean() { return corolock::test::leftovers(server, std::chrono::milliseconds(0)).empty(); }
   static std::optional<corolock::lock_options> lacking() { return std::nullopt; } // has them all
 };
@@ -43,4 +46,5 @@ struct redis_fixture {
 
 BOOST_AUTO_TEST_SUITE(redis)
 COROLOCK_CONFORMANCE_CASES(redis_fixture)
+COROLOCK_CONFORMANCE_PERMIT_CASES(redis_fixture)
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,4 +5,6 @@
 BOOST_AUTO_TEST_SUITE(testing_session)
 COROLOCK_CONFORMANCE_CASES(
     corolock::conformance::testing_fixture<corolock::testing::lease_mode::session>)
+COROLOCK_CONFORMANCE_PERMIT_CASES(
+    corolock::conformance::testing_fixture<corolock::testing::lease_mode::session>)
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,4 +4,6 @@
 BOOST_AUTO_TEST_SUITE(testing_store)
 COROLOCK_CONFORMANCE_CASES(
     corolock::conformance::testing_fixture<corolock::testing::lease_mode::per_lock>)
+COROLOCK_CONFORMANCE_PERMIT_CASES(
+    corolock::conformance::testing_fixture<corolock::testing::lease_mode::per_lock>)
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,11 +4,12 @@
 //
 // What the store holds is read from the server itself, synchronously (the cases ask between two
 // awaits): the `dump` four-letter word lists every ephemeral node. A lock's nodes are
-// /corolock/<name>/mutex-<owner>-<seq>; the first is the holder, the others are queued bids.
+// /corolock/<name>/mutex-<owner>-<seq>; the first is the holder, the others are queued bids (a
+// semaphore's sem-<owner>-<permits>-<capacity>-<seq>: the permit cases keep one holder, so the same).
 //
 // The session is the lease: lost_by_the_local_deadline uses session_lease (the client's session
-// timeout) as its bound. Traits it lacks: semaphore, a fixed lease, min_replicas (a quorum commits
-// every write); a_lacking_trait_is_refused asks for min_replicas.
+// timeout) as its bound. Traits it lacks: a fixed lease, min_replicas (a quorum commits every
+// write); a_lacking_trait_is_refused asks for min_replicas.
 #include "cases.hpp"
 #include "proxied.hpp"
 
@@ -61,4 +62,5 @@ struct zookeeper_fixture {
 
 BOOST_AUTO_TEST_SUITE(zookeeper)
 COROLOCK_CONFORMANCE_CASES(zookeeper_fixture)
+COROLOCK_CONFORMANCE_PERMIT_CASES(zookeeper_fixture)
 BOOST_AUTO_TEST_SUITE_END()

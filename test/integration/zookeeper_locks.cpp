@@ -7,7 +7,9 @@
 // a 3-member ensemble's leader killed while locks are held and waited for; a holder whose link
 // stalls past its session (told first, its fenced write refused, its session found expired and
 // nothing of it left at the server); a member partitioned away, its client moving to another; a
-// bid waiting when its session expires (expected to fail: it is not ended, see the case).
+// bid waiting when its session expires (expected to fail: it is not ended, see the case). The
+// semaphore: a big request not passed by small ones, a holder's session expiry freeing its permits,
+// every cancellation type while waiting for permits leaving no node, mismatched counts refused.
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -28,6 +30,8 @@
 #include <deque>
 #include <optional>
 #include <sstream>
+#include <tuple>
+#include <type_traits>
 
 using namespace corolock;
 using namespace corolock::test;
@@ -90,9 +94,16 @@ struct attempt {
   clock_type::time_point at{};
 };
 
-void start(asio::any_io_executor ex, corolock::mutex& m, attempt& a) {
-  asio::co_spawn(ex, [&m, &a]() -> asio::awaitable<void> {
-    auto [ec, g] = co_await m.acquire(as_tuple_awaitable);
+/// An acquisition of `m` (a mutex; a semaphore: `permits` of it) in the background.
+template <typename Lock>
+void start(asio::any_io_executor ex, Lock& m, attempt& a, std::int64_t permits = 1) {
+  asio::co_spawn(ex, [&m, &a, permits]() -> asio::awaitable<void> {
+    error_code ec;
+    guard g;
+    if constexpr (std::is_same_v<Lock, corolock::semaphore>)
+      std::tie(ec, g) = co_await m.acquire(permits, as_tuple_awaitable);
+    else
+      std::tie(ec, g) = co_await m.acquire(as_tuple_awaitable);
     a.g = std::move(g);
     a.at = clock_type::now();
     a.ec = ec;
@@ -398,14 +409,14 @@ BOOST_AUTO_TEST_CASE(readers_share_and_a_writer_waits_for_them) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(bad_names_options_and_the_semaphore_are_refused_at_construction) {
+BOOST_AUTO_TEST_CASE(bad_names_and_options_are_refused_at_construction) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     auto a = client_of(ex, server.url());
     co_await a->connect();
     for (const auto& name : std::vector<std::string>{"a/b", "..", "\xff\xfe", std::string(1, '\0')})
       BOOST_CHECK_EXCEPTION(corolock::mutex(*a, name), boost::system::system_error, is_invalid_argument);
-    BOOST_CHECK_EXCEPTION(corolock::semaphore(*a, "slots", 3), boost::system::system_error, is_invalid_argument);
+    BOOST_CHECK_EXCEPTION(corolock::semaphore(*a, "a/b", 3), boost::system::system_error, is_invalid_argument);
     lock_options fixed;
     fixed.watchdog = false;
     BOOST_CHECK_EXCEPTION(corolock::mutex(*a, "order:42", fixed), boost::system::system_error, is_invalid_argument);
@@ -698,6 +709,145 @@ BOOST_AUTO_TEST_CASE(a_bid_waiting_when_its_session_expires_ends_with_session_ex
     co_await go.unlock();
     BOOST_TEST(co_await nothing_left(*other));
     co_await other->close();
+  });
+}
+
+const std::string sem_dir = "/corolock/slots";
+
+// Capacity 3: a and b hold 1 each; c asks for all 3 and waits; d's requests for 1 come after it.
+// 1 permit is free, but d must not pass c (FIFO: a big request is not starved by small ones).
+BOOST_AUTO_TEST_CASE(a_big_permits_request_is_not_passed_by_small_ones_and_tokens_rise) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client_of(ex, server.url()), b = client_of(ex, server.url()), c = client_of(ex, server.url()),
+         d = client_of(ex, server.url());
+    for (auto* x : {a.get(), b.get(), c.get(), d.get()})
+      co_await x->connect();
+    corolock::semaphore sa{*a, "slots", 3}, sb{*b, "slots", 3}, sc{*c, "slots", 3}, sd{*d, "slots", 3};
+    auto ga = co_await sa.acquire();
+    auto gb = co_await sb.acquire();
+    BOOST_TEST(gb.fencing_token() > ga.fencing_token());
+    attempt wc, wd;
+    start(ex, sc, wc, 3);
+    BOOST_REQUIRE(co_await count_becomes(*a, sem_dir, 3));
+    auto tried = co_await sd.try_acquire(); // 1 free, but c is before it
+    BOOST_TEST(!tried.owns_lock());
+    start(ex, sd, wd, 1);
+    BOOST_REQUIRE(co_await count_becomes(*a, sem_dir, 4));
+    co_await ga.unlock(); // 2 free: still not 3 for c, and d stays behind c
+    co_await sleep_for(milliseconds(300));
+    BOOST_TEST(!wc.ec.has_value());
+    BOOST_TEST(!wd.ec.has_value());
+    co_await gb.unlock();
+    BOOST_REQUIRE(co_await done(wc));
+    BOOST_TEST(!*wc.ec);
+    BOOST_TEST(wc.g.fencing_token() > gb.fencing_token());
+    co_await sleep_for(milliseconds(200));
+    BOOST_TEST(!wd.ec.has_value()); // 3 of 3 held by c
+    co_await wc.g.unlock();
+    BOOST_REQUIRE(co_await done(wd));
+    BOOST_TEST(!*wd.ec);
+    BOOST_TEST((wd.at > wc.at));
+    BOOST_TEST(wd.g.fencing_token() > wc.g.fencing_token());
+    co_await wd.g.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    for (auto* x : {a.get(), b.get(), c.get(), d.get()})
+      co_await x->close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_permit_holder_whose_session_expires_frees_its_permits_and_is_told_first) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(1500);
+    session_log log;
+    auto [stalled, other] = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    corolock::semaphore sh{*stalled, "slots", 2}, so{*other, "slots", 2};
+    auto g = co_await sh.acquire(2);
+    told_lost told;
+    watch_lost(ex, g, told);
+    attempt w;
+    start(ex, so, w, 1);
+    BOOST_REQUIRE(co_await count_becomes(*other, sem_dir, 2));
+    const auto cut = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    BOOST_REQUIRE(co_await done(w, milliseconds(15000)));
+    BOOST_TEST(!*w.ec, w.ec->message());
+    BOOST_TEST(w.g.fencing_token() > g.fencing_token());
+    BOOST_REQUIRE(told.ec.has_value());
+    BOOST_TEST((*told.ec == error::lease_lost), told.ec->message());
+    BOOST_TEST((told.at < w.at), "the holder was told " << ms_between(w.at, told.at) << " ms after the waiter got a permit");
+    BOOST_TEST_MESSAGE("permit holder cut off at 0 ms: told at " << ms_between(cut, told.at)
+                       << " ms, the waiter got its permit at " << ms_between(cut, w.at) << " ms (session "
+                       << session.count() << " ms)");
+    auto [uec] = co_await g.unlock(as_tuple_awaitable);
+    BOOST_TEST((uec == error::lease_lost), uec.message());
+    co_await w.g.unlock();
+    proxy.heal();
+    BOOST_TEST(co_await nothing_left(*other));
+    co_await other->close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(cancellation_of_each_type_while_waiting_for_permits_leaves_no_node) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client_of(ex, server.url()), b = client_of(ex, server.url());
+    co_await a->connect();
+    co_await b->connect();
+    corolock::semaphore sa{*a, "slots", 2}, sb{*b, "slots", 2};
+    auto g = co_await sa.acquire(1);
+    for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                      asio::cancellation_type::total}) {
+      // At once (the create not yet answered) and once the waiter watches the line (200 ms).
+      for (auto delay : {std::chrono::microseconds(0), std::chrono::microseconds(200000)}) {
+        asio::cancellation_signal signal;
+        auto [ec, gb] = co_await cancelled_after(
+            sb.acquire(2, asio::bind_cancellation_slot(signal.slot(), as_tuple_awaitable)), signal, delay, type);
+        BOOST_TEST((ec == asio::error::operation_aborted), "type " << static_cast<int>(type) << " after "
+                                                                  << delay.count() << " us: " << ec.message());
+        BOOST_TEST(!gb.owns_lock());
+        BOOST_TEST(co_await count_becomes(*a, sem_dir, 1)); // a's node alone
+      }
+    }
+    auto other = co_await sb.try_acquire(1); // nothing of b's left before it: the free permit is b's
+    BOOST_TEST(other.owns_lock());
+    co_await other.unlock();
+    co_await g.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await a->close();
+    co_await b->close();
+  });
+}
+
+// ZooKeeper keeps no run-time count: each node carries its handle's, and a bid behind a node of
+// another count is refused, so a misconfigured deployment is told rather than served two counts.
+BOOST_AUTO_TEST_CASE(a_semaphore_used_with_another_count_is_refused_and_set_permits_is_not_served) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client_of(ex, server.url()), b = client_of(ex, server.url());
+    co_await a->connect();
+    co_await b->connect();
+    corolock::semaphore two{*a, "slots", 2}, three{*b, "slots", 3};
+    auto g = co_await two.acquire();
+    diagnostics d;
+    auto [ec, g3] = co_await three.acquire(bind_diagnostics(d, as_tuple_awaitable));
+    BOOST_TEST((ec == error::invalid_argument), ec.message());
+    BOOST_TEST_MESSAGE("another count: " << d.message());
+    BOOST_TEST(d.message().find("2 permits") != std::string::npos, d.message());
+    BOOST_TEST(co_await count_becomes(*a, sem_dir, 1)); // its node deleted
+    auto [sec, st] = co_await two.set_permits(5, as_tuple_awaitable);
+    BOOST_TEST((sec == error::invalid_argument), sec.message());
+    auto [tec, too_many] = co_await two.acquire(3, as_tuple_awaitable); // never grantable
+    BOOST_TEST((tec == error::invalid_argument), tec.message());
+    co_await g.unlock();
+    auto g2 = co_await three.acquire(3); // the line empty: a new count may start
+    BOOST_TEST(g2.owns_lock());
+    co_await g2.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await a->close();
+    co_await b->close();
   });
 }
 

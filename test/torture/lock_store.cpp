@@ -281,7 +281,7 @@ std::set<chaos> offered_chaos(backend b) {
 bool serves(backend b, primitive p) {
   switch (p) {
   case primitive::mutex: return true;
-  case primitive::semaphore: return b == backend::redis;
+  case primitive::semaphore: return b == backend::redis || b == backend::zookeeper;
   case primitive::shared_mutex: return b != backend::mysql;
   }
   return false;

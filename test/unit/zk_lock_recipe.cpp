@@ -2,6 +2,7 @@
 // server: replies made up here, the recipe's actions compared as text, one line each
 // ("create /l/x/mutex-me- #1", "watch /l/x/mutex-a-0000000001 #3", "granted 42", "done").
 #include "backends/zookeeper/lock_recipe.hpp"
+#include "backends/zookeeper/semaphore_rule.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/zookeeper/types.hpp>
@@ -42,6 +43,7 @@ std::string trace(lock_recipe& r) {
     case k::create: out += "create " + a.path; break;
     case k::list: out += "list " + a.path; break;
     case k::watch: out += "watch " + a.path; break;
+    case k::list_watch: out += "list+watch " + a.path; break;
     case k::stat: out += "stat " + a.path; break;
     case k::remove: out += "remove " + a.path; break;
     case k::granted: out += "granted " + std::to_string(a.token); break;
@@ -339,6 +341,132 @@ BOOST_AUTO_TEST_CASE(a_reconnect_makes_a_waiter_look_again) {
   BOOST_TEST(trace(r) == "list /l/x #4");
   r.listed(4, lost, {});
   BOOST_TEST(trace(r) == "list /l/x #5");
+}
+
+// A semaphore's bids: node sem-<owner>-<permits>-<capacity>-<sequence> (semaphore_rule.hpp).
+
+/// A line of semaphore nodes of capacity `cap`, each {owner, permits}, sequences 1, 2, …
+std::vector<lock_node> permit_line(std::int64_t cap, std::vector<std::pair<std::string, std::int64_t>> bids) {
+  std::vector<lock_node> out;
+  int seq = 0;
+  for (auto& [owner, permits] : bids)
+    out.push_back(*parse_lock_node(node("sem", owner + "-" + std::to_string(permits) + "-" + std::to_string(cap), ++seq)));
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(semaphore_node_names_carry_permits_and_capacity) {
+  auto n = parse_lock_node("sem-ab.c-3-5-0000000042");
+  BOOST_REQUIRE(n.has_value());
+  BOOST_TEST((n->kind == node_kind::permits));
+  BOOST_TEST(n->owner == "ab.c");
+  BOOST_TEST(n->permits == 3);
+  BOOST_TEST(n->capacity == 5);
+  BOOST_TEST(n->sequence == 42);
+  BOOST_TEST(!parse_lock_node("sem-a-0000000001"));     // no counts
+  BOOST_TEST(!parse_lock_node("sem-a-3-0000000001"));   // one count
+  BOOST_TEST(!parse_lock_node("sem-a-x-5-0000000001")); // not a number
+  BOOST_TEST(!parse_lock_node("sem--3-5-0000000001"));  // no owner
+}
+
+BOOST_AUTO_TEST_CASE(permits_are_granted_when_the_sum_before_plus_ours_fits) {
+  using v = permit_verdict::kind;
+  const auto line = permit_line(3, {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}});
+  BOOST_TEST((judge_permits(line, 2).what == v::granted)); // 1 + 1 + 1 <= 3
+  BOOST_TEST((judge_permits(line, 3).what == v::wait));    // 4 > 3
+  const auto two = permit_line(3, {{"a", 2}, {"b", 2}});
+  BOOST_TEST((judge_permits(two, 0).what == v::granted));
+  BOOST_TEST((judge_permits(two, 1).what == v::wait));
+}
+
+BOOST_AUTO_TEST_CASE(a_big_request_is_not_passed_by_small_ones) {
+  using v = permit_verdict::kind;
+  // a holds 1 of 3; big wants 3 and waits; small wants 1: 1 is free, but big is before it.
+  auto line = permit_line(3, {{"a", 1}, {"big", 3}, {"small", 1}});
+  BOOST_TEST((judge_permits(line, 1).what == v::wait));
+  BOOST_TEST((judge_permits(line, 2).what == v::wait));
+  line.erase(line.begin()); // a releases: big goes first, small still waits behind it
+  BOOST_TEST((judge_permits(line, 0).what == v::granted));
+  BOOST_TEST((judge_permits(line, 1).what == v::wait));
+}
+
+BOOST_AUTO_TEST_CASE(a_node_before_ours_with_another_capacity_is_refused) {
+  auto line = permit_line(5, {{"a", 1}});
+  line.push_back(*parse_lock_node(node("sem", "me-1-3", 2)));
+  const auto v = judge_permits(line, 1);
+  BOOST_TEST((v.what == permit_verdict::kind::mismatch));
+  BOOST_TEST(v.words.find("5 permits") != std::string::npos);
+  // Only nodes before ours count: the first node sets the capacity.
+  BOOST_TEST((judge_permits(line, 0).what == permit_verdict::kind::granted));
+}
+
+BOOST_AUTO_TEST_CASE(a_permits_waiter_watches_the_line_and_is_granted_when_a_holder_before_it_goes) {
+  lock_recipe r(dir, "me", true, 1, 2);
+  r.start();
+  BOOST_TEST(trace(r) == "create /l/x/sem-me-1-2- #1");
+  r.created(1, ok, "/l/x/" + node("sem", "me-1-2", 3), 30);
+  BOOST_TEST(trace(r) == "list /l/x #2");
+  // a and b hold 1 each; a mutex's node under the same name is not counted.
+  const names full = {node("sem", "a-1-2", 1), node("sem", "b-1-2", 2), node("mutex", "m", 4),
+                      node("sem", "me-1-2", 3)};
+  r.listed(2, ok, full);
+  BOOST_TEST(trace(r) == "list+watch /l/x #3");
+  r.listed(3, ok, full); // the watch is armed: wait for it
+  BOOST_TEST(trace(r) == "");
+  r.watch_fired("/l/x/sem-b-1-2-0000000002"); // a node's event is not the line's
+  BOOST_TEST(trace(r) == "");
+  r.watch_fired("/l/x"); // a (not our predecessor b) released
+  BOOST_TEST(trace(r) == "list /l/x #4");
+  r.listed(4, ok, {node("sem", "b-1-2", 2), node("sem", "me-1-2", 3)});
+  BOOST_TEST(trace(r) == "granted 30");
+}
+
+BOOST_AUTO_TEST_CASE(a_permits_waiter_looks_again_after_a_reconnect_and_leaves_on_withdraw) {
+  lock_recipe r(dir, "me", true, 2, 2);
+  r.start();
+  r.created(1, ok, "/l/x/" + node("sem", "me-2-2", 3), 30);
+  r.listed(2, ok, {node("sem", "a-1-2", 1), node("sem", "me-2-2", 3)});
+  BOOST_TEST(trace(r) == "create /l/x/sem-me-2-2- #1\nlist /l/x #2\nlist+watch /l/x #3");
+  r.listed(3, lost, {});
+  BOOST_TEST(trace(r) == "list /l/x #4"); // the watch may not be armed: look again
+  r.listed(4, ok, {node("sem", "a-1-2", 1), node("sem", "me-2-2", 3)});
+  BOOST_TEST(trace(r) == "list+watch /l/x #5");
+  r.reconnected();
+  BOOST_TEST(trace(r) == "list /l/x #6");
+  r.withdraw();
+  BOOST_TEST(trace(r) == "remove /l/x/sem-me-2-2-0000000003 #7");
+  r.removed(7, ok);
+  BOOST_TEST(trace(r) == "done");
+}
+
+BOOST_AUTO_TEST_CASE(a_permits_try_that_does_not_fit_deletes_its_node_then_is_taken) {
+  lock_recipe r(dir, "me", false, 1, 1);
+  r.start();
+  r.created(1, ok, "/l/x/" + node("sem", "me-1-1", 2), 20);
+  r.listed(2, ok, {node("sem", "a-1-1", 1), node("sem", "me-1-1", 2)});
+  BOOST_TEST(trace(r) == "create /l/x/sem-me-1-1- #1\nlist /l/x #2\nremove /l/x/sem-me-1-1-0000000002 #3");
+  r.removed(3, ok);
+  BOOST_TEST(trace(r) == "taken\ndone");
+}
+
+BOOST_AUTO_TEST_CASE(a_permits_bid_behind_another_capacity_fails_and_deletes_its_node) {
+  lock_recipe r(dir, "me", true, 1, 3);
+  r.start();
+  r.created(1, ok, "/l/x/" + node("sem", "me-1-3", 2), 20);
+  r.listed(2, ok, {node("sem", "a-1-5", 1), node("sem", "me-1-3", 2)});
+  BOOST_TEST(trace(r) == "create /l/x/sem-me-1-3- #1\nlist /l/x #2\nremove /l/x/sem-me-1-3-0000000002 #3");
+  r.removed(3, ok);
+  BOOST_TEST(trace(r) == "failed " + error_code(error::invalid_argument).message() + "\ndone");
+}
+
+BOOST_AUTO_TEST_CASE(a_permits_create_whose_reply_was_lost_is_found_by_owner) {
+  lock_recipe r(dir, "me", true, 1, 2);
+  r.start();
+  r.created(1, lost, "", 0);
+  BOOST_TEST(trace(r) == "create /l/x/sem-me-1-2- #1\nlist /l/x #2");
+  r.listed(2, ok, {node("sem", "me-1-2", 5), node("sem", "mee-1-2", 6)});
+  BOOST_TEST(trace(r) == "stat /l/x/sem-me-1-2-0000000005 #3"); // first: its czxid is unknown
+  r.looked(3, ok, true, 50);
+  BOOST_TEST(trace(r) == "granted 50");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -30,7 +30,7 @@ constexpr core::backend_traits zookeeper_traits{
     .leases = core::lease_model::session,
     .fixed_lease = false,
     .read_write = true,
-    .semaphore = false,
+    .semaphore = true,
     .fifo = true,
     .replicas = false,
 };
@@ -75,6 +75,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       case k::create_parent:
       case k::create:
       case k::list:
+      case k::list_watch:
       case k::watch:
       case k::stat:
       case k::remove: send(b, a); break;
@@ -140,7 +141,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       });
       break;
     case k::list:
-      zk->get_children(a.path, false, [self, b, id](error_code ec, const children& c) {
+    case k::list_watch:
+      zk->get_children(a.path, a.what == k::list_watch, [self, b, id](error_code ec, const children& c) {
         b->recipe.listed(id, ec, c.names);
         self->run(b);
       });
@@ -167,7 +169,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     switch (what) {
     case k::create_parent: b->recipe.parent_created(id, ec); break;
     case k::create: b->recipe.created(id, ec, "", 0); break;
-    case k::list: b->recipe.listed(id, ec, {}); break;
+    case k::list:
+    case k::list_watch: b->recipe.listed(id, ec, {}); break;
     case k::watch:
     case k::stat: b->recipe.looked(id, ec, false, 0); break;
     case k::remove: b->recipe.removed(id, ec); break;
@@ -279,8 +282,6 @@ error_code lock_backend::check(const core::lock_spec& lock, std::string& words) 
     words = "ZooKeeper: " + std::move(why);
     return error_code(error::invalid_argument);
   };
-  if (lock.kind == core::lock_kind::semaphore)
-    return refuse("no semaphore yet (trait semaphore: false)");
   if (!lock.options.watchdog)
     return refuse("no fixed lease: a lock lives as long as its session (trait fixed_lease: false)");
   if (lock.options.min_replicas > 0)
@@ -297,7 +298,23 @@ std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string 
                                                        core::contender_events& events) {
   std::string why;
   const auto dir = lock_root(b.lock->options.prefix, why) + "/" + b.lock->name; // check() passed
-  auto run = std::make_shared<bid_run>(lock_recipe(dir, node_kind_of(b), std::move(owner), b.wait), &events);
+  if (b.lock->kind == core::lock_kind::semaphore && b.permits > b.lock->capacity) {
+    // Never grantable: refused before a node is made (posted, as every event).
+    auto run = std::make_shared<bid_run>(lock_recipe(dir, node_kind::permits, owner, false), &events);
+    asio::post(s_->ex, [run, words = "the bid asks for more permits than semaphore '" + b.lock->name +
+                                     "' has (" + std::to_string(b.lock->capacity) + ")"] {
+      if (auto* e = std::exchange(run->events, nullptr)) {
+        run->settled = true;
+        e->failed(error::invalid_argument, words);
+      }
+    });
+    return std::make_unique<zk_contender>(s_, run);
+  }
+  auto run = std::make_shared<bid_run>(
+      b.lock->kind == core::lock_kind::semaphore
+          ? lock_recipe(dir, std::move(owner), b.wait, b.permits, b.lock->capacity)
+          : lock_recipe(dir, node_kind_of(b), std::move(owner), b.wait),
+      &events);
   s_->running.insert(run);
   run->recipe.start();
   s_->run(run);

@@ -1,7 +1,9 @@
 // Private: ZooKeeper behind the lock core's seam (core/backend.hpp), over one zookeeper::client.
 //
 // Each bid runs the lock recipe (lock_recipe.hpp) on the client's session: requests out, replies
-// and the client's watch events back in. Where a lock lives: lock_paths.hpp.
+// and the client's watch events back in. Where a lock lives: lock_paths.hpp. A semaphore's bid:
+// its permits and the handle's capacity in its node (semaphore_rule.hpp); a bid for more than the
+// capacity fails (invalid_argument) before a node is made.
 //
 // The session is the lease (traits: lease_model::session). Every reply moves the client's local
 // deadline (client::alive_until(): the send of the last answered request plus the negotiated

@@ -1,6 +1,8 @@
 // The lock recipe's state machine (lock_recipe.hpp).
 #include "backends/zookeeper/lock_recipe.hpp"
 
+#include "backends/zookeeper/semaphore_rule.hpp"
+
 #include <corolock/error.hpp>
 #include <corolock/zookeeper/types.hpp>
 
@@ -13,6 +15,7 @@ const char* to_string(node_kind k) {
   case node_kind::mutex: return "mutex";
   case node_kind::read: return "read";
   case node_kind::write: return "write";
+  case node_kind::permits: return "sem";
   }
   return "?";
 }
@@ -32,6 +35,8 @@ std::optional<lock_node> parse_lock_node(std::string_view name) {
     n.kind = node_kind::read;
   else if (kind == "write")
     n.kind = node_kind::write;
+  else if (kind == "sem")
+    n.kind = node_kind::permits;
   else
     return std::nullopt;
   for (auto c : name.substr(name.size() - digits)) {
@@ -40,6 +45,8 @@ std::optional<lock_node> parse_lock_node(std::string_view name) {
     n.sequence = n.sequence * 10 + (c - '0');
   }
   n.owner = std::string(name.substr(dash + 1, name.size() - digits - 1 - dash - 1));
+  if (n.kind == node_kind::permits && !split_permit_fields(n))
+    return std::nullopt;
   n.name = std::string(name);
   return n;
 }
@@ -47,7 +54,8 @@ std::optional<lock_node> parse_lock_node(std::string_view name) {
 namespace {
 
 bool same_family(node_kind a, node_kind b) {
-  return (a == node_kind::mutex) == (b == node_kind::mutex);
+  const auto rw = [](node_kind k) { return k == node_kind::read || k == node_kind::write; };
+  return a == b || (rw(a) && rw(b));
 }
 
 std::string_view base_name(std::string_view path) {
@@ -71,6 +79,20 @@ constexpr int max_create_rounds = 5;
 lock_recipe::lock_recipe(std::string dir, node_kind kind, std::string owner, bool wait)
     : dir_(std::move(dir)), kind_(kind), owner_(std::move(owner)), wait_(wait) {}
 
+lock_recipe::lock_recipe(std::string dir, std::string owner, bool wait, std::int64_t permits,
+                         std::int64_t capacity)
+    : lock_recipe(std::move(dir), node_kind::permits, std::move(owner), wait) {
+  permits_ = permits;
+  capacity_ = capacity;
+}
+
+std::string lock_recipe::node_prefix() const {
+  auto p = std::string(to_string(kind_)) + "-" + owner_ + "-";
+  if (kind_ == node_kind::permits)
+    p += std::to_string(permits_) + "-" + std::to_string(capacity_) + "-";
+  return p;
+}
+
 std::uint64_t lock_recipe::send(action::kind what, std::string path) {
   expect_ = ++next_id_;
   emit({.what = what, .id = expect_, .path = std::move(path)});
@@ -88,7 +110,7 @@ void lock_recipe::start() {
 
 void lock_recipe::create() {
   state_ = state::creating;
-  send(action::kind::create, dir_ + "/" + to_string(kind_) + "-" + owner_ + "-");
+  send(action::kind::create, dir_ + "/" + node_prefix());
 }
 
 void lock_recipe::list(state s) {
@@ -163,10 +185,11 @@ void lock_recipe::parent_created(std::uint64_t id, error_code ec) {
 }
 
 void lock_recipe::listed(std::uint64_t id, error_code ec, const std::vector<std::string>& names) {
-  if (id != expect_ || (state_ != state::listing && state_ != state::finding))
+  if (id != expect_ || (state_ != state::listing && state_ != state::finding &&
+                        state_ != state::watching_line))
     return;
   if (ec == error::connection_lost)
-    return list(state_);
+    return list(state_ == state::watching_line ? state::listing : state_);
   if (ec && ec != zk_error::no_node) { // no_node: the container is gone, so is every node in it
     if (withdrawn_ && session_over(ec))
       return finish();
@@ -201,27 +224,31 @@ void lock_recipe::decide(const std::vector<std::string>& names) {
     node_.clear(); // gone already: nothing to delete
     return fail(error::lease_lost, "our node under " + dir_ + " was deleted by someone else");
   }
+  if (kind_ == node_kind::permits)
+    return decide_permits(line, static_cast<std::size_t>(at - line.begin()));
   // The node we wait for: the one just before ours; a reader waits only for writers.
   const lock_node* blocker = nullptr;
   for (auto it = line.begin(); it != at; ++it)
     if (kind_ != node_kind::read || it->kind == node_kind::write)
       blocker = &*it;
-  if (!blocker) {
-    if (czxid_) {
-      state_ = state::held;
-      expect_ = 0;
-      emit({.what = action::kind::granted, .token = static_cast<std::uint64_t>(*czxid_)});
-      return;
-    }
-    state_ = state::stating; // found by owner after a lost reply: our czxid is still unknown
-    send(action::kind::stat, node_);
-    return;
-  }
+  if (!blocker)
+    return grant();
   if (!wait_)
     return remove(removal::taken);
   watched_ = dir_ + "/" + blocker->name;
   state_ = state::watching;
   send(action::kind::watch, watched_);
+}
+
+void lock_recipe::grant() {
+  if (czxid_) {
+    state_ = state::held;
+    expect_ = 0;
+    emit({.what = action::kind::granted, .token = static_cast<std::uint64_t>(*czxid_)});
+    return;
+  }
+  state_ = state::stating; // found by owner after a lost reply: our czxid is still unknown
+  send(action::kind::stat, node_);
 }
 
 void lock_recipe::looked(std::uint64_t id, error_code ec, bool exists, std::int64_t czxid) {
@@ -250,17 +277,17 @@ void lock_recipe::looked(std::uint64_t id, error_code ec, bool exists, std::int6
 
 void lock_recipe::watch_fired(std::string_view path) {
   // Also before the exists reply (a watch event may overtake the reply that armed it).
-  if (state_ == state::watching && path == watched_)
+  if ((state_ == state::watching || state_ == state::watching_line) && path == watched_)
     list(state::listing);
 }
 
 void lock_recipe::reconnected() {
-  if (state_ == state::watching)
+  if (state_ == state::watching || state_ == state::watching_line)
     list(state::listing);
 }
 
 void lock_recipe::session_ended() {
-  if (state_ == state::watching)
+  if (state_ == state::watching || state_ == state::watching_line)
     fail(error::session_expired, "the ZooKeeper session ended");
 }
 
@@ -276,6 +303,7 @@ void lock_recipe::withdraw() {
   case state::listing:
   case state::stating:
   case state::watching:
+  case state::watching_line:
   case state::held: return remove(removal::withdraw);
   case state::removing:
     if (removal_ == removal::taken)

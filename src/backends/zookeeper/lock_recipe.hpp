@@ -16,6 +16,8 @@
 //   node's czxid. Else exists+watch on the one node we wait for (the node just before ours; a
 //   reader: the last writer before it): each waiter watches one node, so a release wakes one
 //   waiter, not the herd. Its deletion (or exists saying it is already gone) → getChildren again.
+// - A semaphore's bid (node `sem-<owner>-<permits>-<capacity>-`): its own grant rule and wait,
+//   semaphore_rule.hpp (the rule) and semaphore_recipe.cpp (the wait); the rest is shared.
 // - wait == false and not first → our node is deleted, then `taken`.
 // - withdraw(): our node is deleted; a create still in flight is waited for first (its path is not
 //   known before its reply), and a create whose outcome is unknown is looked for by owner first.
@@ -44,17 +46,21 @@ namespace corolock::zookeeper::detail {
 
 using error_code = boost::system::error_code;
 
-/// The kind of node a bid creates: a mutex's, a read-write lock's reader or writer.
-enum class node_kind : std::uint8_t { mutex, read, write };
+/// The kind of node a bid creates: a mutex's, a read-write lock's reader or writer, a semaphore's
+/// bid for permits (semaphore_rule.hpp).
+enum class node_kind : std::uint8_t { mutex, read, write, permits };
 
 const char* to_string(node_kind k);
 
-/// One of the lock's nodes as getChildren names it: `<kind>-<owner>-<sequence>`.
+/// One of the lock's nodes as getChildren names it: `<kind>-<owner>-<sequence>`, a semaphore's
+/// `sem-<owner>-<permits>-<capacity>-<sequence>`.
 struct lock_node {
   node_kind kind = node_kind::mutex;
   std::string owner;
   std::int64_t sequence = 0;
   std::string name;
+  std::int64_t permits = 1;  ///< a semaphore's bid: the permits it asks for
+  std::int64_t capacity = 0; ///< a semaphore's bid: the capacity its handle was made with
 };
 
 /// Parses a child's name; no value for a node that is not a lock node (or of another kind).
@@ -68,6 +74,7 @@ public:
       create,        ///< create `path` EPHEMERAL_SEQUENTIAL: reply created(id, ec, path, czxid)
       list,          ///< getChildren(`path`): reply listed(id, ec, names)
       watch,         ///< exists(`path`, watch): reply looked(id, ec, exists, czxid)
+      list_watch,    ///< getChildren(`path`, watch): reply listed(id, ec, names)
       stat,          ///< exists(`path`, no watch): reply looked(id, ...)
       remove,        ///< delete(`path`): reply removed(id, ec)
       granted,       ///< the bid holds the lock with `token`
@@ -86,6 +93,8 @@ public:
 
   /// `dir`: the lock's container ("/corolock/order:42"); `owner` without '-'.
   lock_recipe(std::string dir, node_kind kind, std::string owner, bool wait);
+  /// A semaphore's bid for `permits` of `capacity` (semaphore_rule.hpp); 1 <= permits <= capacity.
+  lock_recipe(std::string dir, std::string owner, bool wait, std::int64_t permits, std::int64_t capacity);
 
   void start();
   void created(std::uint64_t id, error_code ec, std::string_view path, std::int64_t czxid);
@@ -124,6 +133,7 @@ private:
     listing,
     stating,        ///< first in line, our czxid unknown (found by owner): exists on our node
     watching,       ///< exists+watch on `watched_` sent or armed
+    watching_line,  ///< a semaphore's: getChildren+watch on `dir_` sent or armed
     held,
     removing,       ///< deleting our node (withdraw, try_acquire, release)
     over,
@@ -139,11 +149,16 @@ private:
   void finish();
   bool session_over(error_code ec) const;
   void decide(const std::vector<std::string>& names);
+  void grant();
+  void decide_permits(const std::vector<lock_node>& line, std::size_t me); // semaphore_recipe.cpp
+  std::string node_prefix() const;
 
   std::string dir_;
   node_kind kind_;
   std::string owner_;
   bool wait_;
+  std::int64_t permits_ = 1;
+  std::int64_t capacity_ = 1;
   state state_ = state::idle;
   removal removal_ = removal::withdraw;
   bool withdrawn_ = false;
