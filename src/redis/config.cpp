@@ -112,6 +112,25 @@ bool parse_host_list(std::string_view hosts, std::vector<Address>& out) {
   }
 }
 
+bool parse_bool(std::string_view text, bool& out) {
+  if (text == "yes" || text == "true" || text == "1")
+    return out = true, true;
+  if (text == "no" || text == "false" || text == "0")
+    return out = false, true;
+  return false;
+}
+
+// One key of a Sentinel URL's query: the Sentinels' own credentials, and (rediss+sentinel://)
+// whether they too are reached over TLS. False for any other key.
+bool parse_sentinel_key(std::string_view key, std::string_view value, client_config& cfg) {
+  if (key == "sentinel_tls") // only where there is TLS to turn off
+    return cfg.tls && parse_bool(value, cfg.sentinel.tls);
+  std::string* field = key == "sentinel_username"   ? &cfg.sentinel.username
+                       : key == "sentinel_password" ? &cfg.sentinel.password
+                                                    : nullptr;
+  return field != nullptr && percent_decode(value, *field);
+}
+
 // What follows the credentials of redis+sentinel://: sentinel[,sentinel...]/master_name[/db]
 // [?sentinel_username=U&sentinel_password=P].
 bool parse_sentinel_part(std::string_view rest, client_config& cfg) {
@@ -134,25 +153,17 @@ bool parse_sentinel_part(std::string_view rest, client_config& cfg) {
   if (!parse_host_list(hosts, cfg.sentinel.addresses))
     return false;
   return for_each_query_pair(query, [&](std::string_view key, std::string_view value) {
-    std::string* field = key == "sentinel_username"   ? &cfg.sentinel.username
-                         : key == "sentinel_password" ? &cfg.sentinel.password
-                                                      : nullptr;
-    return field != nullptr && percent_decode(value, *field); // unknown: a typo, not ignored
+    return parse_sentinel_key(key, value, cfg); // unknown: a typo, not ignored
   });
-}
-
-bool parse_bool(std::string_view text, bool& out) {
-  if (text == "yes" || text == "true" || text == "1")
-    return out = true, true;
-  if (text == "no" || text == "false" || text == "0")
-    return out = false, true;
-  return false;
 }
 
 // rediss:// query: key=value pairs joined by '&', each naming one TLS field. Unknown keys are
 // errors, so a typo does not silently weaken the connection.
-bool parse_tls_query(std::string_view query, client_config& cfg) {
+// With Sentinel (rediss+sentinel://) the query also holds the Sentinel keys.
+bool parse_tls_query(std::string_view query, client_config& cfg, bool sentinel_keys) {
   return for_each_query_pair(query, [&](std::string_view key, std::string_view encoded) {
+    if (sentinel_keys && key.starts_with("sentinel_"))
+      return parse_sentinel_key(key, encoded, cfg);
     std::string value;
     if (!percent_decode(encoded, value) || value.empty())
       return false;
@@ -188,11 +199,13 @@ client_config client_config::from_url(std::string_view url, boost::system::error
   } else if (url.starts_with("rediss://")) {
     url.remove_prefix(9);
     cfg.tls = true;
-  } else if (url.starts_with("redis+sentinel://")) {
-    url.remove_prefix(17);
+  } else if (url.starts_with("redis+sentinel://") || url.starts_with("rediss+sentinel://")) {
+    cfg.tls = url[5] == 's';
+    url.remove_prefix(cfg.tls ? 18 : 17);
     sentinel_scheme = true;
-  } else if (url.starts_with("redis+cluster://")) {
-    url.remove_prefix(16);
+  } else if (url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://")) {
+    cfg.tls = url[5] == 's';
+    url.remove_prefix(cfg.tls ? 17 : 16);
     cluster_scheme = true;
   } else if (url.starts_with("unix://")) {
     url.remove_prefix(7);
@@ -203,7 +216,7 @@ client_config client_config::from_url(std::string_view url, boost::system::error
   if (cfg.tls) {
     // The query goes first: its paths may hold '@' and '/', which mean something before it.
     if (auto q = url.find('?'); q != std::string_view::npos) {
-      if (!parse_tls_query(url.substr(q + 1), cfg))
+      if (!parse_tls_query(url.substr(q + 1), cfg, sentinel_scheme))
         return fail();
       url = url.substr(0, q);
     }
@@ -281,8 +294,8 @@ boost::system::error_code client_config::validate() const {
   }
   if (cluster.enabled()) {
     // A cluster serves database 0 only, over TCP; with Sentinel there would be two maps of masters.
-    // TLS is not offered yet: the name to verify would be each node's, learned from the cluster.
-    ok = ok && unix_socket.empty() && database == 0 && !sentinel.enabled() && !tls;
+    // Under TLS each node is verified by the address the cluster gives for it (or the server name).
+    ok = ok && unix_socket.empty() && database == 0 && !sentinel.enabled();
     for (const auto& s : cluster.seeds)
       ok = ok && !s.host.empty() && s.port != 0;
   }
@@ -291,9 +304,9 @@ boost::system::error_code client_config::validate() const {
                              !tls_server_name.empty();
   if (tls) {
     // Redis serves TLS on TCP only; a certificate is useless without its key and vice versa.
-    // Not (yet) with Sentinel: the name to verify would be the master's, which changes on failover.
+    // With Sentinel the name verified is the master's address as the Sentinels give it now.
     ok = ok && unix_socket.empty() && tls_cert_file.empty() == tls_key_file.empty() &&
-         tls_server_name.find('\0') == std::string::npos && !sentinel.enabled();
+         tls_server_name.find('\0') == std::string::npos;
   } else {
     ok = ok && !any_tls_field; // TLS settings on a plain connection are a mistake, not a no-op
   }

@@ -460,7 +460,9 @@ asio::awaitable<error_code> connection_impl::connect_once() {
 }
 
 asio::awaitable<error_code> connection_impl::tls_handshake() {
-  const std::string& name = cfg_.tls_server_name.empty() ? cfg_.host : cfg_.tls_server_name;
+  // The address dialled this time, not cfg_.host: behind Sentinel that is wherever the master is
+  // now, so the name verified follows a failover.
+  const std::string& name = cfg_.tls_server_name.empty() ? peer_.host : cfg_.tls_server_name;
   std::string why;
   if (!transport_.start_tls(*tls_ctx_, name, cfg_.tls_verify, why)) {
     last_connect_error_ = why;
@@ -468,7 +470,7 @@ asio::awaitable<error_code> connection_impl::tls_handshake() {
   }
   auto [ec] = co_await transport_.tls().async_handshake(asio::ssl::stream_base::client, use_tuple);
   if (ec) {
-    last_connect_error_ = "TLS handshake with " + cfg_.host + ":" + std::to_string(cfg_.port) +
+    last_connect_error_ = "TLS handshake with " + peer_.host + ":" + std::to_string(peer_.port) +
                           " (verifying '" + (cfg_.tls_verify ? name : std::string("nothing")) +
                           "') failed: " + describe_tls_failure(transport_, ec);
     co_return error::tls_failed;

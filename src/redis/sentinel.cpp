@@ -32,6 +32,15 @@ client_config sentinel_connection_config(const client_config& cfg, const sentine
   out.reconnect_min = cfg.reconnect_min;
   out.reconnect_max = cfg.reconnect_max;
   out.reconnect = false;
+  if (cfg.tls && cfg.sentinel.tls) {
+    out.tls = true;
+    out.tls_ca_file = cfg.tls_ca_file;
+    out.tls_ca_dir = cfg.tls_ca_dir;
+    out.tls_cert_file = cfg.tls_cert_file;
+    out.tls_key_file = cfg.tls_key_file;
+    out.tls_server_name = cfg.tls_server_name;
+    out.tls_verify = cfg.tls_verify;
+  }
   return out;
 }
 

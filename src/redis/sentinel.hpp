@@ -12,7 +12,7 @@ namespace corolock::detail {
 
 /// A connection to one Sentinel: its address, the Sentinels' credentials, the client's protocol
 /// and timeouts bounded by sentinel_config::timeout; no database (Sentinel has none) and no
-/// reconnect unless the caller turns it on.
+/// reconnect unless the caller turns it on; TLS as the master when sentinel_config::tls says so.
 client_config sentinel_connection_config(const client_config& cfg, const sentinel_address& at);
 
 /// The master's address in a SENTINEL GET-MASTER-ADDR-BY-NAME reply; nothing for a null reply

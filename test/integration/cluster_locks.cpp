@@ -9,6 +9,7 @@
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>
+#include <support/cluster_checks.hpp>
 #include <support/redis_cluster.hpp>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -45,36 +46,6 @@ client_config config_of(redis_cluster& cluster) {
   cfg.reconnect_min = ms(10);
   cfg.reconnect_max = ms(100);
   return cfg;
-}
-
-/// The mutex key of lock `name`.
-std::string key_of(const std::string& name) { return "corolock:{" + name + "}"; }
-
-/// A lock name for each master (index into cluster.node), found by the fixture's CLUSTER KEYSLOT.
-std::map<std::size_t, std::string> one_lock_per_master(redis_cluster& cluster, const std::string& stem) {
-  std::map<std::size_t, std::string> out;
-  const auto masters = cluster.masters();
-  for (int i = 0; out.size() < masters.size() && i < 1000; ++i) {
-    std::string name = stem + std::to_string(i);
-    out.try_emplace(cluster.owner_of(cluster.key_slot(key_of(name))), name);
-  }
-  BOOST_TEST_REQUIRE(out.size() == masters.size());
-  return out;
-}
-
-/// Keys under the library's prefix on every node; expected none after a test.
-void expect_no_lock_keys(redis_cluster& cluster) {
-  for (std::size_t i = 0; i < cluster.size(); ++i)
-    for (const auto& k : sync_list(cluster.node(i), "KEYS", "corolock:*"))
-      if (!k.ends_with(":fence")) // fencing counters outlive their locks by design
-        BOOST_TEST(k.empty(), "left behind on node " << i << ": " << k);
-}
-
-/// Another master than `m`: where a test moves m's slot.
-std::size_t next_master(redis_cluster& cluster, std::size_t m) {
-  const auto masters = cluster.masters();
-  const auto at = std::find(masters.begin(), masters.end(), m) - masters.begin();
-  return masters.at(static_cast<std::size_t>(at + 1) % masters.size());
 }
 
 asio::awaitable<std::unique_ptr<client>> connected_client(redis_cluster& cluster) {
@@ -187,7 +158,7 @@ BOOST_AUTO_TEST_CASE(user_requests_are_routed_follow_moved_and_refuse_cross_slot
 }
 
 BOOST_AUTO_TEST_CASE(bad_configuration_and_unreachable_seeds_give_clear_errors) {
-  // Only database 0, TCP, no Sentinel, no TLS (yet).
+  // Only database 0, TCP, no Sentinel (TLS: cluster_tls).
   for (const char* url : {"redis+cluster://", "redis+cluster://127.0.0.1:7000/1",
                           "redis+cluster://127.0.0.1:7000,", "redis+cluster://127.0.0.1:7000?x=1"}) {
     error_code ec;
@@ -198,12 +169,10 @@ BOOST_AUTO_TEST_CASE(bad_configuration_and_unreachable_seeds_give_clear_errors) 
   BOOST_TEST(cfg.cluster.seeds.size() == 2u);
   BOOST_TEST(cfg.username == "u");
   BOOST_TEST(!cfg.validate());
-  for (auto bad : {1, 2, 3}) {
+  for (auto bad : {1, 3}) {
     auto c = cfg;
     if (bad == 1)
       c.database = 2;
-    if (bad == 2)
-      c.tls = true;
     if (bad == 3)
       c.sentinel.addresses.push_back({"127.0.0.1", 26379});
     if (bad == 3)

@@ -93,6 +93,19 @@ asio::awaitable<std::chrono::milliseconds> all_follow(std::vector<client*> clien
   }
 }
 
+/// Connections of corolock clients named `name` (client_name, or its "-sentinel" form) in a CLIENT
+/// LIST: how many came in on `port`, how many on another port.
+std::pair<int, int> named_clients_on(const std::string& client_list, const std::string& name,
+                                     std::uint16_t port) {
+  std::pair<int, int> n;
+  std::istringstream lines(client_list);
+  const std::string laddr = "laddr=127.0.0.1:" + std::to_string(port) + " ";
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(" name=" + name + " ") != std::string::npos)
+      (line.find(laddr) != std::string::npos ? n.first : n.second) += 1;
+  return n;
+}
+
 /// Takes `m` and waits until `replica` has the lock (its fencing counter goes in the same step).
 asio::awaitable<guard> acquire_replicated(corolock::mutex& m, redis_server& replica) {
   auto g = co_await m.acquire();
@@ -612,6 +625,76 @@ BOOST_AUTO_TEST_CASE(a_readonly_reply_drops_the_connection_and_it_finds_the_mast
     co_await sleep_for(std::chrono::milliseconds(200));
     BOOST_TEST(direct.stats().reconnects == 0u);
   });
+}
+
+// Over TLS (rediss+sentinel://; invalid_argument before): the Sentinels and the master are reached
+// over TLS, each verified by the address dialled — a Sentinel's as the URL gives it, the master's as
+// the Sentinels name it now, never client_config::host (ignored behind Sentinel; set here to a name
+// no certificate carries) — so after a failover the promoted master is the one verified and used.
+// sentinel_tls=no: plain Sentinels, the master still over TLS.
+BOOST_AUTO_TEST_CASE(over_tls_the_sentinels_and_the_master_are_verified_and_a_failover_is_followed) {
+  redis_sentinel_options options;
+  options.tls = true;
+  redis_sentinel deployment(options);
+  auto& first = deployment.master();
+  auto& promoted = deployment.replica();
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = client_config::from_url(deployment.tls_url());
+    cfg.reconnect_min = std::chrono::milliseconds(10);
+    cfg.reconnect_max = std::chrono::milliseconds(100);
+    cfg.host = "not-the-master.example";
+    client a(ex, cfg);
+    diagnostics why;
+    auto [cec] = co_await a.connect(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST_REQUIRE(!cec, cec.message() << ": " << a.last_connect_error());
+    BOOST_TEST((co_await served_by(a)) == first.port());
+    corolock::mutex m(a, "tls-sentinel");
+    {
+      auto g = co_await m.acquire();
+      co_await g.unlock();
+    }
+    auto on_master = named_clients_on(sync(first, "CLIENT", "LIST"), "corolock", first.tls_port());
+    BOOST_TEST(on_master.first > 0);
+    BOOST_TEST(on_master.second == 0, "connections on the master's plain port");
+    int watch_tls = 0, watch_plain = 0;
+    for (std::size_t i = 0; i < deployment.sentinel_ports().size(); ++i) {
+      auto n = named_clients_on(ask_sentinel(deployment, i, "CLIENT", "LIST"), "corolock-sentinel",
+                                deployment.sentinel_tls_port(i));
+      watch_tls += n.first;
+      watch_plain += n.second;
+    }
+    BOOST_TEST(watch_tls >= 1, "the failover watch listens on a Sentinel over TLS");
+    BOOST_TEST(watch_plain == 0);
+
+    const auto t0 = steady::now();
+    deployment.failover();
+    std::vector<client*> only_a;
+    only_a.push_back(&a);
+    auto followed = co_await all_follow(only_a, promoted.port(), t0, std::chrono::seconds(15));
+    BOOST_TEST(followed.count() >= 0, "the client did not follow the new master within 15 s");
+    BOOST_TEST_MESSAGE("over TLS: on the promoted master " << followed.count()
+                                                           << " ms after SENTINEL FAILOVER");
+    {
+      auto g = co_await m.acquire_for(std::chrono::seconds(5));
+      co_await g.unlock();
+    }
+    auto on_promoted = named_clients_on(sync(promoted, "CLIENT", "LIST"), "corolock", promoted.tls_port());
+    BOOST_TEST(on_promoted.first > 0);
+    BOOST_TEST(on_promoted.second == 0, "connections on the promoted master's plain port");
+
+    client b(ex, client_config::from_url(deployment.tls_url(false)));
+    auto [bec] = co_await b.connect(tuple_awaitable);
+    BOOST_TEST_REQUIRE(!bec, bec.message() << ": " << b.last_connect_error());
+    BOOST_TEST((co_await served_by(b)) == promoted.port());
+    corolock::mutex mb(b, "tls-sentinel");
+    {
+      auto g = co_await mb.acquire_for(std::chrono::seconds(5));
+      co_await g.unlock();
+    }
+    co_await a.shutdown();
+    co_await b.shutdown();
+  });
+  expect_clean_under_sentinel(promoted);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

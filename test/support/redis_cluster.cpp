@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -92,8 +94,19 @@ redis_cluster::redis_cluster(redis_cluster_options options) : options_(std::move
   if (options_.masters < 3)
     throw std::invalid_argument("redis_cluster: redis-cli --cluster create needs at least 3 masters");
   const std::size_t total = options_.masters * (1 + options_.replicas_per_master);
+  if (options_.tls) {
+    // Named like a server's directory, with an owner, so that a crashed run's is swept as theirs.
+    tls_dir_ = make_temp_dir("corolock-redis-");
+    std::ofstream(tls_dir_ / "owner") << ::getpid() << '\n';
+    tls_ = std::make_shared<tls_material>(tls_dir_ / "tls");
+  }
   for (std::size_t i = 0; i < total; ++i) {
     redis_server_options o = options_.server;
+    if (tls_) {
+      o.tls = true;
+      o.tls_shared = tls_;
+      o.args.insert(o.args.end(), {"--tls-cluster", "yes", "--tls-replication", "yes"});
+    }
     // nodes.conf is relative to --dir: each node's private directory, removed with it.
     o.args.insert(o.args.end(), {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                                  "--cluster-node-timeout", std::to_string(options_.node_timeout.count()),
@@ -133,9 +146,23 @@ redis_cluster::redis_cluster(redis_cluster_options options) : options_(std::move
   wait_until_ok();
 }
 
+redis_cluster::~redis_cluster() {
+  nodes_.clear(); // the servers first: they read the TLS files until they stop
+  if (!tls_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(tls_dir_, ignored);
+  }
+}
+
+const tls_material& redis_cluster::tls_files() const {
+  if (!tls_)
+    throw std::logic_error("redis_cluster: TLS files asked of a cluster started without options.tls");
+  return *tls_;
+}
+
 std::size_t redis_cluster::index_of(std::uint16_t port) const {
   for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].port() == port)
+    if (nodes_[i].port() == port || (nodes_[i].tls_port() != 0 && nodes_[i].tls_port() == port))
       return i;
   throw std::runtime_error(fmt::format("redis_cluster: no node listens on port {}", port));
 }
@@ -274,8 +301,9 @@ std::size_t redis_cluster::move_slot_keys(std::uint16_t slot) {
     const auto keys = nodes_[source].command_list({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"});
     if (keys.empty())
       return moved;
-    std::vector<std::string> args{"MIGRATE", "127.0.0.1", std::to_string(nodes_[target].port()), "", "0",
-                                  "5000"};
+    // Under tls-cluster a node MIGRATEs over TLS: to the target's TLS port.
+    const auto port = tls_ ? nodes_[target].tls_port() : nodes_[target].port();
+    std::vector<std::string> args{"MIGRATE", "127.0.0.1", std::to_string(port), "", "0", "5000"};
     if (!options_.server.password.empty())
       args.insert(args.end(), {"AUTH", options_.server.password});
     args.emplace_back("KEYS");

@@ -18,7 +18,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +36,10 @@ struct redis_cluster_options {
   std::chrono::milliseconds node_timeout{2000};
   /// For every node; the cluster's own arguments are added after options.args.
   redis_server_options server{};
+  /// Every node also listens with TLS (tls_port()), all with certificates of one CA (tls_files()),
+  /// and the nodes talk to each other over TLS (tls-cluster, tls-replication), so a TLS client is
+  /// told the TLS ports. The plain ports stay for the fixture's own clients and redis-cli.
+  bool tls = false;
   /// How long creation, a migration or a failover may take before they throw.
   std::chrono::milliseconds ready_timeout = std::chrono::seconds(30);
 };
@@ -53,6 +59,7 @@ struct cluster_node_view {
 class redis_cluster {
 public:
   explicit redis_cluster(redis_cluster_options options = {});
+  ~redis_cluster();
   redis_cluster(const redis_cluster&) = delete;
   redis_cluster& operator=(const redis_cluster&) = delete;
 
@@ -60,6 +67,8 @@ public:
   [[nodiscard]] redis_server& node(std::size_t i) { return nodes_.at(i); }
   /// The index of the node listening on `port`; throws if none does.
   [[nodiscard]] std::size_t index_of(std::uint16_t port) const;
+  /// The CA and certificates every node uses; throws std::logic_error unless options.tls.
+  [[nodiscard]] const tls_material& tls_files() const;
   /// The 40-character id of node i (CLUSTER MYID).
   [[nodiscard]] std::string node_id(std::size_t i);
 
@@ -110,6 +119,8 @@ private:
   void wait_for(const std::string& what, const std::function<std::string()>& not_yet);
 
   redis_cluster_options options_;
+  std::filesystem::path tls_dir_;            // the shared TLS files; empty unless options.tls
+  std::shared_ptr<const tls_material> tls_;
   std::deque<redis_server> nodes_;  // redis_server cannot move; a deque never moves its elements
   std::map<std::uint16_t, migration> migrations_;
 };

@@ -57,11 +57,17 @@ redis_sentinel::redis_sentinel(redis_sentinel_options options)
     std::ofstream(dir_ / "owner") << ::getpid() << '\n'; // swept by redis_server if we die
     redis_server_options data;
     data.args = {"--replica-announce-ip", "127.0.0.1"};
+    if (options_.tls) {
+      tls_ = std::make_shared<tls_material>(dir_ / "tls");
+      data.tls = true;
+      data.tls_shared = tls_;
+      data.args.insert(data.args.end(), {"--tls-replication", "yes"});
+    }
     auto& master = servers_.emplace_back(data);
-    data.args.insert(data.args.end(), {"--replicaof", "127.0.0.1", std::to_string(master.port())});
+    data.args.insert(data.args.end(), {"--replicaof", "127.0.0.1", std::to_string(data_port(master))});
     servers_.emplace_back(data);
     for (std::size_t i = 0; i < options_.sentinels; ++i)
-      start_sentinel(sentinels_.emplace_back(), i, master.port());
+      start_sentinel(sentinels_.emplace_back(), i, data_port(master));
     settle();
   } catch (...) {
     sentinels_.clear();
@@ -91,6 +97,11 @@ void redis_sentinel::start_sentinel(sentinel_process& s, std::size_t index,
   s.log = dir_ / fmt::format("sentinel-{}.log", index);
   for (;;) {
     s.port = pick_free_port();
+    if (tls_) {
+      do
+        s.tls_port = pick_free_port();
+      while (s.tls_port == s.port);
+    }
     {
       // Sentinel rewrites its file (what it learns survives a restart), so each has its own.
       std::ofstream conf(s.conf, std::ios::trunc);
@@ -101,6 +112,11 @@ void redis_sentinel::start_sentinel(sentinel_process& s, std::size_t index,
            << fmt::format("sentinel down-after-milliseconds {} {}\n", name, options_.down_after.count())
            << fmt::format("sentinel failover-timeout {} {}\n", name, options_.failover_timeout.count())
            << fmt::format("sentinel parallel-syncs {} 1\n", name);
+      if (tls_) // tls-replication: the Sentinel's own links (servers, other Sentinels) over TLS
+        conf << fmt::format("tls-port {}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\n"
+                            "tls-auth-clients no\ntls-replication yes\n",
+                            s.tls_port, tls_->server_cert().string(), tls_->server_key().string(),
+                            tls_->ca_cert().string());
       if (!options_.sentinel_password.empty()) // for clients, and for each other
         conf << fmt::format("requirepass {}\nsentinel sentinel-pass {}\n", options_.sentinel_password,
                             options_.sentinel_password);
@@ -147,6 +163,30 @@ std::string redis_sentinel::url() const {
   return url;
 }
 
+std::string redis_sentinel::tls_url(bool sentinels_over_tls) const {
+  const auto& files = tls_files();
+  std::string hosts;
+  for (const auto& s : sentinels_)
+    hosts += fmt::format("{}127.0.0.1:{}", hosts.empty() ? "" : ",", sentinels_over_tls ? s.tls_port : s.port);
+  std::string url = fmt::format("rediss+sentinel://{}/{}?ca_file={}", hosts, options_.master_name,
+                                files.ca_cert().string());
+  if (!sentinels_over_tls)
+    url += "&sentinel_tls=no";
+  if (!options_.sentinel_password.empty())
+    url += "&sentinel_password=" + options_.sentinel_password;
+  return url;
+}
+
+const tls_material& redis_sentinel::tls_files() const {
+  if (!tls_)
+    throw std::logic_error("redis_sentinel: TLS files asked of a deployment started without options.tls");
+  return *tls_;
+}
+
+std::uint16_t redis_sentinel::data_port(const redis_server& s) const {
+  return tls_ ? s.tls_port() : s.port();
+}
+
 std::string redis_sentinel::sentinel_command(std::size_t i, const std::vector<std::string>& args) {
   blocking_client c("127.0.0.1", sentinels_.at(i).port, 2s);
   if (!options_.sentinel_password.empty())
@@ -173,7 +213,7 @@ std::uint16_t redis_sentinel::master_port() {
 redis_server& redis_sentinel::master() {
   const auto port = master_port();
   for (auto& s : servers_)
-    if (s.port() == port)
+    if (data_port(s) == port)
       return s;
   throw std::runtime_error(fmt::format("redis_sentinel: the master's port {} is none of ours", port));
 }
@@ -223,7 +263,7 @@ bool redis_sentinel::settled(std::size_t replicas, std::string& why) {
     if (&s == &m || !s.running())
       continue;
     auto r = info_of(s.command({"INFO", "replication"}));
-    if (r["role"] != "slave" || r["master_port"] != std::to_string(m.port()) ||
+    if (r["role"] != "slave" || r["master_port"] != std::to_string(data_port(m)) ||
         r["master_link_status"] != "up") {
       why = fmt::format("server {}: role {}, master port {}, link {}", s.port(), r["role"],
                         r["master_port"], r["master_link_status"]);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct redis_sentinel_options {
   std::chrono::milliseconds failover_timeout = std::chrono::milliseconds(3000);
   /// requirepass on the Sentinels (not on the servers).
   std::string sentinel_password{};
+  /// Everything over TLS as well, with certificates of one CA (tls_files()): the servers listen on
+  /// a TLS port and replicate over it (tls-replication), the Sentinels listen on one too and reach
+  /// the servers and each other over TLS, so they name the master by its TLS port. The plain ports
+  /// stay for the fixture's own clients.
+  bool tls = false;
   /// How long the constructor and settle() may take.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
 };
@@ -43,6 +49,13 @@ public:
   /// redis+sentinel://[:password@]127.0.0.1:P1,127.0.0.1:P2,.../master_name, with the Sentinels'
   /// password (if any) as ?sentinel_password=.
   [[nodiscard]] std::string url() const;
+  /// rediss+sentinel://127.0.0.1:T1,.../master_name?ca_file=<CA>: the Sentinels' TLS ports, or with
+  /// `sentinels_over_tls` false their plain ones and sentinel_tls=no. Only with options.tls.
+  [[nodiscard]] std::string tls_url(bool sentinels_over_tls = true) const;
+  /// The CA and certificates of every server and Sentinel; throws std::logic_error unless options.tls.
+  [[nodiscard]] const tls_material& tls_files() const;
+  /// Sentinel i's TLS port (0 unless options.tls).
+  [[nodiscard]] std::uint16_t sentinel_tls_port(std::size_t i) const { return sentinels_.at(i).tls_port; }
 
   /// The two data servers: index 0 started as the master, 1 as its replica.
   [[nodiscard]] redis_server& server(std::size_t i) { return servers_.at(i); }
@@ -50,7 +63,7 @@ public:
   [[nodiscard]] redis_server& master();
   /// The other one.
   [[nodiscard]] redis_server& replica();
-  /// The port the first live Sentinel names for the master.
+  /// The port the first live Sentinel names for the master (its TLS port with options.tls).
   [[nodiscard]] std::uint16_t master_port();
 
   /// One command to Sentinel `i`, rendered as redis_server::command does.
@@ -69,15 +82,19 @@ public:
 private:
   struct sentinel_process {
     std::uint16_t port = 0;
+    std::uint16_t tls_port = 0;
     std::filesystem::path conf, log;
     process proc;
   };
   void start_sentinel(sentinel_process& s, std::size_t index, std::uint16_t master_port);
   [[nodiscard]] bool settled(std::size_t replicas, std::string& why);
   [[nodiscard]] std::size_t first_live_sentinel();
+  /// The port Sentinels and replicas know server s by: its TLS port with options.tls.
+  [[nodiscard]] std::uint16_t data_port(const redis_server& s) const;
 
   redis_sentinel_options options_;
   std::filesystem::path dir_;
+  std::shared_ptr<const tls_material> tls_;
   std::deque<redis_server> servers_;
   std::deque<sentinel_process> sentinels_;
 };

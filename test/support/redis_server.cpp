@@ -85,7 +85,7 @@ redis_server::redis_server(redis_server_options options)
       if (mode != "yes" && mode != "no" && mode != "optional") {
         throw std::invalid_argument("redis_server: tls_auth_clients is yes, no or optional, not '" + mode + "'");
       }
-      tls_ = std::make_unique<tls_material>(dir_ / "tls");
+      tls_ = options_.tls_shared ? options_.tls_shared : std::make_shared<tls_material>(dir_ / "tls");
     }
     if (options_.unix_socket) {
       unix_socket_ = (dir_ / "redis.sock").string();

@@ -42,6 +42,9 @@ struct redis_server_options {
   /// --tls-auth-clients: "no" (the default here), "yes" (a client certificate signed by
   /// tls_files().ca_cert() is required) or "optional".
   std::string tls_auth_clients = "no";
+  /// With tls: these files instead of a set of its own, so that servers trust each other (the
+  /// nodes of a TLS cluster, a TLS master and its replica, their Sentinels share one CA).
+  std::shared_ptr<const tls_material> tls_shared{};
   /// --enable-debug-command yes, so fault tests can use DEBUG SLEEP and friends.
   bool debug_command = true;
   /// Extra redis-server arguments, appended last (so they win), e.g. {"--maxmemory", "10mb"}.
@@ -130,7 +133,7 @@ private:
   std::string unix_socket_;
   std::uint16_t port_ = 0;
   std::uint16_t tls_port_ = 0;
-  std::unique_ptr<tls_material> tls_;
+  std::shared_ptr<const tls_material> tls_;
   process process_;
 };
 

@@ -73,10 +73,17 @@ tls_material::tls_material(fs::path dir) : dir_(std::move(dir)) {
   fs::create_directories(dir_);
   make_ca(dir_, "ca", "corolock test CA");
   make_ca(dir_, "other-ca", "corolock unrelated CA");
+  // clientAuth too: the nodes of a TLS cluster (tls-cluster) present their server certificate
+  // when they connect to each other's bus, which refuses a serverAuth-only one (the cluster
+  // never forms); replicas do the same towards their master.
   make_leaf(dir_, "ca", "server", "localhost",
-            "basicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth\n"
+            "basicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth, clientAuth\n"
             "subjectAltName = IP:127.0.0.1, DNS:localhost\n",
             2);
+  make_leaf(dir_, "ca", "server-dns", "localhost",
+            "basicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth, clientAuth\n"
+            "subjectAltName = DNS:localhost\n",
+            5);
   const std::string client_extensions = "basicConstraints = CA:FALSE\nextendedKeyUsage = clientAuth\n";
   make_leaf(dir_, "ca", "client", "corolock test client", client_extensions, 3);
   make_leaf(dir_, "other-ca", "other-client", "corolock stranger", client_extensions, 4);

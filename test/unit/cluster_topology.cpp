@@ -192,6 +192,20 @@ BOOST_AUTO_TEST_CASE(a_tls_only_node_is_reached_on_its_tls_port) {
   BOOST_TEST(map.owner(0)->master.port == 7443);
 }
 
+// A node of a tls-cluster that keeps a plain port lists both: a TLS client dialling the plain
+// one would fail its handshake (it did, before the client said which kind it wants).
+BOOST_AUTO_TEST_CASE(a_node_with_both_ports_is_reached_on_the_kind_the_client_speaks) {
+  const resp::value node = fields(3, {bulk("id"), bulk("x"), bulk("port"), num(7000), bulk("tls-port"),
+                                      num(7443), bulk("ip"), bulk("127.0.0.1"), bulk("endpoint"),
+                                      bulk("127.0.0.1"), bulk("role"), bulk("master")});
+  const auto reply = arr({shard_entry(3, {0, 16383}, {node})});
+  slot_map plain, tls;
+  BOOST_TEST_REQUIRE(!parse_cluster_shards(reply, "", plain));
+  BOOST_TEST(plain.owner(0)->master.port == 7000);
+  BOOST_TEST_REQUIRE(!parse_cluster_shards(reply, "", tls, nullptr, true));
+  BOOST_TEST(tls.owner(0)->master.port == 7443);
+}
+
 BOOST_AUTO_TEST_CASE(a_partial_cover_leaves_slots_without_owner) {
   const resp::value reply = arr({shard_entry(2, {0, 99}, {shard_node(2, "a", 7001, "h", "master")})});
   slot_map map;

@@ -129,8 +129,8 @@ BOOST_AUTO_TEST_CASE(validate_rejects_tls_nonsense) {
   BOOST_TEST(!c.validate());
   auto sentinel = client_config::from_url("redis+sentinel://127.0.0.1:26379/mymaster");
   BOOST_TEST(!sentinel.validate());
-  sentinel.tls = true; // not yet: the name to verify would follow the master across failovers
-  BOOST_TEST((sentinel.validate() == error::invalid_argument));
+  sentinel.tls = true; // the name verified follows the master: the address the Sentinels give
+  BOOST_TEST(!sentinel.validate());
 }
 
 BOOST_AUTO_TEST_CASE(validate) {
@@ -233,6 +233,47 @@ BOOST_AUTO_TEST_CASE(cluster_url) {
   BOOST_TEST(!client_config::from_url("redis://h").cluster.enabled());
 }
 
+// Both were invalid_argument before: unknown schemes, and validate() refused TLS with either.
+BOOST_AUTO_TEST_CASE(tls_cluster_and_tls_sentinel_urls) {
+  auto c = client_config::from_url(
+      "rediss+cluster://u:p@10.0.0.1:6380,10.0.0.2:6380/?ca_file=/etc/ca.pem&server_name=redis.internal");
+  BOOST_TEST(c.tls);
+  BOOST_TEST(c.tls_verify);
+  BOOST_REQUIRE(c.cluster.seeds.size() == 2u);
+  BOOST_TEST(c.cluster.seeds[1].port == 6380);
+  BOOST_TEST(c.tls_ca_file == "/etc/ca.pem");
+  BOOST_TEST(c.tls_server_name == "redis.internal");
+  BOOST_TEST(c.username == "u");
+  BOOST_TEST(!c.validate());
+  auto by_field = client_config::from_url("redis+cluster://10.0.0.1:6380");
+  BOOST_TEST(!by_field.tls);
+  by_field.tls = true;
+  BOOST_TEST(!by_field.validate());
+
+  auto s = client_config::from_url("rediss+sentinel://:pw@10.0.0.1:26380,10.0.0.2/m/1"
+                                   "?ca_file=/ca.pem&sentinel_password=s%26cret&sentinel_tls=no");
+  BOOST_TEST(s.tls);
+  BOOST_REQUIRE(s.sentinel.addresses.size() == 2u);
+  BOOST_TEST(s.sentinel.master_name == "m");
+  BOOST_TEST(s.database == 1);
+  BOOST_TEST(s.password == "pw");
+  BOOST_TEST(s.sentinel.password == "s&cret");
+  BOOST_TEST(s.tls_ca_file == "/ca.pem");
+  BOOST_TEST(!s.sentinel.tls);
+  BOOST_TEST(!s.validate());
+  BOOST_TEST(client_config::from_url("rediss+sentinel://h/m").sentinel.tls); // the default: TLS too
+
+  for (const char* url :
+       {"rediss+cluster://h/1", "rediss+cluster://h?verify=maybe", "rediss+cluster://h?sentinel_tls=no",
+        "rediss+sentinel://h/m?sentinel_tls=maybe", "rediss+sentinel://h/m?nonsense=1",
+        "redis+sentinel://h/m?sentinel_tls=no", // no TLS to turn off
+        "redis+cluster://h?ca_file=/ca.pem"}) {
+    boost::system::error_code ec;
+    client_config::from_url(url, ec);
+    BOOST_TEST((ec == error::invalid_argument), url);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(bad_cluster_urls_and_configs_are_invalid_argument) {
   for (const char* url :
        {"redis+cluster://", "redis+cluster:///", "redis+cluster://h/0", "redis+cluster://h/1",
@@ -248,9 +289,6 @@ BOOST_AUTO_TEST_CASE(bad_cluster_urls_and_configs_are_invalid_argument) {
   BOOST_TEST((c.validate() == error::invalid_argument));
   c = good;
   c.unix_socket = "/tmp/redis.sock";
-  BOOST_TEST((c.validate() == error::invalid_argument));
-  c = good;
-  c.tls = true; // not yet
   BOOST_TEST((c.validate() == error::invalid_argument));
   c = good;
   c.sentinel = client_config::from_url("redis+sentinel://127.0.0.1:26379/m").sentinel;

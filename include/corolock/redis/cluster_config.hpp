@@ -27,6 +27,9 @@ struct cluster_seed {
 /// without one: request_timeout from the first such failure). connect() succeeds once the map is
 /// read and a master answers; a master that is down fails only the operations that need it and is
 /// connected in the background. client::subscribe listens on one master (classic pub/sub).
+/// Over TLS (client_config::tls, rediss+cluster://) every node is reached on its TLS port and
+/// verified by the address the cluster gives for it (an IP: the certificates need it as an IP
+/// SAN) unless client_config::tls_server_name names one name for every node.
 struct cluster_config {
   std::vector<cluster_seed> seeds; ///< the nodes to ask first; empty: not a cluster
 

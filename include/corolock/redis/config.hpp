@@ -49,7 +49,9 @@ struct client_config {
 
   /// TLS (OpenSSL) over TCP; not over unix sockets. The peer is verified by default: its chain
   /// against the CA file/dir (or the system's trust store when neither is set) and its name, DNS
-  /// or IP address, against tls_server_name (or host). Files are read when connect() starts; a
+  /// or IP address, against tls_server_name (or else the address dialled: host; behind Sentinel
+  /// the master's address as the Sentinels give it; on a cluster each node's address as the
+  /// cluster gives it, its IP unless the nodes announce host names). Files are read when connect() starts; a
   /// file that cannot be used, a failed handshake or a peer that is not verified make connect()
   /// complete with error::tls_failed (client::last_connect_error() says which and why).
   bool tls = false;
@@ -70,7 +72,9 @@ struct client_config {
   /// rediss://[[user]:password@]host[:port][/db][?query] for TLS (port 6379 unless given), or
   /// redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master_name[/db]
   ///   [?sentinel_username=U&sentinel_password=P], or
-  /// redis+cluster://[[user]:password@]host[:port][,host[:port]...][/] (seed nodes; port 6379)
+  /// redis+cluster://[[user]:password@]host[:port][,host[:port]...][/] (seed nodes; port 6379);
+  /// rediss+sentinel:// and rediss+cluster:// are the same over TLS, taking the rediss query
+  /// (with Sentinel also sentinel_tls=no: the Sentinels in plain TCP, the master over TLS).
   /// The rediss query sets TLS fields, values percent-encoded:
   ///   ca_file=PATH  ca_dir=PATH  cert_file=PATH  key_file=PATH  server_name=NAME
   ///   verify=yes|no (also true|false|1|0)
@@ -85,7 +89,7 @@ struct client_config {
   /// Checks the values; error::invalid_argument when one makes no sense (among them: TLS over a
   /// unix socket, a client certificate without its key or a key without its certificate, TLS
   /// files or a server name while tls is off; a cluster together with Sentinel, a unix socket, a
-  /// database other than 0 (a cluster has only database 0) or TLS). Files are not opened here.
+  /// database other than 0 (a cluster has only database 0)). Files are not opened here.
   boost::system::error_code validate() const;
 };
 

@@ -30,6 +30,11 @@ struct sentinel_config {
   /// are client_config::username/password.
   std::string username;
   std::string password; ///< see username
+  /// When client_config::tls is on: whether the Sentinels too are reached over TLS, with the same
+  /// trust, client certificate and tls_server_name as the master (each verified by the address
+  /// dialled: a Sentinel's as given here, the master's as the Sentinels name it). false: the
+  /// Sentinels over plain TCP, the master still over TLS. Ignored without TLS.
+  bool tls = true;
   /// How long one Sentinel may take to connect and answer before the next one is asked.
   std::chrono::milliseconds timeout{500};
 

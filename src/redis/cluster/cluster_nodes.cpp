@@ -319,7 +319,7 @@ asio::awaitable<error_code> cluster_nodes::fetch_from(const node_address& at,
   slot_map fresh;
   std::string why;
   if (!ec && !replies.empty()) {
-    ec = parse_cluster_shards(replies[0], at.host, fresh, &why);
+    ec = parse_cluster_shards(replies[0], at.host, fresh, &why, cfg_.tls);
     if (ec && replies[0].is_error()) { // before Redis 7: CLUSTER SLOTS
       request slots;
       slots.push("CLUSTER", "SLOTS");

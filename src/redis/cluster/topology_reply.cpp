@@ -115,13 +115,17 @@ struct shard_node {
   bool healthy = true;
 };
 
-error_code parse_shard_node(const resp::value& v, std::string_view asked_host, const failure& f,
-                            shard_node& out) {
+error_code parse_shard_node(const resp::value& v, std::string_view asked_host, bool tls,
+                            const failure& f, shard_node& out) {
   if (!is_field_list(v))
     return f.fail(error::unexpected_reply, "CLUSTER SHARDS: a node entry is not a map");
-  auto port = integer_of(field(v, "port"));
+  // A node that serves both lists both ports: a TLS client must not land on the plain one (its
+  // handshake would fail), nor a plain client on the TLS one.
+  const char* const ours = tls ? "tls-port" : "port";
+  const char* const other = tls ? "port" : "tls-port";
+  auto port = integer_of(field(v, ours));
   if (!port || *port == 0)
-    port = integer_of(field(v, "tls-port")); // a TLS-only node has no plain port
+    port = integer_of(field(v, other)); // a node with one kind of port only: let it say so
   if (!port || !valid_port(*port))
     return f.fail(error::unexpected_reply, "CLUSTER SHARDS: a node has no valid port");
   const resp::value* endpoint = field(v, "endpoint");
@@ -143,7 +147,7 @@ error_code parse_shard_node(const resp::value& v, std::string_view asked_host, c
 } // namespace
 
 error_code parse_cluster_shards(const resp::value& reply, std::string_view asked_host, slot_map& out,
-                                std::string* why) {
+                                std::string* why, bool tls) {
   const failure f{why};
   constexpr std::string_view command_name = "CLUSTER SHARDS";
   if (auto ec = check_top(reply, f, command_name))
@@ -165,7 +169,7 @@ error_code parse_cluster_shards(const resp::value& reply, std::string_view asked
     std::vector<shard_node> members;
     for (const auto& n : nodes->children) {
       shard_node node;
-      if (auto ec = parse_shard_node(n, asked_host, f, node))
+      if (auto ec = parse_shard_node(n, asked_host, tls, f, node))
         return ec;
       members.push_back(std::move(node));
     }

@@ -24,8 +24,12 @@ namespace corolock::detail {
 /// out, as CLUSTER SLOTS leaves them out.
 /// Errors: error::redis_error for an error reply, error::unexpected_reply for a reply of the wrong
 /// shape, overlapping ranges, or no slot served at all. `why` (optional) gets the reason.
+/// A node listing both a plain `port` and a `tls-port` is reached on the one `tls` asks for (the
+/// other when it lists only that one). CLUSTER SLOTS and MOVED need no such choice: Redis puts
+/// there the port of the asking connection's kind.
 boost::system::error_code parse_cluster_shards(const resp::value& reply, std::string_view asked_host,
-                                               slot_map& out, std::string* why = nullptr);
+                                               slot_map& out, std::string* why = nullptr,
+                                               bool tls = false);
 
 /// CLUSTER SLOTS: [[first, last, [host, port, id, {metadata}], replica..., ], ...]; the id and
 /// the metadata are optional (before Redis 7 / 4). Same errors as parse_cluster_shards.
