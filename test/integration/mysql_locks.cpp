@@ -28,7 +28,7 @@ struct mariadb {
   }
   /// How many sessions wait in GET_LOCK.
   static std::string waiting(server_type& s) {
-    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%, 3600)'");
+    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO % WHERE GET_LOCK(%, 3600) = 1 %'");
   }
   /// Client sessions besides the asking one.
   static std::string sessions(server_type& s) {
@@ -66,5 +66,6 @@ COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, mariad
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, mariadb)
 
 BOOST_AUTO_TEST_SUITE_END()

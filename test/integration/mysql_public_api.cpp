@@ -16,7 +16,7 @@ struct mariadb {
   static constexpr bool shared_locks = false;
   static mysql::config config_for(const std::string& url) { return mysql::config::from_url(url); }
   static std::string waiting(server_type& s) {
-    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK(%'");
+    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO % WHERE GET_LOCK(%'");
   }
   static std::string sessions(server_type& s) {
     return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND "
@@ -40,5 +40,6 @@ COROLOCK_SQL_PUBLIC_CASE(many_local_waiters_use_one_waiting_session, mariadb)
 COROLOCK_SQL_PUBLIC_CASE(a_killed_holder_is_told_and_the_waiter_gets_the_lock, mariadb)
 COROLOCK_SQL_PUBLIC_CASE(kinds_through_the_public_api, mariadb)
 COROLOCK_SQL_PUBLIC_CASE(a_stopped_server_loses_the_holder_by_its_deadline, mariadb)
+COROLOCK_SQL_PUBLIC_CASE(close_completes_on_the_handlers_executor, mariadb)
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -75,6 +75,7 @@ COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, postgr
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, postgres)
+COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait
 // (pg_advisory_lock_shared queues behind a conflicting waiter), so writers do not starve.
@@ -106,6 +107,62 @@ BOOST_AUTO_TEST_CASE(readers_share_and_a_waiting_writer_is_not_starved) {
     BOOST_TEST(!ec);
     co_await r3.done.wait();
     BOOST_TEST(r3.grant.has_value());
+  });
+}
+
+// An acquisition is ONE statement (the lock and the fence bump together) and a release one, as
+// pg_stat_statements counts them: 10 cycles, 20 statements that lock, bump or unlock.
+BOOST_AUTO_TEST_CASE(an_acquisition_is_one_statement_and_a_release_one) {
+  postgres_server_options o;
+  o.settings.push_back("shared_preload_libraries=pg_stat_statements");
+  postgres_server server(o);
+  server.sql("CREATE EXTENSION pg_stat_statements");
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sql_locks::client<postgres> a(ex, server);
+    const auto lock = a.spec("counted");
+    const auto cycle = [&]() -> asio::awaitable<void> {
+      sql_locks::bidder b(ex);
+      a.bid(b, lock);
+      co_await b.done.wait();
+      BOOST_REQUIRE_MESSAGE(b.grant, b.ec.message() << ": " << b.words);
+      auto [ec, words] = co_await a.release(b, lock);
+      BOOST_TEST(!ec, ec.message() << ": " << words);
+    };
+    co_await cycle(); // creates the fence table
+    server.sql("SELECT pg_stat_statements_reset()");
+    for (int i = 0; i < 10; ++i)
+      co_await cycle();
+    const auto statements = server.sql(
+        "SELECT COALESCE(sum(calls), 0) FROM pg_stat_statements WHERE (query LIKE '%advisory%' OR query LIKE "
+        "'%corolock_fence%') AND query NOT LIKE '%pg_stat_statements%'");
+    BOOST_TEST(statements == "20"); // before: 30 (lock, bump, unlock)
+  });
+}
+
+// A database whose sessions default to repeatable read: a waiter's lock-and-bump statement has a
+// snapshot older than the bump of the holder before it (b waits, c waits, b gets it and bumps, c
+// gets it): c would fail to update that row (a serialization failure); each session sets read
+// committed, and every hand-off works.
+BOOST_AUTO_TEST_CASE(hand_offs_work_where_sessions_default_to_repeatable_read) {
+  postgres_server server;
+  server.sql("ALTER DATABASE postgres SET default_transaction_isolation = 'repeatable read'");
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sql_locks::held_and_awaited<postgres> x(ex, server, "rr");
+    co_await x.start();
+    sql_locks::client<postgres> c(ex, server);
+    sql_locks::bidder third(ex);
+    c.bid(third, x.lock);
+    BOOST_REQUIRE(co_await eventually([&] { return postgres::waiting(server) == "2"; }));
+    auto [ec, words] = co_await x.a.release(x.holder, x.lock);
+    BOOST_TEST(!ec, ec.message() << ": " << words);
+    co_await x.waiter.done.wait();
+    BOOST_REQUIRE_MESSAGE(x.waiter.grant, x.waiter.ec.message() << ": " << x.waiter.words);
+    auto [ec2, words2] = co_await x.b.release(x.waiter, x.lock);
+    BOOST_TEST(!ec2, ec2.message() << ": " << words2);
+    co_await third.done.wait();
+    BOOST_REQUIRE_MESSAGE(third.grant, third.ec.message() << ": " << third.words);
+    BOOST_TEST(x.waiter.grant->token > x.holder.grant->token);
+    BOOST_TEST(third.grant->token > x.waiter.grant->token);
   });
 }
 

@@ -40,5 +40,6 @@ COROLOCK_SQL_PUBLIC_CASE(many_local_waiters_use_one_waiting_session, postgres)
 COROLOCK_SQL_PUBLIC_CASE(a_killed_holder_is_told_and_the_waiter_gets_the_lock, postgres)
 COROLOCK_SQL_PUBLIC_CASE(kinds_through_the_public_api, postgres)
 COROLOCK_SQL_PUBLIC_CASE(a_stopped_server_loses_the_holder_by_its_deadline, postgres)
+COROLOCK_SQL_PUBLIC_CASE(close_completes_on_the_handlers_executor, postgres)
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -188,6 +188,31 @@ void exclusion_across_two_clients_and_tokens_increase() {
   });
 }
 
+/// A grant after a server-side wait longer than the lease (4 s; session_timeout 3 s) counts its
+/// lease from about the grant (the session was busy with the wait until then, so the server's
+/// idle bound had not started), not from when the wait was sent: it is still valid on arrival.
+template <typename Db>
+void a_grant_after_a_long_wait_is_valid_for_its_lease() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    held_and_awaited<Db> x(ex, server, "long wait");
+    co_await x.start();
+    co_await sleep_for(std::chrono::seconds(4));
+    const auto released = core::steady::now();
+    auto [ec, words] = co_await x.a.release(x.holder, x.lock);
+    BOOST_TEST(!ec, ec.message() << ": " << words);
+    co_await x.waiter.done.wait();
+    BOOST_REQUIRE_MESSAGE(x.waiter.grant, x.waiter.ec.message() << ": " << x.waiter.words);
+    const auto now = core::steady::now();
+    const auto& g = *x.waiter.grant;
+    BOOST_TEST_MESSAGE("grant from " << ms_between(released, g.from) << " ms after the release was sent, valid "
+                                     << ms_between(now, g.from + g.valid_for) << " ms more on arrival");
+    BOOST_TEST((g.from <= now));
+    BOOST_TEST(ms_between(now, g.from + g.valid_for) > 0.0); // before: the wait's sending + 3 s, past
+    BOOST_TEST(g.token > x.holder.grant->token);
+  });
+}
+
 template <typename Db>
 void a_killed_holder_is_told_and_the_waiter_gets_the_lock() {
   typename Db::server_type server;

@@ -183,4 +183,36 @@ void kinds_through_the_public_api() {
   });
 }
 
+/// async_close completes on the handler's own executor, as every Asio operation does: a handler
+/// bound to a strand runs inside it, one bound to another io_context's executor runs only when
+/// that context runs (not on the client's), and neither is called from inside async_close.
+template <typename Db>
+void close_completes_on_the_handlers_executor() {
+  typename Db::server_type server;
+  asio::io_context io, other;
+  auto strand = asio::make_strand(io);
+  auto a = client<Db>(io.get_executor(), server), b = client<Db>(io.get_executor(), server);
+  bool a_done = false, a_in_strand = false, b_done = false, b_on_io = false;
+  a->async_close(5s, asio::bind_executor(strand, [&](error_code ec) {
+    BOOST_TEST(!ec);
+    a_in_strand = strand.running_in_this_thread();
+    a_done = true;
+  }));
+  b->async_close(5s, asio::bind_executor(other.get_executor(), [&](error_code ec) {
+    BOOST_TEST(!ec);
+    b_on_io = io.get_executor().running_in_this_thread();
+    b_done = true;
+  }));
+  BOOST_TEST(!a_done); // not called inline
+  BOOST_TEST(!b_done);
+  // The client's context runs until both closes are over; `other` has not run yet.
+  io.run_for(10s);
+  BOOST_REQUIRE(a_done);
+  BOOST_TEST(a_in_strand);
+  BOOST_TEST(!b_done); // waits for its own context
+  other.run_for(10s);
+  BOOST_REQUIRE(b_done);
+  BOOST_TEST(!b_on_io);
+}
+
 } // namespace corolock::test::sql_public_api

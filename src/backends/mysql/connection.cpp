@@ -35,7 +35,7 @@ private:
     address_ = address;
     const char* db = cfg_.database.empty() ? nullptr : cfg_.database.c_str();
     run(mysql_real_connect_start(&connect_ret_, my_, address_.c_str(), cfg_.user.c_str(), cfg_.password.c_str(), db,
-                                 cfg_.port, nullptr, 0),
+                                 cfg_.port, nullptr, CLIENT_FOUND_ROWS),  // a row found and left alone counts
         [this](int ready) { return mysql_real_connect_cont(&connect_ret_, my_, ready); },
         [this] {
           if (connect_ret_ == nullptr)

@@ -36,26 +36,28 @@ detail::sql_dialect dialect(config cfg) {
   d.setup_statement = [](std::chrono::milliseconds session_timeout) -> std::string {
     return "SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000);
   };
-  d.lock_statement = [](const std::string& key, bool, bool wait) -> std::string {
-    return "SELECT GET_LOCK(" + key + (wait ? ", 3600)" : ", 0)");
-  };
-  d.lock_answer = [](const detail::sql_result& r, bool) -> answer {
-    const auto v = r.value();
-    if (v == "1")
-      return answer::granted;
-    return v == "0" ? answer::not_granted : answer::failed;
-  };
   d.unlock_statement = [](const std::string& key, bool) -> std::string {
     return "SELECT RELEASE_LOCK(" + key + ")";
   };
+  d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "1"; };
   d.unlock_all_statement = "SELECT RELEASE_ALL_LOCKS()";
-  d.fence_statement = [](const std::string& table, const std::string& key,
-                         const std::string& hashed_hex) -> std::string {
-    return "INSERT INTO " + table + " (lock_key, name, token) VALUES (" + key + ", X'" + hashed_hex +
-           "', LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE token = IF(name = VALUES(name), "
-           "LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0))";
+  // One statement: GET_LOCK in the WHERE of an INSERT … SELECT, so the row is inserted or bumped
+  // only when it said 1. Answers in the OK packet: the new token as the insert id; a row of
+  // another name (a collision) is found and left alone: insert id 0, one row (the session counts
+  // found rows, CLIENT_FOUND_ROWS); not granted: no row.
+  d.lock_statement = [](const std::string& table, const std::string& key, const std::string& hashed_hex,
+                        bool, bool wait) -> std::string {
+    return "INSERT INTO " + table + " (lock_key, name, token) SELECT " + key + ", X'" + hashed_hex +
+           "', LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(" + key + (wait ? ", 3600)" : ", 0)") +
+           " = 1 ON DUPLICATE KEY UPDATE token = IF(name = VALUES(name), LAST_INSERT_ID(token + 1), "
+           "token + LAST_INSERT_ID(0))";
   };
-  d.fence_token = [](const detail::sql_result& r) -> std::optional<std::uint64_t> { return r.insert_id; };
+  d.lock_answer = [](const detail::sql_result& r, std::uint64_t& token, std::chrono::microseconds&) -> answer {
+    if (!r.words.empty())
+      return answer::failed;
+    token = r.insert_id;
+    return r.insert_id > 0 || r.affected_rows > 0 ? answer::granted : answer::not_granted;
+  };
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
     std::vector<std::string> out;
     if (const auto dot = table.find('.'); dot != std::string::npos)

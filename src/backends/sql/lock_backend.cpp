@@ -160,28 +160,35 @@ void sql_lock_backend::start(const std::shared_ptr<bid_state>& st) {
 }
 
 // One look on a session that holds other locks: no new connection for an uncontended lock.
-void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l) {
+void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created) {
   const bool shared = st->b.shared;
   l->trying.insert(st->key); // a reader's and a writer's bid of one lock must not meet here
-  run(l, {dialect_.lock_statement(st->key, shared, false), options_.session_timeout / 3, false,
-          [this, st, l, shared](error_code ec, sql_result r, steady::time_point) {
+  run(l, {lock_statement(st, false), options_.session_timeout / 3, false,
+          [this, st, l, shared, created](error_code ec, sql_result r, steady::time_point sent) {
             l->trying.erase(st->key);
-            const answer a = dialect_.lock_answer(r, false);
+            const auto [a, token, waited] = read_lock_answer(r);
+            if (st->events != nullptr &&
+                create_fence_table(l, ec, r, created, [this, st, l] {
+                  if (st->events != nullptr)
+                    try_on(st, l, true);
+                }))
+              return;
             if (a == answer::granted && !l->dead) {
               l->held[st->key] = shared;
               if (!ec && st->events != nullptr)
-                return fence(st, l, false);
+                return fenced(st, l, token, sent);
               give_back(l, st->key, shared); // withdrawn, or a deadline that came too late
               if (st->events != nullptr)
                 fail(st, ec, r.words.to_string());
               return;
             }
+            give_back_if_taken(st, l, ec, a);
             if (st->events == nullptr)
               return;
             if (ec && link_failure(ec))
               return lost_during(st, ec, r.words.to_string());
             if (ec || a == answer::failed)
-              return fail(st, ec ? ec : make_error_code(error::database_error), r.words.to_string());
+              return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));
             if (!st->b.wait)
               return deliver(st, [](core::contender_events& e) { e.taken(); });
             need_session(st);
@@ -206,32 +213,47 @@ void sql_lock_backend::need_session(const std::shared_ptr<bid_state>& st) {
 }
 
 // The bid's own session (holding nothing): the blocking statement (or, wait == false, one look).
-void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l) {
+void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created) {
   l->blocking = true;
   st->waiting_on = l;
   const bool shared = st->b.shared, wait = st->b.wait;
-  run(l, {dialect_.lock_statement(st->key, shared, wait), {}, true,
-          [this, st, l, shared, wait](error_code ec, sql_result r, steady::time_point) {
+  run(l, {lock_statement(st, wait), {}, true,
+          [this, st, l, shared, wait, created](error_code ec, sql_result r, steady::time_point sent) {
             st->waiting_on = nullptr;
-            const answer a = dialect_.lock_answer(r, wait);
+            const auto [a, token, waited] = read_lock_answer(r);
+            if (st->events != nullptr &&
+                create_fence_table(l, ec, r, created, [this, st, l] {
+                  if (st->events != nullptr)
+                    return wait_on(st, l, true);
+                  l->blocking = false;
+                  freed(l);
+                }))
+              return;
             if (a == answer::granted && !l->dead) { // also after a cancel that came too late
               l->held[st->key] = shared;
-              if (!ec && st->events != nullptr)
-                return fence(st, l, false);
               l->blocking = false;
+              // The session was busy with the statement until the grant: its idle bound on the
+              // server started no sooner than `waited` (the server's count) after it was sent.
+              if (!ec && st->events != nullptr) {
+                const auto now = steady::now();
+                if (dialect_.lock_times_wait || now - sent < options_.session_timeout / 3)
+                  return fenced(st, l, token, std::min(sent + waited, now));
+                return date_lease(st, l, token); // a long wait of unknown length on the server
+              }
               give_back(l, st->key, shared);
               if (st->events != nullptr)
                 fail(st, ec, r.words.to_string());
               return;
             }
             l->blocking = false;
+            give_back_if_taken(st, l, ec, a);
             if (st->events == nullptr)
               return freed(l);
             if (ec && link_failure(ec))
               return lost_during(st, ec, r.words.to_string());
             if (ec || a == answer::failed) {
               freed(l);
-              return fail(st, ec ? ec : make_error_code(error::database_error), r.words.to_string());
+              return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));
             }
             if (wait) // a bounded server-side wait ran out: wait again
               return wait_on(st, l);
@@ -240,54 +262,95 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
           }});
 }
 
-void sql_lock_backend::fence(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created) {
+// The lock statement of a bid (the fence bump in it).
+std::string sql_lock_backend::lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const {
   const std::string text = hashed_text(*st->b.lock);
-  const std::string hashed_hex = hex(reinterpret_cast<const unsigned char*>(text.data()), text.size());
-  run(l, {dialect_.fence_statement(fence_table_, st->key, hashed_hex), options_.session_timeout / 3, false,
-          [this, st, l, created](error_code ec, sql_result r, steady::time_point sent) {
-            l->blocking = false;
-            const bool shared = st->b.shared;
+  return dialect_.lock_statement(fence_table_, st->key,
+                                 hex(reinterpret_cast<const unsigned char*>(text.data()), text.size()), st->b.shared,
+                                 wait);
+}
+
+std::tuple<sql_lock_backend::answer, std::uint64_t, std::chrono::microseconds>
+sql_lock_backend::read_lock_answer(const sql_result& r) const {
+  std::uint64_t token = 0;
+  std::chrono::microseconds waited{0};
+  const answer a = dialect_.lock_answer(r, token, waited);
+  return {a, token, waited};
+}
+
+// A lock statement that failed may have failed after the grant (a cancel that came during the
+// bump, a bump that failed): the lock is given back, harmlessly if it was not taken.
+void sql_lock_backend::give_back_if_taken(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
+                                          error_code ec, answer a) {
+  if ((ec ? !link_failure(ec) : a == answer::failed) && !l->dead) {
+    l->held[st->key] = st->b.shared;
+    give_back(l, st->key, st->b.shared);
+  }
+}
+
+// Why a lock statement failed, naming the fence table when the bump was part of it.
+std::string sql_lock_backend::lock_words(const sql_result& r) const {
+  return "lock and fence bump in " + fence_table_ + ": " + r.words.to_string();
+}
+
+// The fence table is missing (created on first use): creates it, then `then` runs the statement
+// again. A creator racing ours may make our CREATE fail (PostgreSQL: a unique violation in its
+// catalog): the table is there then, so the statement is tried again whatever the CREATE said,
+// and its own failure is the one reported. False: not that failure (or already tried).
+bool sql_lock_backend::create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r,
+                                          bool created, std::function<void()> then) {
+  if (ec != error::database_error || created || l->dead || !dialect_.missing_table(r.words))
+    return false;
+  auto statements = dialect_.create_fence_table(fence_table_);
+  auto remaining = std::make_shared<std::size_t>(statements.size());
+  for (auto& s : statements)
+    run(l, {std::move(s), options_.session_timeout / 3, false,
+            [remaining, then](error_code, sql_result, steady::time_point) {
+              if (--*remaining == 0)
+                then();
+            }});
+  return true;
+}
+
+// After a long server-side wait whose length the server did not say: one statement more, whose
+// sending the lease counts from (the session was busy until the grant; idle only after it).
+void sql_lock_backend::date_lease(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
+                                  std::uint64_t token) {
+  run(l, {"SELECT 1", options_.session_timeout / 3, false,
+          [this, st, l, token](error_code ec, sql_result r, steady::time_point sent) {
             if (ec && link_failure(ec)) {
               if (st->events != nullptr)
                 lost_during(st, ec, r.words.to_string());
               return;
             }
-            if (ec == error::database_error && !created && dialect_.missing_table(r.words) && st->events != nullptr) {
-              // Created on first use. A creator racing ours may make our CREATE fail (PostgreSQL:
-              // a unique violation in its catalog): the table is there then, so the bump is tried
-              // again whatever the CREATE said, and its own failure is the one reported.
-              auto statements = dialect_.create_fence_table(fence_table_);
-              auto remaining = std::make_shared<std::size_t>(statements.size());
-              for (auto& s : statements)
-                run(l, {std::move(s), options_.session_timeout / 3, false,
-                        [this, st, l, remaining](error_code, sql_result, steady::time_point) {
-                          if (--*remaining == 0)
-                            fence(st, l, true);
-                        }});
+            if (ec || st->events == nullptr) {
+              give_back(l, st->key, st->b.shared);
+              if (st->events != nullptr)
+                fail(st, ec, r.words.to_string());
               return;
             }
-            const auto token = ec ? std::nullopt : dialect_.fence_token(r);
-            if (st->events == nullptr || !token || *token == 0) {
-              give_back(l, st->key, shared);
-              if (st->events == nullptr)
-                return;
-              if (ec)
-                return fail(st, ec, "fence bump in " + fence_table_ + ": " + r.words.to_string());
-              if (!token)
-                return fail(st, make_error_code(error::database_error), "fence bump in " + fence_table_ + ": no token");
-              return fail(st, make_error_code(error::invalid_argument),
-                          "lock name collides with another name on key " + st->key + " (fence row in " +
-                              fence_table_ + " records another name)");
-            }
-            alive(l, sent);
-            arm_ping(l);
-            core::grant g;
-            g.token = *token;
-            g.from = sent;
-            g.valid_for = options_.session_timeout;
-            g.session = l->id;
-            deliver(st, [g](core::contender_events& e) { e.granted(g); }, l);
+            fenced(st, l, token, sent);
           }});
+}
+
+// The lock is ours on `l` and its counter bumped to `token` (0: the row records another name);
+// `from`: when the session's idle bound on the server may have started counting, at the earliest.
+void sql_lock_backend::fenced(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
+                              std::uint64_t token, steady::time_point from) {
+  if (token == 0) {
+    give_back(l, st->key, st->b.shared);
+    return fail(st, make_error_code(error::invalid_argument),
+                "lock name collides with another name on key " + st->key + " (fence row in " + fence_table_ +
+                    " records another name)");
+  }
+  alive(l, from);
+  arm_ping(l);
+  core::grant g;
+  g.token = token;
+  g.from = from;
+  g.valid_for = options_.session_timeout;
+  g.session = l->id;
+  deliver(st, [g](core::contender_events& e) { e.granted(g); }, l);
 }
 
 // A lock of ours nobody wants (withdrawn, failed fence): given back in its session.
@@ -341,6 +404,13 @@ void sql_lock_backend::deliver(const std::shared_ptr<bid_state>& st,
   asio::post(executor_, [this, st, what = std::move(what), l = std::move(granted_on), w = std::weak_ptr<int>(life_)] {
     if (w.expired())
       return;
+    if (l && l->dead && st->events != nullptr) {
+      // The session ended between the grant's answer and now (e.g. a server resumed from a stall
+      // answers, then ends the session for its idle bound): the server freed the lock, and the
+      // session's loss was reported before this lease existed, so it is not delivered.
+      st->answered = false;
+      return lost_during(st, make_error_code(error::connection_lost), "the session ended right after the grant");
+    }
     if (auto* events = std::exchange(st->events, nullptr))
       return what(*events);
     if (l)
@@ -534,7 +604,7 @@ void sql_lock_backend::release(const core::held& lease, handler<void(error_code,
               l->held.erase(key);
             error_code out = ec;
             std::string words = r.words.to_string();
-            if (!ec && dialect_.lock_answer(r, false) != answer::granted) {
+            if (!ec && !dialect_.unlock_answer(r)) {
               out = make_error_code(error::lease_lost);
               words = "the server did not list this session as holder";
             } else if (link_failure(ec)) {

@@ -26,10 +26,19 @@
 //   cancellation withdraws it as any other bid. Holding sessions are never closed to make room.
 // - A session that holds nothing stops being pinged; up to max_idle of them stay open as spares.
 //
-// Statements (round trips) per acquisition: the lock statement, then in the same session the fence
-// bump (one statement each; MariaDB reads the token from the OK packet's insert id): 2, plus 1 for
-// a try on a shared session that found the lock taken, plus the session's connect and its one
-// setup statement when a new session is opened. Release: 1.
+// Statements (round trips) per acquisition: ONE — the lock statement carries the fence bump (a
+// PostgreSQL CTE: the lock, then INSERT … ON CONFLICT from its row; MariaDB: INSERT … SELECT …
+// WHERE GET_LOCK(…) = 1 ON DUPLICATE KEY UPDATE, the token read from the OK packet's insert id),
+// so the bump runs only once the lock is granted; plus 1 for a try on a shared session that found
+// the lock taken, plus (MariaDB) 1 after a wait longer than session_timeout/3 (below), plus the
+// session's connect and its one setup statement when a new session is opened. Release: 1. Why
+// safe: the bump commits before the statement answers, so before the holder can release; the next
+// holder's bump updates the newest version of the row (ON CONFLICT / ON DUPLICATE KEY read it
+// whatever the statement's snapshot; PostgreSQL sessions are set to read committed, where that
+// holds). A statement that fails may have failed after the grant: its lock is given back (an
+// unlock of a lock not held is harmless). Costs: the bump is a durable write per acquisition (a
+// WAL / redo flush where commits are synchronous); a waiting statement keeps the fence table open
+// (a DDL on it waits for the waiters).
 //
 // Names (any corolock name, 1..1024 bytes): the key is SHA-256 over prefix, kind, a NUL byte and the
 // name (lock_options::prefix, "mutex"/"read_write"). MariaDB/MySQL lock name: "corolock:" and the
@@ -39,8 +48,8 @@
 // a second name on the same key (a hash collision) is noticed at its fence bump, which gives the
 // lock back and fails the bid with invalid_argument.
 //
-// Fencing tokens: a counter row per key in the fence table, bumped in the holding session right
-// after the lock was granted, so tokens of one lock name strictly increase; the row (and the table)
+// Fencing tokens: a counter row per key in the fence table, bumped in the statement that takes the
+// lock, only once granted, so tokens of one lock name strictly increase; the row (and the table)
 // is created on first use.
 //
 // The session is the lease: each holding session is pinged every session_timeout/3; every answered
@@ -52,8 +61,14 @@
 // that goes unanswered leaves the core's local deadline to mark the leases lost, before the server
 // can end the session and give the lock to another client.
 //
-// contend: as above; granted(token, from = when the fence statement was sent, valid_for =
-// session_timeout, session = our session number). wait == false: the non-blocking form → taken.
+// contend: as above; granted(token, from, valid_for = session_timeout, session = our session
+// number), `from` when the lock statement was sent (the session's idle bound on the server cannot
+// start before it answered) — after a server-side wait, that plus the wait as the server counted
+// it (PostgreSQL), or (MariaDB, which does not say) when a `SELECT 1` after a wait longer than
+// session_timeout/3 was sent. wait == false: the non-blocking form → taken.
+// A grant whose session ended between the statement's answer and its delivery (a stalled server
+// that resumes answers the statement, then ends the session for its idle bound) is not delivered:
+// the bid starts over or fails as for a session lost during it.
 // withdraw: a queued bid is dropped; a blocking wait is cancelled on the server (KILL QUERY /
 // pg_cancel_backend, by the session's operation), and a grant that raced it is given back in that
 // session, as is a grant that arrived after the withdrawal. A session lost during a bid: the server
@@ -80,6 +95,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace corolock::detail {
@@ -96,18 +112,25 @@ struct sql_dialect {
   std::function<std::string(const std::array<unsigned char, 32>& digest)> key_literal;
   /// Run once on each new session: its idle bound on the server.
   std::function<std::string(std::chrono::milliseconds session_timeout)> setup_statement;
-  /// The lock statement: blocking (wait) or one look.
-  std::function<std::string(const std::string& key, bool shared, bool wait)> lock_statement;
-  /// What the lock statement's rows say (whatever the completion's error: a grant may have raced
-  /// a cancel). A blocking statement may say not_granted (MariaDB's timeout): it is run again.
-  std::function<answer(const sql_result& r, bool wait)> lock_answer;
+  /// The lock statement, blocking (wait) or one look, with the fence bump in it: ONE statement (one
+  /// round trip), the bump running only once the lock is granted; it bumps the key's counter,
+  /// creating the row, unless the row records another name.
+  std::function<std::string(const std::string& table, const std::string& key, const std::string& hashed_hex,
+                            bool shared, bool wait)>
+      lock_statement;
+  /// Its answer (whatever the completion's error: a grant may have raced a cancel): granted (then
+  /// `token` is the new token, 0 for a collision, and `waited` how long the server took from the
+  /// statement's arrival to the bump, a lower bound), not_granted (no bump; a blocking statement
+  /// that says so — MariaDB's timeout — is run again), failed (whether the lock was taken is not
+  /// known).
+  std::function<answer(const sql_result& r, std::uint64_t& token, std::chrono::microseconds& waited)> lock_answer;
+  /// Whether lock_answer says how long the server waited (else a long wait is followed by one
+  /// statement more, whose sending dates the lease).
+  bool lock_times_wait = false;
   std::function<std::string(const std::string& key, bool shared)> unlock_statement;
+  /// Whether the unlock statement found the lock held by its session.
+  std::function<bool(const sql_result& r)> unlock_answer;
   std::string unlock_all_statement;
-  /// Bumps the key's counter, creating the row: its answer through fence_token.
-  std::function<std::string(const std::string& table, const std::string& key, const std::string& hashed_hex)>
-      fence_statement;
-  /// The new token; 0 when the row belongs to another name (a collision); nullopt if unreadable.
-  std::function<std::optional<std::uint64_t>(const sql_result& r)> fence_token;
   std::function<std::vector<std::string>(const std::string& table)> create_fence_table;
   std::function<bool(const sql_words& w)> missing_table;
 };
@@ -153,10 +176,19 @@ private:
   };
 
   void start(const std::shared_ptr<bid_state>& st);
-  void try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l);
+  void try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created = false);
   void need_session(const std::shared_ptr<bid_state>& st);
-  void wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l);
-  void fence(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created);
+  void wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created = false);
+  std::string lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const;
+  std::string lock_words(const sql_result& r) const;
+  std::tuple<answer, std::uint64_t, std::chrono::microseconds> read_lock_answer(const sql_result& r) const;
+  void give_back_if_taken(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, error_code ec,
+                          answer a);
+  void date_lease(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token);
+  bool create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r, bool created,
+                          std::function<void()> then);
+  void fenced(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token,
+              core::steady::time_point from);
   void give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared);
   void withdraw(const std::shared_ptr<bid_state>& st);
   void lost_during(const std::shared_ptr<bid_state>& st, error_code ec, std::string words);

@@ -3,6 +3,7 @@
 #include "core/engine.hpp"
 
 #include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 namespace corolock::sql {
@@ -24,7 +25,9 @@ std::shared_ptr<core::handle> lock_client::make_lock_handle(core::lock_kind kind
 void lock_client::start_close(std::chrono::milliseconds bound, detail::handler<void(error_code)> h) {
   auto done = std::make_shared<detail::handler<void(error_code)>>(std::move(h));
   asio::post(executor_, [engine = engine_, bound, done] {
-    engine->close(bound, [done] { std::move(*done)(error_code{}); });
+    // The engine answers on the client's executor; the handler runs on its own (a strand it is
+    // bound to), as every Asio operation's completion does.
+    engine->close(bound, [done] { asio::dispatch(asio::append(std::move(*done), error_code{})); });
   });
 }
 
