@@ -296,7 +296,9 @@ BOOST_AUTO_TEST_CASE(a_session_ending_while_the_bid_waits_on_its_watch_fails_it)
   BOOST_TEST(trace(r) == "");
 }
 
-BOOST_AUTO_TEST_CASE(a_session_ending_ends_a_watcher_at_once_and_leaves_a_held_bid_alone) {
+// A held bid ends too (no delete: its node went with the session), so a client that goes on with a
+// new session keeps nothing of the old one; a release then finds nothing.
+BOOST_AUTO_TEST_CASE(a_session_ending_ends_a_watcher_at_once_and_a_held_bid_without_a_delete) {
   lock_recipe w(dir, node_kind::mutex, "me", true);
   made(w, true); // exists+watch #3 still in flight
   w.session_ended();
@@ -307,8 +309,11 @@ BOOST_AUTO_TEST_CASE(a_session_ending_ends_a_watcher_at_once_and_leaves_a_held_b
   made(h, false);
   BOOST_TEST(h.holding());
   h.session_ended();
-  BOOST_TEST(trace(h) == "");
-  BOOST_TEST(h.holding());
+  BOOST_TEST(trace(h) == "done");
+  BOOST_TEST(!h.holding());
+  BOOST_TEST(h.node().empty());
+  h.release();
+  BOOST_TEST(trace(h) == "released lease_lost");
 }
 
 BOOST_AUTO_TEST_CASE(a_failure_with_our_node_alive_deletes_it_before_saying_failed) {

@@ -262,6 +262,10 @@ void lock_recipe::reconnected() {
 void lock_recipe::session_ended() {
   if (state_ == state::watching)
     fail(error::session_expired, "the ZooKeeper session ended");
+  else if (state_ == state::held) { // the node went with the session; a later release says lease_lost
+    node_.clear();
+    finish();
+  }
 }
 
 void lock_recipe::withdraw() {

@@ -100,7 +100,8 @@ public:
   /// The session expired: our node went with it. A bid waiting on its predecessor (its watch
   /// armed, or the exists setting it in flight) fails with session_expired now: an armed watch
   /// never fires, and a late reply is dropped. A bid making, finding or listing its node is ended
-  /// by that request's own session_expired; a held one is the lease keeper's to tell.
+  /// by that request's own session_expired. A held one is over (done): the lease keeper tells its
+  /// holder, and a release finds nothing (lease_lost), never a node of a later session.
   void session_ended();
 
   void withdraw();
