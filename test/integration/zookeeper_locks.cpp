@@ -8,7 +8,7 @@
 // stalls past its session (told first, its fenced write refused, its session found expired and
 // nothing of it left at the server); a member partitioned away, its client moving to another; a
 // bid waiting when its session expires (expected to fail: it is not ended, see the case); after an
-// expiry, the client going on with a new session.
+// expiry, the client going on with a new session; a lock path whose ACL refuses us.
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -743,6 +743,49 @@ BOOST_AUTO_TEST_CASE(a_member_partitioned_away_moves_its_client_to_another_withi
     BOOST_TEST(co_await nothing_left(*b));
     co_await a->close();
     co_await b->close();
+  });
+}
+
+// A lock path whose parent's ACL refuses us: the lock's own folder, and a prefix (the root folder
+// above it), each made read-only for everyone (world:anyone:r) by ZooKeeper's own command-line
+// client, as a second account would. The acquisition fails with corolock's permission_denied (not
+// a zk_error code), words naming the path; nothing of it is left (no node, no waiter: a second try
+// fails the same way at once); once the refusing node is gone, the same handle acquires.
+BOOST_AUTO_TEST_CASE(a_lock_path_whose_acl_refuses_us_fails_with_permission_denied_and_leaves_nothing) {
+  zookeeper_server server;
+  zookeeper_cli(server.port(), {"create", "/corolock", ""});
+  zookeeper_cli(server.port(), {"create", "/corolock/order:42", "", "world:anyone:r"});
+  zookeeper_cli(server.port(), {"create", "/ro", "", "world:anyone:r"});
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client_of(ex, server.url());
+    co_await a->connect();
+    lock_options under_ro;
+    under_ro.prefix = "ro";
+    corolock::mutex m{*a, "order:42"}, mr{*a, "order:43", under_ro};
+    const auto refused = [&](corolock::mutex& x, const std::string& path) -> asio::awaitable<void> {
+      diagnostics why;
+      const auto t0 = clock_type::now();
+      auto [ec, g] = co_await x.acquire_for(milliseconds(5000), bind_diagnostics(why, as_tuple_awaitable));
+      const auto words = why.client_message() + " | " + why.server_message();
+      BOOST_TEST((ec == error::permission_denied), ec.message() << " (" << ec.category().name() << "): " << words);
+      BOOST_TEST(!g.owns_lock());
+      BOOST_TEST(words.find(path) != std::string::npos, words);
+      BOOST_TEST_MESSAGE("refused in " << ms_between(t0, clock_type::now()) << " ms: " << ec.message() << ": " << words);
+    };
+    co_await refused(m, "/corolock/order:42");
+    co_await refused(mr, "/ro/order:43");
+    BOOST_TEST((co_await nodes(*a, dir)).empty());
+    BOOST_TEST((co_await nodes(*a, "/ro")).empty());
+    co_await refused(m, "/corolock/order:42"); // the handle again: the same answer, no stuck bid
+    BOOST_TEST(ephemeral_nodes(server.port()).empty());
+
+    co_await a->remove(dir); // our right: /corolock is open to all
+    auto [ec, g] = co_await m.acquire_for(milliseconds(5000), as_tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(g.owns_lock());
+    co_await g.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await a->close();
   });
 }
 
