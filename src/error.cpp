@@ -44,6 +44,8 @@ public:
              "deadline); its ephemeral nodes and watches are gone";
     case error::database_error:
       return "the database server answered with an error (its code, SQLSTATE and message are on the result)";
+    case error::permission_denied:
+      return "the store refused us the rights to the lock's path (a ZooKeeper ACL); the words name the path";
     }
     return "unknown corolock error";
   }

@@ -46,6 +46,9 @@ enum class error {
   // SQL databases (appended: the numbers above stay as they were).
   database_error,       ///< a MariaDB/MySQL or PostgreSQL server answered with an error; its
                         ///< code, SQLSTATE and words travel with the operation's result
+  // The stores' access control (appended: the numbers above stay as they were).
+  permission_denied,    ///< the store refused us the rights to a path the lock needs (a ZooKeeper
+                        ///< ACL: NoAuth); the words name the path
 };
 
 /// The category of corolock::error; its message() gives each code's meaning in words.

@@ -217,10 +217,14 @@ BOOST_AUTO_TEST_CASE(a_server_restart_within_the_session_keeps_it_its_nodes_and_
   });
 }
 
+// With new_session_after_expiry off, so the client stays expired and its requests fail (on, it asks
+// for a new session at once: zookeeper_locks/after_its_session_expired_the_client_goes_on_…).
 BOOST_AUTO_TEST_CASE(a_stopped_server_past_the_session_timeout_is_expiry_for_us) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    zk::client c(ex, zookeeper_config(server.url(), milliseconds(1000)));
+    auto cfg = zookeeper_config(server.url(), milliseconds(1000));
+    cfg.new_session_after_expiry = false;
+    zk::client c(ex, cfg);
     state_log states;
     states.attach(c);
     co_await c.connect();

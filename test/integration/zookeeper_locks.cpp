@@ -7,9 +7,10 @@
 // a 3-member ensemble's leader killed while locks are held and waited for; a holder whose link
 // stalls past its session (told first, its fenced write refused, its session found expired and
 // nothing of it left at the server); a member partitioned away, its client moving to another; a
-// bid waiting when its session expires (expected to fail: it is not ended, see the case). The
-// semaphore: a big request not passed by small ones, a holder's session expiry freeing its permits,
-// every cancellation type while waiting for permits leaving no node, mismatched counts refused.
+// bid waiting when its session expires (ended with session_expired); after an expiry, the client
+// going on with a new session; a lock path whose ACL refuses us. The semaphore: a big request not
+// passed by small ones, a holder's session expiry freeing its permits, every cancellation type
+// while waiting for permits leaving no node, mismatched counts refused.
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -50,8 +51,10 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
 
 /// A client of `url`, not yet connected.
 std::unique_ptr<zk::client> client_of(asio::any_io_executor ex, const std::string& url,
-                                      milliseconds session = milliseconds(4000)) {
-  return std::make_unique<zk::client>(ex, zookeeper_config(url, session));
+                                      milliseconds session = milliseconds(4000), bool new_session_after_expiry = true) {
+  auto cfg = zookeeper_config(url, session);
+  cfg.new_session_after_expiry = new_session_after_expiry;
+  return std::make_unique<zk::client>(ex, cfg);
 }
 
 /// Two connected clients of `url` and a mutex of each on one lock: most cases start here.
@@ -152,12 +155,24 @@ std::string through(const fault_proxy& proxy) {
 /// which must outlive it), one straight to `url`.
 asio::awaitable<std::pair<std::unique_ptr<zk::client>, std::unique_ptr<zk::client>>>
 through_and_direct(asio::any_io_executor ex, const fault_proxy& proxy, const std::string& url, milliseconds session,
-                   session_log& log) {
-  auto stalled = client_of(ex, through(proxy), session), direct = client_of(ex, url, session);
+                   session_log& log, bool new_session_after_expiry = true) {
+  auto stalled = client_of(ex, through(proxy), session, new_session_after_expiry), direct = client_of(ex, url, session);
   log_states(*stalled, log);
   co_await stalled->connect();
   co_await direct->connect();
   co_return std::pair{std::move(stalled), std::move(direct)};
+}
+
+/// The server at `port` lists no ephemeral node of session `id` (its `dump`, printed when it does).
+bool no_node_of_session(std::uint16_t port, std::int64_t id) {
+  const auto dump = four_letter_word(port, "dump");
+  const auto ephemerals = dump.substr(std::min(dump.find("ephemeral nodes dump"), dump.size()));
+  std::ostringstream hex_id;
+  hex_id << "0x" << std::hex << id;
+  if (ephemerals.find(hex_id.str()) == std::string::npos)
+    return true;
+  BOOST_TEST_MESSAGE(dump);
+  return false;
 }
 
 bool is_invalid_argument(const boost::system::system_error& e) {
@@ -557,13 +572,15 @@ BOOST_AUTO_TEST_CASE(a_holder_stalled_past_its_session_is_told_before_another_cl
   });
 }
 
+// With config::new_session_after_expiry = false: the client stays expired (the default goes on with
+// a new session: the case after this one).
 BOOST_AUTO_TEST_CASE(a_session_expired_by_a_stalled_link_loses_every_lease_and_leaves_nothing_at_the_server) {
   zookeeper_server server;
   fault_proxy proxy(server.port());
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     const auto session = milliseconds(1500);
     session_log log;
-    auto [stalled, other] = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    auto [stalled, other] = co_await through_and_direct(ex, proxy, server.url(), session, log, false);
     const auto id = stalled->session_id();
     corolock::mutex s42{*stalled, "order:42"}, s43{*stalled, "order:43"}, o42{*other, "order:42"};
     auto g42 = co_await s42.acquire(), g43 = co_await s43.acquire();
@@ -591,15 +608,11 @@ BOOST_AUTO_TEST_CASE(a_session_expired_by_a_stalled_link_loses_every_lease_and_l
     BOOST_TEST(g42.lost());
     BOOST_TEST(g43.lost());
     // At the server: only the other client's node, none of the stalled session's.
-    const auto dump = four_letter_word(server.port(), "dump");
-    const auto ephemerals = dump.substr(std::min(dump.find("ephemeral nodes dump"), dump.size()));
-    std::ostringstream hex_id;
-    hex_id << "0x" << std::hex << id;
-    BOOST_TEST(ephemerals.find(hex_id.str()) == std::string::npos, dump);
+    BOOST_TEST(no_node_of_session(server.port(), id));
     BOOST_TEST(ephemeral_nodes(server.port()).size() == 1u);
     BOOST_TEST((co_await nodes(*other, "/corolock/order:43")).empty());
 
-    // What the client does now: no new session of its own (not built); an acquisition fails at once.
+    // What the client does now: no new session of its own (switched off); an acquisition fails at once.
     const auto asked = clock_type::now();
     auto [aec, again] = co_await s43.acquire_for(milliseconds(3000), as_tuple_awaitable);
     BOOST_TEST((aec == error::session_expired), aec.message());
@@ -611,6 +624,77 @@ BOOST_AUTO_TEST_CASE(a_session_expired_by_a_stalled_link_loses_every_lease_and_l
                        << " ms; a new acquire after the stall: " << aec.message() << " in "
                        << ms_between(asked, clock_type::now()) << " ms");
     co_await wo42.g.unlock();
+    BOOST_TEST(co_await nothing_left(*other));
+    co_await stalled->close();
+    co_await other->close();
+  });
+}
+
+// The default (config::new_session_after_expiry): after the expiry the client establishes a new
+// session by itself, as Curator's and kazoo's do. The old session's guard is told lost; a new
+// acquire on the same client and mutex succeeds with a larger token; nothing of the old session is
+// left (no ephemeral node of its id at the server; the old guard's unlock says lease_lost and
+// touches nothing of the new session). Before the new session the client stayed `expired` and this
+// acquire failed with session_expired.
+BOOST_AUTO_TEST_CASE(after_its_session_expired_the_client_goes_on_with_a_new_session_and_acquires_again) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(1500);
+    session_log log;
+    auto [stalled, other] = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    const auto old_id = stalled->session_id();
+    corolock::mutex s42{*stalled, "order:42"}, o42{*other, "order:42"};
+    auto g = co_await s42.acquire();
+    const auto old_token = g.fencing_token();
+    told_lost lost;
+    watch_lost(ex, g, lost);
+    attempt wo; // the other client waits for order:42
+    start(ex, o42, wo);
+    BOOST_REQUIRE(co_await count_becomes(*other, dir, 2));
+
+    const auto t0 = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    BOOST_REQUIRE(co_await done(wo, milliseconds(15000))); // the server expired the session
+    BOOST_TEST(!*wo.ec);
+    BOOST_REQUIRE(co_await eventually([&] { return log.expired.has_value(); }, milliseconds(5000)));
+    co_await sleep_for(2 * session - std::chrono::duration_cast<milliseconds>(clock_type::now() - t0));
+    const auto healed = clock_type::now();
+    proxy.heal();
+    const bool renewed_in_time = co_await eventually(
+        [&] { return stalled->state() == zk::session_state::connected; }, milliseconds(10000));
+    BOOST_TEST_REQUIRE(renewed_in_time,
+                  "the client is " << zk::to_string(stalled->state()) << " "
+                                   << ms_between(healed, clock_type::now()) << " ms after the link healed");
+    const auto renewed = clock_type::now();
+    BOOST_TEST(stalled->session_id() != old_id);
+    BOOST_REQUIRE(lost.ec.has_value());
+    BOOST_TEST((*lost.ec == error::lease_lost), lost.ec->message());
+    BOOST_TEST(g.lost());
+    const auto other_token = wo.g.fencing_token();
+    BOOST_TEST(other_token > old_token);
+    co_await wo.g.unlock();
+
+    const auto asked = clock_type::now();
+    auto [aec, again] = co_await s42.acquire_for(milliseconds(3000), as_tuple_awaitable);
+    BOOST_TEST_REQUIRE(!aec, aec.message());
+    BOOST_TEST(again.owns_lock());
+    BOOST_TEST(again.fencing_token() > other_token);
+    // Nothing of the old session: none of its ephemeral nodes, only the new session's one node.
+    BOOST_TEST(no_node_of_session(server.port(), old_id));
+    BOOST_TEST(ephemeral_nodes(server.port()).size() == 1u);
+    auto [uec] = co_await g.unlock(as_tuple_awaitable); // the old guard: gone, and it deletes nothing
+    BOOST_TEST((uec == error::lease_lost), uec.message());
+    BOOST_TEST(!again.lost());
+    BOOST_TEST((co_await nodes(*other, dir)).size() == 1u);
+    BOOST_TEST_MESSAGE("link stalled at 0 ms for " << ms_between(t0, healed) << " ms (session " << session.count()
+                       << " ms): lease told lost at " << ms_between(t0, lost.at) << " ms, expired for the client at "
+                       << ms_between(t0, *log.expired) << " ms, the other client got the lock at "
+                       << ms_between(t0, wo.at) << " ms, a new session " << ms_between(healed, renewed)
+                       << " ms after the heal; a new acquire took " << ms_between(asked, clock_type::now())
+                       << " ms, tokens " << std::hex << old_token << " -> " << other_token << " -> "
+                       << again.fencing_token() << std::dec);
+    co_await again.unlock();
     BOOST_TEST(co_await nothing_left(*other));
     co_await stalled->close();
     co_await other->close();
@@ -670,6 +754,49 @@ BOOST_AUTO_TEST_CASE(a_member_partitioned_away_moves_its_client_to_another_withi
     BOOST_TEST(co_await nothing_left(*b));
     co_await a->close();
     co_await b->close();
+  });
+}
+
+// A lock path whose parent's ACL refuses us: the lock's own folder, and a prefix (the root folder
+// above it), each made read-only for everyone (world:anyone:r) by ZooKeeper's own command-line
+// client, as a second account would. The acquisition fails with corolock's permission_denied (not
+// a zk_error code), words naming the path; nothing of it is left (no node, no waiter: a second try
+// fails the same way at once); once the refusing node is gone, the same handle acquires.
+BOOST_AUTO_TEST_CASE(a_lock_path_whose_acl_refuses_us_fails_with_permission_denied_and_leaves_nothing) {
+  zookeeper_server server;
+  zookeeper_cli(server.port(), {"create", "/corolock", ""});
+  zookeeper_cli(server.port(), {"create", "/corolock/order:42", "", "world:anyone:r"});
+  zookeeper_cli(server.port(), {"create", "/ro", "", "world:anyone:r"});
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client_of(ex, server.url());
+    co_await a->connect();
+    lock_options under_ro;
+    under_ro.prefix = "ro";
+    corolock::mutex m{*a, "order:42"}, mr{*a, "order:43", under_ro};
+    const auto refused = [&](corolock::mutex& x, const std::string& path) -> asio::awaitable<void> {
+      diagnostics why;
+      const auto t0 = clock_type::now();
+      auto [ec, g] = co_await x.acquire_for(milliseconds(5000), bind_diagnostics(why, as_tuple_awaitable));
+      const auto words = why.client_message() + " | " + why.server_message();
+      BOOST_TEST((ec == error::permission_denied), ec.message() << " (" << ec.category().name() << "): " << words);
+      BOOST_TEST(!g.owns_lock());
+      BOOST_TEST(words.find(path) != std::string::npos, words);
+      BOOST_TEST_MESSAGE("refused in " << ms_between(t0, clock_type::now()) << " ms: " << ec.message() << ": " << words);
+    };
+    co_await refused(m, "/corolock/order:42");
+    co_await refused(mr, "/ro/order:43");
+    BOOST_TEST((co_await nodes(*a, dir)).empty());
+    BOOST_TEST((co_await nodes(*a, "/ro")).empty());
+    co_await refused(m, "/corolock/order:42"); // the handle again: the same answer, no stuck bid
+    BOOST_TEST(ephemeral_nodes(server.port()).empty());
+
+    co_await a->remove(dir); // our right: /corolock is open to all
+    auto [ec, g] = co_await m.acquire_for(milliseconds(5000), as_tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(g.owns_lock());
+    co_await g.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await a->close();
   });
 }
 

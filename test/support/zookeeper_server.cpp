@@ -16,6 +16,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "redis_server.hpp" // pick_free_port
 
@@ -27,6 +28,7 @@ using namespace std::chrono_literals;
 
 const char* const zookeeper_jar = "/usr/share/java/zookeeper.jar";
 const char* const slf4j_jar = "/usr/share/java/slf4j-simple.jar";
+const char* const commons_cli_jar = "/usr/share/java/commons-cli.jar"; // ZooKeeperMain's options
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -60,6 +62,29 @@ std::string common_config(const zookeeper_options& o, const std::filesystem::pat
 }
 
 } // namespace
+
+std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& command,
+                          std::chrono::milliseconds timeout) {
+  require_zookeeper_installed();
+  const auto dir = make_temp_dir("corolock-zookeeper-cli-");
+  spawn_options spawn;
+  spawn.output = dir / "out.log";
+  std::vector<std::string> argv{"java", "-Xms16m", "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                "-cp", fmt::format("{}:{}:{}", zookeeper_jar, slf4j_jar, commons_cli_jar),
+                                "org.apache.zookeeper.ZooKeeperMain", "-server", fmt::format("127.0.0.1:{}", port)};
+  argv.insert(argv.end(), command.begin(), command.end());
+  process cli(argv, spawn);
+  const auto st = cli.wait_for(timeout);
+  const auto out = read_file(spawn.output);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  // It exits 0 also after a refused command; the refusals it prints start with these words.
+  if (!st || !st->success() || out.find("Exception") != std::string::npos ||
+      out.find("Node already exists") != std::string::npos || out.find("Insufficient permission") != std::string::npos)
+    throw std::runtime_error(fmt::format("zookeeper_cli {}: {}; output:\n{}", fmt::join(command, " "),
+                                         st ? st->to_string() : "no end in time", out));
+  return out;
+}
 
 void require_zookeeper_installed() {
   for (const char* jar : {zookeeper_jar, slf4j_jar})

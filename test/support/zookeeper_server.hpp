@@ -42,6 +42,13 @@ std::string four_letter_word(std::uint16_t port, const std::string& word,
 /// answer: a test must not read "nothing left" from a silent server.
 std::vector<std::string> ephemeral_nodes(std::uint16_t port);
 
+/// Runs one command of ZooKeeper's own command-line client (ZooKeeperMain, a JVM: a second or
+/// two) against 127.0.0.1:port and returns its output, e.g. {"create", "/ro", "", "world:anyone:r"}:
+/// what our client does not do (a node with an ACL of the test's choice). Blocks; throws
+/// std::runtime_error with the output when it fails or does not end within `timeout`.
+std::string zookeeper_cli(std::uint16_t port, const std::vector<std::string>& command,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 /// One server process, standalone or a member of an ensemble (see zookeeper_ensemble).
 class zookeeper_server {
 public:

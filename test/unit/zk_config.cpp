@@ -43,6 +43,9 @@ BOOST_AUTO_TEST_CASE(hosts_chroot_and_options) {
   auto plain = config::from_url("zookeeper://127.0.0.1:1/");
   BOOST_TEST(plain.chroot.empty());
   BOOST_TEST(plain.session_timeout.count() == 10000);
+  BOOST_TEST(plain.new_session_after_expiry); // on unless turned off
+  BOOST_TEST(!config::from_url("zookeeper://h?new_session_after_expiry=false").new_session_after_expiry);
+  BOOST_TEST(config::from_url("zookeeper://h?new_session_after_expiry=true").new_session_after_expiry);
 }
 
 BOOST_AUTO_TEST_CASE(malformed_parts_are_named) {
@@ -58,6 +61,7 @@ BOOST_AUTO_TEST_CASE(malformed_parts_are_named) {
   BOOST_TEST(refusal("zookeeper://h?session_timeout=-1").find("session_timeout") != std::string::npos);
   BOOST_TEST(refusal("zookeeper://h?session_timeout=5m").find("session_timeout") != std::string::npos);
   BOOST_TEST(refusal("zookeeper://h?x=1").find("unknown option 'x'") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h?new_session_after_expiry=1").find("true or false, not '1'") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

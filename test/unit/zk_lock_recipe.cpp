@@ -97,10 +97,10 @@ BOOST_AUTO_TEST_CASE(node_names_parse_from_both_ends) {
 
 BOOST_AUTO_TEST_CASE(first_in_line_is_granted_with_its_czxid) {
   lock_recipe r(dir, node_kind::mutex, "me", true);
-  r.start();
-  BOOST_TEST(trace(r) == "create /l/x/mutex-me- #1");
+  r.start(); // the getChildren goes right behind the create (answered in order)
+  BOOST_TEST(trace(r) == "create /l/x/mutex-me- #1\nlist /l/x #2");
   r.created(1, ok, "/l/x/" + node("mutex", "me", 3), 0x500000007);
-  BOOST_TEST(trace(r) == "list /l/x #2");
+  BOOST_TEST(trace(r) == ""); // its list is out already
   r.listed(2, ok, {node("mutex", "me", 3), node("read", "other", 1), "junk"});
   BOOST_TEST(trace(r) == "granted 21474836487"); // another kind's node does not block a mutex
   BOOST_TEST(r.holding());
@@ -176,30 +176,46 @@ BOOST_AUTO_TEST_CASE(missing_containers_are_made_from_the_top_then_the_create_is
   lock_recipe r("/a/b", node_kind::mutex, "me", true);
   r.start();
   r.created(1, zk_error::no_node, "", 0);
-  BOOST_TEST(trace(r) == "create /a/b/mutex-me- #1\ncontainer /a #2");
-  r.parent_created(2, zk_error::node_exists);
-  BOOST_TEST(trace(r) == "container /a/b #3");
-  r.parent_created(3, lost);
+  BOOST_TEST(trace(r) == "create /a/b/mutex-me- #1\nlist /a/b #2\ncontainer /a #3");
+  r.listed(2, zk_error::no_node, {}); // the list behind the failed create: dropped
+  BOOST_TEST(trace(r) == "");
+  r.parent_created(3, zk_error::node_exists);
   BOOST_TEST(trace(r) == "container /a/b #4");
-  r.parent_created(4, ok);
-  BOOST_TEST(trace(r) == "create /a/b/mutex-me- #5");
+  r.parent_created(4, lost);
+  BOOST_TEST(trace(r) == "container /a/b #5");
+  r.parent_created(5, ok);
+  BOOST_TEST(trace(r) == "create /a/b/mutex-me- #6\nlist /a/b #7");
+}
+
+// The list sent behind a create counts only if the create succeeded: after a refused create its
+// reply (which may list other owners' nodes) is dropped, and the bid fails with nothing left.
+BOOST_AUTO_TEST_CASE(the_list_behind_a_refused_create_is_dropped) {
+  lock_recipe r(dir, node_kind::mutex, "me", true);
+  r.start();
+  trace(r);
+  r.created(1, zk_error::no_auth, "", 0);
+  BOOST_TEST(trace(r) == "failed ZNOAUTH\ndone");
+  r.listed(2, ok, {node("mutex", "a", 1)});
+  BOOST_TEST(trace(r) == "");
+  BOOST_TEST(r.finished());
 }
 
 BOOST_AUTO_TEST_CASE(a_create_whose_reply_was_lost_is_found_by_owner_not_made_twice) {
   lock_recipe r(dir, node_kind::mutex, "me", true);
   r.start();
   r.created(1, lost, "", 0);
-  BOOST_TEST(trace(r) == "create /l/x/mutex-me- #1\nlist /l/x #2");
-  r.listed(2, ok, {node("read", "me", 1), node("mutex", "me", 4)}); // a reader of ours is not it
-  BOOST_TEST(trace(r) == "stat /l/x/mutex-me-0000000004 #3");     // first: its czxid is needed
-  r.looked(3, ok, true, 44);
+  BOOST_TEST(trace(r) == "create /l/x/mutex-me- #1\nlist /l/x #2\nlist /l/x #3");
+  r.listed(2, lost, {}); // the pipelined list went with the connection too; dropped
+  r.listed(3, ok, {node("read", "me", 1), node("mutex", "me", 4)}); // a reader of ours is not it
+  BOOST_TEST(trace(r) == "stat /l/x/mutex-me-0000000004 #4");     // first: its czxid is needed
+  r.looked(4, ok, true, 44);
   BOOST_TEST(trace(r) == "granted 44");
 
   lock_recipe s(dir, node_kind::mutex, "me2", true);
   s.start();
   s.created(1, lost, "", 0);
-  s.listed(2, ok, {node("mutex", "a", 1)}); // it did not land: create again
-  BOOST_TEST(trace(s) == "create /l/x/mutex-me2- #1\nlist /l/x #2\ncreate /l/x/mutex-me2- #3");
+  s.listed(3, ok, {node("mutex", "a", 1)}); // it did not land: create again
+  BOOST_TEST(trace(s) == "create /l/x/mutex-me2- #1\nlist /l/x #2\nlist /l/x #3\ncreate /l/x/mutex-me2- #4\nlist /l/x #5");
 }
 
 BOOST_AUTO_TEST_CASE(withdraw_while_the_create_is_in_flight_deletes_the_node_once_it_is_known) {
@@ -209,26 +225,27 @@ BOOST_AUTO_TEST_CASE(withdraw_while_the_create_is_in_flight_deletes_the_node_onc
   r.withdraw();
   BOOST_TEST(trace(r) == ""); // the path is not known before the reply
   r.created(1, ok, "/l/x/" + node("mutex", "me", 3), 30);
-  BOOST_TEST(trace(r) == "remove /l/x/mutex-me-0000000003 #2");
-  r.removed(2, ok);
+  BOOST_TEST(trace(r) == "remove /l/x/mutex-me-0000000003 #3");
+  r.listed(2, ok, {node("mutex", "me", 3)}); // overtaken by the withdrawal: dropped
+  r.removed(3, ok);
   BOOST_TEST(trace(r) == "done"); // no event after a withdrawal
 
   lock_recipe s(dir, node_kind::mutex, "me", true); // the create's outcome unknown
   s.start();
   s.withdraw();
   s.created(1, lost, "", 0);
-  BOOST_TEST(trace(s) == "create /l/x/mutex-me- #1\nlist /l/x #2");
-  s.listed(2, ok, {node("mutex", "me", 8)});
-  BOOST_TEST(trace(s) == "remove /l/x/mutex-me-0000000008 #3");
-  s.removed(3, ok);
+  BOOST_TEST(trace(s) == "create /l/x/mutex-me- #1\nlist /l/x #2\nlist /l/x #3");
+  s.listed(3, ok, {node("mutex", "me", 8)});
+  BOOST_TEST(trace(s) == "remove /l/x/mutex-me-0000000008 #4");
+  s.removed(4, ok);
   BOOST_TEST(trace(s) == "done");
 
   lock_recipe t(dir, node_kind::mutex, "me", true); // it did not land: nothing to delete
   t.start();
   t.withdraw();
   t.created(1, lost, "", 0);
-  t.listed(2, ok, {});
-  BOOST_TEST(trace(t) == "create /l/x/mutex-me- #1\nlist /l/x #2\ndone");
+  t.listed(3, ok, {});
+  BOOST_TEST(trace(t) == "create /l/x/mutex-me- #1\nlist /l/x #2\nlist /l/x #3\ndone");
 }
 
 BOOST_AUTO_TEST_CASE(withdraw_while_waiting_deletes_the_node_and_ignores_the_watch) {
@@ -298,7 +315,9 @@ BOOST_AUTO_TEST_CASE(a_session_ending_while_the_bid_waits_on_its_watch_fails_it)
   BOOST_TEST(trace(r) == "");
 }
 
-BOOST_AUTO_TEST_CASE(a_session_ending_ends_a_watcher_at_once_and_leaves_a_held_bid_alone) {
+// A held bid ends too (no delete: its node went with the session), so a client that goes on with a
+// new session keeps nothing of the old one; a release then finds nothing.
+BOOST_AUTO_TEST_CASE(a_session_ending_ends_a_watcher_at_once_and_a_held_bid_without_a_delete) {
   lock_recipe w(dir, node_kind::mutex, "me", true);
   made(w, true); // exists+watch #3 still in flight
   w.session_ended();
@@ -309,8 +328,11 @@ BOOST_AUTO_TEST_CASE(a_session_ending_ends_a_watcher_at_once_and_leaves_a_held_b
   made(h, false);
   BOOST_TEST(h.holding());
   h.session_ended();
-  BOOST_TEST(trace(h) == "");
-  BOOST_TEST(h.holding());
+  BOOST_TEST(trace(h) == "done");
+  BOOST_TEST(!h.holding());
+  BOOST_TEST(h.node().empty());
+  h.release();
+  BOOST_TEST(trace(h) == "released lease_lost");
 }
 
 BOOST_AUTO_TEST_CASE(a_failure_with_our_node_alive_deletes_it_before_saying_failed) {

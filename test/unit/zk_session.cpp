@@ -275,6 +275,37 @@ BOOST_AUTO_TEST_CASE(no_contact_until_the_local_deadline_is_expiry_for_us) {
   BOOST_TEST((s.next_timer() == time_point::max()));
 }
 
+// new_session_after_expiry: the expiry is told as before, then a new session (id 0, zero password,
+// the last zxid kept) is asked for without a give-up time, and nothing of the old one is re-armed.
+BOOST_AUTO_TEST_CASE(after_an_expiry_a_new_session_is_asked_for_without_the_old_watches) {
+  auto cfg = config(2);
+  cfg.new_session_after_expiry = true;
+  session s(cfg);
+  connect(s);
+  s.submit(op::exists, encode_path_watch("/x", true), watch_kind::data, "/x", at(1));
+  s.on_frame(reply(1, 0x20, zk_error::no_node), at(2));
+  s.on_disconnected(at(100));
+  s.on_connected(at(120));
+  trace(s);
+  s.on_frame(connect_reply(0, 0), at(130)); // member 1: expired
+  BOOST_TEST(trace(s) == "disconnect\nstate expired ZSESSIONEXPIRED\nconnect 1\nstate connecting");
+  BOOST_TEST(s.exist_watches().empty());
+  s.submit(op::exists, encode_path_watch("/y", false), watch_kind::none, {}, at(140)); // waits
+  BOOST_TEST(trace(s).empty());
+  for (int t = 200; t < 20000; t += 100) { // far past establish_timeout: still trying
+    s.on_disconnected(at(t));
+    s.on_timer(at(t + 50));
+  }
+  BOOST_TEST((s.state() == session_state::connecting));
+  trace(s);
+  s.on_connected(at(20001));
+  BOOST_TEST(trace(s) == "connect session=0x0 zxid=0x20 timeout=3000");
+  s.on_frame(connect_reply(3000, 0x43), at(20002));
+  BOOST_TEST(trace(s) == "state connected\nexists xid=2"); // no setWatches of the old session
+  BOOST_TEST(s.session_id() == 0x43);
+  BOOST_TEST((s.alive_until() == at(20001 + 3000)));
+}
+
 BOOST_AUTO_TEST_CASE(close_sends_close_session_and_ends_on_its_reply) {
   session s(config());
   connect(s);

@@ -9,6 +9,9 @@
 /// next connection. The session ends when the server says it expired or when the local deadline
 /// passes without contact (the send of the last answered request plus the negotiated timeout: the
 /// server cannot have expired it before then): everything then fails with error::session_expired.
+/// With config::new_session_after_expiry (the default) the client then asks for a new session
+/// (state expired, then connecting, then connected): operations started after the expiry wait for
+/// it, the old session's ephemeral nodes and watches are not brought back.
 ///
 /// A server's refusal (no node, node exists, bad version ...) completes with a
 /// zookeeper::zk_error code (category "zookeeper"), its words in a bound diagnostics.

@@ -2,7 +2,8 @@
 /// How to reach a ZooKeeper ensemble: its members, an optional chroot and the session timeout to
 /// ask for, as a struct or as a URL:
 ///
-///     zookeeper://host:port[,host:port...][/chroot][?session_timeout=<ms>&connect_timeout=<ms>]
+///     zookeeper://host:port[,host:port...][/chroot][?session_timeout=<ms>&connect_timeout=<ms>
+///                                                  &new_session_after_expiry=true|false]
 ///
 /// Hosts are numeric addresses or names (resolved asynchronously, never blocking the executor);
 /// the port defaults to 2181; a chroot is an absolute path that every path of the client is
@@ -35,6 +36,12 @@ struct config {
   std::chrono::milliseconds session_timeout{10000};
   /// One connection attempt to one member: TCP and the session handshake.
   std::chrono::milliseconds connect_timeout{2000};
+  /// After the session expired (every lease of it lost, every open bid ended with
+  /// error::session_expired), the client establishes a new session by itself and later
+  /// acquisitions run on it, as Curator's and kazoo's clients do. Until it has one, requests wait
+  /// (a caller's deadline bounds them). false: the client stays `expired` and a new session needs
+  /// a new client.
+  bool new_session_after_expiry = true;
 
   /// Parses a zookeeper:// URL. Throws system_error(error::invalid_argument) whose what() says
   /// what is wrong.

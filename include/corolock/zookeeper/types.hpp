@@ -111,7 +111,8 @@ struct watch_event {
 ///   suspended: the connection dropped; the session may still live at the server (a reconnect
 ///              within the local deadline keeps it, its ephemeral nodes and watches).
 ///   expired:   the server said so, or the local deadline (the last proof of life plus the
-///              negotiated timeout) passed without contact: for us the session is gone.
+///              negotiated timeout) passed without contact: for us the session is gone (with
+///              config::new_session_after_expiry, connecting to a new session follows at once).
 ///   closed:    close() ended it.
 enum class session_state { connecting, connected, suspended, expired, closed };
 

@@ -83,7 +83,8 @@ session_config session_config_of(const config& c) {
           .session_timeout = c.session_timeout,
           .connect_timeout = c.connect_timeout,
           .reconnect_delay = std::chrono::milliseconds(50),
-          .establish_timeout = c.session_timeout * 2};
+          .establish_timeout = c.session_timeout * 2,
+          .new_session_after_expiry = c.new_session_after_expiry};
 }
 
 } // namespace

@@ -106,8 +106,13 @@ config config::from_url(std::string_view url) {
       c.session_timeout = parse_ms(url, key, value);
     else if (key == "connect_timeout")
       c.connect_timeout = parse_ms(url, key, value);
+    else if (key == "new_session_after_expiry" && (value == "true" || value == "false"))
+      c.new_session_after_expiry = value == "true";
+    else if (key == "new_session_after_expiry")
+      refuse(url, "new_session_after_expiry must be true or false, not '" + std::string(value) + "'");
     else
-      refuse(url, "unknown option '" + std::string(key) + "' (known: session_timeout, connect_timeout)");
+      refuse(url, "unknown option '" + std::string(key) +
+                      "' (known: session_timeout, connect_timeout, new_session_after_expiry)");
   }
   return c;
 }

@@ -41,6 +41,14 @@ node_kind node_kind_of(const core::bid& b) {
   return node_kind::mutex;
 }
 
+/// A refusal for want of rights is the lock layer's permission_denied (the words keep the server's
+/// code and the path); every other code goes on as it is.
+error_code lock_error(error_code ec) {
+  if (ec == zk_error::no_auth || ec == zk_error::auth_failed)
+    return error::permission_denied;
+  return ec;
+}
+
 /// One bid's recipe, kept by the backend until nothing of it is left at the store (also after the
 /// core has withdrawn it and destroyed its contender).
 struct bid_run {
@@ -103,7 +111,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       case k::failed:
         if (auto* e = std::exchange(b->events, nullptr)) {
           b->settled = true;
-          e->failed(a.ec, a.words.empty() ? a.ec.message() : a.words + ": " + a.ec.message());
+          e->failed(lock_error(a.ec), a.words.empty() ? a.ec.message() : a.words + ": " + a.ec.message());
         }
         break;
       case k::released:

@@ -15,8 +15,10 @@
 // session and grant the lock to another. A reconnect in time keeps the session and the locks (the
 // next reply moves the bound again); but a lease the core already marked lost stays lost (lost()
 // never flips back). The session's expiry (the server's word, or the local deadline) →
-// session_lost(session, session_expired): every lease of it is gone, its nodes with it; the client
-// is then over (a new session needs a new client).
+// session_lost(session, session_expired): every lease of it is gone, its nodes with it, and every
+// recipe of it ends (lock_recipe::session_ended). With config::new_session_after_expiry the client
+// then opens a new session; grants carry the session id they follow, so that session's
+// session_alive never moves an old lease, and later bids run on it.
 //
 // Tokens: the node's czxid, the zxid of the transaction that created it. Zxids are one counter for
 // the whole ensemble (epoch << 32 | counter; a new leader starts a higher epoch, and the leader

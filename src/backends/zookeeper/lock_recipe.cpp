@@ -110,7 +110,12 @@ void lock_recipe::start() {
 
 void lock_recipe::create() {
   state_ = state::creating;
-  send(action::kind::create, dir_ + "/" + node_prefix());
+  const auto id = send(action::kind::create, dir_ + "/" + node_prefix());
+  // Pipelined (one round trip less): the server answers a session's requests in order, so this
+  // getChildren, sent behind the create, lists our node if the create succeeded. Its reply counts
+  // only then (created() makes it current); after a failed or unknown create it is dropped.
+  listed_ahead_ = send(action::kind::list, dir_);
+  expect_ = id;
 }
 
 void lock_recipe::list(state s) {
@@ -147,7 +152,11 @@ void lock_recipe::created(std::uint64_t id, error_code ec, std::string_view path
   if (!ec) {
     node_ = std::string(path);
     czxid_ = czxid;
-    return withdrawn_ ? remove(removal::withdraw) : list(state::listing);
+    if (withdrawn_)
+      return remove(removal::withdraw);
+    state_ = state::listing;
+    expect_ = listed_ahead_; // already sent behind the create
+    return;
   }
   if (ec == error::connection_lost) // it may have landed: look for it by owner
     return list(state::finding);
@@ -289,6 +298,10 @@ void lock_recipe::reconnected() {
 void lock_recipe::session_ended() {
   if (state_ == state::watching || state_ == state::watching_line)
     fail(error::session_expired, "the ZooKeeper session ended");
+  else if (state_ == state::held) { // the node went with the session; a later release says lease_lost
+    node_.clear();
+    finish();
+  }
 }
 
 void lock_recipe::withdraw() {

@@ -10,6 +10,9 @@
 //   blocking the line). When the container (or one of its parents) is missing, the parents are made
 //   as containers from the top, then the create is sent again: the server deletes an emptied
 //   container by itself, so lock folders do not pile up.
+// - The getChildren goes out right behind the create, not after its reply: a session's requests
+//   are answered in order, so it sees our node if the create landed (one round trip per
+//   uncontended acquisition instead of two); after a failed create its reply is dropped.
 // - getChildren: the nodes of our family (a mutex: `mutex-`; a read-write lock: `read-` and
 //   `write-`; other kinds under the same name are not looked at) ordered by sequence. First in line
 //   (a mutex or a writer: first of all; a reader: no writer before it) → granted, token = our
@@ -109,7 +112,8 @@ public:
   /// The session expired: our node went with it. A bid waiting on its predecessor (its watch
   /// armed, or the exists setting it in flight) fails with session_expired now: an armed watch
   /// never fires, and a late reply is dropped. A bid making, finding or listing its node is ended
-  /// by that request's own session_expired; a held one is the lease keeper's to tell.
+  /// by that request's own session_expired. A held one is over (done): the lease keeper tells its
+  /// holder, and a release finds nothing (lease_lost), never a node of a later session.
   void session_ended();
 
   void withdraw();
@@ -165,6 +169,7 @@ private:
   bool remove_uncertain_ = false; ///< a delete of ours may have landed without our hearing it
   std::uint64_t next_id_ = 0;
   std::uint64_t expect_ = 0;      ///< the one reply that is current
+  std::uint64_t listed_ahead_ = 0; ///< the getChildren sent behind our create
   std::string node_;
   std::optional<std::int64_t> czxid_;
   std::string watched_;

@@ -106,7 +106,7 @@ void session::lost_connection(time_point now, std::string why) {
   pings_.clear();
   set_watches_sent_.clear();
   if (established_ && now >= alive_until_)
-    return end(session_state::expired, zk_error::session_expired);
+    return expire(now);
   if (!established_ && now >= establish_deadline_)
     return end(session_state::closed, zk_error::connection_loss);
   if (established_)
@@ -156,7 +156,7 @@ void session::handle_connect_response(std::string_view body, time_point now) {
   if (!r)
     return lost_connection(now, "a malformed ConnectResponse");
   if (r->timeout_ms <= 0)
-    return end(session_state::expired, zk_error::session_expired);
+    return expire(now);
   established_ = true;
   session_id_ = r->session_id;
   password_ = r->password;
@@ -232,7 +232,7 @@ void session::on_timer(time_point now) {
     return;
   }
   if (established_ && now >= alive_until_)
-    return end(session_state::expired, zk_error::session_expired);
+    return expire(now);
   if (!established_ && now >= establish_deadline_)
     return end(session_state::closed, zk_error::connection_loss);
   switch (phase_) {
@@ -323,6 +323,25 @@ void session::end(session_state s, zk_error why) {
     out_.push_back({.what = action::kind::disconnect});
   phase_ = phase::over;
   set_state(s, why);
+}
+
+void session::expire(time_point now) {
+  end(session_state::expired, zk_error::session_expired);
+  if (!cfg_.new_session_after_expiry)
+    return;
+  // A new session, owing nothing to the old one; last_zxid_ stays (see the header).
+  established_ = false;
+  session_id_ = 0;
+  password_.assign(16, '\0');
+  data_watches_.clear();
+  exist_watches_.clear();
+  child_watches_.clear();
+  establish_deadline_ = time_point::max(); // no give-up: the first session's bound was connect()'s
+  failed_in_round_ = 0;
+  phase_ = phase::connecting;
+  attempt_deadline_ = now + cfg_.connect_timeout;
+  out_.push_back({.what = action::kind::connect, .host = host_});
+  set_state(session_state::connecting);
 }
 
 void session::set_state(session_state s, zk_error why) {

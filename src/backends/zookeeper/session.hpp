@@ -20,6 +20,13 @@
 //   connection fail with connection_loss (their outcome is unknown), requests not yet written wait
 //   for the next connection. After the handshake the watches still armed are re-sent with
 //   SetWatches and the last zxid seen, so the server fires those whose nodes changed meanwhile.
+// - Expiry (the server's word, or the local deadline passed): everything in flight or queued fails
+//   with session_expired and the state says `expired`. Then, with new_session_after_expiry, a NEW
+//   session is asked for (session id 0, a zero password; the last zxid seen stays, so no member
+//   behind what we saw can serve us): nothing of the old one is carried over (its watches went
+//   with it), the state goes `connecting`, and the members are tried in turn without a give-up
+//   time (requests submitted meanwhile wait; their callers' deadlines bound them). Without it the
+//   session is over for good.
 // - close(): closeSession, whose reply means the server deleted the session's ephemeral nodes.
 #pragma once
 
@@ -44,6 +51,8 @@ struct session_config {
   std::chrono::milliseconds reconnect_delay{50};         ///< pause after a whole round failed
   /// Before the first session: how long to try the members before giving up.
   std::chrono::milliseconds establish_timeout{10000};
+  /// After an expiry: ask for a new session (see above) instead of staying expired.
+  bool new_session_after_expiry = false;
 };
 
 /// What a request arms when its reply succeeds.
@@ -129,6 +138,7 @@ private:
   void write(std::string bytes, std::string text, time_point now);
   void lost_connection(time_point now, std::string why);
   void end(session_state s, zk_error why);
+  void expire(time_point now);
   void set_state(session_state s, zk_error why = zk_error::ok);
   void complete(std::int32_t xid, zk_error err, std::string body = {});
   void proof_of_life(time_point sent);
