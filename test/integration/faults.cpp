@@ -3,7 +3,7 @@
 // One test per promise of the README's "Faults tried" table; each prints the figure it measured.
 #include <corolock/corolock.hpp>
 
-#include "lock/scripts.hpp" // to replay an attempt exactly as a line would
+#include "backends/redis/scripts.hpp" // to replay an attempt exactly as a line would
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>

@@ -1,7 +1,7 @@
 // The distributed mutex against real redis-servers.
 #include <corolock/corolock.hpp>
 
-#include "lock/scripts.hpp" // the release script itself, to replay a release as a retry would
+#include "backends/redis/scripts.hpp" // the release script itself, to replay a release as a retry would
 
 #include <support/async_test.hpp>
 #include <support/lock_checks.hpp>

@@ -3,10 +3,11 @@
 // what a closing client releases.
 #pragma once
 
-#include "lock/lease.hpp"
-#include "lock/line_machine.hpp"
-#include "lock/replica_acks.hpp"
-#include "lock/watchdog.hpp"
+#include "backends/redis/lease.hpp"
+#include "backends/redis/line_machine.hpp"
+#include "backends/redis/replica_acks.hpp"
+#include "backends/redis/watchdog.hpp"
+#include "redis/client_impl.hpp"
 
 #include <corolock/diagnostics.hpp>
 #include <corolock/lock/options.hpp>
@@ -20,13 +21,20 @@ namespace corolock::detail {
 
 class waiting_line;
 
-class lock_service {
+/// A client's lock layer is its one client_extension: the client tells it of reconnects and of its
+/// close, and knows nothing else of it.
+class lock_service final : public client_extension {
 public:
   explicit lock_service(client_impl& c);
-  ~lock_service();
+  ~lock_service() override;
 
   /// The service of a client, created on first use.
   static lock_service& of(client_impl& c);
+  /// The service of a client, or null before the first lock made one. (A client carries no other
+  /// extension.)
+  static lock_service* find(client_impl& c) noexcept {
+    return static_cast<lock_service*>(c.extension.get());
+  }
 
   /// A fresh owner: '<client id>:<acquisition number>:<grant lease ms>'.
   std::string new_owner(std::chrono::milliseconds grant_lease);
@@ -68,10 +76,10 @@ public:
   void untrack(const std::string& owner);
 
   /// The lock connection came back: every held lease is checked at once.
-  void on_reconnect();
+  void on_reconnect() override;
   /// The client closes: callers fail with error::closed, leases are marked lost, and `last` gets a
   /// release for everything this client holds, is queued for, or may have just been granted.
-  void close(request& last);
+  void on_close(request& last) override;
 
   client_impl& client;
   watchdog dog;

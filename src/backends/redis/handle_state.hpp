@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/handle.hpp"
-#include "lock/lease.hpp"
+#include "backends/redis/lease.hpp"
 
 #include <corolock/lock/options.hpp>
 

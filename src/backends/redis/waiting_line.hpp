@@ -4,8 +4,8 @@
 #pragma once
 
 #include "detail/completion.hpp"
-#include "lock/line_machine.hpp"
-#include "lock/handle_state.hpp"
+#include "backends/redis/line_machine.hpp"
+#include "backends/redis/handle_state.hpp"
 #include "redis/subscriber.hpp"
 
 #include <corolock/lock/guard.hpp>

@@ -1,10 +1,10 @@
-#include "lock/waiting_line.hpp"
+#include "backends/redis/waiting_line.hpp"
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
-#include "lock/lock_service.hpp"
-#include "lock/script_replies.hpp"
-#include "lock/scripts.hpp"
+#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_replies.hpp"
+#include "backends/redis/scripts.hpp"
 
 #include <corolock/error.hpp>
 

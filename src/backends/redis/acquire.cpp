@@ -1,9 +1,9 @@
-#include "lock/acquire.hpp"
+#include "backends/redis/acquire.hpp"
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
-#include "lock/lock_service.hpp"
-#include "lock/waiting_line.hpp"
+#include "backends/redis/lock_service.hpp"
+#include "backends/redis/waiting_line.hpp"
 
 #include <corolock/error.hpp>
 
@@ -37,8 +37,8 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
         if (!self || !self->h)
           return;
         // A lock already won goes back now, not when the replicas' wait ends.
-        if (self->confirming && self->c->lock_layer)
-          self->c->lock_layer->give_up(self->m->names, self->owner);
+        if (self->confirming && lock_service::find(*self->c))
+          lock_service::find(*self->c)->give_up(self->m->names, self->owner);
         self->complete(asio::error::operation_aborted, guard{});
       });
     }
@@ -53,7 +53,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
   }
 
   void done(const attempt_outcome& r) {
-    auto& svc = *c->lock_layer;
+    auto& svc = *lock_service::find(*c);
     svc.untrack(owner);
     if (r.ec == error::connection_lost && ++unknown_outcomes <= 3 && !c->closed) {
       send(); // the outcome is unknown: the same owner asks again
@@ -76,7 +76,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
 
   /// Completes only once enough replicas acknowledged the win; else gives it back.
   void confirm(const attempt_outcome& r) {
-    auto& svc = *c->lock_layer;
+    auto& svc = *lock_service::find(*c);
     confirming = true;
     won = r;
     svc.track(m->names, owner); // a closing client releases it
@@ -87,7 +87,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
   }
 
   void confirmed(const replica_ack& a) {
-    auto& svc = *c->lock_layer;
+    auto& svc = *lock_service::find(*c);
     svc.untrack(owner);
     confirming = false;
     if (!h)
