@@ -48,7 +48,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
   void send() {
     auto& svc = lock_service::of(*c);
     svc.track(m->names, owner);
-    svc.attempt(*m->names, owner, m->opts.lease, attempt_mode::try_only, m->opts.waiter_ttl, permits,
+    svc.attempt(*m->names, owner, m->opts.lease, attempt_mode::try_only, m->queue.waiter_ttl, permits,
                 [self = shared_from_this()](attempt_outcome r) { self->done(r); });
   }
 
@@ -126,7 +126,7 @@ void check_lock_arguments(std::string_view name, const lock_options& o, const ch
   if (auto ec = o.validate())
     throw boost::system::system_error(
         ec, std::string(what) +
-                ": lease 10 ms..24 h, grant_lease >= 10 ms, waiter_ttl 100 ms..24 h, "
+                ": lease 10 ms..24 h, grant_lease 0 or >= 10 ms, waiter_ttl 0 or 100 ms..24 h, "
                 "prefix <= 256 bytes without '{' or '}', min_replicas 0..1000, "
                 "replica_timeout 1 ms..24 h and <= lease/2 when min_replicas > 0");
 }
@@ -165,7 +165,7 @@ void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<hand
     op->c = std::move(c);
     op->m = state;
     op->permits = permits;
-    op->owner = service.new_owner(std::min(state->opts.grant_lease, state->opts.lease));
+    op->owner = service.new_owner(std::min(state->queue.grant_lease, state->opts.lease));
     op->h.set(std::move(h));
     op->diag = diag;
     op->when_taken = try_only ? error_code{} : error_code(error::timeout);
@@ -173,7 +173,7 @@ void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<hand
     return;
   }
   // Callers of one client queue in its line for the lock (see waiting_line).
-  service.line(state->names, state->opts, permits)->arrive(state, deadline, diag,
+  service.line(state->names, state->queue.waiter_ttl, permits)->arrive(state, deadline, diag,
                                                                    std::move(h));
 }
 

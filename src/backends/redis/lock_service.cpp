@@ -111,14 +111,15 @@ bool lock_service::ours(std::string_view owner) const noexcept {
 }
 
 std::shared_ptr<waiting_line> lock_service::line(const std::shared_ptr<const lock_names>& names,
-                                                 const lock_options& opts, std::int64_t permits) {
+                                                 std::chrono::milliseconds waiter_ttl,
+                                                 std::int64_t permits) {
   // Permit callers wanting different counts wait in different lines (an owner queues for one
   // count); a mutex's key names its one line, which a release looks up for a hand-off.
   auto key = names->kind == lock_kind::mutex ? names->key
                                              : names->key + '#' + std::to_string(permits);
   auto& slot = lines_[key];
   if (!slot)
-    slot = std::make_shared<waiting_line>(*this, names, opts, permits);
+    slot = std::make_shared<waiting_line>(*this, names, waiter_ttl, permits);
   return slot;
 }
 

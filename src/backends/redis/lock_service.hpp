@@ -43,8 +43,9 @@ public:
 
   /// The line of this client's callers for a lock, created on demand.
   /// `permits`: how many a permit lock's callers of this line want (a mutex: 1).
+  /// `waiter_ttl`: of the handle that made the line (its queue place's refresh).
   std::shared_ptr<waiting_line> line(const std::shared_ptr<const lock_names>& names,
-                                     const lock_options& opts, std::int64_t permits);
+                                     std::chrono::milliseconds waiter_ttl, std::int64_t permits);
   waiting_line* find_line(const std::string& key);
   /// A line became idle: it goes a linger period later unless used again (keeping its
   /// subscription saves a SUBSCRIBE/UNSUBSCRIBE pair per acquisition of a lock contended in bursts).

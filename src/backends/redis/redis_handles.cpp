@@ -103,6 +103,15 @@ std::shared_ptr<lease> hold_lease(const std::shared_ptr<client_impl>& c, const h
   return l;
 }
 
+redis::lock_options handle_state::queue_timings(const lock_options& o,
+                                                redis::lock_options client) {
+  if (o.grant_lease.count() > 0)
+    client.grant_lease = o.grant_lease;
+  if (o.waiter_ttl.count() > 0)
+    client.waiter_ttl = o.waiter_ttl;
+  return client;
+}
+
 } // namespace detail
 
 std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
