@@ -168,7 +168,7 @@ evalsha_ceiling() {
     -- -P 16 -c 50 -n "$RB_PIPELINED_N" -r 1000000 EVALSHA "$sha" "$@"
 }
 
-# load_script FILE...: SCRIPT LOAD of the files joined (as src/lock/scripts.cpp joins
+# load_script FILE...: SCRIPT LOAD of the files joined (as src/backends/redis/scripts.cpp joins
 # lock_common.lua and a lock script) on the private server; prints the SHA1.
 load_script() {
   redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$@")"
@@ -186,7 +186,7 @@ measure_baselines() {
     -- -P 16 -c 50 -n "$RB_PIPELINED_N" -t set
 
   # ======================= HOOK for the lock benchmarks =======================================
-  # (lock_bench) EVALSHA of the acquire script (src/lua/lock_common.lua + acquire.lua) exactly as
+  # (lock_bench) EVALSHA of the acquire script (src/backends/redis/lua/lock_common.lua + acquire.lua) exactly as
   # an uncontended first look sends it: 4 keys — the lock, new on every call (two __rand_int__
   # make 10^12 names, so every call is a fresh acquisition), and the fence and the two queue keys,
   # shared as a lock's are — then owner, lease (30000 ms, the default), 'try', waiter_ttl, channel
@@ -194,7 +194,7 @@ measure_baselines() {
   # lease, and FLUSHALL SYNC removes them afterwards (the private server keeps nothing else) so
   # that their expiry does not load the server while the programs run.
   local acquire_sha
-  acquire_sha=$(load_script "$COROLOCK_ROOT/src/lua/lock_common.lua" "$COROLOCK_ROOT/src/lua/acquire.lua")
+  acquire_sha=$(load_script "$COROLOCK_ROOT/src/backends/redis/lua/lock_common.lua" "$COROLOCK_ROOT/src/backends/redis/lua/acquire.lua")
   RB_PING_N=$RB_EVALSHA_N RB_PIPELINED_N=$RB_EVALSHA_PIPELINED_N evalsha_ceiling "$acquire_sha" \
     4 'corolock:{bench:ceiling:__rand_int__:__rand_int__}' 'corolock:{bench:ceiling}:fence' \
     'corolock:{bench:ceiling}:q' 'corolock:{bench:ceiling}:qx' \

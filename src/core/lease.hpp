@@ -1,6 +1,6 @@
 // Private: one held lock as the core sees it — what every guard of one acquisition shares. The
 // store's side of it (how to release it, how it is renewed or followed) is the subclass's: the
-// Redis lease (src/lock/lease.hpp) until the Redis backend moves behind the seam, the core's own
+// Redis lease (src/backends/redis/lease.hpp) until the Redis backend moves behind the seam, the core's own
 // (core/engine.cpp) for every backend that implements core::backend.
 //
 // Re-entry levels are counted here, locally: an owner is one acquisition in one process, so only

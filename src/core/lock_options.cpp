@@ -10,8 +10,11 @@ namespace corolock {
 
 boost::system::error_code lock_options::validate() const {
   using namespace std::chrono;
-  bool ok = lease >= milliseconds(10) && lease <= hours(24) && grant_lease >= milliseconds(10) &&
-            waiter_ttl >= milliseconds(100) && waiter_ttl <= hours(24) &&
+  // The Redis queue's timings, deprecated here (0: the client's, checked by client_config).
+  const bool queue_ok = (grant_lease == milliseconds(0) || grant_lease >= milliseconds(10)) &&
+                        (waiter_ttl == milliseconds(0) ||
+                         (waiter_ttl >= milliseconds(100) && waiter_ttl <= hours(24)));
+  bool ok = lease >= milliseconds(10) && lease <= hours(24) && queue_ok &&
             prefix.size() <= max_prefix && prefix.find_first_of("{}") == std::string::npos &&
             min_replicas >= 0 && min_replicas <= max_replicas &&
             replica_timeout >= milliseconds(1) && replica_timeout <= hours(24) &&

@@ -1,6 +1,5 @@
 #include "redis/client_impl.hpp"
 
-#include "lock/lock_service.hpp"
 #include "redis/backoff.hpp"
 #include "redis/cluster/cluster_nodes.hpp"
 #include "redis/connection_await.hpp"
@@ -42,8 +41,8 @@ void client_impl::close() {
     return;
   closed = true;
   request last;
-  for (auto& hook : close_hooks)
-    hook(last);
+  if (extension)
+    extension->on_close(last);
   for (auto& subs : {user_subs, lock_subs})
     if (subs)
       subs->close_all();
@@ -247,8 +246,8 @@ asio::awaitable<error_code> detail::connect_standalone(std::shared_ptr<client_im
                                 subs = std::move(impl->locks->on_connected_)](bool reconnect) {
     if (subs)
       subs(reconnect);
-    if (auto c = weak.lock(); c && reconnect && c->lock_layer)
-      c->lock_layer->on_reconnect();
+    if (auto c = weak.lock(); c && reconnect && c->extension)
+      c->extension->on_reconnect();
   };
   co_return error_code{};
 }

@@ -1,5 +1,9 @@
 // Private: what a client owns. The lock layer reaches it through client_access.
 //
+// The client knows no lock: what a layer above it keeps per client (the Redis lock backend's
+// waiting lines, watchdog, releases on close) hangs on it as its one `extension`, which the client
+// only tells of a reconnect of the lock connection and of its close.
+//
 // Connections: `user` carries exec() and the user's subscriptions; `locks` carries the lock
 // layer's scripts, renewals and waiting subscriptions, so that a slow or blocking command of the
 // user (BLPOP, a long script) never delays a lease renewal or a hand-off. On RESP2, where a
@@ -21,9 +25,20 @@
 
 namespace corolock::detail {
 
-class lock_service;
 class failover_watch;
 class cluster_nodes;
+
+/// What a layer above the client keeps per client, and the two events it must hear of.
+class client_extension {
+public:
+  virtual ~client_extension() = default;
+  /// The lock connection came back (a server that restarted or a promoted master may have
+  /// forgotten what the layer wrote).
+  virtual void on_reconnect() = 0;
+  /// The client closes, before its connections do: `last` gets the requests to send on the lock
+  /// connection before it closes (a closing client's releases).
+  virtual void on_close(request& last) = 0;
+};
 
 class client_impl : public std::enable_shared_from_this<client_impl> {
 public:
@@ -77,11 +92,9 @@ public:
   bool sharded_pubsub = false;
   /// A cluster node: the cluster client it serves (to follow a MOVED that a lock's release meets).
   std::weak_ptr<cluster_nodes> cluster_of;
-  /// The lock layer's state (waiting lines, watchdog), created by the first lock that needs it.
-  std::unique_ptr<lock_service, void (*)(lock_service*)> lock_layer{nullptr, nullptr};
-  /// Run by close(), before the connections close. Returns requests to send on the lock
-  /// connection before it closes (the lock layer's releases).
-  std::vector<std::function<void(request&)>> close_hooks;
+  /// The layer above (the Redis lock backend: backends/redis/lock_service), set by the first lock
+  /// that needs it; destroyed with the client_impl, which every lock operation keeps alive.
+  std::unique_ptr<client_extension> extension;
   std::string last_server_error;
   std::string last_connect_error; ///< of the connection that made connect() fail
   bool connect_started = false;

@@ -310,6 +310,7 @@ boost::system::error_code client_config::validate() const {
   } else {
     ok = ok && !any_tls_field; // TLS settings on a plain connection are a mistake, not a no-op
   }
+  ok = ok && !locks.validate();
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }
 

@@ -26,6 +26,9 @@
 
 using namespace corolock;
 using namespace corolock::test;
+// This suite sets the Redis queue's timings per lock, by lock_options' deprecated members (now
+// client_config::locks): they must keep working for today's users.
+
 namespace asio = boost::asio;
 using namespace boost::asio::experimental::awaitable_operators;
 using ms = std::chrono::milliseconds;

@@ -3,7 +3,7 @@
 // One test per promise of the README's "Faults tried" table; each prints the figure it measured.
 #include <corolock/corolock.hpp>
 
-#include "lock/scripts.hpp" // to replay an attempt exactly as a line would
+#include "backends/redis/scripts.hpp" // to replay an attempt exactly as a line would
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>
@@ -18,6 +18,9 @@
 using namespace corolock;
 using namespace corolock::test;
 using namespace boost::asio::experimental::awaitable_operators;
+// This suite sets the Redis queue's timings per lock, by lock_options' deprecated members (now
+// client_config::locks): they must keep working for today's users.
+
 namespace asio = boost::asio;
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 using steady = std::chrono::steady_clock;

@@ -9,7 +9,7 @@
 #include <support/async_test.hpp>
 #include <support/fake_redis.hpp>
 
-#include "lock/scripts.hpp"
+#include "backends/redis/scripts.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -272,7 +272,7 @@ BOOST_AUTO_TEST_CASE(bad_input_and_bad_state) {
 BOOST_AUTO_TEST_CASE(script_refuses_a_wrong_day_and_seconds_past_31_bits) {
   // The script's answers that a correct client never provokes, driven directly.
   redis_server server;
-  const auto source = read_text(std::filesystem::path(COROLOCK_SOURCE_DIR) / "src/lua/next_id.lua");
+  const auto source = read_text(std::filesystem::path(COROLOCK_SOURCE_DIR) / "src/backends/redis/lua/next_id.lua");
   auto eval = [&](std::string key, std::string ymd, std::string epoch) {
     return server.command_list(std::vector<std::string>{"EVAL", source, "1", key, ymd, "1", epoch,
                                                         "172800"});

@@ -1,7 +1,7 @@
 // The distributed mutex against real redis-servers.
 #include <corolock/corolock.hpp>
 
-#include "lock/scripts.hpp" // the release script itself, to replay a release as a retry would
+#include "backends/redis/scripts.hpp" // the release script itself, to replay a release as a retry would
 
 #include <support/async_test.hpp>
 #include <support/lock_checks.hpp>
@@ -309,6 +309,15 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_rejected) {
     BOOST_TEST(code_of("x", lease_of(0ms)) == error::invalid_argument);
     BOOST_TEST(code_of("x", lease_of(-5ms)) == error::invalid_argument);
     BOOST_TEST(code_of("x", lease_of(std::chrono::hours(25))) == error::invalid_argument);
+    // The deprecated per-lock queue timings: 0 is the client's, others as before.
+    lock_options o;
+    o.waiter_ttl = 0ms;
+    BOOST_TEST(!code_of("x", o));
+    o.waiter_ttl = 99ms;
+    BOOST_TEST(code_of("x", o) == error::invalid_argument);
+    o.waiter_ttl = 0ms;
+    o.grant_lease = 9ms;
+    BOOST_TEST(code_of("x", o) == error::invalid_argument);
     co_return;
   });
   expect_clean(server);

@@ -15,6 +15,9 @@
 using namespace corolock;
 using namespace corolock::test;
 using namespace boost::asio::experimental::awaitable_operators;
+// This suite sets the Redis queue's timings per lock, by lock_options' deprecated members (now
+// client_config::locks): they must keep working for today's users.
+
 namespace asio = boost::asio;
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 using steady = std::chrono::steady_clock;

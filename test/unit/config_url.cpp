@@ -105,6 +105,19 @@ BOOST_AUTO_TEST_CASE(bad_tls_urls_are_invalid_argument) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(validate_checks_the_lock_queue_timings) {
+  client_config c;
+  BOOST_TEST(!c.validate());
+  c.locks.grant_lease = std::chrono::milliseconds(9);
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c.locks.grant_lease = std::chrono::milliseconds(10);
+  BOOST_TEST(!c.validate());
+  c.locks.waiter_ttl = std::chrono::milliseconds(99);
+  BOOST_TEST((c.validate() == error::invalid_argument));
+  c.locks.waiter_ttl = std::chrono::hours(25);
+  BOOST_TEST((c.validate() == error::invalid_argument));
+}
+
 BOOST_AUTO_TEST_CASE(validate_rejects_tls_nonsense) {
   client_config c;
   c.tls = true;

@@ -1,8 +1,8 @@
-// The per-client, per-lock waiting line (src/lock/line_machine.hpp), driven by events on a fake
+// The per-client, per-lock waiting line (src/backends/redis/line_machine.hpp), driven by events on a fake
 // clock: the actions it answers with are compared as text, e.g. "attempt o1 try; subscribe".
 #include <corolock/error.hpp>
 
-#include "lock/line_machine.hpp"
+#include "backends/redis/line_machine.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>

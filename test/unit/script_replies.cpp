@@ -1,9 +1,9 @@
-// The readers of corolock's script replies (src/lock/script_replies.hpp), fed by hand: every shape
+// The readers of corolock's script replies (src/backends/redis/script_replies.hpp), fed by hand: every shape
 // and range a script can answer is read as it means; anything else is error::unexpected_reply.
 #include <corolock/error.hpp>
 #include <corolock/resp/value.hpp>
 
-#include "lock/script_replies.hpp"
+#include "backends/redis/script_replies.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -85,15 +85,18 @@ asio::awaitable<int> run_counter(corolock::client& redis, std::string name, int 
   co_return failed == 0 ? 0 : 1;
 }
 
-asio::awaitable<int> run_hold(corolock::client& redis, std::string name, int lease_ms,
+asio::awaitable<int> run_hold(corolock::client& given, std::string name, int lease_ms,
                               int grant_lease_ms, int waiter_ttl_ms) {
+  // The queue's timings are the Redis client's (client_config::locks).
+  auto cfg = given.config();
+  if (grant_lease_ms > 0)
+    cfg.locks.grant_lease = std::chrono::milliseconds(grant_lease_ms);
+  if (waiter_ttl_ms > 0)
+    cfg.locks.waiter_ttl = std::chrono::milliseconds(waiter_ttl_ms);
+  corolock::client redis(co_await asio::this_coro::executor, cfg);
   co_await redis.connect();
   corolock::lock_options opts;
   opts.lease = std::chrono::milliseconds(lease_ms);
-  if (grant_lease_ms > 0)
-    opts.grant_lease = std::chrono::milliseconds(grant_lease_ms);
-  if (waiter_ttl_ms > 0)
-    opts.waiter_ttl = std::chrono::milliseconds(waiter_ttl_ms);
   corolock::mutex m(redis, name, opts);
   auto g = co_await m.acquire();
   co_await redis.exec(cmd("SET", name + ":holder", std::to_string(g.fencing_token())));

@@ -10,21 +10,24 @@
 
 namespace corolock {
 
-/// How a lock behaves: its lease, watchdog, queue timings, key prefix and replica acknowledgement.
+/// How a lock behaves, on every store: its lease, watchdog, key prefix and replica acknowledgement.
 /// Checked when a handle is made: system_error(error::invalid_argument) for a value out of range.
+/// The Redis queue's timings (grant_lease, waiter_ttl) are the Redis client's:
+/// client_config::locks (redis/lock_options.hpp).
 struct lock_options {
   /// How long Redis keeps the lock if its holder goes silent. Between 10 ms and 24 h.
   std::chrono::milliseconds lease{30000};
   /// Renew the lease every lease/3 while the guard lives (the watchdog). false gives a fixed lease:
   /// the lock ends after `lease` whatever the holder does, and the guard is then marked lost.
   bool watchdog = true;
-  /// When a holder releases, the lock goes straight to the first process waiting for it, which
-  /// may learn of it only by a message. Until that process claims it (its first renewal), the lock
-  /// is kept for it this long (at most `lease`), so a waiter that died costs no more. At least 10 ms.
-  std::chrono::milliseconds grant_lease{2000};
-  /// A waiting process refreshes its place in the lock's queue every third of this; a place not
-  /// refreshed for this long is dropped (the process died). At least 100 ms.
-  std::chrono::milliseconds waiter_ttl{10000};
+  /// Deprecated (Redis only): client_config::locks.grant_lease, for every lock of the client.
+  /// Non-zero here, this lock's own, as before (at least 10 ms); 0 (the default): the client's.
+  /// (No [[deprecated]]: GCC 12 then warns wherever a lock_options is made inside a coroutine,
+  /// e.g. a handle's default argument, though the member is never named.)
+  std::chrono::milliseconds grant_lease{0};
+  /// Deprecated (Redis only): client_config::locks.waiter_ttl, for every lock of the client.
+  /// Non-zero here, this lock's own, as before (100 ms..24 h); 0 (the default): the client's.
+  std::chrono::milliseconds waiter_ttl{0};
   /// Prepended to every key and channel of the lock. No '{' or '}' (they would change the Redis
   /// Cluster hash tag), at most max_prefix bytes.
   std::string prefix = "corolock:";

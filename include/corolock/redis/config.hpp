@@ -3,6 +3,7 @@
 #pragma once
 
 #include <corolock/redis/cluster_config.hpp>
+#include <corolock/redis/lock_options.hpp>
 #include <corolock/redis/sentinel_config.hpp>
 
 #include <boost/system/error_code.hpp>
@@ -67,6 +68,8 @@ struct client_config {
   sentinel_config sentinel;
   /// Talk to a Redis Cluster through these seed nodes instead of host/port (see cluster_config).
   cluster_config cluster;
+  /// How this client's locks wait in Redis's queues (grant lease, queue place refresh).
+  redis::lock_options locks;
 
   /// redis://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N],
   /// rediss://[[user]:password@]host[:port][/db][?query] for TLS (port 6379 unless given), or

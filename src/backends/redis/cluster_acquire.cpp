@@ -8,11 +8,11 @@
 // bounded by a number of hops; pauses by the caller's deadline, or for an operation without one
 // (acquire(), try_acquire) by request_timeout from the first failure it met. Every cancellation
 // type reaches the attempt or the pause under way.
-#include "lock/acquire.hpp"
+#include "backends/redis/acquire.hpp"
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
-#include "lock/lock_service.hpp"
+#include "backends/redis/lock_service.hpp"
 #include "redis/cluster/cluster_nodes.hpp"
 #include "redis/cluster/key_slot.hpp"
 #include "redis/cluster/redirection.hpp"

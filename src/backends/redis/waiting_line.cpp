@@ -1,10 +1,10 @@
-#include "lock/waiting_line.hpp"
+#include "backends/redis/waiting_line.hpp"
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
-#include "lock/lock_service.hpp"
-#include "lock/script_replies.hpp"
-#include "lock/scripts.hpp"
+#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_replies.hpp"
+#include "backends/redis/scripts.hpp"
 
 #include <corolock/error.hpp>
 
@@ -42,13 +42,13 @@ std::chrono::milliseconds grant_lease_of(std::string_view owner) {
 } // namespace
 
 waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_names> names,
-                           const lock_options& opts, std::int64_t permits)
-    : service_(service), names_(std::move(names)), waiter_ttl_(opts.waiter_ttl),
+                           std::chrono::milliseconds waiter_ttl, std::int64_t permits)
+    : service_(service), names_(std::move(names)), waiter_ttl_(waiter_ttl),
       permits_(permits),
       machine_(line_machine::config{
           .new_owner = [this] {
-            const auto& o = first_options();
-            auto owner = service_.new_owner(std::min(o.grant_lease, o.lease));
+            const auto& first = *callers_.at(*machine_.first_caller()).m;
+            auto owner = service_.new_owner(std::min(first.queue.grant_lease, first.opts.lease));
             if (names_->kind == lock_kind::permits) {
               // Other lines of this client share the channel: remember whose grants are ours.
               if (recent_owners_.size() == max_recent_owners)
@@ -57,7 +57,7 @@ waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_nam
             }
             return owner;
           },
-          .waiter_ttl = opts.waiter_ttl,
+          .waiter_ttl = waiter_ttl,
           .pubsub_ordered = service.client.lock_pubsub_ordered(),
           .ride_through = !service.client.sharded_pubsub, // not on a cluster node
       }) {}

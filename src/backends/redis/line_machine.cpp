@@ -1,4 +1,4 @@
-#include "lock/line_machine.hpp"
+#include "backends/redis/line_machine.hpp"
 
 #include <corolock/error.hpp>
 

@@ -3,10 +3,11 @@
 // what a closing client releases.
 #pragma once
 
-#include "lock/lease.hpp"
-#include "lock/line_machine.hpp"
-#include "lock/replica_acks.hpp"
-#include "lock/watchdog.hpp"
+#include "backends/redis/lease.hpp"
+#include "backends/redis/line_machine.hpp"
+#include "backends/redis/replica_acks.hpp"
+#include "backends/redis/watchdog.hpp"
+#include "redis/client_impl.hpp"
 
 #include <corolock/diagnostics.hpp>
 #include <corolock/lock/options.hpp>
@@ -20,13 +21,20 @@ namespace corolock::detail {
 
 class waiting_line;
 
-class lock_service {
+/// A client's lock layer is its one client_extension: the client tells it of reconnects and of its
+/// close, and knows nothing else of it.
+class lock_service final : public client_extension {
 public:
   explicit lock_service(client_impl& c);
-  ~lock_service();
+  ~lock_service() override;
 
   /// The service of a client, created on first use.
   static lock_service& of(client_impl& c);
+  /// The service of a client, or null before the first lock made one. (A client carries no other
+  /// extension.)
+  static lock_service* find(client_impl& c) noexcept {
+    return static_cast<lock_service*>(c.extension.get());
+  }
 
   /// A fresh owner: '<client id>:<acquisition number>:<grant lease ms>'.
   std::string new_owner(std::chrono::milliseconds grant_lease);
@@ -35,8 +43,9 @@ public:
 
   /// The line of this client's callers for a lock, created on demand.
   /// `permits`: how many a permit lock's callers of this line want (a mutex: 1).
+  /// `waiter_ttl`: of the handle that made the line (its queue place's refresh).
   std::shared_ptr<waiting_line> line(const std::shared_ptr<const lock_names>& names,
-                                     const lock_options& opts, std::int64_t permits);
+                                     std::chrono::milliseconds waiter_ttl, std::int64_t permits);
   waiting_line* find_line(const std::string& key);
   /// A line became idle: it goes a linger period later unless used again (keeping its
   /// subscription saves a SUBSCRIBE/UNSUBSCRIBE pair per acquisition of a lock contended in bursts).
@@ -68,10 +77,10 @@ public:
   void untrack(const std::string& owner);
 
   /// The lock connection came back: every held lease is checked at once.
-  void on_reconnect();
+  void on_reconnect() override;
   /// The client closes: callers fail with error::closed, leases are marked lost, and `last` gets a
   /// release for everything this client holds, is queued for, or may have just been granted.
-  void close(request& last);
+  void on_close(request& last) override;
 
   client_impl& client;
   watchdog dog;

@@ -1,8 +1,8 @@
-#include "lock/watchdog.hpp"
+#include "backends/redis/watchdog.hpp"
 
-#include "lock/lock_service.hpp"
-#include "lock/script_replies.hpp"
-#include "lock/scripts.hpp"
+#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_replies.hpp"
+#include "backends/redis/scripts.hpp"
 
 #include <corolock/error.hpp>
 
@@ -61,8 +61,8 @@ void watchdog::arm(clock::time_point at) {
   timer_.expires_at(at);
   timer_.async_wait([weak = client_.weak_from_this()](error_code ec) {
     auto c = weak.lock();
-    if (!ec && c && c->lock_layer)
-      c->lock_layer->dog.tick();
+    if (!ec && c && lock_service::find(*c))
+      lock_service::find(*c)->dog.tick();
   });
 }
 
@@ -130,8 +130,8 @@ void watchdog::send(std::vector<std::shared_ptr<lease>> batch, std::vector<bool>
         l.timing.renewal_failed(now); // no answer, an error reply (a server loading, ...), or
                                       // one no renewal gives
       }
-      if (auto c = l.client.lock(); c && c->lock_layer)
-        c->lock_layer->dog.arm(l.timing.wake());
+      if (auto c = l.client.lock(); c && lock_service::find(*c))
+        lock_service::find(*c)->dog.arm(l.timing.wake());
     }
   });
 }

@@ -4,9 +4,10 @@
 #pragma once
 
 #include "core/handle.hpp"
-#include "lock/lease.hpp"
+#include "backends/redis/lease.hpp"
 
 #include <corolock/lock/options.hpp>
+#include <corolock/redis/lock_options.hpp>
 
 #include <memory>
 
@@ -17,7 +18,7 @@ public:
   handle_state(const std::shared_ptr<client_impl>& c, std::shared_ptr<const lock_names> n,
                std::shared_ptr<const core::lock_spec> spec)
       : core::handle(c->ex, std::move(spec)), client(c), names(std::move(n)),
-        opts(this->spec->options) {}
+        opts(this->spec->options), queue(queue_timings(opts, c->cfg.locks)) {}
 
   void acquire(std::int64_t permits, bool shared, core::steady::time_point deadline, bool try_only,
                diagnostics* diag, handler<void(error_code, guard)> h) override;
@@ -29,6 +30,11 @@ public:
   std::weak_ptr<client_impl> client;
   std::shared_ptr<const lock_names> names;
   const lock_options& opts;
+  /// The queue's timings of this lock: the client's (client_config::locks), or the deprecated
+  /// per-lock lock_options::grant_lease / waiter_ttl where set.
+  const redis::lock_options queue;
+
+  static redis::lock_options queue_timings(const lock_options& o, redis::lock_options client);
 };
 
 /// A lock just won for `m` in `owner`'s name on client `c` (on a cluster, the node's client): its

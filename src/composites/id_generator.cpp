@@ -3,7 +3,7 @@
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
-#include "lock/script_replies.hpp"
+#include "backends/redis/script_replies.hpp"
 #include "redis/client_impl.hpp"
 
 #include <corolock/error.hpp>

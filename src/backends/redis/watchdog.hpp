@@ -6,7 +6,7 @@
 // doubles as the ownership check: a lease whose key is gone or names another owner is marked lost.
 #pragma once
 
-#include "lock/lease.hpp"
+#include "backends/redis/lease.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 

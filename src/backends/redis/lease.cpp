@@ -1,6 +1,6 @@
-#include "lock/lease.hpp"
+#include "backends/redis/lease.hpp"
 
-#include "lock/lock_service.hpp"
+#include "backends/redis/lock_service.hpp"
 
 #include <corolock/error.hpp>
 
@@ -21,23 +21,23 @@ lease::lease(const std::shared_ptr<client_impl>& c, std::shared_ptr<const lock_n
     : core::lease(c->ex, std::move(o), tok, t), client(c), names(std::move(n)) {}
 
 void lease::unwatch() noexcept {
-  if (auto c = client.lock(); c && c->lock_layer && dog_index != npos)
-    c->lock_layer->dog.remove(*this);
+  if (auto c = client.lock(); c && lock_service::find(*c) && dog_index != npos)
+    lock_service::find(*c)->dog.remove(*this);
 }
 
 void lease::give_back() {
-  if (auto c = client.lock(); c && !c->closed && c->lock_layer)
-    c->lock_layer->give_up(names, owner);
+  if (auto c = client.lock(); c && !c->closed && lock_service::find(*c))
+    lock_service::find(*c)->give_up(names, owner);
 }
 
 void lease::release(diagnostics* diag, handler<void(error_code)> h) {
   auto c = client.lock();
-  if (!c || c->closed || !c->lock_layer) {
+  if (!c || c->closed || !lock_service::find(*c)) {
     if (h)
       complete_later(ex, std::move(h), {}, error_code(error::closed));
     return;
   }
-  c->lock_layer->release(std::static_pointer_cast<lease>(shared_from_this()), diag, std::move(h));
+  lock_service::find(*c)->release(std::static_pointer_cast<lease>(shared_from_this()), diag, std::move(h));
 }
 
 } // namespace corolock::detail

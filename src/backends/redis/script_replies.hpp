@@ -1,4 +1,4 @@
-// Private and pure: what corolock's scripts answer (src/lua/*.lua), read and checked. A reply
+// Private and pure: what corolock's scripts answer (src/backends/redis/lua/*.lua), read and checked. A reply
 // is trusted only in the shape and range its script can give: a fencing token is 1 .. 2^53 - 1
 // (lock_common.lua's next_token), a lease never longer than the one asked for, a status one of
 // those the script returns. Anything else, from a server or a proxy that is not what it seems, is
@@ -9,7 +9,7 @@
 // hand-made values; the integration suite fuzzed_replies puts them behind a fake server.
 #pragma once
 
-#include "lock/line_machine.hpp"
+#include "backends/redis/line_machine.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/resp/value.hpp>

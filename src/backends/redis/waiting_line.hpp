@@ -4,8 +4,8 @@
 #pragma once
 
 #include "detail/completion.hpp"
-#include "lock/line_machine.hpp"
-#include "lock/handle_state.hpp"
+#include "backends/redis/line_machine.hpp"
+#include "backends/redis/handle_state.hpp"
 #include "redis/subscriber.hpp"
 
 #include <corolock/lock/guard.hpp>
@@ -25,7 +25,7 @@ class waiting_line final : public listener, public std::enable_shared_from_this<
 public:
   /// `permits`: how many each caller wants (a permit lock; a mutex: 1).
   waiting_line(lock_service& service, std::shared_ptr<const lock_names> names,
-               const lock_options& opts, std::int64_t permits);
+               std::chrono::milliseconds waiter_ttl, std::int64_t permits);
   ~waiting_line() override;
 
   /// A caller waits until `deadline`; `h` gets a guard, or the reason it did not.

@@ -1,4 +1,4 @@
-#include "lock/script_replies.hpp"
+#include "backends/redis/script_replies.hpp"
 
 #include <initializer_list>
 

@@ -1,8 +1,8 @@
-#include "lock/replica_acks.hpp"
+#include "backends/redis/replica_acks.hpp"
 
-#include "lock/lock_service.hpp"
-#include "lock/script_replies.hpp"
-#include "lock/scripts.hpp"
+#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_replies.hpp"
+#include "backends/redis/scripts.hpp"
 
 #include <corolock/error.hpp>
 
@@ -51,9 +51,9 @@ void replica_acks::start_connection() {
   connecting_ = true;
   conn_->start([weak = client_.weak_from_this(), conn = conn_](error_code ec) {
     auto c = weak.lock();
-    if (!c || !c->lock_layer)
+    if (!c || !lock_service::find(*c))
       return;
-    auto& self = c->lock_layer->acks;
+    auto& self = lock_service::find(*c)->acks;
     if (self.conn_ != conn)
       return; // closed meanwhile
     self.connecting_ = false;
@@ -98,9 +98,9 @@ void replica_acks::send_next() {
   conn_->exec(std::move(req), [weak = client_.weak_from_this(), batch = std::move(batch),
                                sent_at](error_code ec, response r) mutable {
     auto c = weak.lock();
-    if (!c || !c->lock_layer)
+    if (!c || !lock_service::find(*c))
       return;
-    c->lock_layer->acks.finish(std::move(batch), ec, r, sent_at);
+    lock_service::find(*c)->acks.finish(std::move(batch), ec, r, sent_at);
   });
 }
 

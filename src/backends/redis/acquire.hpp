@@ -2,8 +2,8 @@
 // place in this client's waiting line), re-enter a held guard, and run a body under a guard.
 #pragma once
 
-#include "lock/handle_state.hpp"
-#include "lock/line_machine.hpp"
+#include "backends/redis/handle_state.hpp"
+#include "backends/redis/line_machine.hpp"
 
 #include <corolock/diagnostics.hpp>
 #include <corolock/lock/guard.hpp>

@@ -1,4 +1,4 @@
-// Private: the lock scripts, embedded from src/lua/*.lua at build time (each lock script is
+// Private: the lock scripts, embedded from src/backends/redis/lua/*.lua at build time (each lock script is
 // lock_common.lua followed by its own file).
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "lock/scripts.hpp"
+#include "backends/redis/scripts.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,9 +1,9 @@
-#include "lock/acquire.hpp"
+#include "backends/redis/acquire.hpp"
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
-#include "lock/lock_service.hpp"
-#include "lock/waiting_line.hpp"
+#include "backends/redis/lock_service.hpp"
+#include "backends/redis/waiting_line.hpp"
 
 #include <corolock/error.hpp>
 
@@ -37,8 +37,8 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
         if (!self || !self->h)
           return;
         // A lock already won goes back now, not when the replicas' wait ends.
-        if (self->confirming && self->c->lock_layer)
-          self->c->lock_layer->give_up(self->m->names, self->owner);
+        if (self->confirming && lock_service::find(*self->c))
+          lock_service::find(*self->c)->give_up(self->m->names, self->owner);
         self->complete(asio::error::operation_aborted, guard{});
       });
     }
@@ -48,12 +48,12 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
   void send() {
     auto& svc = lock_service::of(*c);
     svc.track(m->names, owner);
-    svc.attempt(*m->names, owner, m->opts.lease, attempt_mode::try_only, m->opts.waiter_ttl, permits,
+    svc.attempt(*m->names, owner, m->opts.lease, attempt_mode::try_only, m->queue.waiter_ttl, permits,
                 [self = shared_from_this()](attempt_outcome r) { self->done(r); });
   }
 
   void done(const attempt_outcome& r) {
-    auto& svc = *c->lock_layer;
+    auto& svc = *lock_service::find(*c);
     svc.untrack(owner);
     if (r.ec == error::connection_lost && ++unknown_outcomes <= 3 && !c->closed) {
       send(); // the outcome is unknown: the same owner asks again
@@ -76,7 +76,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
 
   /// Completes only once enough replicas acknowledged the win; else gives it back.
   void confirm(const attempt_outcome& r) {
-    auto& svc = *c->lock_layer;
+    auto& svc = *lock_service::find(*c);
     confirming = true;
     won = r;
     svc.track(m->names, owner); // a closing client releases it
@@ -87,7 +87,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
   }
 
   void confirmed(const replica_ack& a) {
-    auto& svc = *c->lock_layer;
+    auto& svc = *lock_service::find(*c);
     svc.untrack(owner);
     confirming = false;
     if (!h)
@@ -126,7 +126,7 @@ void check_lock_arguments(std::string_view name, const lock_options& o, const ch
   if (auto ec = o.validate())
     throw boost::system::system_error(
         ec, std::string(what) +
-                ": lease 10 ms..24 h, grant_lease >= 10 ms, waiter_ttl 100 ms..24 h, "
+                ": lease 10 ms..24 h, grant_lease 0 or >= 10 ms, waiter_ttl 0 or 100 ms..24 h, "
                 "prefix <= 256 bytes without '{' or '}', min_replicas 0..1000, "
                 "replica_timeout 1 ms..24 h and <= lease/2 when min_replicas > 0");
 }
@@ -165,7 +165,7 @@ void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<hand
     op->c = std::move(c);
     op->m = state;
     op->permits = permits;
-    op->owner = service.new_owner(std::min(state->opts.grant_lease, state->opts.lease));
+    op->owner = service.new_owner(std::min(state->queue.grant_lease, state->opts.lease));
     op->h.set(std::move(h));
     op->diag = diag;
     op->when_taken = try_only ? error_code{} : error_code(error::timeout);
@@ -173,7 +173,7 @@ void start_acquire_on(std::shared_ptr<client_impl> c, const std::shared_ptr<hand
     return;
   }
   // Callers of one client queue in its line for the lock (see waiting_line).
-  service.line(state->names, state->opts, permits)->arrive(state, deadline, diag,
+  service.line(state->names, state->queue.waiter_ttl, permits)->arrive(state, deadline, diag,
                                                                    std::move(h));
 }
 

@@ -16,7 +16,7 @@
 // WAITs, not one each.
 #pragma once
 
-#include "lock/lease.hpp"
+#include "backends/redis/lease.hpp"
 
 #include <deque>
 #include <functional>

@@ -1,15 +1,15 @@
 // The Redis client as a lock_source, and the Redis handle's operations: until the Redis backend
 // moves behind core::backend, Redis serves the store-neutral handles (mutex, shared_mutex,
 // semaphore) through detail::handle_state.
-#include "lock/handle_state.hpp"
+#include "backends/redis/handle_state.hpp"
 
-#include "lock/lock_service.hpp"
+#include "backends/redis/lock_service.hpp"
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
-#include "lock/acquire.hpp"
-#include "lock/script_replies.hpp"
-#include "lock/scripts.hpp"
+#include "backends/redis/acquire.hpp"
+#include "backends/redis/script_replies.hpp"
+#include "backends/redis/scripts.hpp"
 #include "redis/connection_await.hpp"
 
 #include <corolock/error.hpp>
@@ -99,8 +99,17 @@ std::shared_ptr<lease> hold_lease(const std::shared_ptr<client_impl>& c, const h
   l->permits = permits;
   // A read-write lock's reader takes one permit, its writer all of them (permits_common.lua).
   l->shared = m.spec->kind == core::lock_kind::read_write && permits == 1;
-  c->lock_layer->dog.add(l);
+  lock_service::find(*c)->dog.add(l);
   return l;
+}
+
+redis::lock_options handle_state::queue_timings(const lock_options& o,
+                                                redis::lock_options client) {
+  if (o.grant_lease.count() > 0)
+    client.grant_lease = o.grant_lease;
+  if (o.waiter_ttl.count() > 0)
+    client.waiter_ttl = o.waiter_ttl;
+  return client;
 }
 
 } // namespace detail

@@ -1,10 +1,10 @@
-#include "lock/lock_service.hpp"
+#include "backends/redis/lock_service.hpp"
 
 #include "detail/diagnostics_access.hpp"
-#include "lock/acquire.hpp"
-#include "lock/script_replies.hpp"
-#include "lock/scripts.hpp"
-#include "lock/waiting_line.hpp"
+#include "backends/redis/acquire.hpp"
+#include "backends/redis/script_replies.hpp"
+#include "backends/redis/scripts.hpp"
+#include "backends/redis/waiting_line.hpp"
 #include "redis/cluster/redirection.hpp"
 
 #include <corolock/error.hpp>
@@ -90,12 +90,10 @@ lock_service::lock_service(client_impl& c) : client(c), dog(c), acks(c), sweep_t
 lock_service::~lock_service() = default;
 
 lock_service& lock_service::of(client_impl& c) {
-  if (!c.lock_layer) {
-    // Destroyed with the client_impl, which every lock operation keeps alive while it runs.
-    c.lock_layer = {new lock_service(c), [](lock_service* s) { delete s; }};
-    c.close_hooks.push_back([&c](request& last) { c.lock_layer->close(last); });
-  }
-  return *c.lock_layer;
+  // Destroyed with the client_impl, which every lock operation keeps alive while it runs.
+  if (!c.extension)
+    c.extension = std::make_unique<lock_service>(c);
+  return *find(c);
 }
 
 std::string lock_service::new_owner(std::chrono::milliseconds grant_lease) {
@@ -113,14 +111,15 @@ bool lock_service::ours(std::string_view owner) const noexcept {
 }
 
 std::shared_ptr<waiting_line> lock_service::line(const std::shared_ptr<const lock_names>& names,
-                                                 const lock_options& opts, std::int64_t permits) {
+                                                 std::chrono::milliseconds waiter_ttl,
+                                                 std::int64_t permits) {
   // Permit callers wanting different counts wait in different lines (an owner queues for one
   // count); a mutex's key names its one line, which a release looks up for a hand-off.
   auto key = names->kind == lock_kind::mutex ? names->key
                                              : names->key + '#' + std::to_string(permits);
   auto& slot = lines_[key];
   if (!slot)
-    slot = std::make_shared<waiting_line>(*this, names, opts, permits);
+    slot = std::make_shared<waiting_line>(*this, names, waiter_ttl, permits);
   return slot;
 }
 
@@ -137,8 +136,8 @@ void lock_service::line_idle() {
   sweep_timer_.expires_after(linger);
   sweep_timer_.async_wait([weak = client.weak_from_this()](error_code ec) {
     auto c = weak.lock();
-    if (!ec && c && c->lock_layer)
-      c->lock_layer->sweep_idle_lines();
+    if (!ec && c && lock_service::find(*c))
+      lock_service::find(*c)->sweep_idle_lines();
   });
 }
 
@@ -181,12 +180,12 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
       out.ec = transport_error(*c, ec);
     else
       read_attempt(*c, r.at(0), lease, out);
-    if (w == when_down::wait || !c->lock_layer) {
+    if (w == when_down::wait || !lock_service::find(*c)) {
       done(out);
       return;
     }
     // not_connected: refused before it was written. Any other failure may have run it.
-    auto& self = *c->lock_layer;
+    auto& self = *lock_service::find(*c);
     if (ec && ec != error::not_connected)
       self.may_have_run_.insert(owner);
     else if (!ec)
@@ -228,9 +227,9 @@ void lock_service::send_release(std::shared_ptr<const lock_names> names, std::st
   client.locks->exec(std::move(req), [weak = client.weak_from_this(), names, owner,
                                       tries](error_code ec, response r) {
     auto c = weak.lock();
-    if (!c || !c->lock_layer)
+    if (!c || !lock_service::find(*c))
       return;
-    auto& self = *c->lock_layer;
+    auto& self = *lock_service::find(*c);
     self.untrack(owner);
     // Until a master has run it, ask again (release.lua is idempotent per owner), for the
     // client's life: a place left in the queue would be granted the lock, kept grant_lease for
@@ -276,7 +275,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
   }
 
   void send() {
-    auto& svc = *c->lock_layer;
+    auto& svc = *lock_service::find(*c);
     svc.track(l->names, l->owner);
     request req;
     push_release(req, *l->names, l->owner, tries > 0, offer ? &offer->handoff : nullptr,
@@ -290,7 +289,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
   }
 
   void done(error_code ec, const response& r, steady::time_point sent_at) {
-    c->lock_layer->untrack(l->owner);
+    lock_service::find(*c)->untrack(l->owner);
     if (ec == error::connection_lost && ++tries < 3 && !c->closed) {
       send();
       return;
@@ -379,7 +378,7 @@ void lock_service::release(std::shared_ptr<lease> l, diagnostics* diag,
 
 void lock_service::on_reconnect() { dog.verify_all(); }
 
-void lock_service::close(request& last) {
+void lock_service::on_close(request& last) {
   closed_ = true;
   sweep_timer_.cancel();
   // Everything this client holds, may have been granted, or waits for in Redis: one release each.
