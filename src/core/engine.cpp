@@ -122,20 +122,21 @@ std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string nam
   return std::make_shared<engine_handle>(shared_from_this(), std::move(spec));
 }
 
+engine_impl::line_key engine_impl::key_of(const lock_spec& spec, std::int64_t permits, bool shared) {
+  return {spec.kind, spec.options.prefix, spec.name, spec.capacity, permits, shared,
+          spec.options.lease.count(), spec.options.watchdog};
+}
+
 std::shared_ptr<waiting_line> engine_impl::line_of(const std::shared_ptr<const lock_spec>& spec,
                                                    std::int64_t permits, bool shared) {
-  line_key key{spec->kind,   spec->name, permits, shared, spec->options.lease.count(),
-               spec->options.watchdog};
-  auto& l = lines_[std::move(key)];
+  auto& l = lines_[key_of(*spec, permits, shared)];
   if (!l)
     l = std::make_shared<waiting_line>(shared_from_this(), spec, permits, shared);
   return l;
 }
 
 void engine_impl::forget(const waiting_line& l) {
-  line_key key{l.spec->kind,   l.spec->name, l.permits, l.shared, l.spec->options.lease.count(),
-               l.spec->options.watchdog};
-  auto it = lines_.find(key);
+  auto it = lines_.find(key_of(*l.spec, l.permits, l.shared));
   if (it == lines_.end() || it->second.get() != &l)
     return;
   // Dropped on a later turn: the line's own code is on the stack.

@@ -227,6 +227,32 @@ asio::awaitable<void> try_acquire_on_a_held_lock(F& f, asio::any_io_executor ex)
   BOOST_TEST(co_await clean(f));
 }
 
+/// The same name under another lock_options::prefix is another lock: free while the first is held,
+/// from the same client (which must not put both handles in one line) and from another.
+template <typename F>
+asio::awaitable<void> another_prefix_is_another_lock(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  lock_options one, two;
+  one.prefix = "conformance1:";
+  two.prefix = "conformance2:";
+  mutex first{*a, "prefixed", one}, same_client{*a, "prefixed", two}, other_client{*b, "prefixed", two};
+  auto g = co_await first.acquire();
+  auto [ec, g2] = co_await same_client.try_acquire(tuple_awaitable);
+  BOOST_TEST(!ec, ec.message());
+  BOOST_TEST(g2.owns_lock()); // before the fix: false, the first handle's lock was asked for
+  auto [ec3, g3] = co_await other_client.try_acquire(tuple_awaitable);
+  BOOST_TEST(!ec3, ec3.message());
+  BOOST_TEST(!g3.owns_lock()); // the second prefix's lock is held by g2
+  co_await g2.unlock();
+  auto [ec4, g4] = co_await other_client.try_acquire(tuple_awaitable);
+  BOOST_TEST(g4.owns_lock());
+  BOOST_TEST(!g.lost());
+  co_await g4.unlock();
+  co_await g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
 template <typename F>
 asio::awaitable<void> lost_by_the_local_deadline(F& f, asio::any_io_executor ex) {
   auto a = co_await f.connect(ex);
@@ -445,6 +471,7 @@ asio::awaitable<void> permits_cancelled_wait_leaves_nothing(F& f, asio::any_io_e
   COROLOCK_CONFORMANCE_CASE(F, cancel_total)                                                      \
   COROLOCK_CONFORMANCE_CASE(F, deadline_then_nothing_left)                                        \
   COROLOCK_CONFORMANCE_CASE(F, try_acquire_on_a_held_lock)                                        \
+  COROLOCK_CONFORMANCE_CASE(F, another_prefix_is_another_lock)                                    \
   COROLOCK_CONFORMANCE_CASE(F, lost_by_the_local_deadline)                                        \
   COROLOCK_CONFORMANCE_CASE(F, fencing_tokens_increase)                                           \
   COROLOCK_CONFORMANCE_CASE(F, dropped_guard_releases)                                            \

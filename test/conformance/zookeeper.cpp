@@ -49,7 +49,9 @@ struct zookeeper_fixture {
   }
   bool clean() {
     const auto all = corolock::test::ephemeral_nodes(server.port());
-    return std::none_of(all.begin(), all.end(), [](const std::string& p) { return p.starts_with("/corolock/"); });
+    return std::none_of(all.begin(), all.end(), [](const std::string& p) {
+      return p.starts_with("/corolock/") || p.starts_with("/conformance"); // default and cases' prefixes
+    });
   }
   static std::optional<corolock::lock_options> lacking() {
     corolock::lock_options o;

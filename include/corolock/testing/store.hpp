@@ -115,12 +115,18 @@ public:
   void run_for(asio::io_context& io, std::chrono::milliseconds d);
 
   // --- what the store holds --------------------------------------------------------------------
+  // A lock is its name under its handles' lock_options::prefix (the default one unless given):
+  // as on a real store, the same name under another prefix is another lock.
+
   /// Holders of `name` (every kind), in grant order.
-  std::vector<holder_info> holders(const std::string& name) const;
+  std::vector<holder_info> holders(const std::string& name,
+                                   const std::string& prefix = lock_options{}.prefix) const;
   /// Queued bids of `name` (every kind), first first.
-  std::vector<holder_info> queue(const std::string& name) const;
+  std::vector<holder_info> queue(const std::string& name,
+                                 const std::string& prefix = lock_options{}.prefix) const;
   /// The last fencing token handed out for `name` (its latest kind), 0 if none.
-  std::uint64_t token(const std::string& name) const;
+  std::uint64_t token(const std::string& name,
+                      const std::string& prefix = lock_options{}.prefix) const;
   /// No lock is held and no bid is queued (fencing counters are kept, as a server keeps them).
   bool empty() const;
 

@@ -11,7 +11,9 @@
 namespace corolock::testing::detail {
 
 namespace {
-lock_key key_of(const core::lock_spec& s) { return {s.name, static_cast<int>(s.kind)}; }
+lock_key key_of(const core::lock_spec& s) {
+  return {s.options.prefix, s.name, static_cast<int>(s.kind)};
+}
 const char* unreachable_words = "the testing store is unreachable";
 } // namespace
 

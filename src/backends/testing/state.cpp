@@ -296,10 +296,11 @@ namespace {
 holder_info info(const entry& e) { return {e.owner, e.token, e.permits, e.shared}; }
 } // namespace
 
-std::vector<holder_info> state::list(const std::string& name, bool holders) const {
+std::vector<holder_info> state::list(const std::string& prefix, const std::string& name,
+                                     bool holders) const {
   std::vector<holder_info> out;
-  for (auto it = locks_.lower_bound(lock_key{name, 0}); it != locks_.end() && it->first.name == name;
-       ++it) {
+  for (auto it = locks_.lower_bound(lock_key{prefix, name, 0});
+       it != locks_.end() && it->first.prefix == prefix && it->first.name == name; ++it) {
     if (holders)
       std::transform(it->second.holders.begin(), it->second.holders.end(),
                      std::back_inserter(out), info);
@@ -310,10 +311,10 @@ std::vector<holder_info> state::list(const std::string& name, bool holders) cons
   return out;
 }
 
-std::uint64_t state::token(const std::string& name) const {
+std::uint64_t state::token(const std::string& prefix, const std::string& name) const {
   std::uint64_t t = 0;
-  for (auto it = fences_.lower_bound(lock_key{name, 0}); it != fences_.end() && it->first.name == name;
-       ++it)
+  for (auto it = fences_.lower_bound(lock_key{prefix, name, 0});
+       it != fences_.end() && it->first.prefix == prefix && it->first.name == name; ++it)
     t = std::max(t, it->second);
   return t;
 }

@@ -35,6 +35,7 @@ using steady = std::chrono::steady_clock;
 
 /// A lock as the store files it: kinds never share state.
 struct lock_key {
+  std::string prefix; // lock_options::prefix: as on a real store, another prefix is another lock
   std::string name;
   int kind = 0; // core::lock_kind as a number (the public header does not see the core)
   auto operator<=>(const lock_key&) const = default;
@@ -135,8 +136,9 @@ public:
 
   // --- introspection -------------------------------------------------------------------------
   /// Holders (or queued bids) of every kind of lock `name`.
-  std::vector<holder_info> list(const std::string& name, bool holders) const;
-  std::uint64_t token(const std::string& name) const;
+  std::vector<holder_info> list(const std::string& prefix, const std::string& name,
+                                bool holders) const;
+  std::uint64_t token(const std::string& prefix, const std::string& name) const;
   bool empty() const;
 
 private:

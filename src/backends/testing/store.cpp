@@ -35,13 +35,15 @@ void store::run_for(asio::io_context& io, std::chrono::milliseconds d) {
   settle();
 }
 
-std::vector<holder_info> store::holders(const std::string& name) const {
-  return state_->list(name, true);
+std::vector<holder_info> store::holders(const std::string& name, const std::string& prefix) const {
+  return state_->list(prefix, name, true);
 }
-std::vector<holder_info> store::queue(const std::string& name) const {
-  return state_->list(name, false);
+std::vector<holder_info> store::queue(const std::string& name, const std::string& prefix) const {
+  return state_->list(prefix, name, false);
 }
-std::uint64_t store::token(const std::string& name) const { return state_->token(name); }
+std::uint64_t store::token(const std::string& name, const std::string& prefix) const {
+  return state_->token(prefix, name);
+}
 bool store::empty() const { return state_->empty(); }
 
 void store::set_down(bool down) {
