@@ -62,6 +62,7 @@ public:
   [[nodiscard]] virtual bool restart_is_blind() const { return false; }
   /// Whether a kill frees the locks at once while their holders learn it only later (a SQL
   /// session killed: told at its next ping or statement): such holders are excused for a lease.
+  /// A restart of such a store ends every session the same way, and is excused the same way.
   [[nodiscard]] virtual bool kill_is_blind() const { return false; }
   /// The current holders if the store shows them (Redis); nullopt: ask the resource.
   virtual std::optional<std::vector<lock_holder>> holders() { return std::nullopt; }

@@ -257,9 +257,15 @@ private:
       window w{0, wall_us(), 0};
       lock_.restart();
       w.to_us = wall_us();
-      // Only a restart that loses the locks unseen excuses their holders.
-      if (lock_.restart_is_blind())
+      // Only a restart that loses the locks unseen excuses their holders: Redis's empty dataset
+      // for good; a SQL server's restart ends every session as a kill does (its data, the fence
+      // counter among it, is kept), so its holders are excused for the entries of the next lease.
+      if (lock_.restart_is_blind()) {
         record_.blind.push_back(w);
+      } else if (lock_.kill_is_blind()) {
+        w.entries_until_us = w.to_us + std::chrono::microseconds(cfg_.lease).count();
+        record_.blind.push_back(w);
+      }
       note("lock server back");
       break;
     }
