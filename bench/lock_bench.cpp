@@ -152,10 +152,16 @@ asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::m
       n += c->stats().commands;
     return n;
   };
+  // A cluster client's INFO has no key to route by (the client refuses it with invalid_argument),
+  // and one node's figures would describe a third: no server-side figures then.
+  const bool server_side = std::none_of(on.begin(), on.end(), [](corolock::client* c) {
+    return c->config().cluster.enabled();
+  });
   auto calls = [&]() -> asio::awaitable<std::vector<bench::command_stats>> {
     std::vector<bench::command_stats> out;
-    for (auto* c : on)
-      out.push_back(co_await bench::read_commandstats(*c));
+    if (server_side)
+      for (auto* c : on)
+        out.push_back(co_await bench::read_commandstats(*c));
     co_return out;
   };
   auto info0 = co_await calls();
@@ -173,7 +179,7 @@ asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::m
   auto st1 = sent();
   auto info1 = co_await calls();
   double server_calls = 0;
-  for (std::size_t i = 0; i < on.size(); ++i)
+  for (std::size_t i = 0; i < info1.size(); ++i)
     server_calls += static_cast<double>((info1[i] - info0[i]).total());
   auto sum = lat.summarize();
   figures f{{"ops", n},
@@ -185,7 +191,8 @@ asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::m
             {"client_cpu_us_per_op", per(cpu * 1e6, n)}};
   if (!on.empty()) { // Redis: its clients' counters and INFO
     f["redis_cmds_per_op"] = per(static_cast<double>(st1 - st0), n);
-    f["redis_calls_per_op"] = per(server_calls, n);
+    if (server_side)
+      f["redis_calls_per_op"] = per(server_calls, n);
   }
   if (!ctx.redis || ctx.redis == ctx.store->redis()) // not tls's or cluster's own servers
     f["sessions"] = bench::connections_to(ctx.store->port());
@@ -778,11 +785,14 @@ void paired_ratio(json::object& row, const std::string& key, const std::vector<d
   row[key + "_max"] = round4(r.values().back());
 }
 
-/// Redlock over 3 servers beside a plain mutex on the first of them, in one run: uncontended
-/// cycles, and a hot key (4 x 1 taking turns, as hot_key) where redlock's own acquire (try every
-/// master; refused, wait for a release message, retry_delay 200 ms + 0-100 ms jitter at most) runs
-/// against try / sleep 30 ms or 1 ms / retry of redlock::try_acquire. Commands are summed over the
-/// masters. Its ratios (vs_*) are medians of per-repetition ratios (paired_ratio).
+/// Redlock over 3 servers beside a plain mutex on the first, in one run: uncontended cycles, and a
+/// hot key (4 x 1 taking turns, as hot_key) where redlock's own acquire (try every master; refused,
+/// wait for a release message, retry_delay 200 ms + 0-100 ms jitter at most) runs against try /
+/// sleep 30 ms or 1 ms / retry of redlock::try_acquire. Redlock runs in both announcing forms:
+/// `redlock` (each give-back followed by a PUBLISH) and `redlock_keyspace` (keyspace_events: the
+/// masters notify, a release publishes nothing); the masters get notify-keyspace-events Kgx for the
+/// whole scenario, so every row runs with it on. Commands are summed over the masters. Its ratios
+/// (vs_*) are medians of per-repetition ratios (paired_ratio).
 asio::awaitable<void> redlock(context& ctx) {
   const auto& urls = ctx.s.redlock_urls;
   if (urls.size() < 3) {
@@ -797,38 +807,46 @@ asio::awaitable<void> redlock(context& ctx) {
     owned.push_back(std::make_unique<corolock::client>(ex, u));
     masters.push_back(owned.back().get());
     co_await owned.back()->connect();
+    corolock::request notify;
+    notify.push("CONFIG", "SET", "notify-keyspace-events", "Kgx");
+    co_await owned.back()->exec(std::move(notify));
   }
   auto label = [&](json::object& row, primitive prim) {
     row["primitive"] = primitive_name(prim);
-    row["masters"] = prim == primitive::redlock ? static_cast<double>(urls.size()) : 1.0;
+    row["masters"] = is_redlock(prim) ? static_cast<double>(urls.size()) : 1.0;
     row["contenders"] = "4 processes, each its own client per server";
   };
-  const primitive both[] = {primitive::mutex, primitive::redlock};
-  std::vector<bench::repetitions> unc(2);
-  std::vector<std::vector<double>> unc_rate(2);
+  const primitive three[] = {primitive::mutex, primitive::redlock, primitive::redlock_keyspace};
+  std::vector<bench::repetitions> unc(3);
+  std::vector<std::vector<double>> unc_rate(3);
   for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
-    for (int i = 0; i < 2; ++i) { // interleaved: load that comes and goes weighs on both
+    for (std::size_t i = 0; i < 3; ++i) { // interleaved: load that comes and goes weighs on all
       std::vector<corolock::client*> on = masters;
-      if (both[i] == primitive::mutex)
+      if (three[i] == primitive::mutex)
         on.resize(1);
-      auto f = co_await run_latency(ctx, both[i], on);
-      bench::print_rep(fmt::format("redlock_uncontended {}", primitive_name(both[i])), rep, f);
-      unc_rate[static_cast<std::size_t>(i)].push_back(f["ops_per_s"]);
-      unc[static_cast<std::size_t>(i)].add(std::move(f));
+      auto f = co_await run_latency(ctx, three[i], on);
+      bench::print_rep(fmt::format("redlock_uncontended {}", primitive_name(three[i])), rep, f);
+      unc_rate[i].push_back(f["ops_per_s"]);
+      unc[i].add(std::move(f));
     }
-  for (int i = 0; i < 2; ++i) {
-    auto row = bench::make_row("redlock_uncontended", "uncontended", 1, 1, 1, unc[static_cast<std::size_t>(i)]);
-    label(row, both[i]);
-    if (both[i] == primitive::redlock)
-      paired_ratio(row, "vs_mutex", unc_rate[1], unc_rate[0]);
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto row = bench::make_row("redlock_uncontended", "uncontended", 1, 1, 1, unc[i]);
+    label(row, three[i]);
+    if (is_redlock(three[i]))
+      paired_ratio(row, "vs_mutex", unc_rate[i], unc_rate[0]);
+    if (three[i] == primitive::redlock_keyspace)
+      paired_ratio(row, "vs_redlock", unc_rate[i], unc_rate[1]);
     emit(ctx, std::move(row));
   }
 
-  // The hot key: redlock in every waiting mode, the mutex (pub/sub) beside it.
+  // The hot key: redlock's acquire in both forms and its polling forms, the mutex (pub/sub) beside.
   std::vector<config> cs;
-  for (auto m : {wait_mode::pubsub, wait_mode::poll_30ms, wait_mode::poll_1ms})
+  cs.push_back({wait_mode::pubsub, {4, 1}, 0, primitive::redlock, true});
+  cs.push_back({wait_mode::pubsub, {4, 1}, 0, primitive::redlock_keyspace, true});
+  for (auto m : {wait_mode::poll_30ms, wait_mode::poll_1ms})
     cs.push_back({m, {4, 1}, 0, primitive::redlock, true});
   cs.push_back({wait_mode::pubsub, {4, 1}, 0, primitive::mutex, true});
+  const std::size_t poll_rows[] = {2, 3}, mutex_row = 4;
   context rctx = ctx; // a longer window: the 30 ms polling form hands over a few dozen times a second
   rctx.s.hot_duration_ms = ctx.s.redlock_hot_duration_ms;
   std::vector<std::vector<double>> rate(cs.size());
@@ -842,14 +860,16 @@ asio::awaitable<void> redlock(context& ctx) {
     auto row = row_of("redlock_hot_key", cs[i], reps[i]);
     label(row, cs[i].prim);
     row["hold_us"] = ctx.s.hold_us;
-    if (cs[i].prim == primitive::redlock && cs[i].mode == wait_mode::pubsub) {
-      row["mode"] = "acquire"; // redlock::acquire_until, default options
+    if (is_redlock(cs[i].prim) && cs[i].mode == wait_mode::pubsub) {
+      row["mode"] = "acquire"; // redlock::acquire_until, default options (+ keyspace_events)
       row["retry"] = "on a release message; else after retry_delay 200 ms + 0-100 ms jitter";
-      for (std::size_t p : {std::size_t{1}, std::size_t{2}})
+      for (std::size_t p : poll_rows)
         paired_ratio(row, std::string("vs_") + mode_name(cs[p].mode), rate[i], rate[p]);
     }
-    if (cs[i].prim == primitive::redlock)
-      paired_ratio(row, "vs_mutex", rate[i], rate[3]);
+    if (cs[i].prim == primitive::redlock_keyspace)
+      paired_ratio(row, "vs_redlock", rate[i], rate[0]);
+    if (is_redlock(cs[i].prim))
+      paired_ratio(row, "vs_mutex", rate[i], rate[mutex_row]);
     if (cs[i].prim == primitive::mutex) // a pub/sub waiter's refusal costs no extra command: unseen
       for (const char* f : {"waited_fraction", "waited_p50_us", "waited_p99_us"})
         row.erase(f);
@@ -988,8 +1008,8 @@ asio::awaitable<void> cluster(context& ctx) {
 /// plain and a TLS port (tls-cluster: the bus is TLS either way), a plain and a rediss+cluster
 /// client on it, repetitions interleaved. Row cluster_tls_throughput (uncontended_throughput's
 /// workload), modes plain and tls; the tls row carries the p50 difference and the throughput
-/// ratio against plain. (No 1-coroutine row: run_latency on a cluster client ended the run with
-/// invalid_argument, not investigated yet.)
+/// ratio against plain; row cluster_tls_latency likewise with uncontended_latency's workload (one
+/// coroutine, acquire + release on one key; no Redis calls per cycle: see run_latency).
 asio::awaitable<void> cluster_tls(context& ctx) {
   corolock::test::redis_cluster_options options;
   options.tls = true;
@@ -1007,17 +1027,21 @@ asio::awaitable<void> cluster_tls(context& ctx) {
   co_await secure.connect(asio::use_awaitable);
   corolock::client* transports[] = {&plain, &secure};
   const char* names[] = {"plain", "tls"};
-  bench::repetitions tp_reps[2];
+  bench::repetitions tp_reps[2], lat_reps[2];
   for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
     for (int t = 0; t < 2; ++t) {
       context on = ctx;
       on.redis = transports[t];
       auto f = co_await run_throughput(on);
-      ctx.lock_seq = on.lock_seq;
       bench::print_rep(fmt::format("cluster_tls_throughput {}", names[t]), rep, f);
       tp_reps[t].add(std::move(f));
+      auto c = co_await run_latency(on);
+      ctx.lock_seq = on.lock_seq;
+      bench::print_rep(fmt::format("cluster_tls_latency {}", names[t]), rep, c);
+      lat_reps[t].add(std::move(c));
     }
   emit_plain_and_tls(ctx, "cluster_tls_throughput", tp_reps, ctx.s.tp_coroutines, ctx.s.tp_keys);
+  emit_plain_and_tls(ctx, "cluster_tls_latency", lat_reps, 1, 1);
   plain.close();
   secure.close();
 }

@@ -42,8 +42,12 @@ enum class primitive : int {
   shared_writer, ///< shared_mutex::acquire
   shared_reader, ///< shared_mutex::acquire_shared (never waits for another reader)
   redlock,       ///< redlock over the clients given (its acquire retries after retry_delay)
+  redlock_keyspace, ///< the same with keyspace_events (the masters notify; releases publish nothing)
 };
 const char* primitive_name(primitive p);
+inline bool is_redlock(primitive p) {
+  return p == primitive::redlock || p == primitive::redlock_keyspace;
+}
 
 /// A held lock of any primitive: the mutex family's guard or a redlock's.
 class any_guard {
@@ -62,7 +66,7 @@ private:
 /// One lock of any primitive, with the two calls the benchmark makes.
 class bench_lock {
 public:
-  /// `src`: any store's client. `others`: for primitive::redlock (src a Redis client), the
+  /// `src`: any store's client. `others`: for a redlock (src a Redis client), the
   /// masters after `src` (the first).
   bench_lock(corolock::lock_source& src, const std::string& name, primitive p,
              const std::vector<corolock::client*>& others = {});

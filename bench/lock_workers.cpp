@@ -45,7 +45,7 @@ std::string row_mode(wait_mode m, bench::backend b) {
 
 const char* primitive_name(primitive p) {
   static const char* const names[] = {"mutex", "semaphore", "shared_writer", "shared_reader",
-                                      "redlock"};
+                                      "redlock", "redlock_keyspace"};
   return names[static_cast<int>(p)];
 }
 
@@ -69,14 +69,17 @@ auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
     return corolock::mutex(c, name);
   case primitive::semaphore:
     return corolock::semaphore(c, name, 1);
-  case primitive::redlock: {
+  case primitive::redlock:
+  case primitive::redlock_keyspace: {
     auto* first = dynamic_cast<corolock::client*>(&c);
     if (!first)
       throw std::invalid_argument("redlock: Redis masters only");
     std::vector<std::reference_wrapper<corolock::client>> masters{*first};
     for (auto* o : others)
       masters.emplace_back(*o);
-    return corolock::redlock(std::move(masters), name); // default options: retry_delay 200 ms as the fallback
+    corolock::redlock_options o; // default options: retry_delay 200 ms as the fallback
+    o.keyspace_events = p == primitive::redlock_keyspace;
+    return corolock::redlock(std::move(masters), name, o);
   }
   default:
     return corolock::shared_mutex(c, name);
@@ -111,7 +114,8 @@ bench_lock::acquire_until(steady::time_point deadline) {
                                                                              bench::use_tuple);
     co_return widen(r);
   }
-  case primitive::redlock: {
+  case primitive::redlock:
+  case primitive::redlock_keyspace: {
     auto r = co_await std::get<corolock::redlock>(lock_).acquire_until(deadline, bench::use_tuple);
     co_return widen(r);
   }
@@ -137,7 +141,8 @@ asio::awaitable<any_guard> bench_lock::try_acquire() {
     auto g = co_await std::get<corolock::shared_mutex>(lock_).try_acquire(asio::use_awaitable);
     co_return any_guard(std::move(g));
   }
-  case primitive::redlock: {
+  case primitive::redlock:
+  case primitive::redlock_keyspace: {
     auto g = co_await std::get<corolock::redlock>(lock_).try_acquire(asio::use_awaitable);
     co_return any_guard(std::move(g));
   }
@@ -550,7 +555,7 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
   std::vector<corolock::client*> others, clients;
   if (redis)
     clients.push_back(redis);
-  if (sh.prim == primitive::redlock)
+  if (is_redlock(sh.prim))
     for (std::size_t i = 1; i < wa.args.size(); ++i) {
       more.push_back(std::make_unique<corolock::client>(ex, wa.args[i]));
       others.push_back(more.back().get());

@@ -11,6 +11,22 @@
 // other local waiters, and the first if no message comes (a lost message, a master without
 // pub/sub rights, a release that never ran), retry after retry_delay + jitter as before. So a
 // release wakes one attempt per waiting process, never every caller of one process.
+//
+// With keyspace_events (the masters run with notify-keyspace-events Kgx or wider), a give-back
+// sends no PUBLISH: the waiters also listen on the lock key's keyspace channel
+// (__keyspace@<db>__:<key>), where the master itself tells of the key's deletion or expiry, and
+// only to the subscribers it has at that moment — nobody subscribed, nothing sent. So whether a
+// release is announced is decided by the server inside the release command, and an uncontended
+// cycle costs the acquire and the release only (6 commands on 3 masters, not 9). A waiter cannot
+// miss its wake-up: before its first waiting attempt it subscribes on every master and sees the
+// subscription confirmed there (a PING on the same connection, answered after the SUBSCRIBE:
+// RESP3 on a standalone master; elsewhere the window is left to the fallback); so
+// on each master its attempt runs after its SUBSCRIBE. If that attempt was refused, the key was
+// there, and its DEL (or expiry) runs later still, and notifies every subscriber, this waiter
+// among them. There is no "check for waiters, then delete" window to race into: the deletion
+// and the notification are one step of a single-threaded server. (The same confirmation orders
+// the PUBLISH of the default mode, which follows the release's answer, after the subscription.)
+// Lost anyway (a reconnect; a master configured otherwise), it costs the fallback retry_delay.
 #include <corolock/lock/redlock.hpp>
 
 #include "core/lost_waiters.hpp"
@@ -78,14 +94,25 @@ public:
   };
   using place = std::list<waiter>::iterator;
 
+  /// `key`: the lock's key on every master; `keyspace`: see the top of this file.
   redlock_wakeups(asio::any_io_executor e, std::vector<client*> c, std::string ch,
-                  std::size_t q)
+                  const std::string& key, bool keyspace, std::size_t q)
       : ex(std::move(e)), clients(std::move(c)), channel(std::move(ch)), quorum(q),
-        heard_(clients.size(), 0), subs_(clients.size()) {}
+        keyspace_(keyspace), heard_(clients.size(), 0), subs_(clients.size()),
+        key_subs_(clients.size()) {
+    if (keyspace_)
+      for (auto* m : clients) // a cluster has database 0 only
+        key_channels_.push_back("__keyspace@" +
+                                std::to_string(m->config().cluster.enabled() ? 0 : m->config().database) +
+                                "__:" + key);
+  }
 
   /// Tells whoever listens on master i that this process gave something back there. Not awaited:
-  /// a message lost costs the waiters their fallback retry, nothing else.
+  /// a message lost costs the waiters their fallback retry, nothing else. With keyspace events
+  /// the master told them itself, if anyone listened.
   void announce(std::size_t i) {
+    if (keyspace_)
+      return;
     request r;
     r.push("PUBLISH", channel, "released");
     clients[i]->exec(std::move(r), asio::bind_executor(ex, [](error_code, response) {}));
@@ -114,10 +141,14 @@ public:
     for (std::size_t i = 0; i < clients.size(); ++i) {
       try {
         subs_[i] = clients[i]->subscribe(channel);
+        if (keyspace_)
+          key_subs_[i] = clients[i]->subscribe(key_channels_[i]);
       } catch (const std::exception&) {
         continue; // e.g. no cluster node connected: that master is polled only
       }
-      listen(i);
+      listen(subs_[i], i, false);
+      if (keyspace_)
+        listen(key_subs_[i], i, true);
     }
     return true;
   }
@@ -178,20 +209,30 @@ private:
     }
   }
 
-  void listen(std::size_t i) {
-    subs_[i].receive(asio::bind_executor(
-        ex, [weak = weak_from_this(), i](error_code ec, message) {
+  /// A keyspace channel also tells of renewals (expire): only the key's end is news.
+  static bool news(const message& m, bool keyspace) {
+    return !keyspace || m.reconnected || m.payload == "del" || m.payload == "expired" ||
+           m.payload == "evicted";
+  }
+
+  void listen(subscription& sub, std::size_t i, bool keyspace) {
+    sub.receive(asio::bind_executor(
+        ex, [weak = weak_from_this(), &sub, i, keyspace](error_code ec, message m) {
           auto self = weak.lock();
           if (!self || ec)
             return; // gone, closed, or refused (no channel rights): that master is polled only
-          ++self->heard_[i]; // a release, or a reconnect notice (one may have been missed)
-          self->wake_first();
-          self->listen(i);
+          if (news(m, keyspace)) {
+            ++self->heard_[i]; // a release, or a reconnect notice (one may have been missed)
+            self->wake_first();
+          }
+          self->listen(sub, i, keyspace);
         }));
   }
 
+  bool keyspace_;
+  std::vector<std::string> key_channels_; // per master, with keyspace_ only
   std::vector<std::uint64_t> heard_; // per master: announcements and reconnect notices heard
-  std::vector<subscription> subs_;
+  std::vector<subscription> subs_, key_subs_;
   std::list<waiter> waiters_;       // this process's waiting acquisitions, in arrival order
   bool subscribed_ = false;
 };
@@ -208,8 +249,9 @@ public:
       clients.push_back(&c.get());
     }
     // Beside the mutex's own channel ({name}:ch, its grants), which a redlock never uses.
-    wakeups = std::make_shared<redlock_wakeups>(ex, clients,
-                                                opts.lock.prefix + "{" + name + "}:redlock", quorum);
+    const auto key = opts.lock.prefix + "{" + name + "}"; // the mutex's key on every master
+    wakeups = std::make_shared<redlock_wakeups>(ex, clients, key + ":redlock", key,
+                                                opts.keyspace_events, quorum);
   }
 
   asio::any_io_executor ex;
@@ -455,6 +497,33 @@ asio::awaitable<attempt_result> attempt(std::shared_ptr<redlock_state> st,
   co_return out;
 }
 
+/// Waits until every master answered a PING sent after the subscriptions: on a standalone RESP3
+/// client it follows the SUBSCRIBE on the same connection, so the SUBSCRIBE ran there first (see
+/// the top of this file). per_master_timeout at most: a master that has not answered by then is
+/// heard from once its subscription gets there, and polled meanwhile.
+asio::awaitable<void> confirm_subscriptions(const std::shared_ptr<redlock_state>& st) {
+  struct pings {
+    pings(const asio::any_io_executor& e, steady::time_point until) : wake(e, until) {}
+    asio::steady_timer wake;
+    std::size_t pending = 0;
+  };
+  auto p = std::make_shared<pings>(st->ex, steady::now() + st->opts.effective_per_master_timeout());
+  for (auto* c : st->clients) {
+    request r;
+    r.push("PING");
+    ++p->pending;
+    c->exec(std::move(r), asio::bind_executor(st->ex, [p](error_code, response) {
+              if (--p->pending == 0)
+                p->wake.cancel();
+            }));
+  }
+  while (p->pending > 0) {
+    auto [ec] = co_await p->wake.async_wait(tuple_awaitable);
+    if (!ec || co_await cancelled())
+      break; // the masters' time is up, or the caller's
+  }
+}
+
 using acquire_result = std::pair<error_code, redlock_guard>;
 
 asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
@@ -513,8 +582,11 @@ asio::awaitable<acquire_result> acquire_op(std::shared_ptr<redlock_state> st,
 
     if (!place.p) {
       place.p = wakeups.enter();
-      if (wakeups.subscribe_once())
-        continue; // a release before the subscriptions was not heard: look again at once
+      if (wakeups.subscribe_once()) {
+        // A release before the subscriptions was not heard: look again at once, after them.
+        co_await confirm_subscriptions(st);
+        continue;
+      }
     }
     // Contenders that split the masters between them would meet again without the jitter.
     const auto jittered = [&](steady::duration base) {

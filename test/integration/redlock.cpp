@@ -6,6 +6,7 @@
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>
+#include <support/fault_proxy.hpp>
 #include <support/lock_checks.hpp>
 #include <support/redis_server.hpp>
 
@@ -67,6 +68,40 @@ private:
   std::vector<std::unique_ptr<client>> clients_;
 };
 
+/// One client per server of a group, each through a fault proxy of its own: a process whose links
+/// the test stalls.
+class proxied_set {
+public:
+  proxied_set(asio::any_io_executor ex, redis_server_group& group) {
+    for (auto& server : group) {
+      proxies_.push_back(std::make_unique<fault_proxy>(server.port()));
+      clients_.push_back(std::make_unique<client>(ex, proxies_.back()->url()));
+    }
+  }
+  asio::awaitable<void> connect() {
+    for (auto& c : clients_)
+      co_await c->connect();
+  }
+  std::vector<std::reference_wrapper<client>> refs() {
+    std::vector<std::reference_wrapper<client>> out;
+    for (auto& c : clients_)
+      out.emplace_back(*c);
+    return out;
+  }
+  fault_proxy& proxy(std::size_t i) { return *proxies_.at(i); }
+  /// Heals every link, then closes every client.
+  void close() {
+    for (auto& p : proxies_)
+      p->heal();
+    for (auto& c : clients_)
+      c->close();
+  }
+
+private:
+  std::vector<std::unique_ptr<fault_proxy>> proxies_;
+  std::vector<std::unique_ptr<client>> clients_;
+};
+
 /// Short leases and per-master timeouts keep the suite fast; retry_delay short for contention.
 redlock_options fast(std::chrono::milliseconds lease = std::chrono::milliseconds(1000),
                      bool watchdog = true) {
@@ -125,13 +160,39 @@ void expect_invalid(F make, const std::string& needle) {
   }
 }
 
-/// The EVALSHA calls a server has run (its INFO commandstats): a redlock attempt is one per master,
-/// a release one more.
-long long evalsha_calls(redis_server& server) {
+/// The calls of `command` (lower case) a server has run, from its INFO commandstats.
+long long calls_of(redis_server& server, const std::string& command) {
   const auto info = sync(server, "INFO", "commandstats");
-  const std::string tag = "cmdstat_evalsha:calls=";
+  const std::string tag = "cmdstat_" + command + ":calls=";
   const auto at = info.find(tag);
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + tag.size()));
+}
+
+/// The EVALSHA calls a server has run: a redlock attempt is one per master, a release one more.
+long long evalsha_calls(redis_server& server) { return calls_of(server, "evalsha"); }
+
+/// The PUBLISH calls the servers of a group have run, in all.
+long long publish_calls(redis_server_group& group) {
+  long long n = 0;
+  for (auto& server : group)
+    n += calls_of(server, "publish");
+  return n;
+}
+
+/// Turns on the keyspace notifications redlock_options::keyspace_events asks for.
+void notify_keyspace_events(redis_server_group& group) {
+  for (auto& server : group)
+    BOOST_REQUIRE_EQUAL(sync(server, "CONFIG", "SET", "notify-keyspace-events", "Kgx"), "OK");
+}
+
+/// A PING on each client of `m`, answered: what those clients exec()ed before (a PUBLISH after a
+/// release) has run on its server.
+asio::awaitable<void> flush_exec(master_set& m, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    request ping;
+    ping.push("PING");
+    co_await m[i].exec(std::move(ping));
+  }
 }
 
 /// `waiter` waits (acquire_for 8 s) while `held` is released 300 ms later (the waiter refused
@@ -159,6 +220,13 @@ asio::awaitable<long long> hand_over(redlock_guard& held, corolock::redlock& wai
 redlock_options waits_by_message(std::chrono::milliseconds retry_delay = std::chrono::seconds(10)) {
   auto o = fast();
   o.retry_delay = retry_delay;
+  return o;
+}
+
+/// waits_by_message(), the masters telling of releases themselves (keyspace_events).
+redlock_options waits_by_keyspace_events() {
+  auto o = waits_by_message();
+  o.keyspace_events = true;
   return o;
 }
 } // namespace
@@ -787,6 +855,145 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_one_caller_of_a_process_not_the_herd) {
     // slack: a turn whose attempt split the masters with nobody, or a retry on a stale message.
     BOOST_TEST(calls <= 1 + 2 * callers + callers, calls << " EVALSHA");
     BOOST_TEST(co_await eventually([&] { return finished == callers; }, std::chrono::seconds(5)));
+  }, std::chrono::seconds(30));
+  expect_clean_except(group, {});
+}
+
+// With keyspace_events, a release sends no PUBLISH: nobody waiting, the masters tell nobody (and a
+// cycle is one EVALSHA per master to acquire, one to release). Before: 3 PUBLISHes per cycle.
+BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_nobody_waits_for_publishes_nothing) {
+  redis_server_group group(3);
+  notify_keyspace_events(group);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set a(ex, group);
+    co_await a.connect();
+    corolock::redlock la(a.refs(), "quiet", waits_by_keyspace_events());
+    const auto before = publish_calls(group);
+    constexpr int cycles = 10;
+    for (int i = 0; i < cycles; ++i)
+      co_await (co_await la.acquire()).unlock();
+    co_await flush_exec(a, group.size());
+    const auto published = publish_calls(group) - before;
+    BOOST_TEST_MESSAGE(cycles << " uncontended cycles on 3 masters: " << published << " PUBLISH");
+    BOOST_TEST(published == 0);
+    co_await a.shutdown();
+  }, std::chrono::seconds(20));
+  expect_clean_except(group, {});
+}
+
+// With keyspace_events, the waiter hears the release from the masters' notification of the key's
+// deletion, not from a PUBLISH (none is sent): served long before its retry_delay of 10 s.
+BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_wakes_a_waiter_without_a_publish) {
+  redis_server_group group(3);
+  notify_keyspace_events(group);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    master_set a(ex, group), b(ex, group);
+    co_await a.connect();
+    co_await b.connect();
+    const auto opts = waits_by_keyspace_events();
+    corolock::redlock la(a.refs(), "ks_wake", opts), lb(b.refs(), "ks_wake", opts);
+    const auto before = publish_calls(group);
+    for (int round = 0; round < 3; ++round) { // the first subscribes; the later ones reuse it
+      auto g = co_await la.acquire();
+      const auto after = co_await hand_over(g, lb);
+      BOOST_TEST_MESSAGE("round " << round << ": the waiter got the lock " << after
+                                  << " ms after the release (retry_delay 10 000 ms)");
+      BOOST_TEST(after < 5000, after << " ms: not woken by the release");
+    }
+    co_await flush_exec(a, group.size());
+    co_await flush_exec(b, group.size());
+    BOOST_TEST(publish_calls(group) - before == 0);
+    co_await a.shutdown();
+    co_await b.shutdown();
+  }, std::chrono::seconds(60));
+  expect_clean_except(group, {});
+}
+
+// With keyspace_events, a holder that vanishes without a release (its links blackholed) wakes the
+// waiters when its lease runs out on the masters: the "expired" notification. The waiter's
+// retry_delay (10 s) is beyond its deadline (8 s), so only the notification can serve it in time.
+// Before (a PUBLISH by the releaser, who never releases): the waiter timed out.
+BOOST_AUTO_TEST_CASE(with_keyspace_events_a_lease_that_runs_out_wakes_a_waiter) {
+  redis_server_group group(3);
+  notify_keyspace_events(group);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    proxied_set holder(ex, group);
+    co_await holder.connect();
+    master_set b(ex, group);
+    co_await b.connect();
+    auto opts = waits_by_keyspace_events();
+    opts.lock.lease = std::chrono::milliseconds(1000);
+    opts.lock.watchdog = false;
+    corolock::redlock la(holder.refs(), "ks_expiry", opts), lb(b.refs(), "ks_expiry", opts);
+    auto g = co_await la.acquire();
+    for (std::size_t i = 0; i < group.size(); ++i) // the holder is gone for the masters: no release
+      holder.proxy(i).blackhole(direction::both, true);
+    const auto t0 = steady::now();
+    auto [ec, h] = co_await lb.acquire_for(std::chrono::seconds(8), tuple_awaitable);
+    const auto took = ms_since(t0);
+    BOOST_TEST_MESSAGE("the waiter got the lock " << took
+                                                  << " ms after it began (lease 1 000 ms, "
+                                                     "retry_delay 10 000 ms): "
+                                                  << (ec ? ec.message() : "ok"));
+    BOOST_TEST(!ec, ec.message());
+    if (h)
+      co_await h.unlock();
+    g = {};
+    holder.close();
+    co_await b.shutdown();
+  }, std::chrono::seconds(30));
+  expect_clean_except(group, {});
+}
+
+// Two masters stall for the holder (its links blackholed) while a waiter listens on every master:
+// the holder's release reaches master 3 only, so one message comes, not a quorum, and the holder's
+// leases on masters 1 and 2 run out instead (lease 1 s; nothing renews through a stalled link). The
+// waiter is served by its fallback: refused until those leases end, then at most retry_delay
+// (1 s) + half of it later, its attempt bounded by per_master_timeout (100 ms). So at most
+// lease + 1.5 x retry_delay + per_master_timeout = 2.6 s after the stall began; the bound allows
+// 1 s more for a loaded machine, and stays below the 8 s the waiter would wait.
+BOOST_AUTO_TEST_CASE(masters_stalled_while_a_waiter_listens_cost_it_its_fallback_at_most) {
+  redis_server_group group(3);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    proxied_set holder(ex, group);
+    co_await holder.connect();
+    master_set b(ex, group);
+    co_await b.connect();
+    const auto delay = std::chrono::milliseconds(1000);
+    corolock::redlock la(holder.refs(), "stalled", waits_by_message(delay)),
+        lb(b.refs(), "stalled", waits_by_message(delay));
+    auto g = co_await la.acquire();
+    steady::time_point stalled{}, got{};
+    auto wait = [&]() -> asio::awaitable<void> {
+      auto [ec, h] = co_await lb.acquire_for(std::chrono::seconds(8), tuple_awaitable);
+      got = steady::now();
+      BOOST_TEST(!ec, ec.message());
+      if (h)
+        co_await h.unlock();
+    };
+    auto stall_then_release = [&]() -> asio::awaitable<void> {
+      // The waiter listens on every master (it was refused and subscribed).
+      const auto channel = "corolock:{stalled}:redlock";
+      BOOST_REQUIRE(co_await eventually([&] {
+        for (auto& server : group)
+          if (!sync(server, "PUBSUB", "NUMSUB", channel).ends_with("\n1"))
+            return false;
+        return true;
+      }));
+      stalled = steady::now();
+      holder.proxy(0).blackhole(direction::both, true);
+      holder.proxy(1).blackhole(direction::both, true);
+      g = {}; // released in the background: only master 3 hears it (and announces it)
+    };
+    using namespace asio::experimental::awaitable_operators;
+    co_await (wait() && stall_then_release());
+    const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(got - stalled).count();
+    BOOST_TEST_MESSAGE("two masters stalled for the holder: the waiter got the lock "
+                       << after << " ms after the stall (lease 1 000, retry_delay 1 000 + jitter, "
+                                   "per_master_timeout 100; bound 2 600 + 1 000)");
+    BOOST_TEST(after <= 2600 + 1000, after << " ms");
+    holder.close();
+    co_await b.shutdown();
   }, std::chrono::seconds(30));
   expect_clean_except(group, {});
 }
