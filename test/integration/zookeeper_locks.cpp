@@ -8,7 +8,8 @@
 // stalls past its session (told first, its fenced write refused, its session found expired and
 // nothing of it left at the server); a member partitioned away, its client moving to another; a
 // bid waiting when its session expires (ended with session_expired); after an expiry, the client
-// going on with a new session; a lock path whose ACL refuses us. The semaphore: a big request not
+// going on with a new session; without a session, an acquire() without a deadline failing by the
+// client's own bound while one with a deadline waits on; a lock path whose ACL refuses us. The semaphore: a big request not
 // passed by small ones, a holder's session expiry freeing its permits, every cancellation type
 // while waiting for permits leaving no node, mismatched counts refused.
 // Every case ends with no node under the lock's folder (an observer client lists it).
@@ -836,6 +837,64 @@ BOOST_AUTO_TEST_CASE(a_bid_waiting_when_its_session_expires_ends_with_session_ex
     co_await go.unlock();
     BOOST_TEST(co_await nothing_left(*other));
     co_await other->close();
+  });
+}
+
+// While the client asks for a new session after an expiry (the server paused: no member answers),
+// an acquire() without a deadline fails with not_connected by the client's own session bound
+// (connect()'s, twice the session timeout), as contract 6 of core/backend.hpp says; an
+// acquire_for() of the same mutex waits on through it and gets the lock once the server is back;
+// nothing of the failed bid is left. Before, the acquire() waited until a member answered.
+BOOST_AUTO_TEST_CASE(without_a_session_an_acquire_without_deadline_fails_by_the_client_s_bound_and_one_with_a_deadline_waits_on) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(1500);
+    session_log log;
+    auto c = client_of(ex, server.url(), session);
+    log_states(*c, log);
+    co_await c->connect();
+    corolock::mutex m{*c, "order:42"};
+    const auto old_id = c->session_id();
+
+    server.pause(); // SIGSTOP: the session expires for the client; no new one can be had
+    BOOST_REQUIRE(co_await eventually([&] { return log.expired.has_value(); }, milliseconds(10000)));
+    BOOST_REQUIRE(co_await eventually([&] { return c->state() == zk::session_state::connecting; }));
+    const auto asked = clock_type::now();
+    attempt plain, timed;
+    start(ex, m, plain); // first in the line: its bid is the one without a deadline
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await m.acquire_for(milliseconds(30000), as_tuple_awaitable);
+      timed.g = std::move(g);
+      timed.at = clock_type::now();
+      timed.ec = ec;
+    }, asio::detached);
+    const auto bound = 2 * session; // the client's: connect() gives up after it
+    const bool ended = co_await done(plain, 3 * bound);
+    BOOST_TEST_REQUIRE(ended, "acquire() without a deadline still waits " << ms_between(asked, clock_type::now())
+                                  << " ms after it was asked, the client " << zk::to_string(c->state()));
+    BOOST_TEST((*plain.ec == error::not_connected), plain.ec->message());
+    BOOST_TEST(!plain.g.owns_lock());
+    BOOST_TEST(ms_between(asked, plain.at) >= static_cast<double>(bound.count()));
+    BOOST_TEST(!timed.ec.has_value()); // its caller's deadline is 30 s off: it waits on
+    const auto failed = clock_type::now();
+    co_await sleep_for(milliseconds(500));
+    BOOST_TEST(!timed.ec.has_value());
+
+    const auto resumed = clock_type::now();
+    server.resume();
+    BOOST_REQUIRE(co_await done(timed, milliseconds(20000)));
+    BOOST_TEST_REQUIRE(!*timed.ec, timed.ec->message());
+    BOOST_TEST(timed.g.owns_lock());
+    BOOST_TEST(c->session_id() != old_id);
+    BOOST_TEST(co_await count_becomes(*c, dir, 1)); // the failed bid's node, if it landed, deleted
+    BOOST_TEST(ephemeral_nodes(server.port()).size() == 1u);
+    BOOST_TEST_MESSAGE("no session (server paused, session " << session.count() << " ms): acquire() failed with "
+                       << plain.ec->message() << " " << ms_between(asked, plain.at) << " ms after it was asked;"
+                       << " acquire_for(30 s) still waiting " << ms_between(asked, failed) << " ms after, got the lock "
+                       << ms_between(resumed, timed.at) << " ms after the server resumed");
+    co_await timed.g.unlock();
+    BOOST_TEST(co_await nothing_left(*c));
+    co_await c->close();
   });
 }
 
