@@ -11,7 +11,8 @@
 // going on with a new session; without a session, an acquire() without a deadline failing by the
 // client's own bound while one with a deadline waits on; a lock path whose ACL refuses us. The semaphore: a big request not
 // passed by small ones, a holder's session expiry freeing its permits, every cancellation type
-// while waiting for permits leaving no node, mismatched counts refused.
+// while waiting for permits leaving no node, mismatched counts refused, close() while holding
+// permits giving them back at once, a semaphore path whose ACL refuses us.
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -1034,6 +1035,78 @@ BOOST_AUTO_TEST_CASE(a_semaphore_used_with_another_count_is_refused_and_set_perm
     BOOST_TEST(co_await nothing_left(*a));
     co_await a->close();
     co_await b->close();
+  });
+}
+
+// close() while a client holds permits: its session's close deletes its nodes at once, so the
+// other client's waiting acquire(2) is granted well before the session timeout (4 s) that a client
+// gone without closing would cost; a's guards are lost, no node of a's session is left.
+BOOST_AUTO_TEST_CASE(close_while_holding_permits_gives_them_back_at_once_and_leaves_no_node) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(4000);
+    auto a = client_of(ex, server.url(), session), b = client_of(ex, server.url(), session);
+    co_await a->connect();
+    co_await b->connect();
+    const auto a_id = a->session_id();
+    corolock::semaphore sa{*a, "slots", 3}, sb{*b, "slots", 3};
+    auto g1 = co_await sa.acquire(1), g2 = co_await sa.acquire(1);
+    attempt w;
+    start(ex, sb, w, 2); // 1 free of 3: b waits for 2
+    BOOST_REQUIRE(co_await count_becomes(*b, sem_dir, 3));
+    co_await sleep_for(milliseconds(100));
+    BOOST_TEST(!w.ec.has_value());
+
+    const auto t0 = clock_type::now();
+    co_await a->close();
+    BOOST_REQUIRE(co_await done(w));
+    BOOST_TEST(!*w.ec, w.ec->message());
+    BOOST_TEST(w.g.owns_lock());
+    BOOST_TEST(ms_between(t0, w.at) < static_cast<double>(session.count()) / 2);
+    BOOST_TEST(g1.lost());
+    BOOST_TEST(g2.lost());
+    BOOST_TEST((co_await nodes(*b, sem_dir)).size() == 1u); // b's own
+    BOOST_TEST(no_node_of_session(server.port(), a_id));
+    BOOST_TEST_MESSAGE("close() with 2 permits held: the waiter got 2 permits " << ms_between(t0, w.at)
+                       << " ms after close() began (session " << session.count() << " ms)");
+    auto [uec] = co_await g1.unlock(as_tuple_awaitable);
+    BOOST_TEST(uec.failed()); // the session that held it is closed
+    co_await w.g.unlock();
+    BOOST_TEST(co_await nothing_left(*b));
+    co_await b->close();
+  });
+}
+
+// A semaphore's folder made read-only for everyone (world:anyone:r) by ZooKeeper's own client: the
+// acquisition fails with permission_denied, words naming the path, and leaves nothing (a second
+// try fails the same way); once the refusing node is gone, the same handle acquires.
+BOOST_AUTO_TEST_CASE(a_semaphore_path_whose_acl_refuses_us_fails_with_permission_denied_and_leaves_nothing) {
+  zookeeper_server server;
+  zookeeper_cli(server.port(), {"create", "/corolock", ""});
+  zookeeper_cli(server.port(), {"create", sem_dir, "", "world:anyone:r"});
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client_of(ex, server.url());
+    co_await a->connect();
+    corolock::semaphore s{*a, "slots", 2};
+    for (int round = 0; round < 2; ++round) {
+      diagnostics why;
+      const auto t0 = clock_type::now();
+      auto [ec, g] = co_await s.acquire_for(2, milliseconds(5000), bind_diagnostics(why, as_tuple_awaitable));
+      const auto words = why.client_message() + " | " + why.server_message();
+      BOOST_TEST_MESSAGE("refused in " << ms_between(t0, clock_type::now()) << " ms: " << ec.message() << ": " << words);
+      BOOST_TEST((ec == error::permission_denied), ec.message() << " (" << ec.category().name() << "): " << words);
+      BOOST_TEST(!g.owns_lock());
+      BOOST_TEST(words.find(sem_dir) != std::string::npos, words);
+      BOOST_TEST((co_await nodes(*a, sem_dir)).empty());
+      BOOST_TEST(ephemeral_nodes(server.port()).empty());
+    }
+    co_await a->remove(sem_dir); // our right: /corolock is open to all
+    auto [ec, g] = co_await s.acquire_for(2, milliseconds(5000), as_tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(g.owns_lock());
+    co_await g.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await a->close();
   });
 }
 
