@@ -8,9 +8,11 @@
 // stalls past its session (told first, its fenced write refused, its session found expired and
 // nothing of it left at the server); a member partitioned away, its client moving to another; a
 // bid waiting when its session expires (ended with session_expired); after an expiry, the client
-// going on with a new session; a lock path whose ACL refuses us. The semaphore: a big request not
+// going on with a new session; without a session, an acquire() without a deadline failing by the
+// client's own bound while one with a deadline waits on; a lock path whose ACL refuses us. The semaphore: a big request not
 // passed by small ones, a holder's session expiry freeing its permits, every cancellation type
-// while waiting for permits leaving no node, mismatched counts refused.
+// while waiting for permits leaving no node, mismatched counts refused, close() while holding
+// permits giving them back at once, a semaphore path whose ACL refuses us.
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -839,6 +841,64 @@ BOOST_AUTO_TEST_CASE(a_bid_waiting_when_its_session_expires_ends_with_session_ex
   });
 }
 
+// While the client asks for a new session after an expiry (the server paused: no member answers),
+// an acquire() without a deadline fails with not_connected by the client's own session bound
+// (connect()'s, twice the session timeout), as contract 6 of core/backend.hpp says; an
+// acquire_for() of the same mutex waits on through it and gets the lock once the server is back;
+// nothing of the failed bid is left. Before, the acquire() waited until a member answered.
+BOOST_AUTO_TEST_CASE(without_a_session_an_acquire_without_deadline_fails_by_the_client_s_bound_and_one_with_a_deadline_waits_on) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(1500);
+    session_log log;
+    auto c = client_of(ex, server.url(), session);
+    log_states(*c, log);
+    co_await c->connect();
+    corolock::mutex m{*c, "order:42"};
+    const auto old_id = c->session_id();
+
+    server.pause(); // SIGSTOP: the session expires for the client; no new one can be had
+    BOOST_REQUIRE(co_await eventually([&] { return log.expired.has_value(); }, milliseconds(10000)));
+    BOOST_REQUIRE(co_await eventually([&] { return c->state() == zk::session_state::connecting; }));
+    const auto asked = clock_type::now();
+    attempt plain, timed;
+    start(ex, m, plain); // first in the line: its bid is the one without a deadline
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await m.acquire_for(milliseconds(30000), as_tuple_awaitable);
+      timed.g = std::move(g);
+      timed.at = clock_type::now();
+      timed.ec = ec;
+    }, asio::detached);
+    const auto bound = 2 * session; // the client's: connect() gives up after it
+    const bool ended = co_await done(plain, 3 * bound);
+    BOOST_TEST_REQUIRE(ended, "acquire() without a deadline still waits " << ms_between(asked, clock_type::now())
+                                  << " ms after it was asked, the client " << zk::to_string(c->state()));
+    BOOST_TEST((*plain.ec == error::not_connected), plain.ec->message());
+    BOOST_TEST(!plain.g.owns_lock());
+    BOOST_TEST(ms_between(asked, plain.at) >= static_cast<double>(bound.count()));
+    BOOST_TEST(!timed.ec.has_value()); // its caller's deadline is 30 s off: it waits on
+    const auto failed = clock_type::now();
+    co_await sleep_for(milliseconds(500));
+    BOOST_TEST(!timed.ec.has_value());
+
+    const auto resumed = clock_type::now();
+    server.resume();
+    BOOST_REQUIRE(co_await done(timed, milliseconds(20000)));
+    BOOST_TEST_REQUIRE(!*timed.ec, timed.ec->message());
+    BOOST_TEST(timed.g.owns_lock());
+    BOOST_TEST(c->session_id() != old_id);
+    BOOST_TEST(co_await count_becomes(*c, dir, 1)); // the failed bid's node, if it landed, deleted
+    BOOST_TEST(ephemeral_nodes(server.port()).size() == 1u);
+    BOOST_TEST_MESSAGE("no session (server paused, session " << session.count() << " ms): acquire() failed with "
+                       << plain.ec->message() << " " << ms_between(asked, plain.at) << " ms after it was asked;"
+                       << " acquire_for(30 s) still waiting " << ms_between(asked, failed) << " ms after, got the lock "
+                       << ms_between(resumed, timed.at) << " ms after the server resumed");
+    co_await timed.g.unlock();
+    BOOST_TEST(co_await nothing_left(*c));
+    co_await c->close();
+  });
+}
+
 const std::string sem_dir = "/corolock/slots";
 
 // Capacity 3: a and b hold 1 each; c asks for all 3 and waits; d's requests for 1 come after it.
@@ -975,6 +1035,78 @@ BOOST_AUTO_TEST_CASE(a_semaphore_used_with_another_count_is_refused_and_set_perm
     BOOST_TEST(co_await nothing_left(*a));
     co_await a->close();
     co_await b->close();
+  });
+}
+
+// close() while a client holds permits: its session's close deletes its nodes at once, so the
+// other client's waiting acquire(2) is granted well before the session timeout (4 s) that a client
+// gone without closing would cost; a's guards are lost, no node of a's session is left.
+BOOST_AUTO_TEST_CASE(close_while_holding_permits_gives_them_back_at_once_and_leaves_no_node) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(4000);
+    auto a = client_of(ex, server.url(), session), b = client_of(ex, server.url(), session);
+    co_await a->connect();
+    co_await b->connect();
+    const auto a_id = a->session_id();
+    corolock::semaphore sa{*a, "slots", 3}, sb{*b, "slots", 3};
+    auto g1 = co_await sa.acquire(1), g2 = co_await sa.acquire(1);
+    attempt w;
+    start(ex, sb, w, 2); // 1 free of 3: b waits for 2
+    BOOST_REQUIRE(co_await count_becomes(*b, sem_dir, 3));
+    co_await sleep_for(milliseconds(100));
+    BOOST_TEST(!w.ec.has_value());
+
+    const auto t0 = clock_type::now();
+    co_await a->close();
+    BOOST_REQUIRE(co_await done(w));
+    BOOST_TEST(!*w.ec, w.ec->message());
+    BOOST_TEST(w.g.owns_lock());
+    BOOST_TEST(ms_between(t0, w.at) < static_cast<double>(session.count()) / 2);
+    BOOST_TEST(g1.lost());
+    BOOST_TEST(g2.lost());
+    BOOST_TEST((co_await nodes(*b, sem_dir)).size() == 1u); // b's own
+    BOOST_TEST(no_node_of_session(server.port(), a_id));
+    BOOST_TEST_MESSAGE("close() with 2 permits held: the waiter got 2 permits " << ms_between(t0, w.at)
+                       << " ms after close() began (session " << session.count() << " ms)");
+    auto [uec] = co_await g1.unlock(as_tuple_awaitable);
+    BOOST_TEST(uec.failed()); // the session that held it is closed
+    co_await w.g.unlock();
+    BOOST_TEST(co_await nothing_left(*b));
+    co_await b->close();
+  });
+}
+
+// A semaphore's folder made read-only for everyone (world:anyone:r) by ZooKeeper's own client: the
+// acquisition fails with permission_denied, words naming the path, and leaves nothing (a second
+// try fails the same way); once the refusing node is gone, the same handle acquires.
+BOOST_AUTO_TEST_CASE(a_semaphore_path_whose_acl_refuses_us_fails_with_permission_denied_and_leaves_nothing) {
+  zookeeper_server server;
+  zookeeper_cli(server.port(), {"create", "/corolock", ""});
+  zookeeper_cli(server.port(), {"create", sem_dir, "", "world:anyone:r"});
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client_of(ex, server.url());
+    co_await a->connect();
+    corolock::semaphore s{*a, "slots", 2};
+    for (int round = 0; round < 2; ++round) {
+      diagnostics why;
+      const auto t0 = clock_type::now();
+      auto [ec, g] = co_await s.acquire_for(2, milliseconds(5000), bind_diagnostics(why, as_tuple_awaitable));
+      const auto words = why.client_message() + " | " + why.server_message();
+      BOOST_TEST_MESSAGE("refused in " << ms_between(t0, clock_type::now()) << " ms: " << ec.message() << ": " << words);
+      BOOST_TEST((ec == error::permission_denied), ec.message() << " (" << ec.category().name() << "): " << words);
+      BOOST_TEST(!g.owns_lock());
+      BOOST_TEST(words.find(sem_dir) != std::string::npos, words);
+      BOOST_TEST((co_await nodes(*a, sem_dir)).empty());
+      BOOST_TEST(ephemeral_nodes(server.port()).empty());
+    }
+    co_await a->remove(sem_dir); // our right: /corolock is open to all
+    auto [ec, g] = co_await s.acquire_for(2, milliseconds(5000), as_tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(g.owns_lock());
+    co_await g.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await a->close();
   });
 }
 

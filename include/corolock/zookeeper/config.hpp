@@ -39,7 +39,8 @@ struct config {
   /// After the session expired (every lease of it lost, every open bid ended with
   /// error::session_expired), the client establishes a new session by itself and later
   /// acquisitions run on it, as Curator's and kazoo's clients do. Until it has one, requests wait
-  /// (a caller's deadline bounds them). false: the client stays `expired` and a new session needs
+  /// (a caller's deadline bounds them); a lock acquisition without a deadline fails with
+  /// error::not_connected after twice session_timeout (the bound of connect()). false: the client stays `expired` and a new session needs
   /// a new client.
   bool new_session_after_expiry = true;
 

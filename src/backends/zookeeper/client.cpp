@@ -599,6 +599,10 @@ void detail::lock_access::listen(client& c, listeners l) {
   c.impl_->locks_ = std::move(l);
 }
 
+std::chrono::milliseconds detail::lock_access::session_bound(const client& c) {
+  return detail::session_config_of(c.impl_->cfg_).establish_timeout;
+}
+
 void detail::lock_access::close_session(client& c, handler<void(error_code)> h) {
   c.impl_->close(std::move(h));
 }

@@ -1,6 +1,7 @@
 // Private: what the lock backend (lock_backend.hpp) needs of a zookeeper::client beyond its public
 // API: its own listeners for watch events, session states and proofs of life (the user's on_watch
-// and on_state stay the user's), and ending the session without going through client::close().
+// and on_state stay the user's), ending the session without going through client::close(), and the
+// client's own bound on getting a session.
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -22,6 +23,9 @@ struct lock_access {
   static void listen(client& c, listeners l);
   /// client::close() without the lock layer's part.
   static void close_session(client& c, corolock::detail::handler<void(error_code)> h);
+  /// How long the client tries the members for a session before connect() gives up: the transport
+  /// bound of a bid without a deadline while the client has no session (contract 6).
+  static std::chrono::milliseconds session_bound(const client& c);
 };
 
 } // namespace corolock::zookeeper::detail

@@ -56,6 +56,7 @@ struct bid_run {
   lock_recipe recipe;
   core::contender_events* events; ///< null once withdrawn or once its event was delivered
   bool settled = false;           ///< its event was delivered
+  std::unique_ptr<asio::steady_timer> bound; ///< see state::bound_by_session
   std::vector<core::handler<void(error_code, std::string)>> releases;
 };
 
@@ -222,6 +223,30 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     }
   }
 
+  /// Contract 6: a bid without a deadline (ride_through false) made while the client has no
+  /// session — a new one being asked for after an expiry, which has no give-up time — fails with
+  /// not_connected once the client's own session bound (connect()'s) passes without one. Its
+  /// recipe is withdrawn: a create that lands on the new session is deleted. A bid with
+  /// ride_through waits on, until the core withdraws it at its caller's deadline.
+  void bound_by_session(const std::shared_ptr<bid_run>& b) {
+    const auto bound = lock_access::session_bound(*zk);
+    b->bound = std::make_unique<asio::steady_timer>(ex, bound);
+    b->bound->async_wait([w = weak_from_this(), wb = std::weak_ptr<bid_run>(b), bound](error_code ec) {
+      auto self = w.lock();
+      auto b = wb.lock();
+      if (ec || !self || !b || !self->zk || self->zk->state() != session_state::connecting)
+        return; // a session came within the bound: the bid goes on as any other
+      auto* e = std::exchange(b->events, nullptr);
+      if (!e)
+        return; // settled or withdrawn meanwhile
+      b->settled = true;
+      b->recipe.withdraw();
+      self->run(b);
+      e->failed(error::not_connected, "no ZooKeeper session within " + std::to_string(bound.count()) +
+                                          " ms (a new one is asked for after the last expired)");
+    });
+  }
+
   void on_alive(steady::time_point alive_until) {
     if (!zk)
       return;
@@ -326,6 +351,8 @@ std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string 
   s_->running.insert(run);
   run->recipe.start();
   s_->run(run);
+  if (!b.ride_through && s_->zk && s_->zk->state() == session_state::connecting)
+    s_->bound_by_session(run);
   return std::make_unique<zk_contender>(s_, run);
 }
 

@@ -18,7 +18,8 @@
 // session_lost(session, session_expired): every lease of it is gone, its nodes with it, and every
 // recipe of it ends (lock_recipe::session_ended). With config::new_session_after_expiry the client
 // then opens a new session; grants carry the session id they follow, so that session's
-// session_alive never moves an old lease, and later bids run on it.
+// session_alive never moves an old lease, and later bids run on it. Until it is up, a bid with
+// ride_through false fails with not_connected after the client's session bound (contract 6).
 //
 // Tokens: the node's czxid, the zxid of the transaction that created it. Zxids are one counter for
 // the whole ensemble (epoch << 32 | counter; a new leader starts a higher epoch, and the leader
