@@ -7,12 +7,16 @@
 //
 // prints one line per server, "<store> <url>", then "ready", and keeps them until its standard
 // input ends or it gets SIGTERM/SIGINT; then the fixtures stop them and remove their directories.
+// BENCH_DURABLE=1: the SQL servers flush their commits as their defaults do (PostgreSQL fsync=on,
+// synchronous_commit=on; MariaDB innodb_flush_log_at_trx_commit=1) instead of the tests' settings,
+// which flush nothing.
 #include <support/mariadb_server.hpp>
 #include <support/postgres_server.hpp>
 #include <support/zookeeper_server.hpp>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
@@ -29,6 +33,8 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_signal; // no SA_RESTART: read() returns EINTR
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  const char* durable_env = std::getenv("BENCH_DURABLE");
+  const bool durable = durable_env != nullptr && std::string(durable_env) == "1";
   try {
     std::vector<std::shared_ptr<void>> servers; // destroyed in reverse, each stopping its server
     for (int i = 1; i < argc; ++i) {
@@ -40,11 +46,17 @@ int main(int argc, char** argv) {
         url = s->url();
         servers.push_back(s);
       } else if (store == "mysql") {
-        auto s = std::make_shared<corolock::test::mariadb_server>();
+        corolock::test::mariadb_server_options o;
+        if (durable)
+          o.args.push_back("--innodb-flush-log-at-trx-commit=1");
+        auto s = std::make_shared<corolock::test::mariadb_server>(o);
         url = s->url();
         servers.push_back(s);
       } else if (store == "postgres") {
-        auto s = std::make_shared<corolock::test::postgres_server>();
+        corolock::test::postgres_server_options o;
+        if (durable)
+          o.settings = {"fsync=on", "synchronous_commit=on"};
+        auto s = std::make_shared<corolock::test::postgres_server>(o);
         url = s->url();
         servers.push_back(s);
       } else {

@@ -19,7 +19,7 @@ struct mariadb {
   }
   static corolock::mysql::config config_for(const std::string& url) { return corolock::mysql::config::from_url(url); }
   static std::string waiting(server_type& s) {
-    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO % WHERE GET_LOCK(%'");
+    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'"); // waiting in GET_LOCK
   }
   static std::string held(server_type& s) {
     if (s.sql("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'corolock' AND "

@@ -16,7 +16,7 @@ struct mariadb {
   static constexpr bool shared_locks = false;
   static mysql::config config_for(const std::string& url) { return mysql::config::from_url(url); }
   static std::string waiting(server_type& s) {
-    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO % WHERE GET_LOCK(%'");
+    return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'"); // waiting in GET_LOCK
   }
   static std::string sessions(server_type& s) {
     return s.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND "

@@ -279,8 +279,27 @@ BOOST_AUTO_TEST_CASE(close_while_a_query_runs_completes_it_with_closed) {
 BOOST_AUTO_TEST_CASE(a_bad_url_is_invalid_argument) {
   BOOST_CHECK_THROW((void)postgresql::config::from_url("postgresql://127.0.0.1:0/"), boost::system::system_error);
   boost::system::error_code ec;
-  (void)postgresql::config::from_url("postgresql://127.0.0.1?sslmode=require", ec);
+  (void)postgresql::config::from_url("postgresql://127.0.0.1?sslmode=required", ec); // not a mode
   BOOST_TEST((ec == error::invalid_argument));
+}
+
+// The URL's sslmode reaches libpq: against a server without TLS (the fixture's), `disable`
+// connects, `require` and `verify-full` fail to connect with libpq's words on SSL (before: the
+// key was refused as unknown, and libpq's default `prefer` applied, which falls back to plain text).
+BOOST_AUTO_TEST_CASE(the_urls_sslmode_is_honoured) {
+  postgres_server server;
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
+    auto plain = co_await test::connected<connection>(postgresql::config::from_url(server.url() + "?sslmode=disable"));
+    BOOST_TEST(co_await one_value(*plain, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == "f");
+    for (const char* mode : {"require", "verify-full"}) {
+      connection c(co_await asio::this_coro::executor,
+                   postgresql::config::from_url(server.url() + "?sslmode=" + mode));
+      auto [ec, r] = co_await c.async_connect(tuple_awaitable);
+      BOOST_TEST((ec == error::connect_failed), mode << ": " << ec.message() << ": " << r.words.to_string());
+      BOOST_TEST(r.words.to_string().find("SSL") != std::string::npos, mode << ": " << r.words.to_string());
+      BOOST_TEST_MESSAGE("sslmode=" << mode << ": " << ec.message() << ": " << r.words.to_string());
+    }
+  });
 }
 
 BOOST_AUTO_TEST_CASE(a_connect_under_way_ends_with_its_io_context) {

@@ -210,7 +210,10 @@ public:
   }
   std::string fence_counter() override {
     try {
-      return server_.sql("SELECT COALESCE(MAX(token), 0) FROM corolock.fence");
+      // The token is the epoch << 43 | the sequence's value; the sequence says only where its
+      // cache ends.
+      return server_.sql("SELECT CONCAT('epoch ', (SELECT epoch FROM corolock.fence_alive), ', sequence cached to ', "
+                         "next_not_cached_value) FROM corolock.fence_seq");
     } catch (const std::runtime_error&) {
       return "no fence table";
     }
@@ -254,7 +257,8 @@ public:
   }
   std::string fence_counter() override {
     try {
-      return server_.sql("SELECT coalesce(max(token), 0) FROM corolock_fence");
+      // The last token drawn: the epoch << 43 | the sequence's last value.
+      return server_.sql("SELECT (SELECT epoch FROM corolock_fence_alive) << 43 | last_value FROM corolock_fence_seq");
     } catch (const std::runtime_error&) {
       return "no fence table";
     }

@@ -26,13 +26,21 @@ struct config {
   /// whether the client is still there while a statement runs, so a waiting pg_advisory_lock of a
   /// client that closed its socket ends within it. Zero: the server's setting.
   std::chrono::milliseconds connection_check_interval{1000};
+  /// libpq's sslmode: disable, allow, prefer, require, verify-ca or verify-full. Empty: libpq's
+  /// default, `prefer` unless PGSSLMODE says otherwise — TLS if the server offers it, plain text
+  /// if not, and no check of the server's certificate either way (docs/deployment.md).
+  std::string sslmode;
+  /// libpq's sslrootcert: the CA file verify-ca / verify-full check the server against. Empty:
+  /// libpq's default (~/.postgresql/root.crt, or PGSSLROOTCERT).
+  std::string sslrootcert;
   sql::session_options session; ///< connect timeout and TCP keepalive of every session
 
   /// postgresql://[user[:password]@]host[:port][/database][?key=value&...] (postgres:// alike).
   /// User, password and database are percent-decoded; an IPv6 address goes in brackets; the
   /// port is 5432 unless given; the user is postgres unless given. Keys:
   ///   connect_timeout=MS  keepalive_idle=S  keepalive_interval=S  keepalive_count=N
-  ///   application_name=NAME
+  ///   application_name=NAME  sslmode=disable|allow|prefer|require|verify-ca|verify-full
+  ///   sslrootcert=FILE
   /// e.g. postgresql://app:pw@db.internal/orders?connect_timeout=2000.
   /// A malformed URL, an unknown scheme or key, or a bad value: error::invalid_argument.
   static config from_url(std::string_view url, boost::system::error_code& ec);

@@ -2,11 +2,17 @@
 
 #include "backends/mysql/connection.hpp"
 
+#include <charconv>
+
 namespace corolock::mysql {
 namespace {
 
 constexpr unsigned er_bad_db = 1049;        // ER_BAD_DB_ERROR
 constexpr unsigned er_no_such_table = 1146; // ER_NO_SUCH_TABLE
+
+// A token: the epoch above the counter's 43 bits (2^43 - 1 acquisitions per epoch, 2^20 epochs).
+constexpr int counter_bits = 43;
+constexpr std::uint64_t counter_max = (std::uint64_t{1} << counter_bits) - 1;
 
 core::backend_traits mysql_traits() {
   core::backend_traits t;
@@ -33,31 +39,57 @@ detail::sql_dialect dialect(config cfg) {
     }
     return out + "'";
   };
-  d.setup_statement = [](std::chrono::milliseconds session_timeout) -> std::string {
-    return "SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000);
+  // The epoch: bumped when the MEMORY table that records it for this run of the server is empty
+  // (its first use, or a restart of any kind, which empties it). The bump commits (flushed, with
+  // innodb_flush_log_at_trx_commit=1) before the value it wrote — this session's, kept by
+  // LAST_INSERT_ID — is recorded there: another session's bump may be visible before it is flushed.
+  // The session keeps the epoch in a variable: a MEMORY table is locked per statement, and a lock
+  // statement that waits in GET_LOCK must not hold it (a new session's INSERT would wait behind it).
+  d.setup_statements = [](const std::string& table,
+                          std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
+    return {"SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000),
+            "UPDATE " + table + "_epoch SET epoch = LAST_INSERT_ID(epoch + 1) WHERE NOT EXISTS (SELECT 1 FROM " +
+                table + "_alive)",
+            "INSERT IGNORE INTO " + table + "_alive SELECT 1, LAST_INSERT_ID() FROM DUAL WHERE LAST_INSERT_ID() > 0",
+            "SET @corolock_epoch = (SELECT epoch FROM " + table + "_alive)"};
   };
   d.unlock_statement = [](const std::string& key, bool) -> std::string {
     return "SELECT RELEASE_LOCK(" + key + ")";
   };
   d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "1"; };
   d.unlock_all_statement = "SELECT RELEASE_ALL_LOCKS()";
-  // One statement: GET_LOCK in the WHERE of an INSERT … SELECT, so the row is inserted or bumped
-  // only when it said 1. Answers in the OK packet: the new token as the insert id; a row of
-  // another name (a collision) is found and left alone: insert id 0, one row (the session counts
-  // found rows, CLIENT_FOUND_ROWS); not granted: no row.
+  // One statement: GET_LOCK, then only when it said 1, the token: the epoch (high bits) and the
+  // sequence's next value (a write only when the sequence refills its cache). Answers one row: the
+  // token, 0 (not granted) or NULL (GET_LOCK failed, or no epoch). `check` (the first use of a key
+  // by this client): GET_LOCK in the WHERE of an INSERT … SELECT, which creates the key's fence
+  // row or finds it recording this name; answers in the OK packet: the token as the insert id; a
+  // row of another name (a collision) is found and left alone: insert id 0, one row (the session
+  // counts found rows, CLIENT_FOUND_ROWS); not granted: no row.
   d.lock_statement = [](const std::string& table, const std::string& key, const std::string& hashed_hex,
-                        bool, bool wait) -> std::string {
+                        bool, bool wait, bool check) -> std::string {
+    const std::string lock = "GET_LOCK(" + key + (wait ? ", 3600)" : ", 0)");
+    const std::string token = "@corolock_epoch << " + std::to_string(counter_bits) + " | NEXTVAL(" + table + "_seq)";
+    if (!check)
+      return "SELECT CASE " + lock + " WHEN 1 THEN " + token + " WHEN 0 THEN 0 END";
     return "INSERT INTO " + table + " (lock_key, name, token) SELECT " + key + ", X'" + hashed_hex +
-           "', LAST_INSERT_ID(1) FROM DUAL WHERE GET_LOCK(" + key + (wait ? ", 3600)" : ", 0)") +
-           " = 1 ON DUPLICATE KEY UPDATE token = IF(name = VALUES(name), LAST_INSERT_ID(token + 1), "
+           "', LAST_INSERT_ID(" + token + ") FROM DUAL WHERE " + lock +
+           " = 1 ON DUPLICATE KEY UPDATE token = IF(name = VALUES(name), LAST_INSERT_ID(VALUES(token)), "
            "token + LAST_INSERT_ID(0))";
   };
   d.lock_answer = [](const detail::sql_result& r, std::uint64_t& token, std::chrono::microseconds&) -> answer {
     if (!r.words.empty())
       return answer::failed;
-    token = r.insert_id;
-    return r.insert_id > 0 || r.affected_rows > 0 ? answer::granted : answer::not_granted;
+    if (r.columns.empty()) { // the check's INSERT
+      token = r.insert_id;
+      return r.insert_id > 0 || r.affected_rows > 0 ? answer::granted : answer::not_granted;
+    }
+    const auto text = r.value(0, 0);
+    if (!text || std::from_chars(text->data(), text->data() + text->size(), token).ec != std::errc{})
+      return answer::failed;
+    return token > 0 ? answer::granted : answer::not_granted;
   };
+  // The fence row of a key records its name (the token column: the last token of a check, and
+  // what the counter rows of corolock before the sequence reached, for the first epoch).
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
     std::vector<std::string> out;
     if (const auto dot = table.find('.'); dot != std::string::npos)
@@ -65,6 +97,14 @@ detail::sql_dialect dialect(config cfg) {
     out.push_back("CREATE TABLE IF NOT EXISTS " + table +
                   " (lock_key VARBINARY(64) NOT NULL PRIMARY KEY, name VARBINARY(1400) NOT NULL,"
                   " token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
+    out.push_back("CREATE TABLE IF NOT EXISTS " + table +
+                  "_epoch (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
+    out.push_back("INSERT IGNORE INTO " + table + "_epoch SELECT 1, COALESCE(MAX(token), 0) >> " +
+                  std::to_string(counter_bits) + " FROM " + table);
+    out.push_back("CREATE TABLE IF NOT EXISTS " + table +
+                  "_alive (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=MEMORY");
+    out.push_back("CREATE SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max) +
+                  " CACHE 1000 ENGINE=InnoDB");
     return out;
   };
   d.missing_table = [](const detail::sql_words& w) -> bool {

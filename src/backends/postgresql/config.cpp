@@ -6,10 +6,23 @@ namespace corolock::postgresql {
 namespace {
 
 bool own_key(config& cfg, const std::string& key, const std::string& value) {
-  if (key != "application_name")
-    return false;
-  cfg.application_name = value;
-  return true;
+  if (key == "application_name") {
+    cfg.application_name = value;
+    return true;
+  }
+  if (key == "sslmode") {
+    for (const char* mode : {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})
+      if (value == mode) {
+        cfg.sslmode = value;
+        return true;
+      }
+    return false; // libpq would refuse it only at the connect
+  }
+  if (key == "sslrootcert" && !value.empty()) {
+    cfg.sslrootcert = value;
+    return true;
+  }
+  return false;
 }
 
 } // namespace

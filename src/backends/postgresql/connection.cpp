@@ -44,6 +44,10 @@ private:
       params.emplace_back("password", cfg_.password);
     if (!cfg_.database.empty())
       params.emplace_back("dbname", cfg_.database);
+    if (!cfg_.sslmode.empty())
+      params.emplace_back("sslmode", cfg_.sslmode);
+    if (!cfg_.sslrootcert.empty())
+      params.emplace_back("sslrootcert", cfg_.sslrootcert);
     if (cfg_.connection_check_interval.count() > 0)
       params.emplace_back("options", "-c client_connection_check_interval=" +
                                          std::to_string(cfg_.connection_check_interval.count()));

@@ -7,6 +7,10 @@
 namespace corolock::postgresql {
 namespace {
 
+// A token: the epoch above the counter's 43 bits (2^43 - 1 acquisitions per epoch, 2^20 epochs).
+constexpr int counter_bits = 43;
+constexpr std::int64_t counter_max = (std::int64_t{1} << counter_bits) - 1;
+
 core::backend_traits postgresql_traits() {
   core::backend_traits t;
   t.store = "postgresql";
@@ -30,33 +34,46 @@ detail::sql_dialect dialect(config cfg) {
       v = (v << 8) | digest[i];
     return std::to_string(static_cast<std::int64_t>(v));
   };
-  d.setup_statement = [](std::chrono::milliseconds session_timeout) -> std::string {
-    // Read committed whatever the server's default: the lock-and-bump statement's snapshot is
-    // older than the grant, and only read committed updates the row's newest version then.
-    return "SET idle_session_timeout = " + std::to_string(session_timeout.count()) +
-           "; SET default_transaction_isolation = 'read committed'";
+  d.setup_statements = [](const std::string& table,
+                          std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
+    // Read committed whatever the server's default: the check's snapshot is older than the grant,
+    // and only read committed updates the fence row's newest version then. The epoch: bumped
+    // (committed, so flushed, before anyone reads it) when the unlogged table that records it is
+    // empty — its first use, or after a crash, which empties it and resets the unlogged sequence.
+    return {"SET idle_session_timeout = " + std::to_string(session_timeout.count()) +
+                "; SET default_transaction_isolation = 'read committed'",
+            "WITH e AS (UPDATE " + table + "_epoch SET epoch = epoch + 1 WHERE NOT EXISTS (SELECT FROM " + table +
+                "_alive) RETURNING epoch) INSERT INTO " + table + "_alive SELECT true, epoch FROM e ON CONFLICT DO NOTHING"};
   };
   d.unlock_statement = [](const std::string& key, bool shared) -> std::string {
     return std::string("SELECT pg_advisory_unlock") + (shared ? "_shared(" : "(") + key + ")";
   };
   d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "t"; };
   d.unlock_all_statement = "SELECT pg_advisory_unlock_all()";
-  // One statement: the lock (a CTE, materialized, so it runs first and once), then the bump of
-  // the row of the lock's key, from the lock's row only when granted. The bump's snapshot is
-  // older than the grant; read committed (set on each session) makes ON CONFLICT update the
-  // row's newest version, committed by the previous holder before its unlock. Answers: got, the
-  // new token (NULL: not got, or the row records another name), the server's microseconds from
-  // the statement's arrival to the bump.
+  // One statement: the lock (a CTE, materialized, so it runs first and once), then, from its row
+  // only when granted, the token: the epoch (high bits) and the next value of the unlogged
+  // sequence, no write to any table, no WAL. `check` (the first use of a key by this client): the
+  // fence row of the key is also inserted or found recording this name (ON CONFLICT reads its
+  // newest version whatever the statement's snapshot; the session runs read committed), token 0
+  // if it records another. Answers: got, the token (NULL: not got, or no epoch), the server's
+  // microseconds from the statement's arrival to the token.
   d.lock_statement = [](const std::string& table, const std::string& key, const std::string& hashed_hex,
-                        bool shared, bool wait) -> std::string {
+                        bool shared, bool wait, bool check) -> std::string {
     const std::string suffix = shared ? "_shared(" + key + ")" : "(" + key + ")";
     const std::string lock = wait ? "SELECT true AS got FROM pg_advisory_lock" + suffix
                                   : "SELECT pg_try_advisory_lock" + suffix + " AS got";
-    return "WITH l AS MATERIALIZED (" + lock + "), b AS (INSERT INTO " + table +
-           " AS f (lock_key, name, token) SELECT " + key + ", '\\x" + hashed_hex +
-           "'::bytea, 1 FROM l WHERE l.got ON CONFLICT (lock_key) DO UPDATE SET token = f.token + 1"
-           " WHERE f.name = EXCLUDED.name RETURNING token) SELECT l.got, (SELECT token FROM b),"
-           " (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000000)::bigint FROM l";
+    const std::string token = "(SELECT epoch FROM " + table + "_alive) << " + std::to_string(counter_bits) +
+                              " | nextval('" + table + "_seq')";
+    std::string sql = "WITH l AS MATERIALIZED (" + lock + ")";
+    if (check)
+      sql += ", b AS (INSERT INTO " + table + " AS f (lock_key, name, token) SELECT " + key + ", '\\x" + hashed_hex +
+             "'::bytea, 0 FROM l WHERE l.got ON CONFLICT (lock_key) DO UPDATE SET token = f.token"
+             " WHERE f.name = EXCLUDED.name RETURNING 1)";
+    sql += " SELECT l.got, CASE WHEN NOT l.got THEN NULL";
+    if (check)
+      sql += " WHEN NOT EXISTS (SELECT FROM b) THEN 0";
+    return sql + " ELSE " + token + " END, (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000000)"
+                 "::bigint FROM l";
   };
   d.lock_answer = [](const detail::sql_result& r, std::uint64_t& token,
                      std::chrono::microseconds& waited) -> answer {
@@ -71,17 +88,28 @@ detail::sql_dialect dialect(config cfg) {
       const auto text = r.value(0, c).value_or("");
       return std::from_chars(text.data(), text.data() + text.size(), out).ec == std::errc{};
     };
-    token = 0; // NULL: the row records another name
-    if (r.value(0, 1) && !number(1, token))
+    if (!r.value(0, 1) || !number(1, token)) // no epoch: the setup did not run
       return answer::failed;
     std::int64_t us = 0;
     waited = std::chrono::microseconds(number(2, us) && us > 0 ? us : 0);
     return answer::granted;
   };
   d.lock_times_wait = true;
+  // The fence row of a key records its name (the token column: what the counter rows of corolock
+  // before the sequence reached, for the first epoch). The epoch: durable; the table recording it
+  // for this run of the server and the counter: unlogged (PostgreSQL 15; before it, a logged
+  // sequence, whose values a crash may take back, which the epoch covers as well).
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
     return {"CREATE TABLE IF NOT EXISTS " + table +
-            " (lock_key BIGINT NOT NULL PRIMARY KEY, name BYTEA NOT NULL, token BIGINT NOT NULL)"};
+                " (lock_key BIGINT NOT NULL PRIMARY KEY, name BYTEA NOT NULL, token BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS " + table +
+                "_epoch (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
+            "INSERT INTO " + table + "_epoch SELECT true, COALESCE(MAX(token), 0) >> " +
+                std::to_string(counter_bits) + " FROM " + table + " ON CONFLICT DO NOTHING",
+            "CREATE UNLOGGED TABLE IF NOT EXISTS " + table +
+                "_alive (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
+            "CREATE UNLOGGED SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max),
+            "CREATE SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max)};
   };
   d.missing_table = [](const detail::sql_words& w) -> bool { return w.sqlstate == "42P01"; };
   return d;

@@ -262,12 +262,12 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
           }});
 }
 
-// The lock statement of a bid (the fence bump in it).
+// The lock statement of a bid (the token in it; the row check at the client's first use of the key).
 std::string sql_lock_backend::lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const {
   const std::string text = hashed_text(*st->b.lock);
   return dialect_.lock_statement(fence_table_, st->key,
                                  hex(reinterpret_cast<const unsigned char*>(text.data()), text.size()), st->b.shared,
-                                 wait);
+                                 wait, !verified_.contains(st->key));
 }
 
 std::tuple<sql_lock_backend::answer, std::uint64_t, std::chrono::microseconds>
@@ -288,9 +288,9 @@ void sql_lock_backend::give_back_if_taken(const std::shared_ptr<bid_state>& st, 
   }
 }
 
-// Why a lock statement failed, naming the fence table when the bump was part of it.
+// Why a lock statement failed, naming the fence table (its tables and sequence make the token).
 std::string sql_lock_backend::lock_words(const sql_result& r) const {
-  return "lock and fence bump in " + fence_table_ + ": " + r.words.to_string();
+  return "lock and fence token from " + fence_table_ + ": " + r.words.to_string();
 }
 
 // The fence table is missing (created on first use): creates it, then `then` runs the statement
@@ -333,7 +333,7 @@ void sql_lock_backend::date_lease(const std::shared_ptr<bid_state>& st, const st
           }});
 }
 
-// The lock is ours on `l` and its counter bumped to `token` (0: the row records another name);
+// The lock is ours on `l` with `token` (0: the row records another name);
 // `from`: when the session's idle bound on the server may have started counting, at the earliest.
 void sql_lock_backend::fenced(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
                               std::uint64_t token, steady::time_point from) {
@@ -343,6 +343,9 @@ void sql_lock_backend::fenced(const std::shared_ptr<bid_state>& st, const std::s
                 "lock name collides with another name on key " + st->key + " (fence row in " + fence_table_ +
                     " records another name)");
   }
+  if (verified_.size() >= max_verified)
+    verified_.clear(); // many names: their rows are checked again, once each
+  verified_.insert(st->key);
   alive(l, from);
   arm_ping(l);
   core::grant g;
@@ -459,15 +462,27 @@ void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error
       return then(nullptr, ec ? ec : make_error_code(error::closed), r.words.to_string());
     }
     l->ready = true;
-    run(l, {dialect_.setup_statement(options_.session_timeout), options_.session_timeout / 3, false,
-            [this, l, then](error_code ec, sql_result r, steady::time_point) {
-              if (ec) {
-                drop(l, ec);
-                return then(nullptr, ec, "session setup: " + r.words.to_string());
-              }
-              then(l, {}, {});
-            }});
+    set_up(l, 0, false, std::move(then));
   });
+}
+
+// The session's setup statements, in order from the `next`th; the fence's tables missing (first
+// use): created, then the setup runs again from its start, once.
+void sql_lock_backend::set_up(const std::shared_ptr<link>& l, std::size_t next, bool created,
+                              std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
+  auto statements = dialect_.setup_statements(fence_table_, options_.session_timeout);
+  if (next == statements.size())
+    return then(l, {}, {});
+  run(l, {std::move(statements[next]), options_.session_timeout / 3, false,
+          [this, l, next, created, then = std::move(then)](error_code ec, sql_result r, steady::time_point) mutable {
+            if (create_fence_table(l, ec, r, created, [this, l, then]() mutable { set_up(l, 0, true, std::move(then)); }))
+              return;
+            if (ec) {
+              drop(l, ec);
+              return then(nullptr, ec, "session setup: " + r.words.to_string());
+            }
+            set_up(l, next + 1, created, std::move(then));
+          }});
 }
 
 void sql_lock_backend::run(const std::shared_ptr<link>& l, job j) {

@@ -26,31 +26,35 @@
 //   cancellation withdraws it as any other bid. Holding sessions are never closed to make room.
 // - A session that holds nothing stops being pinged; up to max_idle of them stay open as spares.
 //
-// Statements (round trips) per acquisition: ONE — the lock statement carries the fence bump (a
-// PostgreSQL CTE: the lock, then INSERT … ON CONFLICT from its row; MariaDB: INSERT … SELECT …
-// WHERE GET_LOCK(…) = 1 ON DUPLICATE KEY UPDATE, the token read from the OK packet's insert id),
-// so the bump runs only once the lock is granted; plus 1 for a try on a shared session that found
-// the lock taken, plus (MariaDB) 1 after a wait longer than session_timeout/3 (below), plus the
-// session's connect and its one setup statement when a new session is opened. Release: 1. Why
-// safe: the bump commits before the statement answers, so before the holder can release; the next
-// holder's bump updates the newest version of the row (ON CONFLICT / ON DUPLICATE KEY read it
-// whatever the statement's snapshot; PostgreSQL sessions are set to read committed, where that
-// holds). A statement that fails may have failed after the grant: its lock is given back (an
-// unlock of a lock not held is harmless). Costs: the bump is a durable write per acquisition (a
-// WAL / redo flush where commits are synchronous); a waiting statement keeps the fence table open
-// (a DDL on it waits for the waiters).
+// Statements (round trips) per acquisition: ONE — the lock statement draws the token once the
+// lock is granted (a PostgreSQL CTE: the lock, then the token from its row; MariaDB: SELECT CASE
+// GET_LOCK(…) WHEN 1 THEN <token> …), and at a client's first use of a key it also checks the
+// key's fence row (below); plus 1 for a try on a shared session that found the lock taken, plus
+// (MariaDB) 1 after a wait longer than session_timeout/3 (below), plus the session's connect and
+// its setup statements when a new session is opened. Release: 1. A statement that fails may have
+// failed after the grant: its lock is given back (an unlock of a lock not held is harmless).
+// Costs: no committed write per acquisition (a row check's, once per key and client); a waiting
+// statement keeps the fence tables open (a DDL on them waits for the waiters).
 //
 // Names (any corolock name, 1..1024 bytes): the key is SHA-256 over prefix, kind, a NUL byte and the
 // name (lock_options::prefix, "mutex"/"read_write"). MariaDB/MySQL lock name: "corolock:" and the
 // first 20 bytes of it in lower-case hex (49 characters: under the 64-character limit, and case
 // does not matter); PostgreSQL key: its first 8 bytes as a big-endian signed bigint. So every name
 // is hashed, none refused for its length or case. The fence row of a key records the hashed text:
-// a second name on the same key (a hash collision) is noticed at its fence bump, which gives the
+// a second name on the same key (a hash collision) is noticed at its row check, which gives the
 // lock back and fails the bid with invalid_argument.
 //
-// Fencing tokens: a counter row per key in the fence table, bumped in the statement that takes the
-// lock, only once granted, so tokens of one lock name strictly increase; the row (and the table)
-// is created on first use.
+// Fencing tokens: epoch << 43 | counter. The counter: one sequence per fence table that writes
+// nothing per draw (PostgreSQL: unlogged; MariaDB: cached), so its values rise in the order of the
+// draws — a lock's next holder draws after its previous holder's statement answered — but a crash
+// may take them back. The epoch: a durable row, bumped by a new session's setup when the table
+// recording the epoch of this run of the server is empty (unlogged / MEMORY: a crash, or for
+// MariaDB any restart, empties it); the bump commits (is flushed) before that table records it, and
+// a session draws only after its setup, so every token after a crash is above every token before.
+// The fence row of a key records the hashed text: checked (a committed write: inserted, or found
+// recording this name) by the lock statement of a client's first use of the key; a second name on
+// the same key (a hash collision) gives the lock back and fails the bid with invalid_argument.
+// Tables and sequence are created on first use (a setup or lock statement finding one missing).
 //
 // The session is the lease: each holding session is pinged every session_timeout/3; every answered
 // statement on it reports session_alive(session, sent + session_timeout), since the server's idle
@@ -94,6 +98,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -110,17 +115,19 @@ struct sql_dialect {
   std::function<std::shared_ptr<sql_connection>(const asio::any_io_executor&)> new_connection;
   /// The key literal of a SHA-256 digest.
   std::function<std::string(const std::array<unsigned char, 32>& digest)> key_literal;
-  /// Run once on each new session: its idle bound on the server.
-  std::function<std::string(std::chrono::milliseconds session_timeout)> setup_statement;
-  /// The lock statement, blocking (wait) or one look, with the fence bump in it: ONE statement (one
-  /// round trip), the bump running only once the lock is granted; it bumps the key's counter,
-  /// creating the row, unless the row records another name.
+  /// Run in order on each new session, before any lock statement: its idle bound on the server,
+  /// and the fence's epoch bumped if the server lost its counter (see "Fencing tokens" above).
+  std::function<std::vector<std::string>(const std::string& table, std::chrono::milliseconds session_timeout)>
+      setup_statements;
+  /// The lock statement, blocking (wait) or one look, with the token in it: ONE statement (one
+  /// round trip), the token drawn only once the lock is granted. `check`: the key's fence row is
+  /// also checked (created if missing, a committed write) to record this name, else token 0.
   std::function<std::string(const std::string& table, const std::string& key, const std::string& hashed_hex,
-                            bool shared, bool wait)>
+                            bool shared, bool wait, bool check)>
       lock_statement;
   /// Its answer (whatever the completion's error: a grant may have raced a cancel): granted (then
   /// `token` is the new token, 0 for a collision, and `waited` how long the server took from the
-  /// statement's arrival to the bump, a lower bound), not_granted (no bump; a blocking statement
+  /// statement's arrival to the token, a lower bound), not_granted (no token; a blocking statement
   /// that says so — MariaDB's timeout — is run again), failed (whether the lock was taken is not
   /// known).
   std::function<answer(const sql_result& r, std::uint64_t& token, std::chrono::microseconds& waited)> lock_answer;
@@ -197,6 +204,8 @@ private:
                std::shared_ptr<link> granted_on = nullptr);
 
   void open_link(std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
+  void set_up(const std::shared_ptr<link>& l, std::size_t next, bool created,
+              std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
   void run(const std::shared_ptr<link>& l, job j);
   void pump(const std::shared_ptr<link>& l);
   void drop(const std::shared_ptr<link>& l, error_code why);
@@ -216,6 +225,8 @@ private:
   std::map<std::uint64_t, std::shared_ptr<link>> links_;
   std::deque<std::shared_ptr<bid_state>> pending_;   // bids waiting for a session (pool full)
   std::vector<std::weak_ptr<bid_state>> bids_;      // open bids, for close()
+  std::set<std::string> verified_; // keys whose fence row this client found recording its name
+  static constexpr std::size_t max_verified = 100000;
   std::uint64_t next_link_ = 1;
   bool closing_ = false;
   std::mt19937_64 random_;
