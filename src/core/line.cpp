@@ -47,10 +47,21 @@ void line::drop(std::uint64_t caller, error_code why) {
   auto it = callers_.find(caller);
   if (it == callers_.end())
     return;
+  const bool was_first = it == callers_.begin();
   fail(it, why, {});
-  // With callers left, the open bid goes on for the next one (it keeps the client's place).
-  if (callers_.empty() && !open_.empty())
+  if (open_.empty())
+    return;
+  if (callers_.empty()) {
     withdraw();
+  } else if (was_first && open_ride_ &&
+             callers_.begin()->second.deadline == steady::time_point::max()) {
+    // A ride-through bid has no end but the core's (contract 6): the new first caller, without a
+    // deadline, gets a bid the backend's transport bound ends. Its place is the one it would have
+    // had after a grant to the caller that left.
+    withdraw();
+    start();
+  }
+  // Otherwise the open bid goes on for the next one (it keeps the client's place).
 }
 
 void line::granted(const grant& g, steady::time_point) {

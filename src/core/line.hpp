@@ -17,13 +17,17 @@
 // Invariants:
 //  - At most one contender is open, and only while a caller waits: the last caller leaving
 //    withdraws it (the backend gives back a grant that raced the withdrawal). A caller leaving while
-//    others wait leaves the bid, as it was started (wait, ride_through), to the next one.
+//    others wait leaves the bid, as it was started (wait, ride_through), to the next one — except a
+//    ride-through bid whose new first caller has no deadline: it is withdrawn and a bid without
+//    ride_through starts, as after a grant.
 //  - Only the first caller can be a one-look caller (try_only, or a deadline already past at
 //    arrival): one arriving behind waiting callers is answered at once (the lock is not free for it:
 //    callers ahead of it want it). Its bid has wait false; `taken` gives it an empty guard (try) or
 //    error::timeout (deadline past).
-//  - ride_through (contract 6) is true when the first caller has a deadline: the backend then
-//    retries through a reconnect until the line withdraws. A bid without it failing by the
+//  - ride_through (contract 6) is true while the first caller has a deadline: the backend then
+//    retries through a reconnect until the line withdraws. So a caller without a deadline waits on
+//    a ride-through bid only while a caller with one is ahead of it, and its wait with the store
+//    down ends by the latest deadline of those ahead plus the transport bound. A bid without it failing by the
 //    transport (not_connected, timeout, connection_lost) fails only the callers without a deadline;
 //    for the rest a new bid with ride_through starts. Any other failure fails every caller.
 //  - Each event is about the open contender (the driver drops events of a withdrawn one).

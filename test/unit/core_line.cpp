@@ -304,6 +304,59 @@ BOOST_AUTO_TEST_CASE(transport_bound_fails_callers_without_deadline_the_rest_rid
   BOOST_TEST(l.m.idle());
 }
 
+BOOST_AUTO_TEST_CASE(caller_without_deadline_first_after_a_deadline_gets_a_bid_that_can_fail) {
+  fixture l;
+  l.m.arrive(1, at(1000), false, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  BOOST_TEST(l.acts() == "contend o1 wait ride; wake_at 1000");
+  // Caller 1's deadline passes (the store may be down): the ride-through bid would leave caller 2
+  // with no bound at all; it gets a bid the backend's transport bound ends (contract 6).
+  l.m.timer(at(1000));
+  BOOST_TEST(l.acts() == "fail 1 timeout; withdraw o1; contend o2 wait; wake_at never");
+  l.m.failed(error::not_connected, "no server", at(1200));
+  BOOST_TEST(l.acts() == "fail 2 not_connected (no server)");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(first_caller_cancelled_before_one_without_deadline_same_swap_grant_goes_on) {
+  fixture l;
+  l.m.arrive(1, at(1000), false, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  l.m.arrive(3, at(2000), false, at(2));
+  l.m.take_actions();
+  l.m.leave(1, aborted, at(10));
+  BOOST_TEST(l.acts() == "fail 1 aborted; withdraw o1; contend o2 wait; wake_at 2000");
+  // A grant of o1 that raced the withdrawal is the backend's to give back (the driver drops it);
+  // the new bid's grant goes to caller 2, and caller 3's own bid follows it.
+  l.m.granted(token(5), at(20));
+  BOOST_TEST(l.acts() == "grant 2 o2 #5; contend o3 wait ride");
+}
+
+BOOST_AUTO_TEST_CASE(ride_through_bid_goes_on_while_the_first_caller_has_a_deadline) {
+  fixture l;
+  l.m.arrive(1, at(1000), false, at(0));
+  l.m.arrive(2, at(3000), false, at(1));
+  l.m.arrive(3, forever, false, at(2));
+  l.m.take_actions();
+  l.m.leave(3, aborted, at(5)); // not first: nothing changes for the bid
+  BOOST_TEST(l.acts() == "fail 3 aborted");
+  l.m.timer(at(1000)); // caller 2 has a deadline: the bid keeps the client's place for it
+  BOOST_TEST(l.acts() == "fail 1 timeout; wake_at 3000");
+  BOOST_TEST(l.m.open() == "o1");
+  l.m.granted(token(6), at(1500));
+  BOOST_TEST(l.acts() == "grant 2 o1 #6; wake_at never");
+}
+
+BOOST_AUTO_TEST_CASE(without_deadline_behind_a_look_keeps_the_look) {
+  fixture l;
+  l.m.arrive(1, at(0), false, at(0)); // deadline already past: one look, no ride-through
+  l.m.arrive(2, forever, false, at(1));
+  BOOST_TEST(l.acts() == "contend o1 look");
+  l.m.leave(1, aborted, at(2));
+  BOOST_TEST(l.acts() == "fail 1 aborted");
+  BOOST_TEST(l.m.open() == "o1");
+}
+
 BOOST_AUTO_TEST_CASE(failed_look_fails_only_the_look_and_the_unbounded) {
   fixture l;
   l.m.arrive(1, forever, true, at(0));

@@ -218,6 +218,38 @@ BOOST_AUTO_TEST_CASE(a_deadline_counts_on_the_store_clock) {
   BOOST_TEST(f.s.queue("L").empty());
 }
 
+BOOST_AUTO_TEST_CASE(acquire_behind_a_deadline_ends_when_the_store_is_down) {
+  // One line, two callers, the store down: the first (a deadline) rides through; the second (no
+  // deadline) must not inherit that ride-through bid once the first is gone (contract 6).
+  fixture f;
+  ct::client a{f.io.get_executor(), f.s};
+  mutex m{a, "L"};
+  f.s.set_down(true);
+  const auto start = f.s.now();
+  bool first_done = false;
+  error_code first;
+  m.acquire_for(2000ms, [&](error_code ec, guard) {
+    first_done = true;
+    first = ec;
+  });
+  attempt plain;
+  acquire(f, m, plain);
+  f.run(1999ms);
+  BOOST_TEST(!first_done);
+  BOOST_TEST(!plain.done);
+  f.run(1ms);
+  BOOST_TEST(first_done);
+  BOOST_TEST(first == error::timeout);
+  f.run(f.options(ct::lease_mode::per_lock).request_timeout); // the transport bound, at most
+  BOOST_REQUIRE(plain.done);
+  BOOST_TEST((plain.ec == error::not_connected || plain.ec == error::timeout));
+  const auto ended = std::chrono::duration_cast<milliseconds>(plain.at - start);
+  BOOST_TEST(ended.count() <= 2200); // the first caller's deadline, then the bound
+  BOOST_TEST_MESSAGE("acquire() behind acquire_for(2s), store down: " << plain.ec.message()
+                                                                       << " at " << ended.count()
+                                                                       << " ms");
+}
+
 BOOST_AUTO_TEST_CASE(close_fails_waiters_and_gives_everything_back) {
   fixture f;
   ct::client a{f.io.get_executor(), f.s}, b{f.io.get_executor(), f.s};
