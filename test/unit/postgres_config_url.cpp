@@ -31,8 +31,15 @@ BOOST_AUTO_TEST_CASE(every_field_and_key) {
   BOOST_TEST(c.session.keepalive_idle.count() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(sslmode_and_sslrootcert_reach_the_config) {
+  const auto c = config::from_url("postgresql://h?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem");
+  BOOST_TEST(c.sslmode == "verify-full");
+  BOOST_TEST(c.sslrootcert == "/etc/ca.pem");
+  BOOST_TEST(config::from_url("postgresql://h").sslmode.empty()); // libpq's own default
+}
+
 BOOST_AUTO_TEST_CASE(a_bad_url_is_invalid_argument) {
-  for (const char* url : {"mysql://h", "postgresql://", "postgresql://h:0", "postgresql://h?sslmode=require",
+  for (const char* url : {"mysql://h", "postgresql://", "postgresql://h:0", "postgresql://h?sslmode=sometimes",
                           "postgresql://h?keepalive_count=0", "postgresql://h/a/b"}) {
     boost::system::error_code ec;
     (void)config::from_url(url, ec);
