@@ -166,10 +166,9 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
   req.opts().cancel_if_not_connected = w == when_down::fail_fast;
   push_attempt(req, names, owner, lease, mode, waiter_ttl, permits, client.publish_verb());
   const auto sent_at = steady::now();
-  // Only a single attempt needs its owner back (a line's copy would cost an allocation).
-  std::string single = w == when_down::fail_fast ? owner : std::string();
-  client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at, lease, w,
-                                      owner = std::move(single),
+  // Both kinds need the owner back: a line's attempt that waited out request_timeout unsent is
+  // as unsent as a refused try, and its give-up must not hold close() for another request_timeout.
+  client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at, lease, owner,
                                       done = std::move(done)](error_code ec, response r) {
     auto c = weak.lock();
     if (!c)
@@ -180,17 +179,20 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
       out.ec = transport_error(*c, ec);
     else
       read_attempt(*c, r.at(0), lease, out);
-    if (w == when_down::wait || !lock_service::find(*c)) {
+    if (!lock_service::find(*c)) {
       done(out);
       return;
     }
-    // not_connected: refused before it was written. Any other failure may have run it.
+    // not_connected (refused, or timed out while the connection was down: a request written
+    // earlier would have failed with connection_lost when it dropped): never written. Any other
+    // failure may have run it.
     auto& self = *lock_service::find(*c);
-    if (ec && ec != error::not_connected)
+    const bool never_written = out.ec == error::not_connected;
+    if (ec && !never_written)
       self.may_have_run_.insert(owner);
     else if (!ec)
       self.may_have_run_.erase(owner);
-    const bool unsent = ec == error::not_connected && !self.may_have_run_.contains(owner);
+    const bool unsent = never_written && !self.may_have_run_.contains(owner);
     self.unsent_ = unsent ? &owner : nullptr;
     done(out);
     self.unsent_ = nullptr;

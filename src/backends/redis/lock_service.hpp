@@ -56,9 +56,10 @@ public:
   /// a waiting line's, which rides through an outage) or fails at once with not_connected (a
   /// single attempt: try_acquire, or a deadline already past).
   enum class when_down { fail_fast, wait };
-  /// One acquire.lua (acquire_permits.lua) round trip for `owner`. An attempt refused with
-  /// not_connected never left the process: a give_up(owner) from its handler sends nothing (unless
-  /// an earlier attempt of the owner may have run).
+  /// One acquire.lua (acquire_permits.lua) round trip for `owner`. An attempt that ends with
+  /// not_connected (refused at once, or a line's that waited request_timeout for a connection)
+  /// never left the process: a give_up(owner) from its handler sends nothing (unless an earlier
+  /// attempt of the owner may have run).
   void attempt(const lock_names& names, const std::string& owner, std::chrono::milliseconds lease,
                attempt_mode mode, std::chrono::milliseconds waiter_ttl, std::int64_t permits,
                std::function<void(attempt_outcome)> done, when_down w = when_down::fail_fast);
