@@ -2,6 +2,7 @@
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
+#include "backends/redis/lock_backend.hpp"
 #include "backends/redis/lock_service.hpp"
 #include "backends/redis/waiting_line.hpp"
 
@@ -119,16 +120,9 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
 } // namespace
 
 void check_lock_arguments(std::string_view name, const lock_options& o, const char* what) {
-  if (lock_options::validate_name(name))
-    throw boost::system::system_error(
-        error::invalid_argument,
-        std::string(what) + ": a lock name is 1 to 1024 bytes without '{' or '}'");
-  if (auto ec = o.validate())
-    throw boost::system::system_error(
-        ec, std::string(what) +
-                ": lease 10 ms..24 h, grant_lease 0 or >= 10 ms, waiter_ttl 0 or 100 ms..24 h, "
-                "prefix <= 256 bytes without '{' or '}', min_replicas 0..1000, "
-                "replica_timeout 1 ms..24 h and <= lease/2 when min_replicas > 0");
+  std::string words;
+  if (auto ec = redis::detail::check_redis_lock(name, o, words))
+    throw boost::system::system_error(ec, std::string(what) + ": " + words);
 }
 
 void start_acquire(const std::shared_ptr<handle_state>& state, std::int64_t permits,

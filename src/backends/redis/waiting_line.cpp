@@ -2,6 +2,7 @@
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
+#include "backends/redis/grant_channel.hpp"
 #include "backends/redis/lock_service.hpp"
 #include "backends/redis/script_replies.hpp"
 #include "backends/redis/scripts.hpp"
@@ -9,37 +10,11 @@
 #include <corolock/error.hpp>
 
 #include <algorithm>
-#include <charconv>
 
 namespace corolock::detail {
 
-namespace {
-
-/// "g <token> <owner>": who was granted the lock, with which fencing token.
-bool parse_grant(std::string_view payload, std::uint64_t& token, std::string_view& owner) {
-  if (payload.size() < 5 || payload.substr(0, 2) != "g ")
-    return false;
-  payload.remove_prefix(2);
-  auto space = payload.find(' ');
-  if (space == std::string_view::npos)
-    return false;
-  auto [end, ec] = std::from_chars(payload.data(), payload.data() + space, token);
-  if (ec != std::errc() || end != payload.data() + space)
-    return false;
-  owner = payload.substr(space + 1);
-  return !owner.empty();
-}
-
-/// The grant lease an owner carries as its last part.
-std::chrono::milliseconds grant_lease_of(std::string_view owner) {
-  auto colon = owner.rfind(':');
-  long long ms = 0;
-  if (colon != std::string_view::npos)
-    std::from_chars(owner.data() + colon + 1, owner.data() + owner.size(), ms);
-  return std::chrono::milliseconds(ms);
-}
-
-} // namespace
+using redis::detail::grant_lease_of;
+using redis::detail::parse_grant;
 
 waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_names> names,
                            std::chrono::milliseconds waiter_ttl, std::int64_t permits)

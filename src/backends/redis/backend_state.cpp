@@ -1,0 +1,145 @@
+#include "backends/redis/backend_state.hpp"
+
+#include "backends/redis/grant_channel.hpp"
+#include "backends/redis/lock_service.hpp"
+
+#include <corolock/error.hpp>
+
+namespace corolock::redis::detail {
+
+namespace {
+
+/// A give-up that no master has run: Redis did not answer it in time, or a demoted master (found
+/// through Sentinel, which drops the connection and asks for the new one) refused it.
+bool unsettled_reply(const client_impl& c, error_code ec, const corolock::response& r) {
+  if (corolock::detail::unreachable(ec))
+    return true;
+  return !ec && c.cfg.sentinel.enabled() && !r.empty() && r[0].is_error() &&
+         r[0].error_code() == "READONLY";
+}
+
+} // namespace
+
+error_code transport_error(const client_impl& c, error_code ec) {
+  return ec == error::timeout && !c.locks->connected() ? error_code(error::not_connected) : ec;
+}
+
+backend_state::backend_state(const std::shared_ptr<client_impl>& c)
+    : client_(c), id(c->id), ex(c->ex), sweep_timer(c->ex) {}
+
+backend_state::~backend_state() {
+  for (auto& [_, ch] : channels)
+    ch->drop();
+}
+
+queue_timings backend_state::timings(const core::lock_spec& lock) const {
+  queue_timings t{std::chrono::milliseconds(2000), std::chrono::milliseconds(10000)};
+  if (auto c = client()) {
+    t.grant_lease = c->cfg.locks.grant_lease;
+    t.waiter_ttl = c->cfg.locks.waiter_ttl;
+  }
+  if (lock.options.grant_lease.count() > 0)
+    t.grant_lease = lock.options.grant_lease;
+  if (lock.options.waiter_ttl.count() > 0)
+    t.waiter_ttl = lock.options.waiter_ttl;
+  return t;
+}
+
+std::shared_ptr<const lock_names> backend_state::names_of(const core::lock_spec& lock) {
+  switch (lock.kind) {
+  case core::lock_kind::read_write:
+    return std::make_shared<const lock_names>(lock.options.prefix, lock.name, ":rw", lock.capacity);
+  case core::lock_kind::semaphore:
+    return std::make_shared<const lock_names>(lock.options.prefix, lock.name, ":sem",
+                                              lock.capacity);
+  case core::lock_kind::mutex:
+    break;
+  }
+  return std::make_shared<const lock_names>(lock.options.prefix, lock.name);
+}
+
+std::string backend_state::redis_owner(const std::string& owner,
+                                       const core::lock_spec& lock) const {
+  const auto grant_lease = std::min(timings(lock).grant_lease, lock.options.lease);
+  return owner + ':' + std::to_string(grant_lease.count());
+}
+
+bool backend_state::ours(std::string_view owner) const noexcept {
+  return owner.size() > id.size() && owner.starts_with(id) && owner[id.size()] == ':';
+}
+
+void backend_state::track(const std::shared_ptr<const lock_names>& names,
+                          const std::string& redis_owner) {
+  auto& u = unsettled[redis_owner];
+  u.first = names;
+  ++u.second;
+}
+
+void backend_state::untrack(const std::string& redis_owner) {
+  auto it = unsettled.find(redis_owner);
+  if (it != unsettled.end() && --it->second.second <= 0)
+    unsettled.erase(it);
+}
+
+void backend_state::give_up(std::shared_ptr<const lock_names> names, std::string redis_owner,
+                            int tries) {
+  auto c = client();
+  if (!c || c->closed || closed)
+    return; // close() releases everything still unsettled
+  track(names, redis_owner);
+  corolock::request req;
+  corolock::detail::push_release(req, *names, redis_owner, tries > 0, nullptr, {}, {},
+                                 c->publish_verb());
+  c->locks->exec(std::move(req), [weak = weak_from_this(), names, redis_owner,
+                                  tries](error_code ec, corolock::response r) {
+    auto self = weak.lock();
+    auto c = self ? self->client() : nullptr;
+    if (!c)
+      return;
+    self->untrack(redis_owner);
+    // Until a master has run it, ask again (release.lua is idempotent per owner), for the
+    // client's life: a place left in the queue would be granted the lock, kept grant_lease for
+    // nobody. Each try waits for a connection up to request_timeout.
+    if (!c->closed && !self->closed && unsettled_reply(*c, ec, r))
+      self->give_up(names, redis_owner, tries + 1);
+  });
+}
+
+std::shared_ptr<grant_channel> backend_state::channel(
+    const std::shared_ptr<const lock_names>& names) {
+  auto& ch = channels[names->key];
+  if (!ch)
+    ch = std::make_shared<grant_channel>(shared_from_this(), names);
+  return ch;
+}
+
+void backend_state::channel_idle() {
+  if (sweep_scheduled || closed)
+    return;
+  // One timer for all idle channels: it drops those idle for a whole linger period.
+  sweep_scheduled = true;
+  sweep_timer.expires_after(linger);
+  sweep_timer.async_wait([weak = weak_from_this()](error_code ec) {
+    if (auto self = weak.lock(); self && !ec)
+      self->sweep();
+  });
+}
+
+void backend_state::sweep() {
+  sweep_scheduled = false;
+  const auto now = steady::now();
+  bool any_left = false;
+  for (auto it = channels.begin(); it != channels.end();) {
+    if (it->second->idle() && now - it->second->idle_since() >= linger) {
+      it->second->drop();
+      it = channels.erase(it);
+    } else {
+      any_left = any_left || it->second->idle();
+      ++it;
+    }
+  }
+  if (any_left)
+    channel_idle(); // again, for those idle only briefly
+}
+
+} // namespace corolock::redis::detail

@@ -1,0 +1,96 @@
+// Private: what the Redis lock backend (lock_backend.hpp) keeps per client, shared by its bids
+// (bid_run.hpp) and its channels (grant_channel.hpp): the client, owner numbering, the open bids
+// (for a release's hand-off), the held locks and the give-ups in flight (what close() gives back),
+// the lock channels with their linger, and the replica acknowledgements.
+//
+// Owners: the core's owner is '<client id>:<number>' (backend::new_owner); at Redis a lock's owner
+// carries its grant lease as a last part, '<client id>:<number>:<grant lease ms>', read by the
+// scripts (lock_common.lua) and by other clients that hear of the grant. Both are derived from the
+// lock's spec and the client's configuration, so a held lock's Redis owner is made again, not kept.
+#pragma once
+
+#include "backends/redis/lease.hpp"
+#include "backends/redis/replica_acks.hpp"
+#include "core/backend.hpp"
+#include "redis/client_impl.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace corolock::redis::detail {
+
+using corolock::detail::client_impl;
+using corolock::detail::lock_names;
+using core::steady;
+
+class bid_run;
+class grant_channel;
+
+/// A lock's queue timings: the client's (client_config::locks), or the deprecated per-lock
+/// lock_options::grant_lease / waiter_ttl where set.
+struct queue_timings {
+  std::chrono::milliseconds grant_lease;
+  std::chrono::milliseconds waiter_ttl;
+};
+
+struct backend_state : std::enable_shared_from_this<backend_state> {
+  explicit backend_state(const std::shared_ptr<client_impl>& c);
+  ~backend_state();
+
+  /// The client, or null once it is gone.
+  std::shared_ptr<client_impl> client() const { return client_.lock(); }
+
+  queue_timings timings(const core::lock_spec& lock) const;
+  /// The lock's Redis names (a mutex: prefix{name}; read-write ":rw", semaphore ":sem").
+  static std::shared_ptr<const lock_names> names_of(const core::lock_spec& lock);
+  /// The core's `owner` as Redis knows it (with the lock's grant lease).
+  std::string redis_owner(const std::string& owner, const core::lock_spec& lock) const;
+  /// Whether a Redis owner is one of this client's.
+  bool ours(std::string_view redis_owner) const noexcept;
+
+  /// release.lua for `redis_owner`, fire and forget: leaves the queue and gives back what it may
+  /// hold. Sent again while its outcome is unknown (a drop, a stall, a failover), for the
+  /// client's life; close() releases it if still unanswered.
+  void give_up(std::shared_ptr<const lock_names> names, std::string redis_owner, int tries = 0);
+
+  /// The lock channel of `names`, made on first use; kept a linger period after its last bid.
+  std::shared_ptr<grant_channel> channel(const std::shared_ptr<const lock_names>& names);
+  void channel_idle();
+  static constexpr std::chrono::milliseconds linger{1000};
+
+  std::weak_ptr<client_impl> client_;
+  std::string id; ///< the client's id (owners start with it)
+  asio::any_io_executor ex;
+  std::uint64_t owners = 0;
+  core::backend::hooks hooks;
+  bool closed = false;
+  /// A mutex's open bid per lock key: a release of that lock may hand it over (one per lock:
+  /// contract 2, and a mutex bid is always (1, exclusive)).
+  std::unordered_map<std::string, std::weak_ptr<bid_run>> open;
+  /// Every bid not yet over, by Redis owner (close() gives back what they may have).
+  std::unordered_map<std::string, std::weak_ptr<bid_run>> running;
+  /// Granted locks not yet released, by Redis owner.
+  std::unordered_map<std::string, std::shared_ptr<const lock_names>> held;
+  /// Give-ups and releases in flight, by Redis owner (close() sends them once more).
+  std::unordered_map<std::string, std::pair<std::shared_ptr<const lock_names>, int>> unsettled;
+  void track(const std::shared_ptr<const lock_names>& names, const std::string& redis_owner);
+  void untrack(const std::string& redis_owner);
+
+  std::unordered_map<std::string, std::shared_ptr<grant_channel>> channels;
+  asio::steady_timer sweep_timer;
+  bool sweep_scheduled = false;
+  std::unique_ptr<corolock::detail::replica_acks> acks; ///< made on first use
+
+private:
+  void sweep();
+};
+
+/// A request that timed out while the connection was down failed for want of a connection.
+error_code transport_error(const client_impl& c, error_code ec);
+
+} // namespace corolock::redis::detail

@@ -1,0 +1,302 @@
+#include "backends/redis/bid_run.hpp"
+
+#include "backends/redis/grant_channel.hpp"
+#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_replies.hpp"
+#include "core/asio_timer.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/post.hpp>
+
+namespace corolock::redis::detail {
+
+using corolock::detail::attempt_mode;
+using corolock::detail::attempt_outcome;
+using corolock::detail::check_outcome;
+using corolock::detail::contender_action;
+using corolock::request;
+using corolock::response;
+
+namespace {
+
+corolock::detail::contender_machine::config config_of(const backend_state& s, const core::bid& b,
+                                                      std::chrono::milliseconds waiter_ttl,
+                                                      bool subscribed) {
+  corolock::detail::contender_machine::config cfg;
+  cfg.wait = b.wait;
+  cfg.ride_through = b.ride_through;
+  cfg.subscribed = subscribed;
+  if (auto c = s.client())
+    cfg.pubsub_ordered = c->lock_pubsub_ordered();
+  cfg.waiter_ttl = waiter_ttl;
+  cfg.lease = b.lock->options.lease;
+  cfg.replicas = b.lock->options.min_replicas > 0;
+  cfg.renew_on_confirm = b.lock->options.watchdog;
+  return cfg;
+}
+
+} // namespace
+
+bid_run::bid_run(std::shared_ptr<backend_state> s, core::bid b, std::string redis_owner,
+                 core::contender_events& events)
+    : s_(std::move(s)), bid_(std::move(b)), owner_(std::move(redis_owner)),
+      names_(backend_state::names_of(*bid_.lock)),
+      waiter_ttl_(s_->timings(*bid_.lock).waiter_ttl), events_(&events),
+      channel_(bid_.wait ? s_->channel(names_) : nullptr),
+      machine_(config_of(*s_, bid_, waiter_ttl_, channel_ && channel_->confirmed())) {}
+
+bid_run::~bid_run() { forget(); }
+
+void bid_run::forget() {
+  if (std::exchange(forgotten_, true))
+    return;
+  if (channel_)
+    channel_->leave(*this);
+  if (auto it = s_->open.find(names_->key); it != s_->open.end()) {
+    auto p = it->second.lock();
+    if (!p || p.get() == this)
+      s_->open.erase(it);
+  }
+  if (auto it = s_->running.find(owner_); it != s_->running.end())
+    s_->running.erase(it);
+  if (timer_)
+    timer_->disarm();
+}
+
+void bid_run::start() {
+  auto self = shared_from_this();
+  auto c = s_->client();
+  if (!c || c->closed || s_->closed || !c->lock_subs) {
+    // Closed, or never connected: no request can go (an outage later is the attempts' business).
+    contender_action a{contender_action::kind::failed};
+    a.ec = !c || c->closed || s_->closed ? error_code(error::closed)
+                                         : error_code(error::not_connected);
+    deliver(std::move(a));
+    return;
+  }
+  s_->running[owner_] = self;
+  if (channel_) {
+    channel_->join(self);
+    if (names_->kind == corolock::detail::lock_kind::mutex)
+      s_->open[names_->key] = self;
+  }
+  machine_.start(steady::now());
+  run();
+}
+
+void bid_run::withdraw() {
+  events_ = nullptr;
+  machine_.withdraw();
+  run();
+  forget();
+}
+
+void bid_run::run() {
+  if (running_)
+    return;
+  running_ = true;
+  auto keep = shared_from_this();
+  for (auto actions = machine_.take_actions(); !actions.empty();
+       actions = machine_.take_actions()) {
+    for (auto& a : actions) {
+      using k = contender_action::kind;
+      switch (a.what) {
+      case k::attempt: attempt(a.mode); break;
+      case k::subscribe:
+        if (channel_)
+          channel_->subscribe(keep);
+        break;
+      case k::give_up: s_->give_up(names_, owner_); break;
+      case k::claim: claim(a.token); break;
+      case k::confirm: confirm(a.token); break;
+      case k::granted:
+      case k::taken:
+      case k::failed: deliver(std::move(a)); break;
+      case k::wake_at: arm(a.at); break;
+      }
+    }
+  }
+  running_ = false;
+}
+
+void bid_run::deliver(contender_action a) {
+  if (a.what == contender_action::kind::granted)
+    s_->held[owner_] = names_;
+  forget(); // over: the next bid of the lock may open
+  // Never inline from the call that caused it (contract 1), and not after a withdrawal.
+  asio::post(s_->ex, [self = shared_from_this(), a = std::move(a)]() mutable {
+    auto* e = std::exchange(self->events_, nullptr);
+    if (!e) {
+      // Withdrawn before it heard: a grant goes back (its withdraw sent nothing: it was over).
+      if (a.what == contender_action::kind::granted) {
+        self->s_->held.erase(self->owner_);
+        self->s_->give_up(self->names_, self->owner_);
+      }
+      return;
+    }
+    using k = contender_action::kind;
+    switch (a.what) {
+    case k::granted:
+      e->granted({.token = a.token, .from = a.at, .valid_for = a.px});
+      break;
+    case k::taken: e->taken(); break;
+    default:
+      e->failed(a.ec, a.text.empty() ? a.ec.message() : a.text);
+      break;
+    }
+  });
+}
+
+void bid_run::attempt(attempt_mode mode) {
+  auto c = s_->client();
+  if (!c || c->closed || s_->closed) {
+    asio::post(s_->ex, [w = weak_from_this()] {
+      attempt_outcome out;
+      out.ec = error::closed;
+      if (auto self = w.lock()) {
+        self->machine_.attempt_done(out, steady::now());
+        self->run();
+      }
+    });
+    return;
+  }
+  request req;
+  // A one-look bid does not wait for a connection the client knows is down (request_timeout).
+  req.opts().cancel_if_not_connected = !bid_.wait;
+  const auto lease = bid_.lock->options.lease;
+  corolock::detail::push_attempt(req, *names_, owner_, lease, mode, waiter_ttl_, bid_.permits,
+                                 c->publish_verb());
+  const auto sent_at = steady::now();
+  c->locks->exec(std::move(req), [w = weak_from_this(), sent_at, lease](error_code ec,
+                                                                       response r) {
+    auto self = w.lock();
+    auto c = self ? self->s_->client() : nullptr;
+    if (!c)
+      return;
+    attempt_outcome out;
+    out.sent_at = sent_at;
+    if (ec) {
+      out.ec = transport_error(*c, ec);
+    } else {
+      corolock::detail::read_attempt_reply(r.at(0), lease, out);
+      if (out.ec == error::redis_error)
+        c->last_server_error = out.text;
+      else if (out.ec == error::invalid_argument)
+        c->last_server_error = "corolock: " + out.text;
+    }
+    self->machine_.attempt_done(out, steady::now());
+    self->run();
+  });
+}
+
+void bid_run::claim(std::uint64_t token) {
+  auto c = s_->client();
+  if (!c) {
+    machine_.claimed({error::closed}, steady::now());
+    return;
+  }
+  s_->track(names_, owner_); // a closing client releases it
+  request req;
+  corolock::detail::push_renew(req, *names_, owner_, token, bid_.lock->options.lease);
+  const auto sent_at = steady::now();
+  c->locks->exec(std::move(req), [w = weak_from_this(), sent_at](error_code ec, response r) {
+    auto self = w.lock();
+    if (!self)
+      return;
+    self->s_->untrack(self->owner_);
+    check_outcome out;
+    out.sent_at = sent_at;
+    if (ec) {
+      out.ec = ec;
+    } else {
+      using corolock::detail::renew_reply;
+      switch (corolock::detail::read_renew_reply(r.at(0))) {
+      case renew_reply::held: out.held = true; break;
+      case renew_reply::gone: break;
+      case renew_reply::refused:
+        out.ec = error::redis_error;
+        out.text = r.at(0).data;
+        break;
+      case renew_reply::unexpected: out.ec = error::unexpected_reply; break;
+      }
+    }
+    self->machine_.claimed(out, steady::now());
+    self->run();
+  });
+}
+
+void bid_run::confirm(std::uint64_t token) {
+  auto c = s_->client();
+  if (!c) {
+    machine_.confirmed({error::closed}, steady::now());
+    return;
+  }
+  if (!s_->acks)
+    s_->acks = std::make_unique<corolock::detail::replica_acks>(*c);
+  s_->track(names_, owner_); // a closing client releases it
+  const auto& o = bid_.lock->options;
+  s_->acks->confirm(names_, owner_, token, o.watchdog ? o.lease : std::chrono::milliseconds(0),
+                    o.min_replicas, o.replica_timeout,
+                    [w = weak_from_this()](const corolock::detail::replica_ack& r) {
+                      auto self = w.lock();
+                      if (!self)
+                        return;
+                      self->s_->untrack(self->owner_);
+                      self->machine_.confirmed({r.ec, r.held, r.sent_at, r.text}, steady::now());
+                      self->run();
+                    });
+}
+
+void bid_run::arm(steady::time_point at) {
+  if (at == steady::time_point::max()) {
+    if (timer_)
+      timer_->disarm();
+    return;
+  }
+  if (!timer_)
+    timer_ = std::make_unique<core::asio_timer>(s_->ex);
+  timer_->arm(at, [w = weak_from_this()] {
+    if (auto self = w.lock()) {
+      self->machine_.timer(steady::now());
+      self->run();
+    }
+  });
+}
+
+void bid_run::grant_heard(std::uint64_t token, steady::time_point published_after,
+                         std::chrono::milliseconds px) {
+  machine_.grant_heard(token, published_after, px, steady::now());
+  run();
+}
+
+void bid_run::granted_elsewhere(std::chrono::milliseconds grant_lease) {
+  machine_.granted_elsewhere(grant_lease, steady::now());
+  run();
+}
+
+void bid_run::subscribed(bool restored) {
+  machine_.subscribed(restored, steady::now());
+  run();
+}
+
+void bid_run::refused(error_code ec, std::string_view text) {
+  machine_.refused(ec, text, steady::now());
+  run();
+}
+
+void bid_run::handed(std::uint64_t token, steady::time_point from, std::chrono::milliseconds px) {
+  machine_.handed(token, from, px, steady::now());
+  run();
+}
+
+void bid_run::handoff_declined(bool unknown) {
+  machine_.handoff_declined(unknown, steady::now());
+  run();
+}
+
+redis_contender::~redis_contender() { run_->withdraw(); }
+
+void redis_contender::withdraw() { run_->withdraw(); }
+
+} // namespace corolock::redis::detail

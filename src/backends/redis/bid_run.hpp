@@ -1,0 +1,75 @@
+// Private: the Redis contender (core::contender) — drives one contender_machine: runs its attempts
+// (acquire.lua), subscription, claims (renew.lua), replica acknowledgements and give-ups on the
+// client's lock connection, arms its one timer, and tells the core's line the bid's one event
+// (posted; none after withdraw). The run outlives its contender while replies may still come; a
+// reply to a withdrawn run is dropped (its give-up, sent after, settles the store).
+#pragma once
+
+#include "backends/redis/backend_state.hpp"
+#include "backends/redis/contender_machine.hpp"
+
+#include <memory>
+#include <string>
+
+namespace corolock::redis::detail {
+
+class bid_run : public std::enable_shared_from_this<bid_run> {
+public:
+  bid_run(std::shared_ptr<backend_state> s, core::bid b, std::string redis_owner,
+          core::contender_events& events);
+  ~bid_run();
+
+  void start();
+  void withdraw();
+
+  // From the lock's channel.
+  void grant_heard(std::uint64_t token, steady::time_point published_after,
+                   std::chrono::milliseconds px);
+  void granted_elsewhere(std::chrono::milliseconds grant_lease);
+  void subscribed(bool restored);
+  void refused(error_code ec, std::string_view text);
+
+  // From a release of this client's on the same lock (the hand-off).
+  bool offer_handoff() { return machine_.offer_handoff(); }
+  void handed(std::uint64_t token, steady::time_point from, std::chrono::milliseconds px);
+  void handoff_declined(bool unknown);
+
+  const std::string& redis_owner() const noexcept { return owner_; }
+  const std::shared_ptr<const lock_names>& names() const noexcept { return names_; }
+  std::chrono::milliseconds lease() const noexcept { return bid_.lock->options.lease; }
+  std::chrono::milliseconds waiter_ttl() const noexcept { return waiter_ttl_; }
+
+private:
+  void run();
+  void attempt(corolock::detail::attempt_mode mode);
+  void claim(std::uint64_t token);
+  void confirm(std::uint64_t token);
+  void deliver(corolock::detail::contender_action a);
+  void arm(steady::time_point at);
+  void forget();
+
+  std::shared_ptr<backend_state> s_;
+  core::bid bid_;
+  std::string owner_;
+  std::shared_ptr<const lock_names> names_;
+  std::chrono::milliseconds waiter_ttl_;
+  core::contender_events* events_;
+  std::shared_ptr<grant_channel> channel_; // the lock's, for a bid that may wait
+  corolock::detail::contender_machine machine_;
+  std::unique_ptr<core::timer> timer_; // made on first use: most bids never need one
+  bool running_ = false;
+  bool forgotten_ = false;
+};
+
+/// The contender the core holds: withdraws its run when asked or destroyed.
+class redis_contender final : public core::contender {
+public:
+  explicit redis_contender(std::shared_ptr<bid_run> r) : run_(std::move(r)) {}
+  ~redis_contender() override;
+  void withdraw() override;
+
+private:
+  std::shared_ptr<bid_run> run_;
+};
+
+} // namespace corolock::redis::detail

@@ -1,0 +1,253 @@
+// Redis behind the lock core's seam (lock_backend.hpp): traits, the Redis rules, bids, releases with
+// their hand-off, batched renewals and close.
+#include "backends/redis/lock_backend.hpp"
+
+#include "backends/redis/backend_state.hpp"
+#include "backends/redis/bid_run.hpp"
+#include "backends/redis/grant_channel.hpp"
+#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_replies.hpp"
+#include "core/asio_timer.hpp"
+#include "detail/completion.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/post.hpp>
+
+#include <set>
+
+namespace corolock::redis::detail {
+
+using corolock::detail::complete_later;
+using corolock::request;
+using corolock::response;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr core::backend_traits redis_traits{
+    .store = "redis",
+    .leases = core::lease_model::per_lock,
+    .fixed_lease = true,
+    .read_write = true,
+    .semaphore = true,
+    .fifo = true,
+    .replicas = true,
+};
+
+/// One release of a held lock, sent again (same owner) while a dropped connection leaves its
+/// outcome unknown; it may hand the lock to this client's open bid of the same mutex.
+struct release_op : std::enable_shared_from_this<release_op> {
+  std::shared_ptr<backend_state> s;
+  std::shared_ptr<const lock_names> names;
+  std::string owner;                 // Redis's
+  std::shared_ptr<bid_run> handoff;  // offered the lock, if any
+  // Never move-assigned (see detail/completion.hpp).
+  corolock::detail::stored_handler<core::handler<void(error_code, std::string)>> h;
+  int tries = 0;
+
+  void send() {
+    auto c = s->client();
+    if (!c || c->closed)
+      return finish(error::closed, {}, true);
+    s->track(names, owner);
+    request req;
+    const corolock::detail::line_machine::handoff offer{handoff ? handoff->redis_owner()
+                                                                : std::string(),
+                                                        std::string()};
+    corolock::detail::push_release(req, *names, owner, tries > 0, handoff ? &offer : nullptr,
+                                   handoff ? handoff->lease() : milliseconds(0),
+                                   handoff ? handoff->waiter_ttl() : milliseconds(0),
+                                   c->publish_verb());
+    const auto sent_at = steady::now();
+    c->locks->exec(std::move(req), [self = shared_from_this(), sent_at](error_code ec,
+                                                                         response r) {
+      self->done(ec, r, sent_at);
+    });
+  }
+
+  void done(error_code ec, const response& r, steady::time_point sent_at) {
+    s->untrack(owner);
+    auto c = s->client();
+    if (!c)
+      return finish(error::closed, {}, true);
+    if (ec == error::connection_lost && ++tries < 3 && !c->closed) {
+      send();
+      return;
+    }
+    if (ec)
+      return finish(transport_error(*c, ec), {}, true);
+    const auto& v = r.at(0);
+    const auto got = corolock::detail::read_release_reply(
+        v, handoff ? handoff->lease() : milliseconds(0));
+    if (got.ec == error::redis_error) {
+      c->last_server_error = v.data;
+      return finish(got.ec, v.data, false);
+    }
+    if (got.ec)
+      return finish(got.ec, got.text, true);
+    if (got.status == 2) {
+      // Given to this client's own bid: at once, with its full lease.
+      std::exchange(handoff, nullptr)->handed(got.token, sent_at, got.pttl);
+      return finish({}, {}, false);
+    }
+    // 0: not ours any more — the lease was lost, unnoticed until now.
+    finish(got.status == 0 ? error_code(error::lease_lost) : error_code{}, {}, false);
+  }
+
+  void finish(error_code ec, std::string words, bool unknown) {
+    if (handoff)
+      std::exchange(handoff, nullptr)->handoff_declined(unknown);
+    if (h)
+      complete_later(s->ex, h.take(), asio::cancellation_slot{}, ec, std::move(words));
+  }
+};
+
+} // namespace
+
+error_code check_redis_lock(std::string_view name, const corolock::lock_options& o,
+                            std::string& words) {
+  if (corolock::lock_options::validate_name(name)) {
+    words = "a lock name is 1 to 1024 bytes without '{' or '}'";
+    return error::invalid_argument;
+  }
+  if (auto ec = o.validate()) {
+    words = "lease 10 ms..24 h, grant_lease 0 or >= 10 ms, waiter_ttl 0 or 100 ms..24 h, "
+            "prefix <= 256 bytes without '{' or '}', min_replicas 0..1000, "
+            "replica_timeout 1 ms..24 h and <= lease/2 when min_replicas > 0";
+    return ec;
+  }
+  return {};
+}
+
+lock_backend::lock_backend(const std::shared_ptr<corolock::detail::client_impl>& c)
+    : s_(std::make_shared<backend_state>(c)) {}
+
+lock_backend::~lock_backend() {
+  s_->closed = true;
+  s_->sweep_timer.cancel();
+}
+
+void lock_backend::on_reconnect() {
+  if (s_->hooks.reconnected)
+    s_->hooks.reconnected();
+}
+
+const core::backend_traits& lock_backend::traits() const noexcept { return redis_traits; }
+
+asio::any_io_executor lock_backend::get_executor() const { return s_->ex; }
+
+core::steady::time_point lock_backend::now() const { return steady::now(); }
+
+std::unique_ptr<core::timer> lock_backend::make_timer() {
+  return std::make_unique<core::asio_timer>(s_->ex);
+}
+
+std::string lock_backend::new_owner() { return s_->id + ':' + std::to_string(++s_->owners); }
+
+error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
+  return check_redis_lock(lock.name, lock.options, words);
+}
+
+std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
+                                                       core::contender_events& events) {
+  auto redis_owner = s_->redis_owner(owner, *b.lock);
+  auto run = std::make_shared<bid_run>(s_, std::move(b), std::move(redis_owner), events);
+  run->start();
+  return std::make_unique<redis_contender>(std::move(run));
+}
+
+void lock_backend::release(const core::held& lease,
+                           core::handler<void(error_code, std::string)> h) {
+  auto op = std::make_shared<release_op>();
+  op->s = s_;
+  op->names = backend_state::names_of(*lease.lock);
+  op->owner = s_->redis_owner(lease.owner, *lease.lock);
+  op->h.set(std::move(h));
+  s_->held.erase(op->owner);
+  if (s_->closed)
+    return op->finish(error::closed, {}, true);
+  // Permit locks have no hand-off: this client's own bids hear of their grants like anyone else's.
+  if (auto it = s_->open.find(op->names->key); it != s_->open.end())
+    if (auto run = it->second.lock(); run && run->offer_handoff())
+      op->handoff = std::move(run);
+  op->send();
+}
+
+void lock_backend::renew(std::vector<core::renewal> leases,
+                         core::handler<void(std::vector<core::renew_outcome>)> h) {
+  std::vector<core::renew_outcome> out(leases.size());
+  auto c = s_->client();
+  if (!c || c->closed || s_->closed || leases.empty()) {
+    complete_later(s_->ex, std::move(h), asio::cancellation_slot{}, std::move(out));
+    return;
+  }
+  request req;
+  auto shortest = leases.front().lease.lock->options.lease;
+  for (const auto& l : leases) {
+    const auto& spec = *l.lease.lock;
+    corolock::detail::push_renew(req, *backend_state::names_of(spec),
+                                 s_->redis_owner(l.lease.owner, spec), l.lease.token,
+                                 l.check_only ? milliseconds(0) : spec.options.lease);
+    shortest = std::min(shortest, spec.options.lease);
+  }
+  // Do not wait longer than a third of the shortest lease for an answer: its renewal is then
+  // retried (on a connection that may have come back meanwhile).
+  req.opts().timeout =
+      std::min(c->cfg.request_timeout, std::max(shortest / 3, milliseconds(1)));
+  const auto sent_at = steady::now();
+  c->locks->exec(std::move(req), [out = std::move(out), h = std::move(h), sent_at,
+                                  ex = s_->ex](error_code ec, response replies) mutable {
+    using corolock::detail::renew_reply;
+    using result = core::renew_outcome::result;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const auto got = !ec && i < replies.size() ? corolock::detail::read_renew_reply(replies[i])
+                                                 : renew_reply::unexpected;
+      out[i].sent_at = sent_at;
+      out[i].what = got == renew_reply::held   ? result::renewed
+                    : got == renew_reply::gone ? result::lost
+                                               : result::unknown; // no answer, an error reply
+    }
+    complete_later(ex, std::move(h), asio::cancellation_slot{}, std::move(out));
+  });
+}
+
+void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+  auto c = s_->client();
+  const bool was_closed = std::exchange(s_->closed, true);
+  s_->sweep_timer.cancel();
+  // Everything this client holds, may have been granted, or waits for in Redis: one release each.
+  request req;
+  std::set<std::string> seen;
+  auto settle = [&](const std::shared_ptr<const lock_names>& names, const std::string& owner) {
+    if (c && seen.insert(owner).second)
+      corolock::detail::push_release(req, *names, owner, false, nullptr, {}, {},
+                                     c->publish_verb());
+  };
+  for (auto& [owner, names] : s_->held)
+    settle(names, owner);
+  for (auto& [owner, run] : s_->running)
+    if (auto r = run.lock())
+      settle(r->names(), owner);
+  for (auto& [owner, u] : s_->unsettled)
+    settle(u.first, owner);
+  s_->held.clear();
+  s_->unsettled.clear();
+  for (auto& [_, ch] : s_->channels)
+    ch->drop();
+  s_->channels.clear();
+  if (s_->acks)
+    s_->acks->close();
+  if (was_closed || !c || c->closed || seen.empty()) {
+    complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
+    return;
+  }
+  req.opts().timeout = std::max(bound, milliseconds(1));
+  c->locks->exec(std::move(req), [h = std::move(h), ex = s_->ex](error_code, response) mutable {
+    complete_later(ex, std::move(h), asio::cancellation_slot{});
+  });
+}
+
+void lock_backend::set_hooks(hooks h) { s_->hooks = std::move(h); }
+
+} // namespace corolock::redis::detail

@@ -1,0 +1,62 @@
+// Private: Redis behind the lock core's seam (core/backend.hpp), over one client_impl (a standalone
+// client, or one behind Sentinel).
+//
+// A bid is a Redis contender (bid_run.hpp over contender_machine.hpp): one look, then a place in
+// the lock's Redis queue with the lock's channel subscribed (grant_channel.hpp), refreshed every
+// third of waiter_ttl, until a grant message names its owner (claimed if little of its grant lease
+// is left, acknowledged by replicas if min_replicas asks). withdraw() = release.lua for the owner,
+// sent after everything of the bid on the one lock connection, so it also gives back a grant that
+// raced it. release() = release.lua, owner-checked; it grants the lock to the queue's first entry,
+// and when this client has an open bid of the same mutex queued it offers the lock to it (the
+// hand-off: granted in the same reply, nothing published). renew() = one pipelined request of
+// renew.lua per lease (the watchdog's batch). close() = one request of release.lua for every held
+// lock, open bid and give-up in flight. on_reconnect(): the client's lock connection came back (a
+// restart, a Sentinel switch): the core checks every lease at once.
+//
+// Leases are per lock (PX), renewed by the core's keeper; tokens are the lock's fence counter.
+// Lifetime: the backend holds the client weakly; with the client gone every call fails (closed).
+#pragma once
+
+#include "core/backend.hpp"
+
+#include <memory>
+
+namespace corolock::detail {
+class client_impl;
+}
+
+namespace corolock::redis::detail {
+
+struct backend_state;
+
+class lock_backend final : public core::backend {
+public:
+  explicit lock_backend(const std::shared_ptr<corolock::detail::client_impl>& c);
+  ~lock_backend() override;
+
+  /// The client's lock connection came back: tells the core (hooks::reconnected).
+  void on_reconnect();
+
+  const core::backend_traits& traits() const noexcept override;
+  asio::any_io_executor get_executor() const override;
+  core::steady::time_point now() const override;
+  std::unique_ptr<core::timer> make_timer() override;
+  std::string new_owner() override;
+  error_code check(const core::lock_spec& lock, std::string& words) const override;
+  std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
+                                           core::contender_events& events) override;
+  void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void renew(std::vector<core::renewal> leases,
+             core::handler<void(std::vector<core::renew_outcome>)> h) override;
+  void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
+  void set_hooks(hooks h) override;
+
+private:
+  std::shared_ptr<backend_state> s_;
+};
+
+/// The Redis rules for a lock's name and options: error::invalid_argument with `words`, or success.
+error_code check_redis_lock(std::string_view name, const corolock::lock_options& o,
+                            std::string& words);
+
+} // namespace corolock::redis::detail

@@ -1,0 +1,46 @@
+// What the conformance fixtures over Redis share (redis.cpp: the client's own lock layer;
+// redis_core.cpp: core::engine over the Redis backend): a private redis-server (test/support), each
+// client through its own fault proxy so that one client can be cut off alone, and the store-side
+// looks of cases.hpp. A fixture derives from it with its `source`, connect() and close().
+#pragma once
+
+#include <support/fault_proxy.hpp>
+#include <support/leftovers.hpp>
+#include <support/redis_server.hpp>
+
+#include <corolock/lock/options.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace corolock::conformance {
+
+template <typename Source>
+struct redis_store_fixture {
+  corolock::test::redis_server server;
+  std::map<const Source*, std::unique_ptr<corolock::test::fault_proxy>> proxies;
+
+  /// A proxy of its own for the next client.
+  std::unique_ptr<corolock::test::fault_proxy> new_proxy() {
+    return std::make_unique<corolock::test::fault_proxy>(server.port());
+  }
+  void cut_off(Source& c, bool off) {
+    auto& p = *proxies.at(&c);
+    if (!off)
+      p.discard(corolock::test::direction::both); // what was held would be stale
+    p.blackhole(corolock::test::direction::both, off);
+  }
+  std::size_t queued(const std::string& name) {
+    return std::stoul(server.command({"ZCARD", "corolock:{" + name + "}:q"}));
+  }
+  std::size_t queued_permits(const std::string& name) {
+    return std::stoul(server.command({"ZCARD", "corolock:{" + name + "}:sem:q"}));
+  }
+  bool clean() { return corolock::test::leftovers(server, std::chrono::milliseconds(0)).empty(); }
+  static std::optional<corolock::lock_options> lacking() { return std::nullopt; } // has them all
+};
+
+} // namespace corolock::conformance
