@@ -2,8 +2,8 @@
 // seam (contend / withdraw / release / close, events recorded), against real private servers: the
 // line in arrival order with rising tokens, try_acquire, withdrawal at each place, readers and
 // writers, a holder cut off by the fault proxy (told before the waiter gets the lock), a client
-// gone without closing, close(), the ensemble's leader killed, bad names. Every case ends with no
-// node under the lock's folder.
+// gone without closing, close(), a waiter stopped with the reply that grants it in flight, the
+// ensemble's leader killed, bad names. Every case ends with no node under the lock's folder.
 #include "backends/zookeeper/lock_backend.hpp"
 
 #include <corolock/error.hpp>
@@ -19,6 +19,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <thread>
 
 using namespace corolock;
 using namespace corolock::test;
@@ -124,6 +126,71 @@ void with_two(std::function<asio::awaitable<void>(side& a, side& b)> body) {
     co_await a.client.close();
     co_await b.client.close();
   });
+}
+
+/// What a waiter stopped with its grant in flight heard (waiter_stopped_with_its_reply_in_flight).
+struct stopped_waiter {
+  recorder events;
+  clock_type::time_point asked{}, resumed{}; ///< its getChildren seen going out; the stop's end
+  std::optional<error_code> lost;            ///< session_lost, if it came
+};
+
+/// A holder and a waiter (behind a proxy that holds each packet to it `delay`) on one lock, with
+/// sessions of `timeout`. The holder releases; the watch event reaches the waiter, which sends
+/// getChildren; then the waiter's loop stops for `stop` (this thread blocks: a SIGSTOP of its
+/// process), and the reply that makes it first is in its socket when it resumes. `fresh`: a
+/// request of the waiter's answered right before the release, so that its session's bound is
+/// that of a request about `delay` older than the getChildren.
+stopped_waiter waiter_stopped_with_its_reply_in_flight(milliseconds timeout, milliseconds delay,
+                                                       milliseconds stop, bool fresh) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  stopped_waiter out;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    side holder(ex, server.url(), timeout), waiter(ex, url_of(proxy.port()), timeout);
+    co_await holder.client.connect();
+    co_await waiter.client.connect();
+    auto lock = spec_of("order:42");
+    recorder rh;
+    const auto oh = holder.backend.new_owner(), ow = waiter.backend.new_owner();
+    auto ch = holder.backend.contend(bid_of(lock), oh, rh);
+    BOOST_REQUIRE(co_await told(rh));
+    auto cw = waiter.backend.contend(bid_of(lock), ow, out.events);
+    BOOST_REQUIRE(co_await count_becomes(holder.client, dir, 2));
+    co_await sleep_for(milliseconds(200)); // its exists+watch on the holder's node is answered
+    proxy.delay(direction::server_to_client, delay);
+    if (fresh)
+      co_await waiter.client.exists("/", false);
+    auto [ec, words] = co_await release(holder, held_of(lock, oh, rh));
+    BOOST_REQUIRE(!ec);
+    // No ping of the waiter's comes meanwhile (a third of the timeout after its last request):
+    // the bytes counted are the watch event and the getChildren.
+    const auto before = proxy.stats();
+    BOOST_REQUIRE(co_await eventually([&] {
+      const auto now = proxy.stats();
+      return now.bytes_server_to_client > before.bytes_server_to_client &&
+             now.bytes_client_to_server > before.bytes_client_to_server;
+    }));
+    out.asked = clock_type::now();
+    BOOST_REQUIRE(out.events.events == 0);
+    std::this_thread::sleep_for(stop); // the loop runs nothing: holder and waiter are stopped
+    out.resumed = clock_type::now();
+    BOOST_REQUIRE(co_await told(out.events));
+    co_await sleep_for(milliseconds(100)); // what follows the event (session_lost) comes too
+    if (waiter.lost_at)
+      out.lost = waiter.lost_ec;
+    proxy.heal();
+    if (!out.lost && out.events.what == "granted") {
+      std::tie(ec, words) = co_await release(waiter, held_of(lock, ow, out.events));
+      BOOST_TEST(!ec);
+      co_await waiter.client.close();
+    }
+    side observer(ex, server.url());
+    co_await observer.client.connect();
+    BOOST_TEST(co_await count_becomes(observer.client, dir, 0)); // an expired session's node too
+    co_await observer.client.close();
+  });
+  return out;
 }
 
 } // namespace
@@ -406,6 +473,45 @@ BOOST_AUTO_TEST_CASE(release_of_a_node_deleted_by_someone_else_is_lease_lost) {
     BOOST_TEST((ec == error::lease_lost), ec.message());
     co_await a.client.close();
   });
+}
+
+// A waiter stopped past its session's local deadline just after its predecessor went and it asked
+// for the children again: on resuming, the reply that makes it first is already in its socket.
+// That session may be expired at the server (its node deleted, the lock another's): no grant may
+// come of it, the bid fails with session_expired. (Before the fix: granted with valid_for 0, its
+// lease lost a moment later: the torture's "untold writers never overlapped" failure, seed 22.)
+BOOST_AUTO_TEST_CASE(a_reply_read_after_the_waiter_s_session_deadline_grants_nothing) {
+  const auto timeout = milliseconds(3000);
+  const auto w = waiter_stopped_with_its_reply_in_flight(timeout, milliseconds(300),
+                                                         timeout + milliseconds(500), false);
+  BOOST_TEST(w.events.what == "failed", "the waiter's bid: " << w.events.what << ", valid_for "
+                                                              << w.events.g.valid_for.count() << " ms");
+  BOOST_TEST((w.events.ec == error::session_expired), w.events.ec.message());
+  BOOST_TEST(w.events.events == 1);
+  BOOST_TEST((w.lost == error_code(error::session_expired)));
+}
+
+// The same stop, ending after the lease's bound (the session's deadline minus a tenth) but before
+// the session's deadline: the session lives, the grant is real, but handed over now it would be
+// a lease lost at once. It is handed over after the next proof of life (the ping the resumed
+// session sends), with a bound ahead of it.
+BOOST_AUTO_TEST_CASE(a_grant_read_past_the_lease_s_bound_waits_for_a_proof_of_life) {
+  const auto timeout = milliseconds(3000); // the bound: a tenth (300 ms) before the deadline
+  const auto delay = milliseconds(50);
+  // The bound is that of the request answered before the release (about 2 x delay before the
+  // getChildren): resume 2700 + 40 ms after the getChildren went out, within that tenth.
+  const auto w = waiter_stopped_with_its_reply_in_flight(timeout, delay, milliseconds(2740), true);
+  const auto resumed = ms_between(w.asked, w.resumed);
+  BOOST_TEST_MESSAGE("resumed " << resumed << " ms after the getChildren; the waiter's bid: "
+                                << w.events.what << ", valid_for " << w.events.g.valid_for.count() << " ms");
+  if (w.events.what == "failed") {
+    // Resumed past the deadline (a slow machine): the case above.
+    BOOST_TEST((w.events.ec == error::session_expired), w.events.ec.message());
+    return;
+  }
+  BOOST_TEST(w.events.what == "granted");
+  BOOST_TEST(w.events.g.valid_for.count() > 0, "granted with a bound already passed");
+  BOOST_TEST(!w.lost.has_value());
 }
 
 BOOST_AUTO_TEST_CASE(the_ensemble_s_leader_killed_keeps_the_holder_and_the_waiter_and_tokens_rise) {

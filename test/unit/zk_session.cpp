@@ -275,6 +275,31 @@ BOOST_AUTO_TEST_CASE(no_contact_until_the_local_deadline_is_expiry_for_us) {
   BOOST_TEST((s.next_timer() == time_point::max()));
 }
 
+// A process stopped (SIGSTOP) or a loop stalled past the local deadline, with a reply and a watch
+// event already in its socket: on resuming, the read may run before the timer. The packets come
+// from a session the server may have expired (its nodes deleted, the lock granted to another):
+// they are expiry, as the timer would have said at the deadline, never a reply completing with
+// ZOK (a getChildren answered so would grant a lock from a dead session) nor a watch event.
+BOOST_AUTO_TEST_CASE(a_packet_read_after_the_local_deadline_is_expiry_not_a_reply) {
+  session s(config(1));
+  connect(s); // alive until 3000 (connect request sent at 0)
+  s.submit(op::get_children, encode_path_watch("/l", false), watch_kind::none, {}, at(900));
+  BOOST_TEST(trace(s) == "getChildren xid=1");
+  // Stopped from 901 to 3400: the reply (sent for a request of 900, which alone would prove the
+  // session alive until 3900) and an event were read at 3400, before the timer's turn.
+  s.on_frame(event(event_type::node_deleted, "/l/write-a-0000000001"), at(3400));
+  s.on_frame(reply(1, 0x30), at(3400));
+  BOOST_TEST(trace(s) == "complete 1 ZSESSIONEXPIRED\ndisconnect\nstate expired ZSESSIONEXPIRED");
+  BOOST_TEST((s.state() == session_state::expired));
+  // Right at the deadline too: the timer due then would have expired it.
+  session t(config(1));
+  connect(t);
+  t.submit(op::exists, encode_path_watch("/l", false), watch_kind::none, {}, at(100));
+  trace(t);
+  t.on_frame(reply(1, 0x30), at(3000));
+  BOOST_TEST(trace(t) == "complete 1 ZSESSIONEXPIRED\ndisconnect\nstate expired ZSESSIONEXPIRED");
+}
+
 // new_session_after_expiry: the expiry is told as before, then a new session (id 0, zero password,
 // the last zxid kept) is asked for without a give-up time, and nothing of the old one is re-armed.
 BOOST_AUTO_TEST_CASE(after_an_expiry_a_new_session_is_asked_for_without_the_old_watches) {

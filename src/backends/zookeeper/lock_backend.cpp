@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace corolock::zookeeper::detail {
@@ -56,6 +57,7 @@ struct bid_run {
   lock_recipe recipe;
   core::contender_events* events; ///< null once withdrawn or once its event was delivered
   bool settled = false;           ///< its event was delivered
+  std::optional<std::uint64_t> held_back; ///< granted with the session's bound passed: its token
   std::unique_ptr<asio::steady_timer> bound; ///< see state::bound_by_session
   std::vector<core::handler<void(error_code, std::string)>> releases;
 };
@@ -88,21 +90,9 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       case k::watch:
       case k::stat:
       case k::remove: send(b, a); break;
-      case k::granted: {
-        auto* e = std::exchange(b->events, nullptr);
-        if (!e)
-          break; // cannot happen: a withdrawn recipe grants nothing
-        b->settled = true;
-        held[b->recipe.owner()] = b;
-        const auto now = steady::now();
-        const auto until = zk ? zk->alive_until() - margin() : now;
-        session = zk ? zk->session_id() : session;
-        e->granted({.token = a.token,
-                    .from = now,
-                    .valid_for = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(until - now)),
-                    .session = static_cast<std::uint64_t>(session)});
+      case k::granted:
+        hand_over(b, a.token);
         break;
-      }
       case k::taken:
         if (auto* e = std::exchange(b->events, nullptr)) {
           b->settled = true;
@@ -126,6 +116,31 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         break;
       }
     }
+  }
+
+  /// Gives the grant to the core, unless the session's bound (the lease's: alive_until minus the
+  /// margin) has passed already (the reply that granted was read late: this process stopped, or
+  /// the server slow to answer), which would be a lease lost as it is handed over. Such a grant
+  /// is held back until a reply moves the bound past now (on_alive; the session pings when idle),
+  /// or fails when the session ends first (on_state); a withdrawal gives its node back.
+  void hand_over(const std::shared_ptr<bid_run>& b, std::uint64_t token) {
+    if (!b->events)
+      return; // cannot happen: a withdrawn recipe grants nothing
+    const auto now = steady::now();
+    const auto until = zk ? zk->alive_until() - margin() : now;
+    if (zk && until <= now) {
+      b->held_back = token;
+      return;
+    }
+    auto* e = std::exchange(b->events, nullptr);
+    b->held_back.reset();
+    b->settled = true;
+    held[b->recipe.owner()] = b;
+    session = zk ? zk->session_id() : session;
+    e->granted({.token = token,
+                .from = now,
+                .valid_for = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(until - now)),
+                .session = static_cast<std::uint64_t>(session)});
   }
 
   void send(const std::shared_ptr<bid_run>& b, const lock_recipe::action& a) {
@@ -216,6 +231,13 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     case session_state::expired:
       if (session && told.session_lost)
         told.session_lost(static_cast<std::uint64_t>(session), error::session_expired);
+      for (const auto& b : std::vector<std::shared_ptr<bid_run>>(running.begin(), running.end()))
+        if (b->held_back)
+          if (auto* e = std::exchange(b->events, nullptr)) {
+            b->settled = true;
+            e->failed(error::session_expired, "the ZooKeeper session ended before its grant could be "
+                                              "handed over (the lease's bound had passed)");
+          }
       // A bid waiting on its watch hears nothing more from a session that is gone.
       for_each_running(&lock_recipe::session_ended);
       break;
@@ -253,6 +275,10 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     session = zk->session_id();
     if (told.session_alive)
       told.session_alive(static_cast<std::uint64_t>(session), alive_until - margin());
+    const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
+    for (const auto& b : all)
+      if (b->held_back)
+        hand_over(b, *b->held_back);
   }
 };
 

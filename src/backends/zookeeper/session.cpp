@@ -115,6 +115,14 @@ void session::lost_connection(time_point now, std::string why) {
 }
 
 void session::on_frame(std::string_view body, time_point now) {
+  // A packet read after the local deadline (this process was stopped, or its loop stalled, with
+  // the packet already in the socket) comes from a session the server may have expired and whose
+  // nodes another client may hold by now: it is expiry, as on_timer would have said at the
+  // deadline, and the packet is not looked at (a reply completing a getChildren would grant a
+  // lock from a dead session).
+  if (established_ && (phase_ == phase::handshaking || phase_ == phase::connected) &&
+      now >= alive_until_)
+    return expire(now);
   if (phase_ == phase::handshaking)
     return handle_connect_response(body, now);
   if (phase_ != phase::connected && phase_ != phase::closing)

@@ -14,7 +14,9 @@
 // - The local deadline (alive_until): the moment we SENT the last request the server answered, plus
 //   the negotiated timeout. The server touched the session after that send, so it cannot expire
 //   it before this deadline; once it passes without a newer proof, the session is expired for us,
-//   whatever a server may still say later. That is the bound a lock's lease follows.
+//   whatever a server may still say later. That is the bound a lock's lease follows. A packet read
+//   after it (the process stopped with the packet in its socket; the read may run before the
+//   timer) is that expiry too, not looked at: a reply of a dead session must not grant a lock.
 // - Reconnect within the session: the members in turn from the one after the last, the same
 //   session id and password, a short pause after each whole round; requests in flight on the lost
 //   connection fail with connection_loss (their outcome is unknown), requests not yet written wait
