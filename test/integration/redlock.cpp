@@ -127,6 +127,29 @@ void expect_clean_except(redis_server_group& group, std::initializer_list<std::s
       expect_clean(group[i]);
 }
 
+/// The frame most cases share: `sets` (1 or 2) master_sets on `group`, two processes' worth of
+/// clients when 2, connected in turn and handed to `body`, the test failing after `limit`; then
+/// every master but the `dead` ones must be clean. `body` is a named parameter, not a temporary
+/// in a co_await expression (GCC 12, CONTRIBUTING.md).
+template <std::size_t sets, typename Body>
+void with_master_sets(redis_server_group& group, Body body, std::chrono::milliseconds limit,
+                      std::initializer_list<std::size_t> dead = {}) {
+  static_assert(sets == 1 || sets == 2);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    if constexpr (sets == 1) {
+      master_set m(ex, group);
+      co_await m.connect();
+      co_await body(m);
+    } else {
+      master_set a(ex, group), b(ex, group);
+      co_await a.connect();
+      co_await b.connect();
+      co_await body(a, b);
+    }
+  }, limit);
+  expect_clean_except(group, dead);
+}
+
 /// One more attempt on `lock`'s clients, given back if it wins: once it has completed, every
 /// earlier attempt of theirs has been answered (each master's lock requests are answered in order),
 /// so what those won late is being given back, not still on its way to be won.
@@ -287,9 +310,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_throw_invalid_argument) {
 
 BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
   redis_server_group group(3);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set m(ex, group);
-    co_await m.connect();
+  with_master_sets<1>(group, [&](master_set& m) -> asio::awaitable<void> {
     const auto opts = fast();
     corolock::redlock lock(m.refs(), "order:1", opts);
     BOOST_TEST(lock.masters() == 3u);
@@ -340,15 +361,11 @@ BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
     });
     BOOST_TEST(ran);
   }, std::chrono::seconds(20));
-  expect_clean_except(group, {});
 }
 
 BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
   redis_server_group group(3);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set a(ex, group), b(ex, group);
-    co_await a.connect();
-    co_await b.connect();
+  with_master_sets<2>(group, [&](master_set& a, master_set& b) -> asio::awaitable<void> {
     corolock::redlock la(a.refs(), "excl", fast()), lb(b.refs(), "excl", fast());
     auto g = co_await la.acquire();
     auto busy = co_await lb.try_acquire();
@@ -393,7 +410,6 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
     BOOST_TEST(max_inside == 1);
     BOOST_TEST(rounds == 20);
   }, std::chrono::seconds(30));
-  expect_clean_except(group, {});
 }
 
 // The words behind a redlock's error name the master and carry its server's reply verbatim; a
@@ -401,10 +417,7 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
 // still had the lease.
 BOOST_AUTO_TEST_CASE(the_words_name_the_failing_master) {
   redis_server_group group(3);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set a(ex, group), b(ex, group);
-    co_await a.connect();
-    co_await b.connect();
+  with_master_sets<2>(group, [&](master_set& a, master_set& b) -> asio::awaitable<void> {
     corolock::redlock la(a.refs(), "words", fast()), lb(b.refs(), "words", fast());
     const auto key = key_of("words");
     diagnostics why;
@@ -470,14 +483,11 @@ BOOST_AUTO_TEST_CASE(the_words_name_the_failing_master) {
     co_await k.unlock(bind_diagnostics(why));
     BOOST_TEST(why.empty(), why.message());
   }, std::chrono::seconds(30));
-  expect_clean_except(group, {});
 }
 
 BOOST_AUTO_TEST_CASE(three_masters_one_killed_still_acquire) {
   redis_server_group group(3);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set m(ex, group);
-    co_await m.connect();
+  with_master_sets<1>(group, [&](master_set& m) -> asio::awaitable<void> {
     corolock::redlock lock(m.refs(), "minority", fast());
     group[1].kill();
     auto t0 = steady::now();
@@ -495,8 +505,7 @@ BOOST_AUTO_TEST_CASE(three_masters_one_killed_still_acquire) {
     BOOST_TEST(released < 200);
     BOOST_TEST_MESSAGE("1 of 3 down: acquired in " << took << " ms (per-master timeout 100 ms), "
                                                     << "released in " << released << " ms");
-  }, std::chrono::seconds(20));
-  expect_clean_except(group, {1});
+  }, std::chrono::seconds(20), {1});
 }
 
 BOOST_AUTO_TEST_CASE(three_masters_two_killed_time_out_and_leave_nothing) {
@@ -539,9 +548,7 @@ BOOST_AUTO_TEST_CASE(three_masters_two_killed_time_out_and_leave_nothing) {
 
 BOOST_AUTO_TEST_CASE(five_masters_survive_two_losses_not_three) {
   redis_server_group group(5);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set m(ex, group);
-    co_await m.connect();
+  with_master_sets<1>(group, [&](master_set& m) -> asio::awaitable<void> {
     corolock::redlock lock(m.refs(), "five", fast());
     BOOST_TEST(lock.quorum() == 3u);
     group[1].kill();
@@ -560,16 +567,14 @@ BOOST_AUTO_TEST_CASE(five_masters_survive_two_losses_not_three) {
     BOOST_TEST_MESSAGE("5 masters: 2 down -> acquired in " << took << " ms; 3 down -> "
                                                            << ec.message() << " after "
                                                            << timed_out << " ms");
-  }, std::chrono::seconds(20));
-  expect_clean_except(group, {1, 3, 4});
+  }, std::chrono::seconds(20), {1, 3, 4});
 }
 
 // The watchdog keeps the lock while a quorum is renewed; the holder is told once it is not.
 BOOST_AUTO_TEST_CASE(a_holder_whose_majority_dies_is_told_within_a_lease) {
   redis_server_group group(3);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set m(ex, group);
-    co_await m.connect();
+  with_master_sets<1>(group, [&](master_set& m) -> asio::awaitable<void> {
+    const auto ex = co_await asio::this_coro::executor;
     const auto lease = std::chrono::milliseconds(600);
     corolock::redlock lock(m.refs(), "holder", fast(lease));
     auto g = co_await lock.acquire();
@@ -605,16 +610,12 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_majority_dies_is_told_within_a_lease) {
     BOOST_TEST(ec == error::lease_lost);
     auto [ec2] = co_await g.wait_lost(tuple_awaitable);
     BOOST_TEST(ec2 == asio::error::operation_aborted); // released
-  }, std::chrono::seconds(20));
-  expect_clean_except(group, {0, 1}); // the survivor's lease was given back at the loss
+  }, std::chrono::seconds(20), {0, 1}); // the survivor's lease was given back at the loss
 }
 
 BOOST_AUTO_TEST_CASE(without_a_watchdog_the_lock_ends_at_validity_until) {
   redis_server_group group(3);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set m(ex, group), r(ex, group);
-    co_await m.connect();
-    co_await r.connect();
+  with_master_sets<2>(group, [&](master_set& m, master_set& r) -> asio::awaitable<void> {
     const auto lease = std::chrono::milliseconds(300);
     auto opts = fast(lease, false);
     corolock::redlock lock(m.refs(), "fixed", opts), rival(r.refs(), "fixed", opts);
@@ -663,7 +664,6 @@ BOOST_AUTO_TEST_CASE(without_a_watchdog_the_lock_ends_at_validity_until) {
     auto [rec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(rec == error::lease_lost);
   }, std::chrono::seconds(20));
-  expect_clean_except(group, {});
 }
 
 // A master that answers after per_master_timeout counts as failed, and what it grants late is
@@ -760,10 +760,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiting_acquire_leaves_no_key_on_any_master) {
 // sooner than that was served by the message (before: its next attempt came 10-15 s later).
 BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_long_before_its_retry_delay) {
   redis_server_group group(3);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set a(ex, group), b(ex, group);
-    co_await a.connect();
-    co_await b.connect();
+  with_master_sets<2>(group, [&](master_set& a, master_set& b) -> asio::awaitable<void> {
     const auto opts = waits_by_message();
     corolock::redlock la(a.refs(), "wake", opts), lb(b.refs(), "wake", opts);
     for (int round = 0; round < 3; ++round) { // the first subscribes; the later ones reuse it
@@ -774,7 +771,6 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_long_before_its_retry_delay) {
       BOOST_TEST(after < 5000, after << " ms: not woken by the release");
     }
   }, std::chrono::seconds(60));
-  expect_clean_except(group, {});
 }
 
 // With the release messages lost (the holder's user may not publish), a waiter is served by its
@@ -816,10 +812,8 @@ BOOST_AUTO_TEST_CASE(a_lost_release_message_costs_a_waiter_its_retry_delay_at_mo
 // the masters see one attempt per turn, not one per waiting caller (8 + 7 + ... + 1 = 36).
 BOOST_AUTO_TEST_CASE(a_release_wakes_one_caller_of_a_process_not_the_herd) {
   redis_server_group group(3);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set a(ex, group), b(ex, group);
-    co_await a.connect();
-    co_await b.connect();
+  with_master_sets<2>(group, [&](master_set& a, master_set& b) -> asio::awaitable<void> {
+    const auto ex = co_await asio::this_coro::executor;
     const auto opts = waits_by_message();
     corolock::redlock la(a.refs(), "herd", opts), lb(b.refs(), "herd", opts);
     auto g = co_await la.acquire();
@@ -856,7 +850,6 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_one_caller_of_a_process_not_the_herd) {
     BOOST_TEST(calls <= 1 + 2 * callers + callers, calls << " EVALSHA");
     BOOST_TEST(co_await eventually([&] { return finished == callers; }, std::chrono::seconds(5)));
   }, std::chrono::seconds(30));
-  expect_clean_except(group, {});
 }
 
 // With keyspace_events, a release sends no PUBLISH: nobody waiting, the masters tell nobody (and a
@@ -864,9 +857,7 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_one_caller_of_a_process_not_the_herd) {
 BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_nobody_waits_for_publishes_nothing) {
   redis_server_group group(3);
   notify_keyspace_events(group);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set a(ex, group);
-    co_await a.connect();
+  with_master_sets<1>(group, [&](master_set& a) -> asio::awaitable<void> {
     corolock::redlock la(a.refs(), "quiet", waits_by_keyspace_events());
     const auto before = publish_calls(group);
     constexpr int cycles = 10;
@@ -878,7 +869,6 @@ BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_nobody_waits_for_publishes_n
     BOOST_TEST(published == 0);
     co_await a.shutdown();
   }, std::chrono::seconds(20));
-  expect_clean_except(group, {});
 }
 
 // With keyspace_events, the waiter hears the release from the masters' notification of the key's
@@ -886,10 +876,7 @@ BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_nobody_waits_for_publishes_n
 BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_wakes_a_waiter_without_a_publish) {
   redis_server_group group(3);
   notify_keyspace_events(group);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    master_set a(ex, group), b(ex, group);
-    co_await a.connect();
-    co_await b.connect();
+  with_master_sets<2>(group, [&](master_set& a, master_set& b) -> asio::awaitable<void> {
     const auto opts = waits_by_keyspace_events();
     corolock::redlock la(a.refs(), "ks_wake", opts), lb(b.refs(), "ks_wake", opts);
     const auto before = publish_calls(group);
@@ -906,7 +893,6 @@ BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_wakes_a_waiter_without_a_pub
     co_await a.shutdown();
     co_await b.shutdown();
   }, std::chrono::seconds(60));
-  expect_clean_except(group, {});
 }
 
 // With keyspace_events, a holder that vanishes without a release (its links blackholed) wakes the
