@@ -263,7 +263,7 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
 }
 
 // The lock statement of a bid (the token in it; the row check at the client's first use of the key).
-std::string sql_lock_backend::lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const {
+sql_statement sql_lock_backend::lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const {
   const std::string text = hashed_text(*st->b.lock);
   return dialect_.lock_statement(fence_table_, st->key,
                                  hex(reinterpret_cast<const unsigned char*>(text.data()), text.size()), st->b.shared,

@@ -33,8 +33,10 @@
 // (MariaDB) 1 after a wait longer than session_timeout/3 (below), plus the session's connect and
 // its setup statements when a new session is opened. Release: 1. A statement that fails may have
 // failed after the grant: its lock is given back (an unlock of a lock not held is harmless).
-// Costs: no committed write per acquisition (a row check's, once per key and client); a waiting
-// statement keeps the fence tables open (a DDL on them waits for the waiters).
+// PostgreSQL prepares the lock and unlock statements at their first use on a session (one round
+// trip more, once per statement form and session; sql_statement). Costs: no committed write per
+// acquisition (a row check's, once per key and client); a waiting statement keeps the fence
+// tables open (a DDL on them waits for the waiters).
 //
 // Names (any corolock name, 1..1024 bytes): the key is SHA-256 over prefix, kind, a NUL byte and the
 // name (lock_options::prefix, "mutex"/"read_write"). MariaDB/MySQL lock name: "corolock:" and the
@@ -122,8 +124,9 @@ struct sql_dialect {
   /// The lock statement, blocking (wait) or one look, with the token in it: ONE statement (one
   /// round trip), the token drawn only once the lock is granted. `check`: the key's fence row is
   /// also checked (created if missing, a committed write) to record this name, else token 0.
-  std::function<std::string(const std::string& table, const std::string& key, const std::string& hashed_hex,
-                            bool shared, bool wait, bool check)>
+  /// A named statement (prepared once per session where the database can) or a text.
+  std::function<sql_statement(const std::string& table, const std::string& key, const std::string& hashed_hex,
+                              bool shared, bool wait, bool check)>
       lock_statement;
   /// Its answer (whatever the completion's error: a grant may have raced a cancel): granted (then
   /// `token` is the new token, 0 for a collision, and `waited` how long the server took from the
@@ -134,7 +137,7 @@ struct sql_dialect {
   /// Whether lock_answer says how long the server waited (else a long wait is followed by one
   /// statement more, whose sending dates the lease).
   bool lock_times_wait = false;
-  std::function<std::string(const std::string& key, bool shared)> unlock_statement;
+  std::function<sql_statement(const std::string& key, bool shared)> unlock_statement;
   /// Whether the unlock statement found the lock held by its session.
   std::function<bool(const sql_result& r)> unlock_answer;
   std::string unlock_all_statement;
@@ -176,7 +179,7 @@ private:
   class contender_impl;
   using done_fn = std::function<void(error_code, sql_result, core::steady::time_point sent)>;
   struct job {
-    std::string sql;
+    sql_statement sql;
     std::chrono::milliseconds timeout;
     bool cancellable = false;
     done_fn done;
@@ -186,7 +189,7 @@ private:
   void try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created = false);
   void need_session(const std::shared_ptr<bid_state>& st);
   void wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created = false);
-  std::string lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const;
+  sql_statement lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const;
   std::string lock_words(const sql_result& r) const;
   std::tuple<answer, std::uint64_t, std::chrono::microseconds> read_lock_answer(const sql_result& r) const;
   void give_back_if_taken(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, error_code ec,
