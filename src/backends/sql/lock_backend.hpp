@@ -213,6 +213,7 @@ private:
   void pump(const std::shared_ptr<link>& l);
   void drop(const std::shared_ptr<link>& l, error_code why);
   void freed(const std::shared_ptr<link>& l);
+  void reconsider_pending();
   void arm_ping(const std::shared_ptr<link>& l);
   void alive(const std::shared_ptr<link>& l, core::steady::time_point sent);
   std::shared_ptr<link> sharer(const std::string& key) const;
@@ -226,7 +227,7 @@ private:
   std::string fence_table_;
   hooks hooks_;
   std::map<std::uint64_t, std::shared_ptr<link>> links_;
-  std::deque<std::shared_ptr<bid_state>> pending_;   // bids waiting for a session (pool full)
+  std::deque<std::shared_ptr<bid_state>> pending_;   // bids waiting for a session (pool full, or one releasing)
   std::vector<std::weak_ptr<bid_state>> bids_;      // open bids, for close()
   std::set<std::string> verified_; // keys whose fence row this client found recording its name
   static constexpr std::size_t max_verified = 100000;
