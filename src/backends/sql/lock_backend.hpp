@@ -11,6 +11,9 @@
 //   spare, or a new one). The core keeps at most one contender per lock name and kind per client,
 //   so a thousand local waiters of one name use ONE waiting session; the line behind it queues the
 //   rest locally. Connections per contended lock: 1 waiting session, plus the holder's session.
+//   A session releasing all it holds counts as a spare about to be free: a bid waits for it
+//   rather than open a third (a waiting session's grant may be answered before the holder's
+//   unlock, and the next local waiter bids then).
 // - Holding: the session that got the lock holds it, so release runs there. A granted waiting
 //   session becomes a holding session. A new bid first tries the non-blocking form
 //   (GET_LOCK(name, 0) / pg_try_advisory_lock) on an idle holding session, and only if that says
