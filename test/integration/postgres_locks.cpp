@@ -59,6 +59,17 @@ struct postgres {
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock_fence SET name = '\\x00'::bytea WHERE lock_key = " + key);
   }
+  /// One uncontended cycle of client `a` on `lock`, both steps required to succeed.
+  template <typename Client>
+  static asio::awaitable<void> acquire_and_release(asio::any_io_executor ex, Client& a,
+                                                   std::shared_ptr<const core::lock_spec> lock) {
+    sql_locks::bidder b(ex);
+    a.bid(b, lock);
+    co_await b.done.wait();
+    BOOST_REQUIRE_MESSAGE(b.grant, b.ec.message() << ": " << b.words);
+    auto [ec, words] = co_await a.release(b, lock);
+    BOOST_TEST(!ec, ec.message() << ": " << words);
+  }
 };
 
 } // namespace
@@ -76,6 +87,7 @@ COROLOCK_SQL_LOCK_CASE(a_fence_row_of_another_name_is_noticed_and_the_lock_given
 COROLOCK_SQL_LOCK_CASE(a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(an_account_without_rights_on_the_fence_table_gets_no_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, postgres)
+COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, postgres)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, postgres)
@@ -127,14 +139,7 @@ BOOST_AUTO_TEST_CASE(an_acquisition_is_one_statement_and_a_release_one) {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     sql_locks::client<postgres> a(ex, server);
     const auto lock = a.spec("counted");
-    const auto cycle = [&]() -> asio::awaitable<void> {
-      sql_locks::bidder b(ex);
-      a.bid(b, lock);
-      co_await b.done.wait();
-      BOOST_REQUIRE_MESSAGE(b.grant, b.ec.message() << ": " << b.words);
-      auto [ec, words] = co_await a.release(b, lock);
-      BOOST_TEST(!ec, ec.message() << ": " << words);
-    };
+    const auto cycle = [&] { return postgres::acquire_and_release(ex, a, lock); };
     co_await cycle(); // creates the fence table
     server.sql("SELECT pg_stat_statements_reset()");
     for (int i = 0; i < 10; ++i)
@@ -147,6 +152,39 @@ BOOST_AUTO_TEST_CASE(an_acquisition_is_one_statement_and_a_release_one) {
         "SELECT COALESCE(sum(wal_records), 0) FROM pg_stat_statements WHERE (query LIKE '%advisory%' OR query "
         "LIKE '%corolock_fence%') AND query NOT LIKE '%pg_stat_statements%'");
     BOOST_TEST(wal == "0", "WAL records written by 10 cycles: " << wal);
+  });
+}
+
+// The hot path's statements (lock, unlock) are prepared once per session and then only executed:
+// pg_stat_statements (track_planning) counts a plan per simple query — 20 for 10 cycles before —
+// and here at most one per statement form (the generic plan, plan_cache_mode set by the session).
+// A session that ended (pg_terminate_backend) takes its prepared statements with it: the next
+// session prepares its own, and the cycle works.
+BOOST_AUTO_TEST_CASE(the_lock_and_unlock_statements_are_prepared_once_per_session) {
+  postgres_server_options o;
+  o.settings = {"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on"};
+  postgres_server server(o);
+  server.sql("CREATE EXTENSION pg_stat_statements");
+  // The lock and unlock statements (a new session's setup statements are texts, planned each time).
+  const std::string ours = "query LIKE '%pg_advisory%' AND query NOT LIKE '%pg_stat_statements%'";
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    sql_locks::client<postgres> a(ex, server);
+    const auto lock = a.spec("prepared");
+    const auto cycle = [&] { return postgres::acquire_and_release(ex, a, lock); };
+    co_await cycle(); // creates the fence table, checks the key's row
+    server.sql("SELECT pg_stat_statements_reset()");
+    for (int i = 0; i < 10; ++i)
+      co_await cycle();
+    BOOST_TEST(server.sql("SELECT COALESCE(sum(calls), 0) FROM pg_stat_statements WHERE " + ours) == "20");
+    const auto plans = std::stoi(server.sql("SELECT COALESCE(sum(plans), 0) FROM pg_stat_statements WHERE " + ours));
+    BOOST_TEST(plans <= 2, "plans for 10 cycles: " << plans); // before: 20
+
+    server.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'corolock'");
+    BOOST_REQUIRE(co_await eventually([&] { return a.backend->sessions() == 0; })); // the client saw it end
+    co_await cycle(); // a new session: prepares again (the old names died with the old session)
+    co_await cycle();
+    const auto after = std::stoi(server.sql("SELECT COALESCE(sum(plans), 0) FROM pg_stat_statements WHERE " + ours));
+    BOOST_TEST(after - plans <= 2, "plans for 2 cycles on a new session: " << after - plans);
   });
 }
 

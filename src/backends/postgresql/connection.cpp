@@ -4,6 +4,8 @@
 
 #include <libpq-fe.h>
 
+#include <set>
+#include <utility>
 #include <vector>
 
 namespace corolock::postgresql {
@@ -85,10 +87,33 @@ private:
     failed(map_error("", false, phase::connecting), {0, "", trimmed(PQerrorMessage(pg_))}, true);
   }
 
+  // A named statement is prepared at its first use on this session (one round trip more, once),
+  // then executed; an unnamed one is sent as a simple query.
   void begin_query() override {
     error_ = nullptr;
     last_ = nullptr;
-    if (PQsendQuery(pg_, sql().c_str()) == 0)
+    const auto& st = statement();
+    if (st.name.empty()) {
+      if (PQsendQuery(pg_, st.text.c_str()) == 0)
+        return lost();
+      return flush();
+    }
+    if (prepared_.contains(st.name))
+      return execute_prepared();
+    preparing_ = true;
+    if (PQsendPrepare(pg_, st.name.c_str(), st.text.c_str(), static_cast<int>(st.params.size()), nullptr) == 0)
+      return lost();
+    flush();
+  }
+
+  void execute_prepared() {
+    const auto& st = statement();
+    std::vector<const char*> values;
+    values.reserve(st.params.size());
+    for (const auto& v : st.params)
+      values.push_back(v.c_str());
+    if (PQsendQueryPrepared(pg_, st.name.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr,
+                            0) == 0)
       return lost();
     flush();
   }
@@ -125,6 +150,13 @@ private:
   }
 
   void completed() {
+    if (std::exchange(preparing_, false) && error_ == nullptr) {
+      prepared_.insert(statement().name);
+      last_ = nullptr;
+      // Cancelled or out of time while preparing: the statement is not run (a server-side cancel
+      // that came after the prepare could not stop it).
+      return stopping() ? succeeded({}) : execute_prepared();
+    }
     if (error_ != nullptr) {
       const bool alive = PQstatus(pg_) == CONNECTION_OK;
       const char* sqlstate = PQresultErrorField(error_.get(), PG_DIAG_SQLSTATE);
@@ -156,6 +188,7 @@ private:
 
   // The socket broke or the server ended the session (libpq says why in its message).
   void lost() {
+    preparing_ = false;
     error_ = nullptr;
     last_ = nullptr;
     failed(error::connection_lost, {0, "", trimmed(PQerrorMessage(pg_))}, true);
@@ -205,6 +238,8 @@ private:
   PGconn* pg_ = nullptr;
   result_ptr error_;  // the first error of the statement
   result_ptr last_;   // its last result otherwise
+  std::set<std::string> prepared_; // the names prepared on this session (the server forgets them with it)
+  bool preparing_ = false;         // the running operation's first step: its statement's prepare
 };
 
 } // namespace

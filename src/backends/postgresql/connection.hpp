@@ -1,7 +1,8 @@
 // One PostgreSQL session on libpq's asynchronous API (PQconnectStartParams / PQconnectPoll,
-// PQsendQuery / PQflush / PQconsumeInput / PQisBusy / PQgetResult), driven from one executor: no
-// call here ever blocks it. The lock layer will build pg_advisory_lock waits and holds on it; it is
-// not a general SQL client (text queries only, one at a time, values as text).
+// PQsendQuery, PQsendPrepare / PQsendQueryPrepared / PQflush / PQconsumeInput / PQisBusy /
+// PQgetResult), driven from one executor: no call here ever blocks it. The lock layer builds
+// pg_advisory_lock waits and holds on it; it is not a general SQL client (one statement at a time,
+// values as text).
 //
 // What it promises (the shared parts live in src/backends/sql/session.hpp):
 // - connect: the host is used as given when numeric, else resolved asynchronously first and given
@@ -12,6 +13,10 @@
 //   result counts); rows as text with NULL distinguished; a failure carries the server's words
 //   (SQLSTATE and primary message; code is 0) in the result. A second operation while one runs
 //   completes at once with invalid_argument.
+// - a named statement (sql_statement::name, parameters $1…) is prepared at its first use on the
+//   session, then only executed with its values: one round trip more, once per name and session;
+//   a failed prepare (a missing table) is that statement's failure and is tried again next time.
+//   A cancel or deadline that comes during the prepare leaves the statement unexecuted.
 // - Cancellation (the handler's cancellation slot, any type) and the per-query deadline stop the
 //   statement ON THE SERVER: `SELECT pg_cancel_backend(<pid>)` from a second, short-lived
 //   connection (libpq's PQcancel would block). The query completes with operation_aborted /

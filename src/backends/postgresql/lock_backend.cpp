@@ -40,13 +40,17 @@ detail::sql_dialect dialect(config cfg) {
     // and only read committed updates the fence row's newest version then. The epoch: bumped
     // (committed, so flushed, before anyone reads it) when the unlogged table that records it is
     // empty — its first use, or after a crash, which empties it and resets the unlogged sequence.
+    // The prepared lock and unlock statements get their generic plan at once (planned once per
+    // session, not at each of their first five executions).
     return {"SET idle_session_timeout = " + std::to_string(session_timeout.count()) +
-                "; SET default_transaction_isolation = 'read committed'",
+                "; SET default_transaction_isolation = 'read committed'; SET plan_cache_mode = force_generic_plan",
             "WITH e AS (UPDATE " + table + "_epoch SET epoch = epoch + 1 WHERE NOT EXISTS (SELECT FROM " + table +
                 "_alive) RETURNING epoch) INSERT INTO " + table + "_alive SELECT true, epoch FROM e ON CONFLICT DO NOTHING"};
   };
-  d.unlock_statement = [](const std::string& key, bool shared) -> std::string {
-    return std::string("SELECT pg_advisory_unlock") + (shared ? "_shared(" : "(") + key + ")";
+  // The hot path's statements are prepared (once per session): the key is their parameter $1.
+  d.unlock_statement = [](const std::string& key, bool shared) -> detail::sql_statement {
+    return {shared ? "corolock_unlock_shared" : "corolock_unlock",
+            std::string("SELECT pg_advisory_unlock") + (shared ? "_shared" : "") + "($1::bigint)", {key}};
   };
   d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "t"; };
   d.unlock_all_statement = "SELECT pg_advisory_unlock_all()";
@@ -56,24 +60,34 @@ detail::sql_dialect dialect(config cfg) {
   // fence row of the key is also inserted or found recording this name (ON CONFLICT reads its
   // newest version whatever the statement's snapshot; the session runs read committed), token 0
   // if it records another. Answers: got, the token (NULL: not got, or no epoch), the server's
-  // microseconds from the statement's arrival to the token.
+  // microseconds from the statement's arrival to the token. Prepared once per session and form
+  // (shared, wait, check: 8 names at most); the key is $1, the hashed name $2 (check only).
   d.lock_statement = [](const std::string& table, const std::string& key, const std::string& hashed_hex,
-                        bool shared, bool wait, bool check) -> std::string {
-    const std::string suffix = shared ? "_shared(" + key + ")" : "(" + key + ")";
+                        bool shared, bool wait, bool check) -> detail::sql_statement {
+    const std::string suffix = shared ? "_shared($1::bigint)" : "($1::bigint)";
     const std::string lock = wait ? "SELECT true AS got FROM pg_advisory_lock" + suffix
                                   : "SELECT pg_try_advisory_lock" + suffix + " AS got";
     const std::string token = "(SELECT epoch FROM " + table + "_alive) << " + std::to_string(counter_bits) +
                               " | nextval('" + table + "_seq')";
     std::string sql = "WITH l AS MATERIALIZED (" + lock + ")";
     if (check)
-      sql += ", b AS (INSERT INTO " + table + " AS f (lock_key, name, token) SELECT " + key + ", '\\x" + hashed_hex +
-             "'::bytea, 0 FROM l WHERE l.got ON CONFLICT (lock_key) DO UPDATE SET token = f.token"
+      sql += ", b AS (INSERT INTO " + table + " AS f (lock_key, name, token) SELECT $1::bigint, $2::bytea, 0"
+             " FROM l WHERE l.got ON CONFLICT (lock_key) DO UPDATE SET token = f.token"
              " WHERE f.name = EXCLUDED.name RETURNING 1)";
     sql += " SELECT l.got, CASE WHEN NOT l.got THEN NULL";
     if (check)
       sql += " WHEN NOT EXISTS (SELECT FROM b) THEN 0";
-    return sql + " ELSE " + token + " END, (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000000)"
-                 "::bigint FROM l";
+    sql += " ELSE " + token + " END, (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000000)"
+           "::bigint FROM l";
+    std::string name = "corolock_lock_";
+    name += shared ? 's' : 'x';
+    name += wait ? 'w' : 't';
+    if (check)
+      name += 'c';
+    std::vector<std::string> values{key};
+    if (check)
+      values.push_back("\\x" + hashed_hex);
+    return {std::move(name), std::move(sql), std::move(values)};
   };
   d.lock_answer = [](const detail::sql_result& r, std::uint64_t& token,
                      std::chrono::microseconds& waited) -> answer {

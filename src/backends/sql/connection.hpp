@@ -26,14 +26,14 @@ public:
         [s = session_](auto h) { s->start_connect(handler_type(std::move(h))); }, token);
   }
 
-  /// Runs one text statement; `timeout` of zero means no deadline.
+  /// Runs one statement (a text, or a named one: sql_statement); `timeout` of zero means no deadline.
   template <typename Token = default_token>
-  auto async_query(std::string sql, std::chrono::milliseconds timeout, Token&& token = {}) {
+  auto async_query(sql_statement statement, std::chrono::milliseconds timeout, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, result)>(
-        [s = session_](auto h, std::string text, std::chrono::milliseconds t) {
-          s->start_query(std::move(text), t, handler_type(std::move(h)));
+        [s = session_](auto h, sql_statement st, std::chrono::milliseconds t) {
+          s->start_query(std::move(st), t, handler_type(std::move(h)));
         },
-        token, std::move(sql), timeout);
+        token, std::move(statement), timeout);
   }
 
   /// Never blocks; idempotent. A running operation completes with error::closed.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace corolock::detail {
 
@@ -23,6 +24,7 @@ struct sql_lock_backend::link {
   bool blocking = false; // given to one bid's wait (its lock statement, then its fence)
   std::map<std::string, bool> held; // key -> shared
   std::set<std::string> trying;      // keys of one-look statements under way here
+  std::size_t releasing = 0;         // release() statements sent here, not yet answered
   std::deque<job> jobs;
   asio::cancellation_signal cancel;
   asio::steady_timer ping;
@@ -198,7 +200,13 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
 void sql_lock_backend::need_session(const std::shared_ptr<bid_state>& st) {
   if (auto l = spare())
     return wait_on(st, l);
-  if (links_.size() >= options_.max_sessions)
+  // A session releasing all it holds is spare within a round trip, sooner than a new one: e.g. a
+  // waiting session's grant answered before the former holder's unlock, and the next local
+  // waiter's bid comes then. The bid waits for it (freed() serves it).
+  std::size_t soon = 0;
+  for (const auto& [id, l] : links_)
+    soon += l->ready && !l->dead && !l->blocking && !l->held.empty() && l->releasing == l->held.size() ? 1 : 0;
+  if (links_.size() >= options_.max_sessions || pending_.size() < soon)
     return pending_.push_back(st);
   open_link([this, st](std::shared_ptr<link> l, error_code ec, std::string words) {
     if (ec) {
@@ -263,7 +271,7 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
 }
 
 // The lock statement of a bid (the token in it; the row check at the client's first use of the key).
-std::string sql_lock_backend::lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const {
+sql_statement sql_lock_backend::lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const {
   const std::string text = hashed_text(*st->b.lock);
   return dialect_.lock_statement(fence_table_, st->key,
                                  hex(reinterpret_cast<const unsigned char*>(text.data()), text.size()), st->b.shared,
@@ -575,6 +583,13 @@ void sql_lock_backend::freed(const std::shared_ptr<link>& l) {
     drop(l, make_error_code(error::closed));
 }
 
+void sql_lock_backend::reconsider_pending() {
+  auto again = std::exchange(pending_, {});
+  for (auto& st : again)
+    if (st->events != nullptr)
+      need_session(st);
+}
+
 void sql_lock_backend::alive(const std::shared_ptr<link>& l, steady::time_point sent) {
   if (hooks_.session_alive)
     hooks_.session_alive(l->id, sent + options_.session_timeout);
@@ -613,8 +628,10 @@ void sql_lock_backend::release(const core::held& lease, handler<void(error_code,
   }
   auto l = it->second;
   auto hp = std::make_shared<handler<void(error_code, std::string)>>(std::move(h));
+  ++l->releasing;
   run(l, {dialect_.unlock_statement(key, lease.shared), options_.session_timeout / 3, false,
           [this, l, key, hp](error_code ec, sql_result r, steady::time_point) {
+            --l->releasing;
             if (!ec)
               l->held.erase(key);
             error_code out = ec;
@@ -627,6 +644,8 @@ void sql_lock_backend::release(const core::held& lease, handler<void(error_code,
               words = "the session that held it is gone: " + words;
             }
             freed(l);
+            if (!l->dead && !l->held.empty()) // not freed after all (a failed unlock, a lock taken
+              reconsider_pending();           // here meanwhile): bids that counted on it look again
             (*hp)(out, std::move(words));
           }});
 }

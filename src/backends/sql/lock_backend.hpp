@@ -11,6 +11,9 @@
 //   spare, or a new one). The core keeps at most one contender per lock name and kind per client,
 //   so a thousand local waiters of one name use ONE waiting session; the line behind it queues the
 //   rest locally. Connections per contended lock: 1 waiting session, plus the holder's session.
+//   A session releasing all it holds counts as a spare about to be free: a bid waits for it
+//   rather than open a third (a waiting session's grant may be answered before the holder's
+//   unlock, and the next local waiter bids then).
 // - Holding: the session that got the lock holds it, so release runs there. A granted waiting
 //   session becomes a holding session. A new bid first tries the non-blocking form
 //   (GET_LOCK(name, 0) / pg_try_advisory_lock) on an idle holding session, and only if that says
@@ -33,8 +36,10 @@
 // (MariaDB) 1 after a wait longer than session_timeout/3 (below), plus the session's connect and
 // its setup statements when a new session is opened. Release: 1. A statement that fails may have
 // failed after the grant: its lock is given back (an unlock of a lock not held is harmless).
-// Costs: no committed write per acquisition (a row check's, once per key and client); a waiting
-// statement keeps the fence tables open (a DDL on them waits for the waiters).
+// PostgreSQL prepares the lock and unlock statements at their first use on a session (one round
+// trip more, once per statement form and session; sql_statement). Costs: no committed write per
+// acquisition (a row check's, once per key and client); a waiting statement keeps the fence
+// tables open (a DDL on them waits for the waiters).
 //
 // Names (any corolock name, 1..1024 bytes): the key is SHA-256 over prefix, kind, a NUL byte and the
 // name (lock_options::prefix, "mutex"/"read_write"). MariaDB/MySQL lock name: "corolock:" and the
@@ -122,8 +127,9 @@ struct sql_dialect {
   /// The lock statement, blocking (wait) or one look, with the token in it: ONE statement (one
   /// round trip), the token drawn only once the lock is granted. `check`: the key's fence row is
   /// also checked (created if missing, a committed write) to record this name, else token 0.
-  std::function<std::string(const std::string& table, const std::string& key, const std::string& hashed_hex,
-                            bool shared, bool wait, bool check)>
+  /// A named statement (prepared once per session where the database can) or a text.
+  std::function<sql_statement(const std::string& table, const std::string& key, const std::string& hashed_hex,
+                              bool shared, bool wait, bool check)>
       lock_statement;
   /// Its answer (whatever the completion's error: a grant may have raced a cancel): granted (then
   /// `token` is the new token, 0 for a collision, and `waited` how long the server took from the
@@ -134,7 +140,7 @@ struct sql_dialect {
   /// Whether lock_answer says how long the server waited (else a long wait is followed by one
   /// statement more, whose sending dates the lease).
   bool lock_times_wait = false;
-  std::function<std::string(const std::string& key, bool shared)> unlock_statement;
+  std::function<sql_statement(const std::string& key, bool shared)> unlock_statement;
   /// Whether the unlock statement found the lock held by its session.
   std::function<bool(const sql_result& r)> unlock_answer;
   std::string unlock_all_statement;
@@ -176,7 +182,7 @@ private:
   class contender_impl;
   using done_fn = std::function<void(error_code, sql_result, core::steady::time_point sent)>;
   struct job {
-    std::string sql;
+    sql_statement sql;
     std::chrono::milliseconds timeout;
     bool cancellable = false;
     done_fn done;
@@ -186,7 +192,7 @@ private:
   void try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created = false);
   void need_session(const std::shared_ptr<bid_state>& st);
   void wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created = false);
-  std::string lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const;
+  sql_statement lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const;
   std::string lock_words(const sql_result& r) const;
   std::tuple<answer, std::uint64_t, std::chrono::microseconds> read_lock_answer(const sql_result& r) const;
   void give_back_if_taken(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, error_code ec,
@@ -210,6 +216,7 @@ private:
   void pump(const std::shared_ptr<link>& l);
   void drop(const std::shared_ptr<link>& l, error_code why);
   void freed(const std::shared_ptr<link>& l);
+  void reconsider_pending();
   void arm_ping(const std::shared_ptr<link>& l);
   void alive(const std::shared_ptr<link>& l, core::steady::time_point sent);
   std::shared_ptr<link> sharer(const std::string& key) const;
@@ -223,7 +230,7 @@ private:
   std::string fence_table_;
   hooks hooks_;
   std::map<std::uint64_t, std::shared_ptr<link>> links_;
-  std::deque<std::shared_ptr<bid_state>> pending_;   // bids waiting for a session (pool full)
+  std::deque<std::shared_ptr<bid_state>> pending_;   // bids waiting for a session (pool full, or one releasing)
   std::vector<std::weak_ptr<bid_state>> bids_;      // open bids, for close()
   std::set<std::string> verified_; // keys whose fence row this client found recording its name
   static constexpr std::size_t max_verified = 100000;

@@ -85,7 +85,7 @@ void sql_session::start_connect(handler_type h) {
                           });
 }
 
-void sql_session::start_query(std::string sql, std::chrono::milliseconds timeout, handler_type h) {
+void sql_session::start_query(sql_statement statement, std::chrono::milliseconds timeout, handler_type h) {
   if (state_ != state::ready || closing_) {
     if (state_ == state::busy || state_ == state::connecting)
       return refuse(std::move(h), error::invalid_argument, "one operation at a time on a connection");
@@ -93,7 +93,7 @@ void sql_session::start_query(std::string sql, std::chrono::milliseconds timeout
   }
   state_ = state::busy;
   waiter_.unwatch_idle();
-  sql_ = std::move(sql);
+  statement_ = std::move(statement);
   op_.begin(std::move(h), timeout, self(), stopper());
   begin_query();
 }

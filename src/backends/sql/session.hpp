@@ -22,6 +22,7 @@
 #include "detail/fd_waiter.hpp"
 #include "backends/sql/operation.hpp"
 #include "backends/sql/result.hpp"
+#include "backends/sql/statement.hpp"
 
 #include <corolock/detail/async.hpp>
 #include <corolock/sql/session_options.hpp>
@@ -49,7 +50,7 @@ public:
   sql_session& operator=(const sql_session&) = delete;
 
   void start_connect(handler_type h);
-  void start_query(std::string sql, std::chrono::milliseconds timeout, handler_type h);
+  void start_query(sql_statement statement, std::chrono::milliseconds timeout, handler_type h);
   void close();
   /// `f` runs (at most once) when the session, between statements, finds its connection over.
   void on_lost(std::function<void(error_code, std::string)> f) {
@@ -65,7 +66,7 @@ public:
 protected:
   /// Start the library's connect to this numeric address; end with connected() or failed().
   virtual void connect_to(const std::string& address) = 0;
-  /// Start sending `sql()`; end with succeeded() or failed().
+  /// Start sending `statement()`; end with succeeded() or failed().
   virtual void begin_query() = 0;
   /// Give the library's handle back without blocking (the socket may be shut down already); end
   /// with library_closed().
@@ -87,7 +88,11 @@ protected:
   /// the session (MariaDB; its sessions here are plain TCP, no TLS records to take).
   virtual bool idle_input_keeps_session(std::string& words);
 
-  [[nodiscard]] const std::string& sql() const noexcept { return sql_; }
+  [[nodiscard]] const sql_statement& statement() const noexcept { return statement_; }
+  [[nodiscard]] const std::string& sql() const noexcept { return statement_.text; }
+  /// The running operation was cancelled or ran out of time: a backend that runs it in steps
+  /// (prepare, then execute) starts no further step.
+  [[nodiscard]] bool stopping() const noexcept { return static_cast<bool>(op_.stop_reason()); }
   [[nodiscard]] std::shared_ptr<void> self() { return shared_from_this(); }
 
   fd_waiter waiter_;
@@ -113,7 +118,7 @@ private:
   sql_operation op_;
   state state_ = state::fresh;
   bool closing_ = false;
-  std::string sql_;
+  sql_statement statement_;
   std::uint64_t id_ = 0;
   std::function<void(error_code, std::string)> on_lost_;
   sql_session_registry& registry_;
