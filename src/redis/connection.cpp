@@ -126,6 +126,27 @@ void connection_impl::close_after(request last, handler<void(error_code, respons
 // exec
 
 void connection_impl::exec(request req, handler<void(error_code, response)> h, bool first) {
+  exec_impl(std::move(req), std::move(h), first, nullptr);
+}
+
+std::weak_ptr<pending> connection_impl::exec_withdrawable(request req,
+                                                          handler<void(error_code, response)> h) {
+  std::weak_ptr<pending> p;
+  exec_impl(std::move(req), std::move(h), false, &p);
+  return p;
+}
+
+bool connection_impl::withdraw(const std::weak_ptr<pending>& weak) {
+  auto p = weak.lock();
+  if (!p || p->done || p->written)
+    return false;
+  mux_.complete(p, asio::error::operation_aborted); // the writer skips it (done)
+  deliver_completed();
+  return true;
+}
+
+void connection_impl::exec_impl(request req, handler<void(error_code, response)> h, bool first,
+                                std::weak_ptr<pending>* handle) {
   auto p = std::allocate_shared<pending>(recycling_allocator<pending>{});
   p->replies_left = req.expected_replies();
   p->resp.reserve(p->replies_left);
@@ -181,6 +202,8 @@ void connection_impl::exec(request req, handler<void(error_code, response)> h, b
       }
     });
   }
+  if (handle)
+    *handle = p;
   mux_.add(std::move(p), first);
   wake_writer();
 }

@@ -44,6 +44,12 @@ public:
   void start(handler<void(error_code)> on_first_connect);
   /// `first`: ahead of everything queued (restoring subscriptions).
   void exec(request req, handler<void(error_code, response)> h, bool first = false);
+  /// exec(), keeping a handle on the request for withdraw() (a weak one: it costs a count).
+  std::weak_ptr<pending> exec_withdrawable(request req, handler<void(error_code, response)> h);
+  /// Takes back a request exec_withdrawable() queued if none of it has been written yet: it
+  /// completes with operation_aborted and never reaches the server. False once written (it runs,
+  /// or may have run) or completed.
+  bool withdraw(const std::weak_ptr<pending>& p);
   /// Fire and forget.
   void send(request req) { exec(std::move(req), {}); }
   /// Fails everything pending with error::closed and closes the socket now.
@@ -102,6 +108,9 @@ private:
 
   /// Runs the handlers of the requests the multiplexer completed.
   void deliver_completed();
+  /// exec(); `handle` (may be null) gets the queued request.
+  void exec_impl(request req, handler<void(error_code, response)> h, bool first,
+                 std::weak_ptr<pending>* handle);
   void wake_writer();
   /// error::timeout for `p` at `at`, which is no earlier than any deadline already added.
   void add_deadline(const pending_ptr& p, steady::time_point at);

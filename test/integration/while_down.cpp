@@ -85,11 +85,13 @@ BOOST_AUTO_TEST_SUITE(while_down)
 // A client that holds nothing has nothing to send at close: io.run() returns at once, whatever
 // the client did before (never a lock; a lock taken and released, its line lingering; a
 // try_acquire refused while down; an acquire() that failed with not_connected while down, its
-// attempt never written). request_timeout is 4 s, so a close that waits for it shows.
+// attempt never written; an acquire_for() that timed out while down, its line's attempt still
+// queued behind the dead connection, unwritten). request_timeout is 4 s, so a close that waits
+// for it shows.
 BOOST_AUTO_TEST_CASE(close_with_nothing_to_release_returns_at_once_while_the_server_is_down) {
   redis_server server;
   const auto request_timeout = std::chrono::milliseconds(4000);
-  for (int history = 0; history < 4; ++history) {
+  for (int history = 0; history < 5; ++history) {
     BOOST_TEST_CONTEXT("history " << history) {
       fault_proxy proxy(server.port());
       auto took = closing_run(proxy, request_timeout, [&](client& c) -> asio::awaitable<void> {
@@ -106,6 +108,10 @@ BOOST_AUTO_TEST_CASE(close_with_nothing_to_release_returns_at_once_while_the_ser
         if (history == 3) { // its line's attempt waits request_timeout for a connection, unsent
           auto [ec, g] = co_await m.acquire(tuple_awaitable);
           BOOST_TEST(ec == error::not_connected);
+        }
+        if (history == 4) { // gives up 300 ms in, its attempt waiting for a connection, unwritten
+          auto [ec, g] = co_await m.acquire_for(std::chrono::milliseconds(300), tuple_awaitable);
+          BOOST_TEST(ec == error::timeout);
         }
       });
       BOOST_TEST_MESSAGE("history " << history << ": io.run() returned " << ms(took)

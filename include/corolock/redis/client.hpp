@@ -111,8 +111,9 @@ public:
 
   /// Closes the client (see above) without waiting for the release of its locks to be answered.
   /// What the io_context runs afterwards: nothing, when the client holds nothing — no lock, grant,
-  /// queue place, or give-up still unanswered (a try refused for want of a connection, or an
-  /// acquire() whose attempt waited request_timeout for one and was never written, left nothing)
+  /// queue place, or give-up still unanswered (a try refused for want of a connection, an
+  /// acquire() whose attempt waited request_timeout for one and was never written, or an
+  /// acquire_for() that timed out while its attempt still waited for one, unwritten, left nothing)
   /// — so io.run() returns at once, Redis up or down. Otherwise one pipelined release of
   /// all of it on the lock connection, which waits for a connection and the answer for
   /// request_timeout at most, then closes: Redis down throughout, io.run() returns request_timeout

@@ -37,8 +37,10 @@ struct client_config {
   /// (the server went away and no reconnect has succeeded yet), try_acquire (and
   /// try_acquire_shared, and an acquisition whose deadline has already passed) fails at once with
   /// error::not_connected instead of after request_timeout; to wait for Redis to come back, give
-  /// the acquisition a deadline (acquire_for). On a cluster client the routing around it still
-  /// re-reads the slot map for up to request_timeout (a failover may have moved the slot).
+  /// the acquisition a deadline (acquire_for). On a cluster client the same holds when the slot's
+  /// master is known down (its connect failed and no retry has succeeded yet, or its lock
+  /// connection is gone): the routing re-reads the slot map once (a failover may have moved the
+  /// slot: then the try goes to the new master), then fails with error::not_connected.
   std::chrono::milliseconds request_timeout{5000};
   /// A PING is sent when the connection is idle this long; a connection that stays silent for two
   /// intervals while a reply is owed is declared dead and reconnected. Zero disables.

@@ -6,8 +6,10 @@
 // quorum, or some slot without a live master) and a master that cannot be reached try again after
 // a pause that grows (retry_window.hpp), refreshing the map but for a migration. Redirections are
 // bounded by a number of hops; pauses by the caller's deadline, or for an operation without one
-// (acquire(), try_acquire) by request_timeout from the first failure it met. Every cancellation
-// type reaches the attempt or the pause under way.
+// (acquire(), try_acquire) by request_timeout from the first failure it met — but a try whose
+// master is known down (never connected, or its connection gone) fails with not_connected after
+// one look at the map, as on a single node. Every cancellation type reaches the attempt or the
+// pause under way.
 #include "backends/redis/acquire.hpp"
 
 #include "detail/diagnostics_access.hpp"
@@ -93,7 +95,14 @@ asio::awaitable<std::pair<error_code, guard>> cluster_acquire(
       top->last_server_error = nodes->last_error();
       diagnostics_access::client(&said, nodes->last_error());
       ec = nec;
-      why = nec == error::closed ? reroute::no : reroute::refresh_later;
+      // A try does not wait for a master known down (no connection to it): one look at the map
+      // for a failover, as for a try its lock connection refused, then not_connected.
+      if (nec == error::closed)
+        why = reroute::no;
+      else if (try_only && nec == error::not_connected)
+        why = reroute::if_owner_changed;
+      else
+        why = reroute::refresh_later;
     } else {
       auto start = [&](auto h) {
         start_acquire_on(node, state, permits, deadline, try_only, &said, std::move(h));
@@ -130,7 +139,7 @@ asio::awaitable<std::pair<error_code, guard>> cluster_acquire(
     const shard* before = nodes->map().owner(slot);
     const node_address was = before ? before->master : node_address{};
     // A MOVED names the new owner: no need to wait for a full refresh (which may be rate-limited).
-    if (!nodes->note_moved(said.server_message(), node->cfg.host))
+    if (!node || !nodes->note_moved(said.server_message(), node->cfg.host))
       co_await nodes->refresh();
     const shard* after = nodes->map().owner(slot);
     if (why == reroute::if_owner_changed && (!after || after->master == was))

@@ -68,6 +68,7 @@ void line_machine::start(steady::time_point now) {
     return;
   if (owner_.empty()) {
     owner_ = cfg_.new_owner();
+    owner_sent_ = false;
     queued_ = false;
   }
   switch (sub_) {
@@ -86,7 +87,8 @@ void line_machine::start(steady::time_point now) {
 }
 
 void line_machine::send(attempt_mode mode) {
-  flight_ = flight{owner_, mode};
+  flight_ = flight{owner_, mode, !owner_sent_};
+  owner_sent_ = true;
   actions_.push_back({line_action::kind::attempt, 0, owner_, mode});
 }
 
@@ -256,6 +258,7 @@ void line_machine::handed(const handoff& h, std::uint64_t token, steady::time_po
   if (!h.requeue.empty() && !callers_.empty()) {
     // The release queued the next owner already.
     owner_ = h.requeue;
+    owner_sent_ = true;
     queued_ = true;
     refresh_at_ = now + cfg_.waiter_ttl / 3;
   } else {

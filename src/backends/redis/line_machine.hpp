@@ -142,6 +142,9 @@ public:
   const std::string& owner() const noexcept { return owner_; }
   /// The owner of the attempt in flight, if any (may differ from owner()).
   const std::string* attempt_owner() const noexcept { return flight_ ? &flight_->owner : nullptr; }
+  /// The attempt in flight is its owner's first: if it is never written, nothing of that owner
+  /// reaches Redis (lock_service::withdraw).
+  bool attempt_is_first() const noexcept { return flight_ && flight_->first; }
   bool queued() const noexcept { return queued_; }
 
 private:
@@ -152,6 +155,7 @@ private:
   struct flight {
     std::string owner;
     attempt_mode mode;
+    bool first = false; // no earlier attempt of the owner (nor a release that queued it)
   };
   enum class subscription { none, pending, confirmed };
 
@@ -178,6 +182,7 @@ private:
   std::multimap<steady::time_point, std::uint64_t> deadlines_;
   std::string owner_;
   bool queued_ = false;         // owner_ has an entry in the Redis queue
+  bool owner_sent_ = false;     // an attempt of owner_ was sent, or a release queued it
   std::optional<flight> flight_;
   bool again_ = false;          // attempt once more when the one in flight returns
   int unknown_outcomes_ = 0;

@@ -157,10 +157,12 @@ void lock_service::sweep_idle_lines() {
     line_idle(); // again, for those idle only briefly
 }
 
-void lock_service::attempt(const lock_names& names, const std::string& owner,
-                           std::chrono::milliseconds lease, attempt_mode mode,
-                           std::chrono::milliseconds waiter_ttl, std::int64_t permits,
-                           std::function<void(attempt_outcome)> done, when_down w) {
+std::weak_ptr<pending> lock_service::attempt(const lock_names& names, const std::string& owner,
+                                             std::chrono::milliseconds lease, attempt_mode mode,
+                                             std::chrono::milliseconds waiter_ttl,
+                                             std::int64_t permits,
+                                             std::function<void(attempt_outcome)> done,
+                                             when_down w) {
   request req;
   // A try does not wait for a connection the client knows is down (client_config::request_timeout).
   req.opts().cancel_if_not_connected = w == when_down::fail_fast;
@@ -168,8 +170,8 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
   const auto sent_at = steady::now();
   // Both kinds need the owner back: a line's attempt that waited out request_timeout unsent is
   // as unsent as a refused try, and its give-up must not hold close() for another request_timeout.
-  client.locks->exec(std::move(req), [weak = client.weak_from_this(), sent_at, lease, owner,
-                                      done = std::move(done)](error_code ec, response r) {
+  auto completion = [weak = client.weak_from_this(), sent_at, lease, owner,
+                     done = std::move(done)](error_code ec, response r) {
     auto c = weak.lock();
     if (!c)
       return;
@@ -184,10 +186,11 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
       return;
     }
     // not_connected (refused, or timed out while the connection was down: a request written
-    // earlier would have failed with connection_lost when it dropped): never written. Any other
-    // failure may have run it.
+    // earlier would have failed with connection_lost when it dropped), or taken back unwritten:
+    // never written. Any other failure may have run it.
     auto& self = *lock_service::find(*c);
-    const bool never_written = out.ec == error::not_connected;
+    const bool taken_back = self.withdrawn_.erase(owner) > 0;
+    const bool never_written = taken_back || out.ec == error::not_connected;
     if (ec && !never_written)
       self.may_have_run_.insert(owner);
     else if (!ec)
@@ -196,7 +199,18 @@ void lock_service::attempt(const lock_names& names, const std::string& owner,
     self.unsent_ = unsent ? &owner : nullptr;
     done(out);
     self.unsent_ = nullptr;
-  });
+  };
+  if (w == when_down::wait)
+    return client.locks->exec_withdrawable(std::move(req), std::move(completion));
+  client.locks->exec(std::move(req), std::move(completion));
+  return {};
+}
+
+bool lock_service::withdraw(const std::weak_ptr<pending>& req, const std::string& owner) {
+  if (may_have_run_.contains(owner) || !client.locks->withdraw(req))
+    return false;
+  withdrawn_.insert(owner);
+  return true;
 }
 
 void lock_service::track(const std::shared_ptr<const lock_names>& names,

@@ -59,10 +59,21 @@ public:
   /// One acquire.lua (acquire_permits.lua) round trip for `owner`. An attempt that ends with
   /// not_connected (refused at once, or a line's that waited request_timeout for a connection)
   /// never left the process: a give_up(owner) from its handler sends nothing (unless an earlier
-  /// attempt of the owner may have run).
-  void attempt(const lock_names& names, const std::string& owner, std::chrono::milliseconds lease,
-               attempt_mode mode, std::chrono::milliseconds waiter_ttl, std::int64_t permits,
-               std::function<void(attempt_outcome)> done, when_down w = when_down::fail_fast);
+  /// attempt of the owner may have run). Returns, for a line's attempt (when_down::wait), the
+  /// handle withdraw() takes.
+  std::weak_ptr<pending> attempt(const lock_names& names, const std::string& owner,
+                                 std::chrono::milliseconds lease, attempt_mode mode,
+                                 std::chrono::milliseconds waiter_ttl, std::int64_t permits,
+                                 std::function<void(attempt_outcome)> done,
+                                 when_down w = when_down::fail_fast);
+  /// Takes back a line's attempt of `owner` (`req`, from attempt()) while none of it has been
+  /// written, unless an earlier attempt of the owner may have run: then nothing of the owner ever
+  /// reached Redis, there is nothing to give up, and close() leaves it out. (Before this, the
+  /// give-up queued behind the unwritten attempt, and close() waited request_timeout for a
+  /// connection to send both.) True if taken back; its completion then says operation_aborted.
+  bool withdraw(const std::weak_ptr<pending>& req, const std::string& owner);
+  /// `owner`'s attempt was taken back and its completion is not back yet.
+  bool withdrawn(const std::string& owner) const { return withdrawn_.contains(owner); }
   /// release.lua for `owner`, fire and forget: leaves the queue and gives back what it may hold.
   /// Sent again while its outcome is unknown — after a drop, a stall or a failover that outlasts
   /// request_timeout too, for the client's life; released by close() if still unanswered.
@@ -103,6 +114,7 @@ private:
   // give-up must go out even if a later attempt never left.
   std::unordered_set<std::string> may_have_run_;
   const std::string* unsent_ = nullptr; // while an attempt that never left completes: its owner
+  std::unordered_set<std::string> withdrawn_; // see withdraw(); until the completion is back
   asio::steady_timer sweep_timer_;
   bool sweep_scheduled_ = false;
   bool closed_ = false;

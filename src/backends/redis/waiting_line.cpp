@@ -91,17 +91,18 @@ void waiting_line::run() {
       switch (a.what) {
       case line_action::kind::attempt: {
         const auto& o = first_options();
-        service_.attempt(*names_, a.owner, o.lease, a.mode, waiter_ttl_, permits_,
-                         [weak = weak_from_this(), owner = a.owner](attempt_outcome r) {
-                           auto self = weak.lock();
-                           if (!self)
-                             return;
-                           if (!r.ec && !r.acquired)
-                             self->last_queued_sent_ = std::max(self->last_queued_sent_, r.sent_at);
-                           self->machine_.attempt_done(owner, r, steady::now());
-                           self->run();
-                         },
-                         lock_service::when_down::wait);
+        flight_req_ = service_.attempt(
+            *names_, a.owner, o.lease, a.mode, waiter_ttl_, permits_,
+            [weak = weak_from_this(), owner = a.owner](attempt_outcome r) {
+              auto self = weak.lock();
+              if (!self)
+                return;
+              if (!r.ec && !r.acquired)
+                self->last_queued_sent_ = std::max(self->last_queued_sent_, r.sent_at);
+              self->machine_.attempt_done(owner, r, steady::now());
+              self->run();
+            },
+            lock_service::when_down::wait);
         break;
       }
       case line_action::kind::subscribe:
@@ -110,9 +111,14 @@ void waiting_line::run() {
           service_.client.lock_subs->add(names_->channel(), this);
         }
         break;
-      case line_action::kind::give_up:
-        service_.give_up(names_, a.owner);
+      case line_action::kind::give_up: {
+        // The owner's first attempt, never written (Redis down): taken back, nothing to give up.
+        const auto* flying = machine_.attempt_owner();
+        if (!(flying && *flying == a.owner && machine_.attempt_is_first() &&
+              service_.withdraw(flight_req_, a.owner)))
+          service_.give_up(names_, a.owner);
         break;
+      }
       case line_action::kind::grant:
         grant(a.caller, a);
         break;
@@ -354,9 +360,14 @@ void waiting_line::on_refused(error_code ec, std::string_view text) {
 void waiting_line::on_closed() { subscribed_ = false; }
 
 void waiting_line::close(std::vector<std::string>& owners) {
-  if (!machine_.owner().empty())
+  // An owner whose first attempt is taken back unwritten left nothing in Redis.
+  const auto* o = machine_.attempt_owner();
+  const bool taken_back =
+      o && (service_.withdrawn(*o) ||
+            (machine_.attempt_is_first() && service_.withdraw(flight_req_, *o)));
+  if (!machine_.owner().empty() && (!taken_back || *o != machine_.owner()))
     owners.push_back(machine_.owner());
-  if (auto* o = machine_.attempt_owner(); o && *o != machine_.owner())
+  if (o && *o != machine_.owner() && !taken_back)
     owners.push_back(*o);
   machine_.close(error::closed);
   for (auto& a : machine_.take_actions())

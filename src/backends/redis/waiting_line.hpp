@@ -20,6 +20,7 @@
 namespace corolock::detail {
 
 class lock_service;
+struct pending;
 
 class waiting_line final : public listener, public std::enable_shared_from_this<waiting_line> {
 public:
@@ -107,6 +108,7 @@ private:
   std::uint64_t arrivals_ = 0;
   std::optional<asio::steady_timer> timer_; // made on first use: most lines never need one
   steady::time_point last_queued_sent_{}; // our last attempt that found the line still waiting
+  std::weak_ptr<pending> flight_req_;     // the attempt in flight, for lock_service::withdraw
   bool subscribed_ = false;
   bool running_ = false; // run() is on the stack: actions appended meanwhile are run by it
   steady::time_point idle_since_{};
