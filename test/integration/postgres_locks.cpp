@@ -93,6 +93,9 @@ COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, postgres)
 COROLOCK_SQL_LOCK_CASE(tokens_rise_across_a_crash_of_the_server, postgres)
+COROLOCK_SQL_LOCK_CASE(a_grant_read_after_a_stop_past_the_session_s_bound_is_not_handed_over, postgres)
+COROLOCK_SQL_LOCK_CASE(a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over, postgres)
+COROLOCK_SQL_LOCK_CASE(a_grant_read_past_its_bound_within_the_session_s_waits_for_a_proof_of_life, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait
 // (pg_advisory_lock_shared queues behind a conflicting waiter), so writers do not starve.

@@ -178,7 +178,7 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
             if (a == answer::granted && !l->dead) {
               l->held[st->key] = shared;
               if (!ec && st->events != nullptr)
-                return fenced(st, l, token, sent);
+                return hand_over(st, l, token, sent);
               give_back(l, st->key, shared); // withdrawn, or a deadline that came too late
               if (st->events != nullptr)
                 fail(st, ec, r.words.to_string());
@@ -242,12 +242,10 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
               l->blocking = false;
               // The session was busy with the statement until the grant: its idle bound on the
               // server started no sooner than `waited` (the server's count) after it was sent.
-              if (!ec && st->events != nullptr) {
-                const auto now = steady::now();
-                if (dialect_.lock_times_wait || now - sent < options_.session_timeout / 3)
-                  return fenced(st, l, token, std::min(sent + waited, now));
-                return date_lease(st, l, token); // a long wait of unknown length on the server
-              }
+              // MariaDB does not say: from the sending (a long wait is then dated by hand_over).
+              if (!ec && st->events != nullptr)
+                return hand_over(st, l, token,
+                                 dialect_.lock_times_wait ? std::min(sent + waited, steady::now()) : sent);
               give_back(l, st->key, shared);
               if (st->events != nullptr)
                 fail(st, ec, r.words.to_string());
@@ -320,8 +318,24 @@ bool sql_lock_backend::create_fence_table(const std::shared_ptr<link>& l, error_
   return true;
 }
 
-// After a long server-side wait whose length the server did not say: one statement more, whose
-// sending the lease counts from (the session was busy until the grant; idle only after it).
+// The lock is ours on `l`, the session's idle bound on the server counting from `from` at the
+// earliest. Handed over from there if its answer was read within a third of session_timeout of
+// it (as a ping's is), so that two thirds of the lease at least are ahead. Else the answer was
+// read late — a long wait whose length the server did not say (MariaDB), this process stopped
+// (SIGSTOP, a blocked loop) with the answer in its socket, a slow link — and the bound may have
+// passed: handed over so, it would be a lease lost as it is given, and the server may have ended
+// the session for its idle bound meanwhile and freed the lock (its last words read after the
+// grant). So one statement more (date_lease) proves the session alive after the grant; its
+// sending dates the lease, and a session that ended fails it (the bid starts over or fails).
+void sql_lock_backend::hand_over(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
+                                 std::uint64_t token, steady::time_point from) {
+  if (steady::now() - from < options_.session_timeout / 3)
+    return fenced(st, l, token, from);
+  date_lease(st, l, token);
+}
+
+// One statement more after a grant read late (hand_over), whose sending the lease counts from:
+// the session was busy until the grant, idle only after it; its answer read late too: again.
 void sql_lock_backend::date_lease(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
                                   std::uint64_t token) {
   run(l, {"SELECT 1", options_.session_timeout / 3, false,
@@ -337,7 +351,7 @@ void sql_lock_backend::date_lease(const std::shared_ptr<bid_state>& st, const st
                 fail(st, ec, r.words.to_string());
               return;
             }
-            fenced(st, l, token, sent);
+            hand_over(st, l, token, sent);
           }});
 }
 

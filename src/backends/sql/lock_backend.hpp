@@ -33,8 +33,8 @@
 // lock is granted (a PostgreSQL CTE: the lock, then the token from its row; MariaDB: SELECT CASE
 // GET_LOCK(…) WHEN 1 THEN <token> …), and at a client's first use of a key it also checks the
 // key's fence row (below); plus 1 for a try on a shared session that found the lock taken, plus
-// (MariaDB) 1 after a wait longer than session_timeout/3 (below), plus the session's connect and
-// its setup statements when a new session is opened. Release: 1. A statement that fails may have
+// 1 for a grant read late (MariaDB: after a wait longer than session_timeout/3; below), plus
+// the session's connect and its setup statements when a new session is opened. Release: 1. A statement that fails may have
 // failed after the grant: its lock is given back (an unlock of a lock not held is harmless).
 // PostgreSQL prepares the lock and unlock statements at their first use on a session (one round
 // trip more, once per statement form and session; sql_statement). Costs: no committed write per
@@ -73,8 +73,12 @@
 // contend: as above; granted(token, from, valid_for = session_timeout, session = our session
 // number), `from` when the lock statement was sent (the session's idle bound on the server cannot
 // start before it answered) — after a server-side wait, that plus the wait as the server counted
-// it (PostgreSQL), or (MariaDB, which does not say) when a `SELECT 1` after a wait longer than
-// session_timeout/3 was sent. wait == false: the non-blocking form → taken.
+// it (PostgreSQL). A grant read more than session_timeout/3 after its `from` (MariaDB's long wait,
+// whose length the server does not say; this process stopped with the answer in its socket; a
+// slow link) is never handed over so, with its bound near or passed (a lease lost as it is given,
+// or a session the server ended meanwhile): `from` is then when a `SELECT 1` sent after it was
+// sent, and a session that ended fails that statement (the bid starts over or fails).
+// wait == false: the non-blocking form → taken.
 // A grant whose session ended between the statement's answer and its delivery (a stalled server
 // that resumes answers the statement, then ends the session for its idle bound) is not delivered:
 // the bid starts over or fails as for a session lost during it.
@@ -197,6 +201,8 @@ private:
   std::tuple<answer, std::uint64_t, std::chrono::microseconds> read_lock_answer(const sql_result& r) const;
   void give_back_if_taken(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, error_code ec,
                           answer a);
+  void hand_over(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token,
+                 core::steady::time_point from);
   void date_lease(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token);
   bool create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r, bool created,
                           std::function<void()> then);
