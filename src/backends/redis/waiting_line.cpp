@@ -112,10 +112,7 @@ void waiting_line::run() {
         }
         break;
       case line_action::kind::give_up: {
-        // The owner's first attempt, never written (Redis down): taken back, nothing to give up.
-        const auto* flying = machine_.attempt_owner();
-        if (!(flying && *flying == a.owner && machine_.attempt_is_first() &&
-              service_.withdraw(flight_req_, a.owner)))
+        if (!take_back_first_attempt(a.owner))
           service_.give_up(names_, a.owner);
         break;
       }
@@ -359,12 +356,16 @@ void waiting_line::on_refused(error_code ec, std::string_view text) {
 
 void waiting_line::on_closed() { subscribed_ = false; }
 
+bool waiting_line::take_back_first_attempt(const std::string& owner) {
+  const auto* flying = machine_.attempt_owner();
+  return flying && *flying == owner && machine_.attempt_is_first() &&
+         service_.withdraw(flight_req_, owner);
+}
+
 void waiting_line::close(std::vector<std::string>& owners) {
   // An owner whose first attempt is taken back unwritten left nothing in Redis.
   const auto* o = machine_.attempt_owner();
-  const bool taken_back =
-      o && (service_.withdrawn(*o) ||
-            (machine_.attempt_is_first() && service_.withdraw(flight_req_, *o)));
+  const bool taken_back = o && (service_.withdrawn(*o) || take_back_first_attempt(*o));
   if (!machine_.owner().empty() && (!taken_back || *o != machine_.owner()))
     owners.push_back(machine_.owner());
   if (o && *o != machine_.owner() && !taken_back)

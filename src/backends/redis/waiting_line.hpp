@@ -94,6 +94,9 @@ private:
   void note_idle();
   void arm(steady::time_point at);
   const lock_options& first_options() const;
+  /// Takes back `owner`'s attempt in flight if it is the owner's first and none of it is written
+  /// yet (Redis down): then nothing of the owner reached Redis and there is nothing to give up.
+  bool take_back_first_attempt(const std::string& owner);
 
   lock_service& service_;
   std::shared_ptr<const lock_names> names_;
