@@ -1,6 +1,7 @@
 // What a client does while it knows it has no connection to Redis: how long close() keeps the
 // io_context busy (nothing to release: no wait; something to release: request_timeout at most),
-// and try_acquire, which does not wait for a connection. Each case measures on its own
+// try_acquire, which does not wait for a connection, and a queued waiter that stops waiting while
+// down, whose queue place must go once the link is back. The close() cases measure on their own
 // io_context, since what is checked is when io.run() runs out of work.
 #include <corolock/corolock.hpp>
 
@@ -12,6 +13,8 @@
 #include <support/lock_checks.hpp>
 #include <support/redis_server.hpp>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
 #include <optional>
 
 using namespace corolock;
@@ -19,6 +22,7 @@ using namespace corolock::test;
 namespace asio = boost::asio;
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 using steady = std::chrono::steady_clock;
+using namespace boost::asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -73,7 +77,7 @@ long long ms(steady::duration d) {
 asio::awaitable<void> take_down(fault_proxy& proxy, client& c) {
   proxy.refuse(true);
   proxy.reset_all();
-  auto& impl = detail::client_access::impl(c);
+  auto& impl = corolock::detail::client_access::impl(c);
   BOOST_REQUIRE(co_await eventually([&] { return !c.is_connected() && !impl.locks->connected(); },
                                     std::chrono::seconds(5)));
 }
@@ -205,6 +209,70 @@ BOOST_AUTO_TEST_CASE(try_acquire_without_a_connection_fails_at_once_with_not_con
   });
   BOOST_TEST_MESSAGE("io.run() returned " << ms(took) << " ms after close()");
   BOOST_TEST(took < request_timeout / 2);
+  expect_clean(server);
+}
+
+// A waiter queued behind a holder (its attempt answered "queued": its place is in Redis) stops
+// waiting while its link is down — acquire() fails with not_connected when its queue refresh waits
+// out request_timeout unwritten; acquire_for() times out after such a refresh — and its place is
+// given back once the link is back, so the next client is granted the lock as soon as the holder
+// releases it, not after the dead place's grant lease (4 s here; the place itself lives 12 s).
+// The waiter's line has lingered out (no subscription left to hear a grant to its dead owner).
+BOOST_AUTO_TEST_CASE(a_queued_waiter_that_stops_while_down_leaves_the_queue_once_back) {
+  redis_server server;
+  const auto request_timeout = std::chrono::milliseconds(1000);
+  const auto grant_lease = std::chrono::milliseconds(4000);
+  for (bool bounded : {false, true}) {
+    const char* what = bounded ? "acquire_for(6 s)" : "acquire()";
+    BOOST_TEST_CONTEXT(what) {
+      fault_proxy proxy(server.port());
+      run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+        auto cfg = through(proxy, request_timeout);
+        cfg.locks.waiter_ttl = std::chrono::milliseconds(12000); // refreshed every 4 s
+        cfg.locks.grant_lease = grant_lease;
+        client a(ex, config_for(server)), b(ex, cfg), c(ex, config_for(server));
+        co_await a.connect();
+        co_await b.connect();
+        co_await c.connect();
+        corolock::mutex ma(a, "down-queued"), mb(b, "down-queued"), mc(c, "down-queued");
+        auto held = co_await ma.acquire();
+        const std::string queue = "corolock:{down-queued}:q";
+        error_code b_ec;
+        auto waiter = [&]() -> asio::awaitable<void> {
+          if (bounded)
+            b_ec = std::get<0>(co_await mb.acquire_for(std::chrono::seconds(6), tuple_awaitable));
+          else
+            b_ec = std::get<0>(co_await mb.acquire(tuple_awaitable));
+        };
+        auto outage = [&]() -> asio::awaitable<void> {
+          BOOST_REQUIRE(co_await eventually([&] { return server.command({"ZCARD", queue}) == "1"; }));
+          co_await take_down(proxy, b);
+        };
+        const auto t0 = steady::now();
+        co_await (waiter() && outage());
+        BOOST_TEST_MESSAGE(what << ": the waiter stopped with '" << b_ec.message() << "' after "
+                                << ms(steady::now() - t0) << " ms");
+        BOOST_TEST(b_ec == error_code(bounded ? error::timeout : error::not_connected));
+        proxy.refuse(false);
+        auto& impl = corolock::detail::client_access::impl(b);
+        BOOST_REQUIRE(co_await eventually([&] { return impl.locks->connected(); }));
+        // Its line goes 1-2 s after it idles (lock_service::linger): nobody hears a grant to it.
+        co_await sleep_for(std::chrono::milliseconds(2500));
+        const auto places = server.command({"ZCARD", queue});
+        co_await held.unlock();
+        const auto asked = steady::now();
+        auto got = co_await mc.acquire_for(std::chrono::seconds(10));
+        const auto waited = steady::now() - asked;
+        BOOST_TEST_MESSAGE(what << ": places left in the queue once back: " << places
+                                << "; the next client got the lock " << ms(waited)
+                                << " ms after the holder released it");
+        BOOST_TEST(got.owns_lock());
+        BOOST_TEST(places == "0");
+        BOOST_TEST(waited < grant_lease / 2);
+        co_await got.unlock();
+      });
+    }
+  }
   expect_clean(server);
 }
 

@@ -401,6 +401,28 @@ BOOST_AUTO_TEST_CASE(a_queued_caller_with_a_deadline_keeps_its_place_while_redis
   BOOST_TEST(l.acts() == "grant 1 o1 #9 @5800+2000; wake_at never");
 }
 
+// A queued owner whose refresh never left (not_connected) is still in Redis's queue: its give-up
+// says so (placed), so that the driver sends it although that attempt never left. An owner that
+// never queued is not placed: its give-up may be dropped with its unsent attempt.
+BOOST_AUTO_TEST_CASE(a_give_up_after_an_unsent_refresh_says_the_owner_is_placed) {
+  line l;
+  l.queue_first(); // no deadline: request_timeout is its bound
+  l.m.timer(at(3005));
+  BOOST_TEST(l.acts() == "attempt o1 queue; wake_at never");
+  l.m.attempt_done("o1", failed(error::not_connected), at(4005));
+  auto actions = l.m.take_actions();
+  BOOST_TEST(describe(actions) == "fail 1 not_connected; give_up o1");
+  BOOST_TEST((actions.size() == 2u && actions[1].placed));
+
+  line fresh;
+  fresh.m.arrive(1, forever, at(0));
+  fresh.m.take_actions();
+  fresh.m.attempt_done("o1", failed(error::not_connected), at(1000));
+  actions = fresh.m.take_actions();
+  BOOST_TEST(describe(actions) == "fail 1 not_connected; give_up o1");
+  BOOST_TEST((actions.size() == 2u && !actions[1].placed));
+}
+
 BOOST_AUTO_TEST_CASE(a_deadline_passing_while_redis_is_away_gives_up_after_the_last_attempt) {
   line l;
   l.m.arrive(1, at(1500), at(0));

@@ -94,6 +94,7 @@ void line_machine::send(attempt_mode mode) {
 
 void line_machine::give_up(const std::string& owner) {
   actions_.push_back({line_action::kind::give_up, 0, owner});
+  actions_.back().placed = owner == owner_ && queued_;
 }
 
 void line_machine::fail_all(error_code ec, std::string_view text) {

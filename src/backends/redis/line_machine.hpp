@@ -75,6 +75,9 @@ struct line_action {
   steady::time_point at{};
   std::chrono::milliseconds px{0};
   std::string text{};         ///< fail: the words behind ec, if any (for the caller's diagnostics)
+  /// give_up: the owner has a place in the Redis queue (a reply said "queued", or a release queued
+  /// it), whatever the attempt failing now did: its release must go out.
+  bool placed = false;
 };
 
 class line_machine {

@@ -226,9 +226,10 @@ void lock_service::untrack(const std::string& owner) {
     unsettled_.erase(it);
 }
 
-void lock_service::give_up(std::shared_ptr<const lock_names> names, std::string owner) {
-  if (unsent_ && *unsent_ == owner)
-    return; // its attempt never left: nothing to give back
+void lock_service::give_up(std::shared_ptr<const lock_names> names, std::string owner,
+                           bool placed) {
+  if (!placed && unsent_ && *unsent_ == owner)
+    return; // its attempt never left, and nothing earlier of the owner may be in Redis
   may_have_run_.erase(owner);
   if (closed_ || client.closed)
     return; // close() releases everything still unsettled

@@ -59,8 +59,8 @@ public:
   /// One acquire.lua (acquire_permits.lua) round trip for `owner`. An attempt that ends with
   /// not_connected (refused at once, or a line's that waited request_timeout for a connection)
   /// never left the process: a give_up(owner) from its handler sends nothing (unless an earlier
-  /// attempt of the owner may have run). Returns, for a line's attempt (when_down::wait), the
-  /// handle withdraw() takes.
+  /// attempt of the owner may have run, or the owner is placed: see give_up). Returns, for a
+  /// line's attempt (when_down::wait), the handle withdraw() takes.
   std::weak_ptr<pending> attempt(const lock_names& names, const std::string& owner,
                                  std::chrono::milliseconds lease, attempt_mode mode,
                                  std::chrono::milliseconds waiter_ttl, std::int64_t permits,
@@ -77,7 +77,11 @@ public:
   /// release.lua for `owner`, fire and forget: leaves the queue and gives back what it may hold.
   /// Sent again while its outcome is unknown — after a drop, a stall or a failover that outlasts
   /// request_timeout too, for the client's life; released by close() if still unanswered.
-  void give_up(std::shared_ptr<const lock_names> names, std::string owner);
+  /// `placed`: the owner's line knows it has a place in the queue (line_action::placed), so it is
+  /// sent even from the handler of an attempt that never left (a queue refresh refused while
+  /// down): else that place stayed until its waiter_ttl, and a release granted the lock to it,
+  /// kept grant_lease for nobody.
+  void give_up(std::shared_ptr<const lock_names> names, std::string owner, bool placed = false);
   /// Releases a held lease (already marked released): the lock goes to the first waiter, which
   /// may be this client's own line (then at once, with nothing published). Completes with
   /// success, error::lease_lost (Redis no longer lists the owner) or a transport error; `diag`

@@ -113,7 +113,7 @@ void waiting_line::run() {
         break;
       case line_action::kind::give_up: {
         if (!take_back_first_attempt(a.owner))
-          service_.give_up(names_, a.owner);
+          service_.give_up(names_, a.owner, a.placed);
         break;
       }
       case line_action::kind::grant:
