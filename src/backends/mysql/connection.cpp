@@ -73,6 +73,9 @@ private:
 
   std::string cancel_statement(std::uint64_t id) override { return "KILL QUERY " + std::to_string(id); }
   std::string end_session_statement(std::uint64_t id) override { return "KILL " + std::to_string(id); }
+  std::string session_count_statement(std::uint64_t id) override {
+    return "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " + std::to_string(id);
+  }
 
   void stored() {
     detail::sql_result r;

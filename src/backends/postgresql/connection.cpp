@@ -225,6 +225,10 @@ private:
     return "SELECT pg_terminate_backend(" + std::to_string(pid) + ")";
   }
 
+  std::string session_count_statement(std::uint64_t pid) override {
+    return "SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(pid);
+  }
+
   void wait(unsigned events, std::function<void(unsigned)> then) {
     waiter_.wait(events, std::nullopt, self(), [then = std::move(then)](unsigned ready) { then(ready); });
   }

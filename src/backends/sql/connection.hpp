@@ -36,8 +36,9 @@ public:
         token, std::move(statement), timeout);
   }
 
-  /// Never blocks; idempotent. A running operation completes with error::closed.
-  void close() { session_->close(); }
+  /// Never blocks; idempotent. A running operation completes with error::closed. `ended`: see
+  /// sql_session::close.
+  void close(std::function<void()> ended = {}) { session_->close(std::move(ended)); }
   /// `f(ec, words)` runs once if the session, between statements, finds its connection over (the
   /// server closed it or ended the session, the link reset): at once, on the session's executor.
   void on_lost(std::function<void(error_code, std::string)> f) { session_->on_lost(std::move(f)); }

@@ -709,7 +709,11 @@ void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h)
                 c->one_done();
               }});
     } else {
-      drop(l, make_error_code(error::closed)); // a running wait is killed on the server
+      // A running wait is ended on the server; close() completes once the server lists the
+      // session no more, so no lock freed later can still go to that wait.
+      ++c->left;
+      l->conn->close([c] { c->one_done(); });
+      drop(l, make_error_code(error::closed));
     }
   }
   asio::post(executor_, [c] { c->one_done(); });

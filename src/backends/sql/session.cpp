@@ -6,7 +6,9 @@
 #include <boost/asio/execution/context_as.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/query.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <mutex>
 #include <set>
@@ -98,23 +100,33 @@ void sql_session::start_query(sql_statement statement, std::chrono::milliseconds
   begin_query();
 }
 
-void sql_session::close() {
+void sql_session::close(std::function<void()> ended) {
+  const auto at_once = [&] {
+    if (ended)
+      asio::post(executor_, std::move(ended));
+  };
   if (state_ == state::closed || closing_)
-    return;
+    return at_once();
   closing_ = true;
   waiter_.unwatch_idle();
   resolver_.cancel();
   if (op_.running()) {
     // A server does not always notice a client that left mid-statement (MariaDB's SLEEP and
-    // GET_LOCK run on): the session is ended there too, without waiting for the answer.
-    if (state_ == state::busy)
-      on_server(end_session_statement(id_), [](bool) {});
+    // GET_LOCK run on): the session is ended there too, and `ended` waits until it is gone.
+    if (state_ == state::busy) {
+      auto until_gone = ended ? session_count_statement(id_) : std::string();
+      on_server(end_session_statement(id_), [ended = std::move(ended)](bool) { if (ended) ended(); },
+                std::move(until_gone));
+    } else {
+      at_once();
+    }
     op_.stop(make_error_code(error::closed));  // the library's call ends on the shut socket,
     shut_socket();                              // also while a server-side cancel is under way
     return;                                     // and finish() closes then
   }
   state_ = state::closed;
   close_library();
+  at_once();
 }
 
 void sql_session::connected(std::uint64_t id, int library_fd) {
@@ -217,17 +229,44 @@ void sql_session::cancel_on_server() {
 }
 
 // Runs `statement` on a short-lived second connection; then(true) once the server answered it.
-void sql_session::on_server(std::string statement, std::function<void(bool)> then) {
-  auto side = side_connection();
-  side->async_connect([side, statement = std::move(statement), then = std::move(then),
-                       bound = options_.connect_timeout](error_code ec, sql_result) mutable {
-    if (ec) {
+// With `until_zero`, it then runs that query every few milliseconds until its value is "0" (or
+// connect_timeout passed): ending a session only signals it (MariaDB's KILL, PostgreSQL's
+// pg_terminate_backend), and until it is gone a lock another session frees can still go to the
+// dying session's wait (seen: mysql_locks/close_releases_everything, a holder listed after close()).
+void sql_session::on_server(std::string statement, std::function<void(bool)> then, std::string until_zero) {
+  struct side_job : std::enable_shared_from_this<side_job> {
+    side_job(std::shared_ptr<sql_connection> c, const asio::any_io_executor& ex) : side(std::move(c)), timer(ex) {}
+    std::shared_ptr<sql_connection> side;
+    asio::steady_timer timer;
+    std::function<void(bool)> then;
+    std::string until_zero;
+    std::chrono::milliseconds bound{};
+    std::chrono::steady_clock::time_point give_up_at;
+    void finish(bool ok) {
       side->close();
-      return then(false);
+      then(ok);
     }
-    side->async_query(std::move(statement), bound, [side, then = std::move(then)](error_code ec, sql_result) {
-      side->close();
-      then(!ec);
+    void poll() {
+      side->async_query(until_zero, bound, [j = shared_from_this()](error_code ec, sql_result r) {
+        if (ec || r.value() == "0" || std::chrono::steady_clock::now() >= j->give_up_at)
+          return j->finish(!ec && r.value() == "0");
+        j->timer.expires_after(std::chrono::milliseconds(5));
+        j->timer.async_wait([j](error_code) { j->poll(); });
+      });
+    }
+  };
+  auto j = std::make_shared<side_job>(side_connection(), executor_);
+  j->then = std::move(then);
+  j->until_zero = std::move(until_zero);
+  j->bound = options_.connect_timeout;
+  j->give_up_at = std::chrono::steady_clock::now() + options_.connect_timeout;
+  j->side->async_connect([j, statement = std::move(statement)](error_code ec, sql_result) mutable {
+    if (ec)
+      return j->finish(false);
+    j->side->async_query(std::move(statement), j->bound, [j](error_code ec, sql_result) {
+      if (ec || j->until_zero.empty())
+        return j->finish(!ec);
+      j->poll();
     });
   });
 }

@@ -51,7 +51,11 @@ public:
 
   void start_connect(handler_type h);
   void start_query(sql_statement statement, std::chrono::milliseconds timeout, handler_type h);
-  void close();
+  /// Never blocks. `ended`, if given, runs once (on the executor) when the server no longer has
+  /// the session: at once if nothing runs on it (its locks were given back by statement before,
+  /// or it holds none), else once a second connection ended it there and saw it gone, or gave up
+  /// after connect_timeout.
+  void close(std::function<void()> ended = {});
   /// `f` runs (at most once) when the session, between statements, finds its connection over.
   void on_lost(std::function<void(error_code, std::string)> f) {
     on_lost_ = std::move(f);
@@ -76,6 +80,8 @@ protected:
   virtual std::shared_ptr<sql_connection> side_connection() = 0;
   virtual std::string cancel_statement(std::uint64_t id) = 0;
   virtual std::string end_session_statement(std::uint64_t id) = 0;
+  /// The query whose one value is how many sessions of id `id` the server still lists.
+  virtual std::string session_count_statement(std::uint64_t id) = 0;
 
   void connected(std::uint64_t id, int library_fd);
   void succeeded(sql_result r);
@@ -106,7 +112,7 @@ private:
   std::function<void(error_code)> stopper();
   void shut_socket();
   void cancel_on_server();
-  void on_server(std::string statement, std::function<void(bool)> then);
+  void on_server(std::string statement, std::function<void(bool)> then, std::string until_zero = {});
   void finish(error_code ec, sql_result r);
   void watch_idle();
   void idle_input();
