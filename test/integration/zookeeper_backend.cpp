@@ -2,8 +2,8 @@
 // seam (contend / withdraw / release / close, events recorded), against real private servers: the
 // line in arrival order with rising tokens, try_acquire, withdrawal at each place, readers and
 // writers, a holder cut off by the fault proxy (told before the waiter gets the lock), a client
-// gone without closing, close(), a waiter stopped with the reply that grants it in flight, the
-// ensemble's leader killed, bad names. Every case ends with no node under the lock's folder.
+// gone without closing, close(), a waiter stopped with the reply that grants it in flight (and
+// its bid withdrawn while that grant is held back), the ensemble's leader killed, bad names. Every case ends with no node under the lock's folder.
 #include "backends/zookeeper/lock_backend.hpp"
 
 #include <corolock/error.hpp>
@@ -85,8 +85,14 @@ struct side {
   error_code lost_ec;
 };
 
+/// A lock as a handle names it, with default options (spelled out: lock_spec::options has no
+/// default member initializer, and -Wextra's -Wmissing-field-initializers says so when it is left out).
+core::lock_spec named(std::string name, core::lock_kind kind = core::lock_kind::mutex, std::int64_t capacity = 1) {
+  return {.name = std::move(name), .kind = kind, .capacity = capacity, .options = {}};
+}
+
 std::shared_ptr<const core::lock_spec> spec_of(std::string name, core::lock_kind kind = core::lock_kind::mutex) {
-  return std::make_shared<const core::lock_spec>(core::lock_spec{.name = std::move(name), .kind = kind});
+  return std::make_shared<const core::lock_spec>(named(std::move(name), kind));
 }
 
 core::bid bid_of(std::shared_ptr<const core::lock_spec> s, bool wait = true, bool shared = false) {
@@ -133,16 +139,26 @@ struct stopped_waiter {
   recorder events;
   clock_type::time_point asked{}, resumed{}; ///< its getChildren seen going out; the stop's end
   std::optional<error_code> lost;            ///< session_lost, if it came
+  bool held_back = false;   ///< with a step: the grant was read and held back when the step ran
+  double taken_after = -1;  ///< with a step: ms from the step to the holder's new grant of the lock
 };
+
+/// Runs while the waiter's grant is held back (the reply read, no proof of life after it yet): the
+/// waiter's contender, which the step may withdraw (and reset).
+using held_back_step = std::function<void(std::unique_ptr<core::contender>&)>;
 
 /// A holder and a waiter (behind a proxy that holds each packet to it `delay`) on one lock, with
 /// sessions of `timeout`. The holder releases; the watch event reaches the waiter, which sends
 /// getChildren; then the waiter's loop stops for `stop` (this thread blocks: a SIGSTOP of its
 /// process), and the reply that makes it first is in its socket when it resumes. `fresh`: a
 /// request of the waiter's answered right before the release, so that its session's bound is
-/// that of a request about `delay` older than the getChildren.
+/// that of a request about `delay` older than the getChildren. `step`: the reply passes the proxy
+/// within the stop and what follows it (the resumed session's ping) is held there; once the
+/// waiter has read the reply, `step` runs, then the proxy lets the ping's reply through (the proof
+/// of life that would hand the grant over), and, the step having withdrawn the bid, the holder
+/// asks for the lock again while the waiter's session lives.
 stopped_waiter waiter_stopped_with_its_reply_in_flight(milliseconds timeout, milliseconds delay,
-                                                       milliseconds stop, bool fresh) {
+                                                       milliseconds stop, bool fresh, held_back_step step = {}) {
   zookeeper_server server;
   fault_proxy proxy(server.port());
   stopped_waiter out;
@@ -173,17 +189,55 @@ stopped_waiter waiter_stopped_with_its_reply_in_flight(milliseconds timeout, mil
     }));
     out.asked = clock_type::now();
     BOOST_REQUIRE(out.events.events == 0);
-    std::this_thread::sleep_for(stop); // the loop runs nothing: holder and waiter are stopped
+    const auto read_before = waiter.client.alive_until();
+    if (step) { // the reply passes (the server answers within the stop), then the proxy holds on
+      const auto passed = proxy.stats().bytes_server_to_client;
+      while (proxy.stats().bytes_server_to_client == passed && clock_type::now() < out.asked + stop / 2)
+        std::this_thread::sleep_for(milliseconds(1));
+      proxy.blackhole(direction::server_to_client, true);
+    }
+    std::this_thread::sleep_until(out.asked + stop); // the loop runs nothing: holder and waiter are stopped
     out.resumed = clock_type::now();
-    BOOST_REQUIRE(co_await told(out.events));
-    co_await sleep_for(milliseconds(100)); // what follows the event (session_lost) comes too
-    if (waiter.lost_at)
-      out.lost = waiter.lost_ec;
-    proxy.heal();
-    if (!out.lost && out.events.what == "granted") {
-      std::tie(ec, words) = co_await release(waiter, held_of(lock, ow, out.events));
-      BOOST_TEST(!ec);
+    if (step) {
+      // The reply read moves the session's deadline; the grant it made waits for a proof of life.
+      BOOST_REQUIRE(co_await eventually([&] {
+        return waiter.client.alive_until() > read_before || out.events.events > 0;
+      }, milliseconds(1000)));
+      out.held_back = out.events.events == 0 && !waiter.lost_at &&
+                      waiter.client.alive_until() - timeout / 10 <= clock_type::now();
+      const auto stepped = clock_type::now();
+      step(cw);
+      proxy.blackhole(direction::server_to_client, false);
+      // The ping's reply: a bound ahead of now, at which a grant still held back is handed over.
+      BOOST_TEST(co_await eventually([&] {
+        return waiter.client.alive_until() - timeout / 10 > clock_type::now();
+      }, milliseconds(2000)));
+      co_await sleep_for(milliseconds(100)); // an event after it would have come by now
+      if (!cw) { // withdrawn: the holder takes the lock again while the waiter's session lives
+        recorder again;
+        const auto oh2 = holder.backend.new_owner();
+        auto ch2 = holder.backend.contend(bid_of(lock, false), oh2, again);
+        BOOST_REQUIRE(co_await told(again));
+        BOOST_TEST(again.what == "granted", "the holder's try_acquire after the withdrawal: " << again.what);
+        out.taken_after = ms_between(stepped, again.at);
+        BOOST_TEST((waiter.client.state() == zk::session_state::connected));
+        if (again.what == "granted")
+          std::tie(ec, words) = co_await release(holder, held_of(lock, oh2, again));
+      }
+      if (waiter.lost_at)
+        out.lost = waiter.lost_ec;
       co_await waiter.client.close();
+    } else {
+      BOOST_REQUIRE(co_await told(out.events));
+      co_await sleep_for(milliseconds(100)); // what follows the event (session_lost) comes too
+      if (waiter.lost_at)
+        out.lost = waiter.lost_ec;
+      proxy.heal();
+      if (!out.lost && out.events.what == "granted") {
+        std::tie(ec, words) = co_await release(waiter, held_of(lock, ow, out.events));
+        BOOST_TEST(!ec);
+        co_await waiter.client.close();
+      }
     }
     side observer(ex, server.url());
     co_await observer.client.connect();
@@ -514,6 +568,26 @@ BOOST_AUTO_TEST_CASE(a_grant_read_past_the_lease_s_bound_waits_for_a_proof_of_li
   BOOST_TEST(!w.lost.has_value());
 }
 
+// The stop above, and the bid withdrawn while its grant is held back (the core's cancellation,
+// deadline or close()): no event ever comes, not even at the proof of life that would have handed
+// it over, and its node is deleted at once: the holder takes the lock again while the waiter's
+// session lives (without the delete, the node would stand as long as that session).
+BOOST_AUTO_TEST_CASE(a_grant_held_back_and_then_withdrawn_is_never_handed_over_and_its_node_goes) {
+  const auto timeout = milliseconds(4000); // the bound: a tenth (400 ms) before the deadline
+  const auto w = waiter_stopped_with_its_reply_in_flight(
+      timeout, milliseconds(50), milliseconds(3640), true, [](std::unique_ptr<core::contender>& cw) {
+        cw->withdraw();
+        cw.reset();
+      });
+  BOOST_TEST_MESSAGE("resumed " << ms_between(w.asked, w.resumed) << " ms after the getChildren; held back: "
+                                << w.held_back << "; the holder had the lock again " << w.taken_after
+                                << " ms after the withdrawal");
+  BOOST_TEST(w.held_back, "the grant was not held back when the bid was withdrawn (resumed late?)");
+  BOOST_TEST(w.events.events == 0, "an event after the withdrawal: " << w.events.what);
+  BOOST_TEST(!w.lost.has_value());
+  BOOST_TEST(w.taken_after >= 0); // granted (not taken) while the waiter's session, owning its node, lived
+}
+
 BOOST_AUTO_TEST_CASE(the_ensemble_s_leader_killed_keeps_the_holder_and_the_waiter_and_tokens_rise) {
   zookeeper_ensemble ensemble;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
@@ -556,25 +630,25 @@ BOOST_AUTO_TEST_CASE(names_and_options_the_store_cannot_serve_are_refused_with_w
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     side a(ex, server.url());
     std::string words;
-    BOOST_TEST(!a.backend.check(core::lock_spec{.name = "order:42"}, words));
+    BOOST_TEST(!a.backend.check(named("order:42"), words));
     const auto refused = [&](core::lock_spec s, std::string_view says) {
       words.clear();
       const auto ec = a.backend.check(s, words);
       BOOST_TEST((ec == error::invalid_argument), s.name);
       BOOST_TEST(words.find(says) != std::string::npos, words);
     };
-    refused({.name = "a/b"}, "'/'");
-    refused({.name = ".."}, "cannot name");
-    refused({.name = "bad\x01"}, "refuses");
-    BOOST_TEST(!a.backend.check(core::lock_spec{.name = "x", .kind = core::lock_kind::semaphore, .capacity = 3}, words),
+    refused(named("a/b"), "'/'");
+    refused(named(".."), "cannot name");
+    refused(named("bad\x01"), "refuses");
+    BOOST_TEST(!a.backend.check(named("x", core::lock_kind::semaphore, 3), words),
                words); // served since the semaphore: a bid for more than the capacity fails when made
-    core::lock_spec fixed{.name = "x"};
+    auto fixed = named("x");
     fixed.options.watchdog = false;
     refused(fixed, "fixed_lease");
-    core::lock_spec replicas{.name = "x"};
+    auto replicas = named("x");
     replicas.options.min_replicas = 1;
     refused(replicas, "replicas");
-    core::lock_spec prefix{.name = "x"};
+    auto prefix = named("x");
     prefix.options.prefix = "/zookeeper:";
     refused(prefix, "ZooKeeper's own");
     BOOST_TEST(a.backend.traits().store == "zookeeper");

@@ -2,7 +2,8 @@
 // zookeeper::client (a lock_source; its core::engine over the lock backend), against real private
 // servers. Exclusion, FIFO and rising fencing tokens across clients; a holder whose session ends
 // told (lost(), wait_lost()) before the waiter gets the lock; every cancellation type and a missed
-// deadline while waiting leave no node; close() removes our nodes and fails waiters with
+// deadline while waiting leave no node, and so do every cancellation type and close() while a grant
+// read past the lease's bound is held back; close() removes our nodes and fails waiters with
 // error::closed; a client destroyed while holding; readers and a writer; what the store refuses;
 // a 3-member ensemble's leader killed while locks are held and waited for; a holder whose link
 // stalls past its session (told first, its fenced write refused, its session found expired and
@@ -33,6 +34,7 @@
 #include <deque>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 
@@ -163,6 +165,42 @@ through_and_direct(asio::any_io_executor ex, const fault_proxy& proxy, const std
   co_await stalled->connect();
   co_await direct->connect();
   co_return std::pair{std::move(stalled), std::move(direct)};
+}
+
+/// Brings `b`'s bid `wb` (waiting on order:42 behind `held`, a's, its watch armed; b's link goes
+/// through `proxy`, session `timeout`) to a grant held back: a unlocks; once b's getChildren went
+/// out, b's loop stops (this thread blocks: a SIGSTOP of b's process) until 0.9 of the timeout +
+/// 40 ms after it; the reply that makes b first reaches b's socket within the stop, what follows
+/// it is held at the proxy. Resumed, b reads the grant past its lease's bound (b's last answered
+/// request, an exists made right before the unlock, dates its deadline close to the getChildren)
+/// and holds it back until a proof of life comes: the ping's reply, which the proxy keeps until
+/// blackhole(server_to_client, false). True if b did hold it back.
+asio::awaitable<bool> grant_held_back(zk::client& b, guard& held, const attempt& wb, fault_proxy& proxy,
+                                      milliseconds timeout) {
+  proxy.delay(direction::server_to_client, milliseconds(50)); // the reply is read after the stop began
+  co_await b.exists("/", false);
+  const auto before = proxy.stats();
+  co_await held.unlock();
+  // The watch event reaches b, which sends getChildren (no ping meanwhile: b sent a moment ago).
+  if (!co_await eventually([&] {
+        const auto now = proxy.stats();
+        return now.bytes_server_to_client > before.bytes_server_to_client &&
+               now.bytes_client_to_server > before.bytes_client_to_server;
+      }))
+    co_return false;
+  const auto asked = clock_type::now();
+  const auto read_before = b.alive_until();
+  const auto passed = proxy.stats().bytes_server_to_client;
+  while (proxy.stats().bytes_server_to_client == passed && clock_type::now() < asked + timeout / 2)
+    std::this_thread::sleep_for(milliseconds(1));
+  proxy.blackhole(direction::server_to_client, true);
+  std::this_thread::sleep_until(asked + timeout * 9 / 10 + milliseconds(40));
+  co_await eventually([&] { return b.alive_until() > read_before || wb.ec.has_value(); }, milliseconds(1000));
+  const bool held_back = !wb.ec && b.alive_until() > read_before &&
+                         b.alive_until() - timeout / 10 <= clock_type::now();
+  BOOST_TEST_MESSAGE("b resumed " << ms_between(asked, clock_type::now()) << " ms after its getChildren: "
+                     << (held_back ? "its grant held back" : wb.ec ? "ended: " + wb.ec->message() : "nothing read"));
+  co_return held_back;
 }
 
 /// The server at `port` lists no ephemeral node of session `id` (its `dump`, printed when it does).
@@ -315,6 +353,72 @@ BOOST_AUTO_TEST_CASE(cancellation_of_each_type_while_waiting_leaves_no_node) {
     BOOST_TEST(co_await nothing_left(*a));
     co_await a->close();
     co_await b->close();
+  });
+}
+
+// A grant read past the lease's bound is held back until the next proof of life (lock_backend.hpp).
+// The bid cancelled (each type) or its client closed meanwhile: the caller's acquire ends at once
+// with operation_aborted (closed), nothing is handed over when the proof of life comes, and the
+// node is deleted at once: the other client takes the lock while b's session lives (a node
+// standing would say taken for as long as that session).
+BOOST_AUTO_TEST_CASE(cancellation_of_each_type_or_close_while_a_grant_is_held_back_leaves_no_node) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto timeout = milliseconds(4000); // the lease's bound: 400 ms before the deadline
+    session_log log;
+    auto [b, a] = co_await through_and_direct(ex, proxy, server.url(), timeout, log);
+    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    using ct = asio::cancellation_type;
+    for (auto type : {ct::terminal, ct::partial, ct::total, ct::none}) { // none: b's close()
+      const bool closing = type == ct::none;
+      const std::string what = closing ? std::string("close()") : "type " + std::to_string(static_cast<int>(type));
+      auto ga = co_await ma.acquire();
+      asio::cancellation_signal signal;
+      attempt wb;
+      asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+        auto [ec, g] = co_await mb.acquire(asio::bind_cancellation_slot(signal.slot(), as_tuple_awaitable));
+        wb.g = std::move(g);
+        wb.at = clock_type::now();
+        wb.ec = ec;
+      }, asio::detached);
+      BOOST_REQUIRE(co_await count_becomes(*a, dir, 2));
+      co_await sleep_for(milliseconds(200)); // b's exists+watch on a's node is answered
+      BOOST_REQUIRE_MESSAGE(co_await grant_held_back(*b, ga, wb, proxy, timeout), what << ": no grant held back");
+
+      const auto t0 = clock_type::now();
+      bool closed = false;
+      if (closing)
+        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+          co_await b->close();
+          closed = true;
+        }, asio::detached);
+      else
+        signal.emit(type);
+      const bool ended = co_await done(wb, milliseconds(1000));
+      proxy.blackhole(direction::server_to_client, false);
+      BOOST_REQUIRE_MESSAGE(ended, what << ": the acquire did not end");
+      BOOST_TEST((*wb.ec == (closing ? error_code(error::closed) : error_code(asio::error::operation_aborted))),
+                 what << ": " << wb.ec->message());
+      BOOST_TEST(!wb.g.owns_lock());
+      BOOST_TEST_MESSAGE(what << " while the grant was held back: the acquire ended " << ms_between(t0, wb.at) << " ms later");
+      if (closing) {
+        BOOST_TEST(co_await eventually([&] { return closed; }));
+      } else {
+        // The ping's reply: a bound ahead of now, at which a grant held back would be handed over.
+        BOOST_TEST(co_await eventually([&] { return b->alive_until() - timeout / 10 > clock_type::now(); },
+                                       milliseconds(2000)), what);
+        BOOST_TEST(!log.expired.has_value(), what);
+        BOOST_TEST((b->state() == zk::session_state::connected), what);
+      }
+      BOOST_TEST(co_await count_becomes(*a, dir, 0), what);
+      auto again = co_await ma.try_acquire();
+      BOOST_TEST(again.owns_lock(), what << ": a cannot take the lock again");
+      co_await again.unlock();
+    }
+    BOOST_TEST(!log.expired.has_value());
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await a->close();
   });
 }
 
