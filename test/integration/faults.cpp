@@ -3,7 +3,9 @@
 // One test per promise of the README's "Faults tried" table; each prints the figure it measured.
 #include <corolock/corolock.hpp>
 
+#include "backends/redis/lock_service.hpp" // to count the owners it remembers
 #include "backends/redis/scripts.hpp" // to replay an attempt exactly as a line would
+#include "redis/client_impl.hpp"
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>
@@ -210,6 +212,43 @@ BOOST_AUTO_TEST_CASE(deadlines_hold_on_a_stalled_link) {
     auto mine = co_await m.acquire_for(std::chrono::seconds(5));
     BOOST_TEST(mine.owns_lock());
     co_await mine.unlock();
+  });
+  expect_clean(server);
+}
+
+// Item 2, stalled and then dropped: a wait whose deadline passes while its attempt is written but
+// unanswered gives its owner up (the release queued behind the attempt); the link then resets, so
+// the attempt completes with connection_lost after the give-up. Its release goes out once the link
+// is back, and the client remembers nothing of the owner. Before the fix, each such wait left its
+// owner in lock_service's may_have_run_ for the client's life (one string per outage).
+BOOST_AUTO_TEST_CASE(a_wait_given_up_on_a_stalled_link_that_then_drops_leaves_no_owner_behind) {
+  redis_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = through(proxy);
+    cfg.request_timeout = std::chrono::seconds(10); // the attempt ends by the reset, not by this
+    client c(ex, cfg);
+    co_await c.connect();
+    corolock::mutex m(c, "stall-drop");
+    co_await (co_await m.acquire()).unlock(); // scripts loaded, the lock connection up
+    auto& impl = corolock::detail::client_access::impl(c);
+    auto& service = *corolock::detail::lock_service::find(impl);
+    const int outages = 3;
+    for (int i = 0; i < outages; ++i) {
+      proxy.blackhole(direction::server_to_client, true); // the attempt runs; its reply is held
+      auto [ec, none] = co_await m.acquire_for(std::chrono::milliseconds(200), tuple_awaitable);
+      BOOST_TEST(ec == error::timeout);
+      proxy.reset_all(); // the attempt and its release fail with connection_lost
+      proxy.heal();
+      // The release went out again on the new connection, before this attempt: the lock is free.
+      auto mine = co_await m.acquire_for(std::chrono::seconds(5));
+      BOOST_TEST(mine.owns_lock());
+      co_await mine.unlock();
+    }
+    BOOST_TEST_MESSAGE("owners remembered after " << outages
+                                                  << " waits given up on a dropped link: "
+                                                  << service.may_have_run());
+    BOOST_TEST(service.may_have_run() == 0u);
   });
   expect_clean(server);
 }

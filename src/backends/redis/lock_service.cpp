@@ -168,6 +168,7 @@ std::weak_ptr<pending> lock_service::attempt(const lock_names& names, const std:
   req.opts().cancel_if_not_connected = w == when_down::fail_fast;
   push_attempt(req, names, owner, lease, mode, waiter_ttl, permits, client.publish_verb());
   const auto sent_at = steady::now();
+  ++attempts_[owner].count;
   // Both kinds need the owner back: a line's attempt that waited out request_timeout unsent is
   // as unsent as a refused try, and its give-up must not hold close() for another request_timeout.
   auto completion = [weak = client.weak_from_this(), sent_at, lease, owner,
@@ -189,9 +190,15 @@ std::weak_ptr<pending> lock_service::attempt(const lock_names& names, const std:
     // earlier would have failed with connection_lost when it dropped), or taken back unwritten:
     // never written. Any other failure may have run it.
     auto& self = *lock_service::find(*c);
+    bool given_up = false;
+    if (auto it = self.attempts_.find(owner); it != self.attempts_.end()) {
+      given_up = it->second.given_up;
+      if (--it->second.count <= 0)
+        self.attempts_.erase(it);
+    }
     const bool taken_back = self.withdrawn_.erase(owner) > 0;
     const bool never_written = taken_back || out.ec == error::not_connected;
-    if (ec && !never_written)
+    if (ec && !never_written && !given_up)
       self.may_have_run_.insert(owner);
     else if (!ec)
       self.may_have_run_.erase(owner);
@@ -231,6 +238,8 @@ void lock_service::give_up(std::shared_ptr<const lock_names> names, std::string 
   if (!placed && unsent_ && *unsent_ == owner)
     return; // its attempt never left, and nothing earlier of the owner may be in Redis
   may_have_run_.erase(owner);
+  if (auto it = attempts_.find(owner); it != attempts_.end())
+    it->second.given_up = true; // their outcome is settled by this give-up
   if (closed_ || client.closed)
     return; // close() releases everything still unsettled
   send_release(std::move(names), std::move(owner), 0);

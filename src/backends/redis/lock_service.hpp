@@ -88,6 +88,9 @@ public:
   /// (may be null) gets the words of a failure.
   void release(std::shared_ptr<lease> l, diagnostics* diag, handler<void(error_code)> h);
 
+  /// Owners remembered as having an attempt that may have run unanswered (for tests).
+  std::size_t may_have_run() const noexcept { return may_have_run_.size(); }
+
   /// Owners with a request under way whose outcome close() must settle (tries in flight).
   void track(const std::shared_ptr<const lock_names>& names, const std::string& owner);
   void untrack(const std::string& owner);
@@ -114,9 +117,17 @@ private:
     int count = 0;
   };
   std::unordered_map<std::string, unsettled> unsettled_;
-  // Fail-fast owners whose attempt may have run unanswered (dropped in flight, timed out): their
-  // give-up must go out even if a later attempt never left.
+  // Owners whose attempt may have run unanswered (dropped in flight, timed out): their give-up
+  // must go out even if a later attempt never left. Until given up: then it went out.
   std::unordered_set<std::string> may_have_run_;
+  // Attempts under way, per owner. `given_up`: the owner was given up meanwhile, its release sent
+  // after them (and sent again until settled): their failure has nothing left to remember, and
+  // remembering it would keep the owner in may_have_run_ for the client's life.
+  struct in_flight {
+    int count = 0;
+    bool given_up = false;
+  };
+  std::unordered_map<std::string, in_flight> attempts_;
   const std::string* unsent_ = nullptr; // while an attempt that never left completes: its owner
   std::unordered_set<std::string> withdrawn_; // see withdraw(); until the completion is back
   asio::steady_timer sweep_timer_;
