@@ -297,6 +297,22 @@ asio::awaitable<void> a_bid_stopped_with_its_grant_in_flight(typename Db::server
   proxy.heal();
 }
 
+/// Client b's session set up and then spare (`first` bid for `warm` and released), so that b's
+/// next wait runs on it alone; then client a holds `lock` (`holder`).
+template <typename Db>
+asio::awaitable<void> warmed_and_held(client<Db>& a, client<Db>& b, bidder& first, bidder& holder,
+                                      const std::shared_ptr<const core::lock_spec>& warm,
+                                      const std::shared_ptr<const core::lock_spec>& lock) {
+  b.bid(first, warm);
+  co_await first.done.wait();
+  BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
+  auto [ec, words] = co_await b.release(first, warm);
+  BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << words);
+  a.bid(holder, lock);
+  co_await holder.done.wait();
+  BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+}
+
 /// Client a holds a lock; client b (through the proxy) waits for it and is granted by a's
 /// release, its answer read after the stop (`stop`, `heal`: a_bid_stopped_with_its_grant_in_flight).
 /// `late`: b's requests reach the server that much later from the moment b's session is set up.
@@ -312,14 +328,7 @@ bool a_waiter_stopped_with_its_grant_in_flight(std::chrono::milliseconds late, s
     client<Db> a(ex, server), b(ex, via(server, proxy));
     const auto lock = a.spec("stopped waiter"), warm = a.spec("warm up");
     bidder holder(ex), waiter(ex), first(ex);
-    b.bid(first, warm); // b's session, set up and then spare: the waiter's statement alone is late
-    co_await first.done.wait();
-    BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
-    auto [ec0, words0] = co_await b.release(first, warm);
-    BOOST_REQUIRE_MESSAGE(!ec0, ec0.message() << ": " << words0);
-    a.bid(holder, lock);
-    co_await holder.done.wait();
-    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    co_await warmed_and_held(a, b, first, holder, warm, lock); // the waiter's statement alone is late
     proxy.delay(direction::client_to_server, late);
     b.bid(waiter, lock);
     BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
@@ -379,6 +388,97 @@ void a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over() 
       BOOST_REQUIRE(b.backend->sessions() == 1);
     });
   }, std::chrono::seconds(60));
+}
+
+/// What happens to a bid while its late grant is being dated (its SELECT 1 in flight).
+enum class while_dated { withdrawn, closed, reset };
+
+/// Client a holds a lock; client b (through the proxy) waits for it and is granted by a's release,
+/// the answer held 300 ms by the proxy while b's process stops 1.5 s (past session_timeout/3, within
+/// the session's idle bound of 3 s): the grant is read late, so b first dates it with a SELECT 1
+/// (date_lease), which the proxy holds (client_to_server blackholed). Then `how`: the bid is
+/// withdrawn (the core does so for every cancellation type: waiting_line.cpp), b is closed, or b's
+/// link is reset. No grant follows a withdrawal or a close; a reset fails the bid with
+/// connection_lost; and in each the server lists no holder soon after, so another client's one look
+/// gets the lock, and no session is left once the clients closed.
+template <typename Db>
+void a_late_grant_interrupted_while_it_is_dated(while_dated how) {
+  using namespace std::chrono_literals;
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server), b(ex, via(server, proxy)), c(ex, server);
+    const auto lock = a.spec("dated"), warm = a.spec("warm up");
+    const std::string key = a.backend->key_of(*lock);
+    bidder holder(ex), waiter(ex), first(ex), next(ex);
+    co_await warmed_and_held(a, b, first, holder, warm, lock);
+    b.bid(waiter, lock);
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    proxy.delay(direction::server_to_client, 300ms);
+    auto [ec1, words1] = co_await a.release(holder, lock); // the server grants b's wait now
+    BOOST_REQUIRE_MESSAGE(!ec1, ec1.message() << ": " << words1);
+    BOOST_REQUIRE(co_await eventually([&] { return proxy.stats().held_server_to_client > 0; }));
+    BOOST_REQUIRE(waiter.events == 0);
+    proxy.blackhole(direction::client_to_server, true); // the SELECT 1 that dates the grant stays here
+    std::this_thread::sleep_for(1500ms);                 // b's process stopped: the grant is read late
+    proxy.delay(direction::server_to_client, 0ms);
+    BOOST_REQUIRE(co_await eventually([&] { return proxy.stats().held_client_to_server > 0; }, 900ms));
+    BOOST_REQUIRE_MESSAGE(waiter.events == 0, "handed over without a proof of life: " << waiter.ec.message());
+    BOOST_TEST(Db::holder(server, key) != "0"); // b's session holds it on the server
+    bool closed = false;
+    switch (how) {
+    case while_dated::withdrawn:
+      waiter.contender->withdraw();
+      proxy.heal();
+      break;
+    case while_dated::closed:
+      asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+        co_await b.close();
+        closed = true;
+      }, asio::detached);
+      co_await sleep_for(50ms);
+      proxy.heal();
+      BOOST_TEST(co_await eventually([&] { return closed; }, 4s)); // within its bound (5 s)
+      BOOST_TEST(b.backend->sessions() == 0u);
+      break;
+    case while_dated::reset:
+      proxy.reset_all();
+      proxy.heal();
+      co_await waiter.done.wait();
+      BOOST_TEST(!waiter.grant);
+      BOOST_TEST((waiter.ec == error::connection_lost), waiter.ec.message() << ": " << waiter.words);
+      break;
+    }
+    const auto t0 = core::steady::now();
+    BOOST_TEST(co_await eventually([&] { return Db::holder(server, key) == "0"; }));
+    BOOST_TEST_MESSAGE("the server listed no holder " << ms_between(t0, core::steady::now()) << " ms after");
+    c.bid(next, lock, false); // one look: free at once
+    co_await next.done.wait();
+    BOOST_TEST(next.grant.has_value(), "another client's one look: " << (next.was_taken ? "taken" : next.ec.message()));
+    co_await sleep_for(200ms);
+    if (how != while_dated::reset)
+      BOOST_TEST(waiter.events == 0); // no event after a withdrawal or a close
+    if (next.grant)
+      co_await c.release(next, lock);
+    co_await a.close();
+    if (how != while_dated::closed)
+      co_await b.close();
+    co_await c.close();
+    BOOST_TEST(co_await eventually([&] { return Db::sessions(server) == "0"; }));
+  }, std::chrono::seconds(60));
+}
+
+template <typename Db>
+void a_late_grant_withdrawn_while_it_is_dated_is_given_back() {
+  a_late_grant_interrupted_while_it_is_dated<Db>(while_dated::withdrawn);
+}
+template <typename Db>
+void a_late_grant_closed_while_it_is_dated_is_given_back() {
+  a_late_grant_interrupted_while_it_is_dated<Db>(while_dated::closed);
+}
+template <typename Db>
+void a_late_grant_whose_link_resets_while_it_is_dated_fails_connection_lost() {
+  a_late_grant_interrupted_while_it_is_dated<Db>(while_dated::reset);
 }
 
 template <typename Db>
