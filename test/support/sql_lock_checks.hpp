@@ -364,6 +364,21 @@ void a_grant_read_past_its_bound_within_the_session_s_waits_for_a_proof_of_life(
              "the session lives: the bid should have been granted");
 }
 
+/// Client b's one look `x` at `lock`, on b's one session (which holds another lock), sent and its
+/// answer held by the proxy (300 ms).
+template <typename Db>
+asio::awaitable<void> a_look_in_flight(fault_proxy& proxy, client<Db>& b, bidder& x,
+                                       const std::shared_ptr<const core::lock_spec>& lock) {
+  proxy.delay(direction::server_to_client, std::chrono::milliseconds(300));
+  const auto before = proxy.stats();
+  b.bid(x, lock, false);
+  BOOST_REQUIRE(co_await eventually([&] {
+    return proxy.stats().bytes_client_to_server > before.bytes_client_to_server &&
+           proxy.stats().held_server_to_client > 0;
+  }));
+  BOOST_REQUIRE(b.backend->sessions() == 1);
+}
+
 /// A one look (try) on a session holding another lock, its answer read after the stop.
 template <typename Db>
 void a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over() {
@@ -377,16 +392,8 @@ void a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over() 
     b.bid(first, other);
     co_await first.done.wait();
     BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
-    co_await a_bid_stopped_with_its_grant_in_flight<Db>(server, proxy, b, look, lock, [&]() -> asio::awaitable<void> {
-      proxy.delay(direction::server_to_client, 300ms);
-      const auto before = proxy.stats();
-      b.bid(look, lock, false); // on the session holding `other`
-      BOOST_REQUIRE(co_await eventually([&] {
-        return proxy.stats().bytes_client_to_server > before.bytes_client_to_server &&
-               proxy.stats().held_server_to_client > 0;
-      }));
-      BOOST_REQUIRE(b.backend->sessions() == 1);
-    });
+    co_await a_bid_stopped_with_its_grant_in_flight<Db>(server, proxy, b, look, lock,
+                                                        [&] { return a_look_in_flight(proxy, b, look, lock); });
   }, std::chrono::seconds(60));
 }
 
@@ -503,13 +510,7 @@ void a_one_look_read_after_a_short_stop_is_answered() {
     co_await first.done.wait();
     BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
     const auto stopped_look = [&](bidder& x) -> asio::awaitable<void> {
-      proxy.delay(direction::server_to_client, 300ms);
-      const auto before = proxy.stats();
-      b.bid(x, lock, false); // on the session holding `other`
-      BOOST_REQUIRE(co_await eventually([&] {
-        return proxy.stats().bytes_client_to_server > before.bytes_client_to_server &&
-               proxy.stats().held_server_to_client > 0;
-      }));
+      co_await a_look_in_flight(proxy, b, x, lock);
       BOOST_REQUIRE(x.events == 0);
       const auto stopped = core::steady::now();
       std::this_thread::sleep_for(1500ms); // nothing of the client runs
