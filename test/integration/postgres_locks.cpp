@@ -96,6 +96,10 @@ COROLOCK_SQL_LOCK_CASE(tokens_rise_across_a_crash_of_the_server, postgres)
 COROLOCK_SQL_LOCK_CASE(a_grant_read_after_a_stop_past_the_session_s_bound_is_not_handed_over, postgres)
 COROLOCK_SQL_LOCK_CASE(a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over, postgres)
 COROLOCK_SQL_LOCK_CASE(a_grant_read_past_its_bound_within_the_session_s_waits_for_a_proof_of_life, postgres)
+COROLOCK_SQL_LOCK_CASE(a_late_grant_withdrawn_while_it_is_dated_is_given_back, postgres)
+COROLOCK_SQL_LOCK_CASE(a_late_grant_closed_while_it_is_dated_is_given_back, postgres)
+COROLOCK_SQL_LOCK_CASE(a_late_grant_whose_link_resets_while_it_is_dated_fails_connection_lost, postgres)
+COROLOCK_SQL_LOCK_CASE(a_one_look_read_after_a_short_stop_is_answered, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait
 // (pg_advisory_lock_shared queues behind a conflicting waiter), so writers do not starve.

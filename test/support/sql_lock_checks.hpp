@@ -297,6 +297,22 @@ asio::awaitable<void> a_bid_stopped_with_its_grant_in_flight(typename Db::server
   proxy.heal();
 }
 
+/// Client b's session set up and then spare (`first` bid for `warm` and released), so that b's
+/// next wait runs on it alone; then client a holds `lock` (`holder`).
+template <typename Db>
+asio::awaitable<void> warmed_and_held(client<Db>& a, client<Db>& b, bidder& first, bidder& holder,
+                                      const std::shared_ptr<const core::lock_spec>& warm,
+                                      const std::shared_ptr<const core::lock_spec>& lock) {
+  b.bid(first, warm);
+  co_await first.done.wait();
+  BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
+  auto [ec, words] = co_await b.release(first, warm);
+  BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << words);
+  a.bid(holder, lock);
+  co_await holder.done.wait();
+  BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+}
+
 /// Client a holds a lock; client b (through the proxy) waits for it and is granted by a's
 /// release, its answer read after the stop (`stop`, `heal`: a_bid_stopped_with_its_grant_in_flight).
 /// `late`: b's requests reach the server that much later from the moment b's session is set up.
@@ -312,14 +328,7 @@ bool a_waiter_stopped_with_its_grant_in_flight(std::chrono::milliseconds late, s
     client<Db> a(ex, server), b(ex, via(server, proxy));
     const auto lock = a.spec("stopped waiter"), warm = a.spec("warm up");
     bidder holder(ex), waiter(ex), first(ex);
-    b.bid(first, warm); // b's session, set up and then spare: the waiter's statement alone is late
-    co_await first.done.wait();
-    BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
-    auto [ec0, words0] = co_await b.release(first, warm);
-    BOOST_REQUIRE_MESSAGE(!ec0, ec0.message() << ": " << words0);
-    a.bid(holder, lock);
-    co_await holder.done.wait();
-    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    co_await warmed_and_held(a, b, first, holder, warm, lock); // the waiter's statement alone is late
     proxy.delay(direction::client_to_server, late);
     b.bid(waiter, lock);
     BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
@@ -355,6 +364,21 @@ void a_grant_read_past_its_bound_within_the_session_s_waits_for_a_proof_of_life(
              "the session lives: the bid should have been granted");
 }
 
+/// Client b's one look `x` at `lock`, on b's one session (which holds another lock), sent and its
+/// answer held by the proxy (300 ms).
+template <typename Db>
+asio::awaitable<void> a_look_in_flight(fault_proxy& proxy, client<Db>& b, bidder& x,
+                                       const std::shared_ptr<const core::lock_spec>& lock) {
+  proxy.delay(direction::server_to_client, std::chrono::milliseconds(300));
+  const auto before = proxy.stats();
+  b.bid(x, lock, false);
+  BOOST_REQUIRE(co_await eventually([&] {
+    return proxy.stats().bytes_client_to_server > before.bytes_client_to_server &&
+           proxy.stats().held_server_to_client > 0;
+  }));
+  BOOST_REQUIRE(b.backend->sessions() == 1);
+}
+
 /// A one look (try) on a session holding another lock, its answer read after the stop.
 template <typename Db>
 void a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over() {
@@ -368,16 +392,145 @@ void a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over() 
     b.bid(first, other);
     co_await first.done.wait();
     BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
-    co_await a_bid_stopped_with_its_grant_in_flight<Db>(server, proxy, b, look, lock, [&]() -> asio::awaitable<void> {
-      proxy.delay(direction::server_to_client, 300ms);
-      const auto before = proxy.stats();
-      b.bid(look, lock, false); // on the session holding `other`
-      BOOST_REQUIRE(co_await eventually([&] {
-        return proxy.stats().bytes_client_to_server > before.bytes_client_to_server &&
-               proxy.stats().held_server_to_client > 0;
-      }));
-      BOOST_REQUIRE(b.backend->sessions() == 1);
-    });
+    co_await a_bid_stopped_with_its_grant_in_flight<Db>(server, proxy, b, look, lock,
+                                                        [&] { return a_look_in_flight(proxy, b, look, lock); });
+  }, std::chrono::seconds(60));
+}
+
+/// What happens to a bid while its late grant is being dated (its SELECT 1 in flight).
+enum class while_dated { withdrawn, closed, reset };
+
+/// Client a holds a lock; client b (through the proxy) waits for it and is granted by a's release,
+/// the answer held 300 ms by the proxy while b's process stops 1.5 s (past session_timeout/3, within
+/// the session's idle bound of 3 s): the grant is read late, so b first dates it with a SELECT 1
+/// (date_lease), which the proxy holds (client_to_server blackholed). Then `how`: the bid is
+/// withdrawn (the core does so for every cancellation type: waiting_line.cpp), b is closed, or b's
+/// link is reset. No grant follows a withdrawal or a close; a reset fails the bid with
+/// connection_lost; and in each the server lists no holder soon after, so another client's one look
+/// gets the lock, and no session is left once the clients closed. (A mutation keeping a withdrawn
+/// grant fails this: the server lists a holder until the session's idle bound ends it, 3 s.)
+template <typename Db>
+void a_late_grant_interrupted_while_it_is_dated(while_dated how) {
+  using namespace std::chrono_literals;
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server), b(ex, via(server, proxy)), c(ex, server);
+    const auto lock = a.spec("dated"), warm = a.spec("warm up");
+    const std::string key = a.backend->key_of(*lock);
+    bidder holder(ex), waiter(ex), first(ex), next(ex);
+    co_await warmed_and_held(a, b, first, holder, warm, lock);
+    b.bid(waiter, lock);
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    proxy.delay(direction::server_to_client, 300ms);
+    auto [ec1, words1] = co_await a.release(holder, lock); // the server grants b's wait now
+    BOOST_REQUIRE_MESSAGE(!ec1, ec1.message() << ": " << words1);
+    BOOST_REQUIRE(co_await eventually([&] { return proxy.stats().held_server_to_client > 0; }));
+    BOOST_REQUIRE(waiter.events == 0);
+    proxy.blackhole(direction::client_to_server, true); // the SELECT 1 that dates the grant stays here
+    std::this_thread::sleep_for(1500ms);                 // b's process stopped: the grant is read late
+    proxy.delay(direction::server_to_client, 0ms);
+    BOOST_REQUIRE(co_await eventually([&] { return proxy.stats().held_client_to_server > 0; }, 900ms));
+    BOOST_REQUIRE_MESSAGE(waiter.events == 0, "handed over without a proof of life: " << waiter.ec.message());
+    BOOST_TEST(Db::holder(server, key) != "0"); // b's session holds it on the server
+    bool closed = false;
+    switch (how) {
+    case while_dated::withdrawn:
+      waiter.contender->withdraw();
+      proxy.heal();
+      break;
+    case while_dated::closed:
+      asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+        co_await b.close();
+        closed = true;
+      }, asio::detached);
+      co_await sleep_for(50ms);
+      proxy.heal();
+      BOOST_TEST(co_await eventually([&] { return closed; }, 4s)); // within its bound (5 s)
+      BOOST_TEST(b.backend->sessions() == 0u);
+      break;
+    case while_dated::reset:
+      proxy.reset_all();
+      proxy.heal();
+      co_await waiter.done.wait();
+      BOOST_TEST(!waiter.grant);
+      BOOST_TEST((waiter.ec == error::connection_lost), waiter.ec.message() << ": " << waiter.words);
+      break;
+    }
+    // Well within the session's idle bound (3 s), which would free a lock kept by mistake too.
+    const auto t0 = core::steady::now();
+    BOOST_TEST(co_await eventually([&] { return Db::holder(server, key) == "0"; }, 1500ms));
+    BOOST_TEST_MESSAGE("the server listed no holder " << ms_between(t0, core::steady::now()) << " ms after");
+    c.bid(next, lock, false); // one look: free at once
+    co_await next.done.wait();
+    BOOST_TEST(next.grant.has_value(), "another client's one look: " << (next.was_taken ? "taken" : next.ec.message()));
+    co_await sleep_for(200ms);
+    if (how != while_dated::reset)
+      BOOST_TEST(waiter.events == 0); // no event after a withdrawal or a close
+    if (next.grant)
+      co_await c.release(next, lock);
+    co_await a.close();
+    if (how != while_dated::closed)
+      co_await b.close();
+    co_await c.close();
+    BOOST_TEST(co_await eventually([&] { return Db::sessions(server) == "0"; }));
+  }, std::chrono::seconds(60));
+}
+
+template <typename Db>
+void a_late_grant_withdrawn_while_it_is_dated_is_given_back() {
+  a_late_grant_interrupted_while_it_is_dated<Db>(while_dated::withdrawn);
+}
+template <typename Db>
+void a_late_grant_closed_while_it_is_dated_is_given_back() {
+  a_late_grant_interrupted_while_it_is_dated<Db>(while_dated::closed);
+}
+template <typename Db>
+void a_late_grant_whose_link_resets_while_it_is_dated_fails_connection_lost() {
+  a_late_grant_interrupted_while_it_is_dated<Db>(while_dated::reset);
+}
+
+/// A one look (try) on a session holding another lock, with its first round trip's answer in
+/// flight (the proxy holds it 300 ms) while the process stops 1.5 s: past the statement's own
+/// bound (session_timeout/3 = 1 s), within the session's idle bound on the server (3 s). The
+/// server answered in time; only this process was late to read it: the look answers — granted
+/// (its bound ahead), and a second look, while client c holds the lock, taken — never `timeout`.
+/// (PostgreSQL prepares each statement form at its first use on a session: the stop fell between
+/// the prepare's answer and the execute.)
+template <typename Db>
+void a_one_look_read_after_a_short_stop_is_answered() {
+  using namespace std::chrono_literals;
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> b(ex, via(server, proxy)), c(ex, server);
+    const auto other = b.spec("held beside"), lock = b.spec("short stop");
+    bidder first(ex), look(ex), held(ex), again(ex);
+    b.bid(first, other);
+    co_await first.done.wait();
+    BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
+    const auto stopped_look = [&](bidder& x) -> asio::awaitable<void> {
+      co_await a_look_in_flight(proxy, b, x, lock);
+      BOOST_REQUIRE(x.events == 0);
+      const auto stopped = core::steady::now();
+      std::this_thread::sleep_for(1500ms); // nothing of the client runs
+      proxy.heal();
+      co_await x.done.wait();
+      BOOST_TEST_MESSAGE("the look answered " << ms_between(stopped, x.told_at) << " ms after the stop began: "
+                                              << (x.grant ? "granted" : x.was_taken ? "taken" : x.ec.message()));
+    };
+    co_await stopped_look(look);
+    BOOST_TEST(look.grant.has_value(), "the look: " << (look.was_taken ? "taken" : look.ec.message() + ": " + look.words));
+    if (look.grant) {
+      BOOST_TEST(ms_between(look.told_at, look.grant->from + look.grant->valid_for) > 0.0);
+      BOOST_TEST(Db::holder(server, b.backend->key_of(*lock)) != "0");
+      co_await b.release(look, lock);
+    }
+    c.bid(held, lock);
+    co_await held.done.wait();
+    BOOST_REQUIRE_MESSAGE(held.grant, held.ec.message() << ": " << held.words);
+    co_await stopped_look(again);
+    BOOST_TEST(again.was_taken, "the look while c holds it: " << (again.grant ? "granted" : again.ec.message()));
   }, std::chrono::seconds(60));
 }
 

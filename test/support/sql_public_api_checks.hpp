@@ -6,6 +6,7 @@
 #pragma once
 
 #include "async_test.hpp"
+#include "fault_proxy.hpp"
 #include "sql_session_checks.hpp" // ms_since
 
 #include <corolock/corolock.hpp>
@@ -139,6 +140,67 @@ void a_stopped_server_loses_the_holder_by_its_deadline() {
     BOOST_TEST(close_ms < 10000.0); // two closes, each within its 5 s bound
     BOOST_TEST_MESSAGE("both closed in " << close_ms << " ms");
     BOOST_TEST(co_await eventually([&] { return Db::held(server) == "0"; }));
+  }, 120s);
+}
+
+/// A waiting acquire whose grant is read late — the answer held 300 ms by the proxy while this
+/// process stops 1.5 s (past session_timeout/3, within the session's idle bound of 3 s) — so
+/// that its client dates it with a SELECT 1 first, which the proxy holds; the acquire is cancelled
+/// then, with each cancellation type: it completes with operation_aborted owning nothing, no
+/// lease of b's is left, and the lock is free on the server for another client's try_acquire.
+template <typename Db>
+void an_acquire_cancelled_while_its_late_grant_is_dated_leaves_nothing() {
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  std::string url = server.url(); // b's: through the proxy
+  const std::string port = ":" + std::to_string(server.port());
+  url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                      asio::cancellation_type::total}) {
+      {
+        BOOST_TEST_MESSAGE("cancellation type " << static_cast<int>(type));
+        sql::lock_pool_options o;
+        o.session_timeout = 3s;
+        auto a = client<Db>(ex, server);
+        auto b = std::make_unique<typename Db::client_type>(ex, Db::config_for(url), o);
+        mutex ma{*a, "dated"}, mb{*b, "dated"}, warm{*b, "warm up"};
+        auto gw = co_await warm.acquire(); // b's session, set up and spare: the wait runs there
+        co_await gw.unlock();
+        auto ga = co_await ma.acquire();
+        asio::cancellation_signal signal;
+        event done(ex);
+        error_code ec;
+        guard gb;
+        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+          std::tie(ec, gb) = co_await mb.acquire(asio::bind_cancellation_slot(signal.slot(), asio::as_tuple(asio::use_awaitable)));
+          done.set();
+        }, asio::detached);
+        BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+        proxy.delay(direction::server_to_client, 300ms);
+        co_await ga.unlock(); // the server grants b's wait now
+        BOOST_REQUIRE(co_await eventually([&] { return proxy.stats().held_server_to_client > 0; }));
+        proxy.blackhole(direction::client_to_server, true); // the SELECT 1 that dates the grant stays here
+        std::this_thread::sleep_for(1500ms);                 // this process stopped: the grant is read late
+        proxy.delay(direction::server_to_client, 0ms);
+        BOOST_REQUIRE(co_await eventually([&] { return proxy.stats().held_client_to_server > 0; }, 900ms));
+        BOOST_REQUIRE(!gb.owns_lock());
+        signal.emit(type);
+        proxy.heal();
+        co_await done.wait();
+        BOOST_TEST(ec == asio::error::operation_aborted, "type " << static_cast<int>(type) << ": " << ec.message());
+        BOOST_TEST(!gb.owns_lock());
+        // Well within the session's idle bound (3 s), which would free a lock kept by mistake too.
+        BOOST_TEST(co_await eventually([&] { return Db::held(server) == "0"; }, 1500ms));
+        auto [tec, gt] = co_await ma.try_acquire(asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST((!tec && gt.owns_lock()), "a's try_acquire: " << tec.message());
+        if (gt.owns_lock())
+          co_await gt.unlock();
+        co_await a->async_close(5s, asio::as_tuple(asio::use_awaitable));
+        co_await b->async_close(5s, asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(co_await eventually([&] { return Db::sessions(server) == "0"; }));
+      }
+    }
   }, 120s);
 }
 

@@ -155,7 +155,10 @@ private:
       last_ = nullptr;
       // Cancelled or out of time while preparing: the statement is not run (a server-side cancel
       // that came after the prepare could not stop it).
-      return stopping() ? succeeded({}) : execute_prepared();
+      if (stopping())
+        return succeeded({});
+      step_answered(); // the execute is a round trip of its own: a stop read late is no timeout
+      return execute_prepared();
     }
     if (error_ != nullptr) {
       const bool alive = PQstatus(pg_) == CONNECTION_OK;

@@ -7,6 +7,12 @@
 // has ended AND every server-side cancel it started has been answered, so a late cancel can never
 // hit the session's next statement. It then completes with the stop's reason (operation_aborted,
 // timeout) and whatever the statement returned, so a caller sees a grant that raced its cancel.
+// The deadline bounds each round trip: an operation in steps (PostgreSQL's prepare, then execute)
+// counts it again from each step's answer (step_answered). Its first step answered in time but
+// read late — this process stopped (SIGSTOP, a blocked loop) past the deadline with the answer in
+// its socket — must not turn into a timeout of a server that answered: on resuming, the answer is
+// read before the expired deadline's handler runs (Asio runs ready descriptors before timers), and
+// the step's re-arming makes that handler stale.
 #pragma once
 
 #include "backends/sql/result.hpp"
@@ -57,16 +63,18 @@ public:
     library_done_ = false;
     server_cancels_ = 0;
     on_stop_ = std::move(on_stop);
+    timeout_ = timeout;
     slot_ = asio::get_associated_cancellation_slot(*handler_);
     if (slot_.is_connected())
       slot_.assign([this](asio::cancellation_type) { stop(asio::error::operation_aborted); });
-    if (timeout.count() > 0) {
-      deadline_.expires_after(timeout);
-      deadline_.async_wait([this, owner = std::move(owner), serial = ++serial_](error_code ec) {
-        if (!ec && serial == serial_)
-          stop(make_error_code(error::timeout));
-      });
-    }
+    arm(std::move(owner));
+  }
+
+  /// A step of the running operation was answered (a prepare, its execute to follow): the
+  /// deadline counts again from now. Nothing once stopped.
+  void step_answered(std::shared_ptr<void> owner) {
+    if (running() && !reason_)
+      arm(std::move(owner));
   }
 
   /// Cancel or deadline (or the backend's own decision, e.g. close()).
@@ -110,6 +118,18 @@ public:
   }
 
 private:
+  // A handler of an earlier arming (already expired, or queued as ready) finds serial_ moved on.
+  void arm(std::shared_ptr<void> owner) {
+    ++serial_;
+    if (timeout_.count() == 0)
+      return;
+    deadline_.expires_after(timeout_);
+    deadline_.async_wait([this, owner = std::move(owner), serial = serial_](error_code ec) {
+      if (!ec && serial == serial_)
+        stop(make_error_code(error::timeout));
+    });
+  }
+
   void complete_if_done() {
     if (!running() || !library_done_ || server_cancels_ > 0)
       return;
@@ -128,6 +148,7 @@ private:
 
   asio::any_io_executor executor_;
   asio::steady_timer deadline_;
+  std::chrono::milliseconds timeout_{0};
   std::optional<handler_type> handler_;
   asio::cancellation_slot slot_;
   std::function<void(error_code)> on_stop_;

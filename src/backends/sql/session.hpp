@@ -88,6 +88,9 @@ protected:
   /// `session_gone`: the library's handle is of no more use (failed connect, lost connection).
   void failed(error e, sql_words words, bool session_gone);
   void library_closed() { waiter_.release(); }
+  /// The running operation's step was answered and its next one follows (PostgreSQL: the prepare,
+  /// then the execute): its deadline counts again from now (sql_operation).
+  void step_answered() { op_.step_answered(self()); }
   /// The idle session's socket turned readable: true if the connection is still usable (a spurious
   /// wake-up, a message the library takes), else false with why in `words`. By default it peeks:
   /// a server that only answers requests sends nothing unasked but its last words before it ends
