@@ -51,6 +51,8 @@ struct state_log {
     c.on_state([this](zk::session_state s) { seen.push_back(s); });
   }
   bool saw(zk::session_state s) const { return std::find(seen.begin(), seen.end(), s) != seen.end(); }
+  // on_state is posted after the state flips: a poll of state() can see the new state first.
+  bool last_is(zk::session_state s) const { return !seen.empty() && seen.back() == s; }
 };
 
 std::string names(const std::vector<zk::session_state>& states) {
@@ -197,7 +199,8 @@ BOOST_AUTO_TEST_CASE(a_server_restart_within_the_session_keeps_it_its_nodes_and_
     BOOST_TEST_MESSAGE("server killed and restarted in "
                        << std::chrono::duration_cast<milliseconds>(clock_type::now() - down).count() << " ms");
     BOOST_TEST(co_await eventually([&] { return c.state() == zk::session_state::connected &&
-                                                states.saw(zk::session_state::suspended); }));
+                                                states.saw(zk::session_state::suspended) &&
+                                                states.last_is(zk::session_state::connected); }));
     BOOST_TEST(names(states.seen) == "connected suspended connected");
     BOOST_TEST(c.session_id() == id);
     auto e = co_await c.exists("/e", false);
@@ -242,6 +245,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_server_past_the_session_timeout_is_expiry_for_us)
                                          << " ms after it");
     BOOST_TEST((expired >= bound));
     BOOST_TEST((expired <= bound + milliseconds(500)));
+    BOOST_TEST(co_await eventually([&] { return states.last_is(zk::session_state::expired); }, milliseconds(1000)));
     BOOST_TEST(names(states.seen) == "connected suspended expired");
     auto [ec, st] = co_await c.exists("/", false, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST((ec == error::session_expired));
