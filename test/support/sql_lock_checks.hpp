@@ -836,6 +836,59 @@ void a_bid_during_its_session_s_release_takes_that_session() {
   });
 }
 
+// A bid that waits for a session about to be spare (its release sent, unanswered) while another
+// session of the client is lost: the lost session's place is offered to the waiting bids once,
+// and the bid waits on for the releasing session. Torture run, PostgreSQL, seed 7: a worker spun
+// in drop() instead (the bid put back and taken again, forever) and never exited. Here: c holds
+// z; a holds x and waits for z on a second session, which is killed at the server while a's
+// replies are held 300 ms by the proxy; a releases x and bids x again meanwhile (the next local
+// waiter's bid, as in the torture: no other session of a's may look for it). The kill's end of
+// file reaches a first, then x's release answer, and x is granted again on its session.
+template <typename Db>
+void a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin() {
+  using namespace std::chrono_literals;
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, via(server, proxy)), c(ex, server);
+    const auto x = a.spec("spin:x"), z = a.spec("spin:z");
+    bidder z_holder(ex), first(ex), z_waiter(ex), second(ex);
+    c.bid(z_holder, z);
+    co_await z_holder.done.wait();
+    BOOST_REQUIRE(z_holder.grant);
+    a.bid(first, x);
+    co_await first.done.wait();
+    BOOST_REQUIRE(first.grant);
+    a.bid(z_waiter, z);
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    BOOST_TEST(a.backend->sessions() == 2u);
+
+    proxy.delay(direction::server_to_client, 300ms);
+    Db::kill(server, Db::a_waiter(server)); // a's waiting session; a hears of it 300 ms later
+    core::held h;
+    h.lock = x;
+    h.owner = first.owner;
+    h.token = first.grant->token;
+    h.session = first.grant->session;
+    error_code released = make_error_code(error::timeout);
+    a.backend->release(h, core::handler<void(error_code, std::string)>(
+                              [&released](error_code ec, std::string) { released = ec; }));
+    a.bid(second, x); // no spare session: waits for x's, whose release is unanswered
+
+    BOOST_REQUIRE_MESSAGE(co_await eventually([&] { return second.events == 1; }, 10s),
+                          "the bid for x got no answer");
+    BOOST_REQUIRE_MESSAGE(second.grant, second.ec.message() << ": " << second.words);
+    BOOST_TEST(second.grant->session == first.grant->session);
+    BOOST_TEST(!released);
+    BOOST_TEST(z_waiter.events == 1); // told that its session ended
+    BOOST_TEST(!z_waiter.grant);
+    proxy.delay(direction::server_to_client, 0ms);
+    co_await a.close();
+    co_await c.close();
+    BOOST_TEST(co_await eventually([&] { return Db::sessions(server) == "0"; }));
+  });
+}
+
 // A held lock's session whose connection drops (the proxy resets it) is reported lost at once:
 // its socket's end of file is seen while the session is idle, not at its next ping. The pings
 // here are 10 s apart (session_timeout 30 s), so a report within 3 s can only come from the socket.
