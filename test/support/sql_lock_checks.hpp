@@ -117,6 +117,15 @@ struct client {
         token);
     co_return result;
   }
+  /// Sends b's release and returns at once: `out` gets its outcome when it comes.
+  void send_release(const bidder& b, const std::shared_ptr<const core::lock_spec>& lock, error_code& out) {
+    core::held h;
+    h.lock = lock;
+    h.owner = b.owner;
+    h.token = b.grant->token;
+    h.session = b.grant->session;
+    backend->release(h, core::handler<void(error_code, std::string)>([&out](error_code ec, std::string) { out = ec; }));
+  }
   asio::awaitable<void> close(std::chrono::milliseconds bound = std::chrono::seconds(5)) {
     auto token = asio::use_awaitable;
     co_await asio::async_initiate<decltype(token), void()>(
@@ -818,14 +827,8 @@ void a_bid_during_its_session_s_release_takes_that_session() {
     a.bid(first, lock);
     co_await first.done.wait();
     BOOST_REQUIRE(first.grant);
-    core::held h;
-    h.lock = lock;
-    h.owner = first.owner;
-    h.token = first.grant->token;
-    h.session = first.grant->session;
     error_code released = make_error_code(error::timeout);
-    a.backend->release(h, core::handler<void(error_code, std::string)>(
-                              [&released](error_code ec, std::string) { released = ec; }));
+    a.send_release(first, lock, released);
     a.bid(second, lock);
     co_await second.done.wait();
     BOOST_REQUIRE_MESSAGE(second.grant, second.ec.message() << ": " << second.words);
@@ -865,14 +868,8 @@ void a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin() {
 
     proxy.delay(direction::server_to_client, 300ms);
     Db::kill(server, Db::a_waiter(server)); // a's waiting session; a hears of it 300 ms later
-    core::held h;
-    h.lock = x;
-    h.owner = first.owner;
-    h.token = first.grant->token;
-    h.session = first.grant->session;
     error_code released = make_error_code(error::timeout);
-    a.backend->release(h, core::handler<void(error_code, std::string)>(
-                              [&released](error_code ec, std::string) { released = ec; }));
+    a.send_release(first, x, released);
     a.bid(second, x); // no spare session: waits for x's, whose release is unanswered
 
     BOOST_REQUIRE_MESSAGE(co_await eventually([&] { return second.events == 1; }, 10s),
