@@ -12,16 +12,6 @@
 // non-blocking calls absorb that (they meet EAGAIN and ask to wait again). One wait at a time.
 // Between the library's calls, watch_idle() waits for the socket to turn readable (the server
 // closed it or spoke unasked); wait() ends that watch first.
-//
-// One read wait serves both: the idle watch's pending read is taken over by the next wait() for
-// readable (and left armed, serving nobody, by unwatch_idle()) instead of being cancelled and
-// armed anew. Each read wait armed costs Asio an epoll_ctl (it re-arms the edge-triggered
-// registration) and each cancel a handler run; a statement used to pay two of each, now one arm
-// and no cancel (lock_bench --backend postgres, uncontended: 4 -> 2 epoll_ctl a cycle). A read
-// wait's handler holds its `read_slot`, which says whom it serves now: a wait's owner (held, as
-// every wait keeps its caller alive), an idle watcher (weakly: the watch never keeps its caller
-// alive), or nobody (it then does nothing). The waiter itself holds the slot only weakly, so an
-// io_context destroyed with the wait pending frees the owner with the handler: no cycle.
 #pragma once
 
 #include <fcntl.h>
@@ -71,8 +61,8 @@ public:
     }
     library_fd_ = -1;
     timer_.cancel();
-    unwatch_idle();  // a pending wait's read ends cancelled, and says so to its owner
-    read_.reset();
+    idle_ = false;
+    ++idle_serial_;
   }
   /// The duplicate (same socket as the library's), for setsockopt and shutdown; -1 if none.
   [[nodiscard]] int fd() noexcept { return descriptor_.is_open() ? descriptor_.native_handle() : -1; }
@@ -86,23 +76,29 @@ public:
     ready_ = 0;
     done_ = std::move(done);
     pending_ = 0;
+    auto woke = [this, owner](unsigned bit, error_code ec) {
+      if (!ec && ready_ == 0) {
+        ready_ |= bit;
+        error_code ignored;
+        if (descriptor_.is_open())
+          descriptor_.cancel(ignored);  // the other waits end; the library is called once
+        timer_.cancel();
+      }
+      if (--pending_ == 0)
+        std::exchange(done_, nullptr)(ready_);
+    };
     if ((events & readable) && descriptor_.is_open()) {
       ++pending_;
-      auto slot = read_.lock();
-      if (!slot || slot->serves_wait)
-        slot = arm_read();
-      slot->serves_wait = true;
-      slot->keeper = owner;
+      descriptor_.async_wait(asio::posix::descriptor_base::wait_read, [woke](error_code ec) { woke(readable, ec); });
     }
     if ((events & writable) && descriptor_.is_open()) {
       ++pending_;
-      descriptor_.async_wait(asio::posix::descriptor_base::wait_write,
-                             [this, owner](error_code ec) { woke(writable, ec); });
+      descriptor_.async_wait(asio::posix::descriptor_base::wait_write, [woke](error_code ec) { woke(writable, ec); });
     }
     if (timeout) {
       ++pending_;
       timer_.expires_after(*timeout);
-      timer_.async_wait([this, owner](error_code ec) { woke(timed_out, ec); });
+      timer_.async_wait([woke](error_code ec) { woke(timed_out, ec); });
     }
     if (pending_ == 0)  // nothing to wait on (no descriptor): report it, posted
       asio::post(timer_.get_executor(), [this, owner] { std::exchange(done_, nullptr)(0); });
@@ -112,71 +108,37 @@ public:
   /// error), unless unwatch_idle(), wait() or release() came first. `owner` is held weakly: the
   /// watch never keeps its caller alive, and finds it gone instead.
   void watch_idle(std::weak_ptr<void> owner, std::function<void()> input) {
-    if (!descriptor_.is_open())
+    if (!descriptor_.is_open() || idle_)
       return;
-    auto slot = read_.lock();
-    if (slot && slot->serves_idle)
-      return;
-    if (!slot || slot->serves_wait)
-      slot = arm_read();
-    slot->serves_idle = true;
-    slot->watcher = std::move(owner);
-    idle_input_ = std::move(input);
+    idle_ = true;
+    descriptor_.async_wait(asio::posix::descriptor_base::wait_read,
+                           [this, owner = std::move(owner), serial = idle_serial_, input = std::move(input)](error_code ec) {
+                             const auto alive = owner.lock();
+                             if (!alive || serial != idle_serial_)
+                               return;
+                             idle_ = false;
+                             if (!ec)
+                               input();
+                           });
   }
   void unwatch_idle() {
-    if (auto slot = read_.lock(); slot && slot->serves_idle) {
-      slot->serves_idle = false;
-      slot->watcher.reset();
-    }
-    idle_input_ = nullptr;
+    if (!idle_)
+      return;
+    idle_ = false;
+    ++idle_serial_;
+    error_code ignored;
+    descriptor_.cancel(ignored);
   }
 
 private:
-  // Whom the pending read wait serves (see the opening comment).
-  struct read_slot {
-    bool serves_wait = false;
-    std::shared_ptr<void> keeper;  // the wait's owner
-    bool serves_idle = false;
-    std::weak_ptr<void> watcher;   // the idle watch's owner
-  };
-
-  std::shared_ptr<read_slot> arm_read() {
-    auto slot = std::make_shared<read_slot>();
-    read_ = slot;
-    descriptor_.async_wait(asio::posix::descriptor_base::wait_read, [this, slot](error_code ec) {
-      const auto alive = slot->serves_wait ? slot->keeper : slot->watcher.lock();
-      if (!alive)
-        return;  // nobody to tell (and `this` may be gone)
-      if (read_.lock() == slot)
-        read_.reset();
-      if (slot->serves_wait)
-        return woke(readable, ec);
-      if (slot->serves_idle && !ec)
-        std::exchange(idle_input_, nullptr)();
-    });
-    return slot;
-  }
-
-  void woke(unsigned bit, error_code ec) {
-    if (!ec && ready_ == 0) {
-      ready_ |= bit;
-      error_code ignored;
-      if (pending_ > 1 && descriptor_.is_open())
-        descriptor_.cancel(ignored);  // the other waits end; the library is called once
-      timer_.cancel();
-    }
-    if (--pending_ == 0)
-      std::exchange(done_, nullptr)(ready_);
-  }
-
   asio::posix::stream_descriptor descriptor_;
   asio::steady_timer timer_;
   int library_fd_ = -1;
   std::function<void(unsigned)> done_;
   unsigned ready_ = 0;
   int pending_ = 0;
-  std::weak_ptr<read_slot> read_;       // the pending read wait, if any
-  std::function<void()> idle_input_;
+  bool idle_ = false;
+  unsigned idle_serial_ = 0;
 };
 
 } // namespace corolock::detail
