@@ -20,8 +20,8 @@ public:
     case error::connection_lost:
       return "the connection to the server was lost while the request was in flight (outcome unknown)";
     case error::not_connected: return "not connected to the server";
-    case error::connect_failed: return "could not connect to the Redis server";
-    case error::auth_failed: return "the Redis server refused the credentials";
+    case error::connect_failed: return "could not connect to the server (refused, unreachable, or its handshake failed)";
+    case error::auth_failed: return "the server refused the credentials";
     case error::redis_error: return "the Redis server answered with an error";
     case error::protocol_error: return "malformed RESP data from the server";
     case error::unexpected_reply: return "the server's reply has an unexpected shape";
@@ -36,9 +36,9 @@ public:
       return "too few replicas acknowledged the lock in time (lock_options::min_replicas); "
              "it was given back";
     case error::tls_failed:
-      return "TLS with the Redis server failed (CA, certificate or key file unusable, server "
+      return "TLS with the server failed (CA, certificate or key file unusable, server "
              "certificate not trusted or issued for another name, or our certificate refused; "
-             "client::last_connect_error() tells which)";
+             "on Redis, client::last_connect_error() tells which)";
     case error::session_expired:
       return "the ZooKeeper session expired (the server said so, or no contact before the local "
              "deadline); its ephemeral nodes and watches are gone";

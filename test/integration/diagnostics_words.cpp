@@ -184,8 +184,8 @@ BOOST_AUTO_TEST_CASE(codes_that_say_it_all_leave_no_words) {
 
 // The default token (plain `co_await op()`) throws a system_error whose what() carries the words:
 // the address a connect could not reach and why, the server's reply to an acquisition (naming the
-// lock's key). Plain use_awaitable would throw the code alone ("could not connect to the Redis
-// server").
+// lock's key). Plain use_awaitable would throw the code alone ("could not connect to the
+// server ...").
 BOOST_AUTO_TEST_CASE(the_default_token_throws_with_the_words) {
   redis_server server;
   server.command({"SET", "corolock:{typed}", "a string"});

@@ -91,6 +91,7 @@ BOOST_AUTO_TEST_CASE(a_server_error_carries_its_number_sqlstate_and_words) {
     connection refused(ex, bad_password);
     auto [ec2, r2] = co_await refused.async_connect(tuple_awaitable);
     BOOST_TEST((ec2 == error::auth_failed));
+    BOOST_TEST(ec2.message().find("Redis") == std::string::npos, ec2.message()); // the code's words name no store
     BOOST_TEST(r2.words.code == 1045u);
     BOOST_TEST(r2.words.sqlstate == "28000");
 
@@ -100,6 +101,7 @@ BOOST_AUTO_TEST_CASE(a_server_error_carries_its_number_sqlstate_and_words) {
     auto [ec3, r3] = co_await nowhere.async_connect(tuple_awaitable);
     BOOST_TEST((ec3 == error::connect_failed));
     BOOST_TEST(r3.words.message.find("127.0.0.1") != std::string::npos);
+    BOOST_TEST(ec3.message().find("Redis") == std::string::npos, ec3.message());
   });
 }
 

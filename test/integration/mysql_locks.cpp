@@ -45,6 +45,10 @@ struct mariadb {
     url.replace(url.find("root@"), 5, "norights@");
     return url;
   }
+  /// The id of a session waiting in GET_LOCK.
+  static std::string a_waiter(server_type& s) {
+    return s.sql("SELECT ID FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' LIMIT 1");
+  }
   static void kill(server_type& s, const std::string& id) { s.sql("KILL " + id); }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock.fence SET name = X'00' WHERE lock_key = " + key);
@@ -66,6 +70,7 @@ COROLOCK_SQL_LOCK_CASE(a_fence_row_of_another_name_is_noticed_and_the_lock_given
 COROLOCK_SQL_LOCK_CASE(a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock, mariadb)
 COROLOCK_SQL_LOCK_CASE(an_account_without_rights_on_the_fence_table_gets_no_lock, mariadb)
 COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, mariadb)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, mariadb)

@@ -110,6 +110,7 @@ BOOST_AUTO_TEST_CASE(a_server_error_carries_its_sqlstate_and_words) {
     auto [ec3, r3] = co_await nowhere.async_connect(tuple_awaitable);
     BOOST_TEST((ec3 == error::connect_failed));
     BOOST_TEST(r3.words.message.find("127.0.0.1") != std::string::npos);
+    BOOST_TEST(ec3.message().find("Redis") == std::string::npos, ec3.message()); // the code's words name no store
   });
 }
 

@@ -353,6 +353,7 @@ BOOST_AUTO_TEST_CASE(no_server_is_connect_failed_with_the_members_named) {
     BOOST_TEST((ec == error::connect_failed));
     BOOST_TEST(why.client_message().find("127.0.0.1:" + std::to_string(port)) != std::string::npos,
                why.client_message());
+    BOOST_TEST(ec.message().find("Redis") == std::string::npos, ec.message()); // the code's words name no store
   });
 }
 

@@ -567,13 +567,11 @@ void sql_lock_backend::drop(const std::shared_ptr<link>& l, error_code why) {
   }
   if (held && hooks_.session_lost)
     hooks_.session_lost(l->id, why == error::closed ? why : make_error_code(error::connection_lost));
-  // A place in the pool was freed.
-  while (!pending_.empty() && links_.size() < options_.max_sessions && !closing_) {
-    auto st = pending_.front();
-    pending_.pop_front();
-    if (st->events != nullptr)
-      need_session(st);
-  }
+  // A place in the pool was freed: each bid waiting for a session looks again, once. (A loop
+  // until none waits spun forever when a bid went back to wait for a releasing session:
+  // a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin.)
+  if (!pending_.empty() && links_.size() < options_.max_sessions && !closing_)
+    reconsider_pending();
 }
 
 // A session may have become free: serve the first bid waiting for one, else keep or close it.
