@@ -793,7 +793,15 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "corolock_torture_worker: {}\n", e.what());
     return 2;
   }
-  corolock::client resource(io.get_executor(), s.resource_url);
+  // The chaos never touches the resource server, but it SIGSTOPs this process for up to 2.5
+  // leases (7.5 s on a database): a request in flight across the stop would outlive the default
+  // request_timeout (5 s) and be counted a resource failure although its reply was in the socket
+  // (CI: torture.postgres.shared_mutex, a stopped writer's fenced write landed, 675 in Redis, 674
+  // accepted). Its timeout is past any stop.
+  auto resource_config = corolock::client_config::from_url(s.resource_url);
+  resource_config.request_timeout = std::max<std::chrono::milliseconds>(resource_config.request_timeout,
+                                                                         s.lease * 3 + std::chrono::seconds(5));
+  corolock::client resource(io.get_executor(), std::move(resource_config));
   bool all_done = false, failed = false;
   asio::co_spawn(io, run(*store, resource, s, st, all_done), [&](std::exception_ptr e) {
     if (e) {
