@@ -7,7 +7,6 @@
 namespace corolock::detail {
 
 namespace {
-constexpr std::size_t consumed_memory = 16;
 } // namespace
 
 bool unreachable(error_code ec) noexcept {
@@ -121,7 +120,7 @@ void line_machine::fail_unbounded(error_code ec, std::string_view text) {
 }
 
 bool line_machine::consumed(const std::string& owner) const {
-  return std::find(consumed_.begin(), consumed_.end(), owner) != consumed_.end();
+  return consumed_.contains(owner);
 }
 
 void line_machine::give_first(const std::string& owner, std::uint64_t token,
@@ -129,9 +128,7 @@ void line_machine::give_first(const std::string& owner, std::uint64_t token,
   auto it = callers_.begin();
   actions_.push_back({line_action::kind::grant, it->first, owner, {}, {}, token, from, px});
   remove(it);
-  consumed_.push_back(owner);
-  if (consumed_.size() > consumed_memory)
-    consumed_.pop_front();
+  consumed_.push(owner);
   refresh_at_ = holder_until_ = steady::time_point::max();
 }
 

@@ -28,10 +28,10 @@
 #pragma once
 
 #include <corolock/detail/async.hpp>
+#include "detail/recent_list.hpp"
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -191,7 +191,7 @@ private:
   int unknown_outcomes_ = 0;
   subscription sub_ = subscription::none;
   std::optional<handoff> offered_;
-  std::deque<std::string> consumed_; // owners recently given to a caller (late messages ignored)
+  detail::recent_list<std::string, 16> consumed_; // owners recently given to a caller (late messages ignored)
   steady::time_point refresh_at_ = steady::time_point::max();
   steady::time_point holder_until_ = steady::time_point::max();
   steady::time_point armed_at_ = steady::time_point::max();

@@ -115,12 +115,14 @@ std::shared_ptr<waiting_line> lock_service::line(const std::shared_ptr<const loc
                                                  std::int64_t permits) {
   // Permit callers wanting different counts wait in different lines (an owner queues for one
   // count); a mutex's key names its one line, which a release looks up for a hand-off.
-  auto key = names->kind == lock_kind::mutex ? names->key
-                                             : names->key + '#' + std::to_string(permits);
-  auto& slot = lines_[key];
+  auto& slot = lines_[line_key(*names, permits)];
   if (!slot)
     slot = std::make_shared<waiting_line>(*this, names, waiter_ttl, permits);
   return slot;
+}
+
+std::string lock_service::line_key(const lock_names& names, std::int64_t permits) {
+  return names.kind == lock_kind::mutex ? names.key : names.key + '#' + std::to_string(permits);
 }
 
 waiting_line* lock_service::find_line(const std::string& key) {
@@ -139,6 +141,30 @@ void lock_service::line_idle() {
     if (!ec && c && lock_service::find(*c))
       lock_service::find(*c)->sweep_idle_lines();
   });
+}
+
+void lock_service::line_done(const std::shared_ptr<waiting_line>& l) {
+  if (closed_)
+    return;
+  // Posted, not erased here: the line's own member functions are on the stack.
+  if (done_lines_.empty())
+    asio::post(client.ex, [weak = client.weak_from_this()] {
+      auto c = weak.lock();
+      if (c && lock_service::find(*c))
+        lock_service::find(*c)->drop_done_lines();
+    });
+  done_lines_.push_back(l);
+}
+
+void lock_service::drop_done_lines() {
+  for (auto& weak : std::exchange(done_lines_, {})) {
+    auto l = weak.lock();
+    if (!l || !l->idle() || l->contended())
+      continue; // gone already, or used again meanwhile
+    if (auto it = lines_.find(line_key(*l->names(), l->permits()));
+        it != lines_.end() && it->second == l)
+      lines_.erase(it);
+  }
 }
 
 void lock_service::sweep_idle_lines() {

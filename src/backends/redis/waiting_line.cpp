@@ -26,9 +26,7 @@ waiting_line::waiting_line(lock_service& service, std::shared_ptr<const lock_nam
             auto owner = service_.new_owner(std::min(first.queue.grant_lease, first.opts.lease));
             if (names_->kind == lock_kind::permits) {
               // Other lines of this client share the channel: remember whose grants are ours.
-              if (recent_owners_.size() == max_recent_owners)
-                recent_owners_.pop_front();
-              recent_owners_.push_back(owner);
+              recent_owners_.push(owner);
             }
             return owner;
           },
@@ -106,6 +104,7 @@ void waiting_line::run() {
         break;
       }
       case line_action::kind::subscribe:
+        contended_ = true;
         if (!subscribed_ && service_.client.lock_subs) {
           subscribed_ = true;
           service_.client.lock_subs->add(names_->channel(), this);
@@ -136,7 +135,10 @@ void waiting_line::note_idle() {
   if (running_ || !idle())
     return;
   idle_since_ = steady::now();
-  service_.line_idle();
+  if (contended_)
+    service_.line_idle();
+  else
+    service_.line_done(shared_from_this());
 }
 
 void waiting_line::grant(std::uint64_t id, const line_action& a) {
@@ -326,7 +328,7 @@ void waiting_line::on_message(std::string_view, std::string_view payload,
   if (!parse_grant(payload, token, owner))
     return;
   if (names_->kind == lock_kind::permits && service_.ours(owner) &&
-      std::find(recent_owners_.begin(), recent_owners_.end(), owner) == recent_owners_.end())
+      !recent_owners_.contains(owner))
     return; // another line's of this client (another permit count)
   if (!service_.ours(owner)) {
     // Another client's waiter has it now: if that client died, it is free after the grant lease.

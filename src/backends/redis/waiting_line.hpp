@@ -12,7 +12,6 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -48,6 +47,10 @@ public:
   /// machine is done with those already).
   bool idle() const noexcept { return machine_.idle() && callers_.empty(); }
   const std::shared_ptr<const lock_names>& names() const noexcept { return names_; }
+  std::int64_t permits() const noexcept { return permits_; }
+  /// The line has found its lock taken at least once (it asked for the lock's channel): it may
+  /// have owners queued in Redis and messages to await, so it lingers when idle.
+  bool contended() const noexcept { return contended_; }
   steady::time_point idle_since() const noexcept { return idle_since_; }
   std::chrono::milliseconds waiter_ttl() const noexcept { return waiter_ttl_; }
   /// The client closes: callers fail with error::closed; `owners` gets what the line may hold.
@@ -104,8 +107,7 @@ private:
   std::int64_t permits_;
   // A permit lock's owners made by this line, newest last (a grant message naming an older one
   // comes too late to matter: its give-up was sent long ago).
-  std::deque<std::string> recent_owners_;
-  static constexpr std::size_t max_recent_owners = 16;
+  detail::recent_list<std::string, 16> recent_owners_;
   line_machine machine_;
   std::unordered_map<std::uint64_t, caller> callers_;
   std::uint64_t arrivals_ = 0;
@@ -113,6 +115,7 @@ private:
   steady::time_point last_queued_sent_{}; // our last attempt that found the line still waiting
   std::weak_ptr<pending> flight_req_;     // the attempt in flight, for lock_service::withdraw
   bool subscribed_ = false;
+  bool contended_ = false; // see contended()
   bool running_ = false; // run() is on the stack: actions appended meanwhile are run by it
   steady::time_point idle_since_{};
 };
