@@ -16,6 +16,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <random>
+#include <thread>
 
 using namespace corolock;
 using namespace corolock::test;
@@ -863,6 +864,48 @@ BOOST_AUTO_TEST_CASE(a_wait_with_a_deadline_rides_through_a_restart) {
     co_await one(sq, tq, sa, ta, "corolock:{restart-queued}:sem:q", "semaphore");
   });
   expect_clean(server);
+}
+
+// A process stopped (SIGSTOP, a blocked loop) past request_timeout while its request's reply is on
+// its way: the reply reached the socket in time, so on resuming the request succeeds; it is not
+// reported timeout because the deadline's timer expired during the stop too.
+BOOST_AUTO_TEST_CASE(a_reply_that_arrived_while_the_process_was_stopped_is_not_a_timeout) {
+  redis_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = through(proxy);
+    cfg.request_timeout = std::chrono::milliseconds(300);
+    client c(ex, cfg);
+    co_await c.connect();
+    co_await c.exec(make("PING"));
+    proxy.delay(direction::server_to_client, std::chrono::milliseconds(100)); // back at ~100 ms
+    for (const bool at_once : {false, true}) {
+      error_code ec;
+      std::string got;
+      auto t0 = steady::now();
+      auto ask = [&]() -> asio::awaitable<void> {
+        auto [e, r] = co_await c.exec(make("ECHO", "in-time"), tuple_awaitable);
+        ec = e;
+        if (!e && !r.empty())
+          got = r[0].data;
+      };
+      auto stop = [&]() -> asio::awaitable<void> {
+        if (at_once)
+          co_await asio::post(ex, asio::use_awaitable); // one turn after the request was asked
+        else
+          co_await sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(std::chrono::milliseconds(600)); // the whole loop stops
+      };
+      co_await (ask() && stop());
+      BOOST_TEST_MESSAGE("the loop stopped 600 ms " << (at_once ? "one turn" : "20 ms")
+                                                    << " after a request (reply back at ~100 ms,"
+                                                       " request_timeout 300 ms): '"
+                                                    << ec.message() << "' " << ms_since(t0)
+                                                    << " ms after it was asked");
+      BOOST_TEST(!ec);
+      BOOST_TEST(got == "in-time");
+    }
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()
