@@ -70,7 +70,7 @@ struct lock_spec {
   std::string name;       ///< checked by the core (1..max_name bytes) and by backend::check
   lock_kind kind = lock_kind::mutex;
   std::int64_t capacity = 1; ///< semaphore: the permits when none was set at run time
-  lock_options options;   ///< as the handle was given them (backends read what they serve)
+  lock_options options{}; ///< as the handle was given them (backends read what they serve)
 };
 
 /// What one contender asks the store for.

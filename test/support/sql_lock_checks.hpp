@@ -100,6 +100,12 @@ struct client {
     x.ride_through = ride_through;
     b.contender = backend->contend(std::move(x), b.owner, b);
   }
+  /// bid(b, lock), then its outcome: the test stops there unless it is a grant.
+  asio::awaitable<void> hold(bidder& b, const std::shared_ptr<const core::lock_spec>& lock) {
+    bid(b, lock);
+    co_await b.done.wait();
+    BOOST_REQUIRE_MESSAGE(b.grant, "no grant: " << b.ec.message() << ": " << b.words);
+  }
   asio::awaitable<std::tuple<error_code, std::string>> release(bidder& b, const std::shared_ptr<const core::lock_spec>& lock,
                                                                bool shared = false) {
     core::held h;
@@ -160,9 +166,7 @@ struct held_and_awaited {
       : server(s), a(ex, s), b(ex, s), lock(a.spec(std::move(name))), key(a.backend->key_of(*lock)), holder(ex),
         waiter(ex) {}
   asio::awaitable<void> start() {
-    a.bid(holder, lock);
-    co_await holder.done.wait();
-    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    co_await a.hold(holder, lock);
     BOOST_TEST(Db::holder(server, key) != "0");
     b.bid(waiter, lock);
     BOOST_REQUIRE(co_await eventually([this] { return Db::waiting(server) == "1"; }));
@@ -215,9 +219,7 @@ void tokens_rise_across_a_crash_of_the_server() {
     for (int i = 0; i < 41; ++i) {
       const auto lock = a.spec(i % 2 ? "crash:a" : "crash:b");
       bidder b(ex);
-      a.bid(b, lock);
-      co_await b.done.wait();
-      BOOST_REQUIRE_MESSAGE(b.grant, b.ec.message() << ": " << b.words);
+      co_await a.hold(b, lock);
       BOOST_TEST(b.grant->token > highest);
       highest = b.grant->token;
       if (i < 40) // the last one is held at the crash
@@ -232,9 +234,7 @@ void tokens_rise_across_a_crash_of_the_server() {
     for (const char* name : {"crash:a", "crash:b", "crash:new"}) {
       const auto lock = c.spec(name);
       bidder b(ex);
-      c.bid(b, lock);
-      co_await b.done.wait();
-      BOOST_REQUIRE_MESSAGE(b.grant, b.ec.message() << ": " << b.words);
+      co_await c.hold(b, lock);
       BOOST_TEST(b.grant->token > highest, name << ": " << b.grant->token << " after the crash, "
                                                 << highest << " before it");
       BOOST_TEST_MESSAGE(name << ": token " << b.grant->token << " after the crash, " << highest << " before it");
@@ -312,14 +312,10 @@ template <typename Db>
 asio::awaitable<void> warmed_and_held(client<Db>& a, client<Db>& b, bidder& first, bidder& holder,
                                       const std::shared_ptr<const core::lock_spec>& warm,
                                       const std::shared_ptr<const core::lock_spec>& lock) {
-  b.bid(first, warm);
-  co_await first.done.wait();
-  BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
+  co_await b.hold(first, warm);
   auto [ec, words] = co_await b.release(first, warm);
   BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << words);
-  a.bid(holder, lock);
-  co_await holder.done.wait();
-  BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+  co_await a.hold(holder, lock);
 }
 
 /// Client a holds a lock; client b (through the proxy) waits for it and is granted by a's
@@ -398,9 +394,7 @@ void a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over() 
     client<Db> b(ex, via(server, proxy));
     const auto other = b.spec("held beside"), lock = b.spec("stopped look");
     bidder first(ex), look(ex);
-    b.bid(first, other);
-    co_await first.done.wait();
-    BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
+    co_await b.hold(first, other);
     co_await a_bid_stopped_with_its_grant_in_flight<Db>(server, proxy, b, look, lock,
                                                         [&] { return a_look_in_flight(proxy, b, look, lock); });
   }, std::chrono::seconds(60));
@@ -515,9 +509,7 @@ void a_one_look_read_after_a_short_stop_is_answered() {
     client<Db> b(ex, via(server, proxy)), c(ex, server);
     const auto other = b.spec("held beside"), lock = b.spec("short stop");
     bidder first(ex), look(ex), held(ex), again(ex);
-    b.bid(first, other);
-    co_await first.done.wait();
-    BOOST_REQUIRE_MESSAGE(first.grant, first.ec.message() << ": " << first.words);
+    co_await b.hold(first, other);
     const auto stopped_look = [&](bidder& x) -> asio::awaitable<void> {
       co_await a_look_in_flight(proxy, b, x, lock);
       BOOST_REQUIRE(x.events == 0);
@@ -535,9 +527,7 @@ void a_one_look_read_after_a_short_stop_is_answered() {
       BOOST_TEST(Db::holder(server, b.backend->key_of(*lock)) != "0");
       co_await b.release(look, lock);
     }
-    c.bid(held, lock);
-    co_await held.done.wait();
-    BOOST_REQUIRE_MESSAGE(held.grant, held.ec.message() << ": " << held.words);
+    co_await c.hold(held, lock);
     co_await stopped_look(again);
     BOOST_TEST(again.was_taken, "the look while c holds it: " << (again.grant ? "granted" : again.ec.message()));
   }, std::chrono::seconds(60));
@@ -741,9 +731,7 @@ void a_silent_holder_is_past_its_bound_before_another_client_gets_the_lock() {
     client<Db> a(ex, via(server, proxy)), b(ex, server); // a talks through the proxy
     const auto lock = a.spec("silent");
     bidder holder(ex), waiter(ex);
-    a.bid(holder, lock);
-    co_await holder.done.wait();
-    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    co_await a.hold(holder, lock);
     b.bid(waiter, lock);
     BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
     const auto t0 = std::chrono::steady_clock::now();
@@ -794,9 +782,7 @@ void at_the_pool_limit_a_bid_waits_for_a_freed_session() {
     client<Db> a(ex, server, o);
     const auto lock = a.spec("pool");
     bidder first(ex), second(ex);
-    a.bid(first, lock);
-    co_await first.done.wait();
-    BOOST_REQUIRE(first.grant);
+    co_await a.hold(first, lock);
     a.bid(second, lock); // its session holds "pool": the bid needs another one, over the limit
     BOOST_TEST(co_await still_waiting(second));
     BOOST_TEST(a.backend->sessions() == 1u);
@@ -824,14 +810,10 @@ void a_bid_during_its_session_s_release_takes_that_session() {
     client<Db> a(ex, server);
     const auto lock = a.spec("again");
     bidder first(ex), second(ex);
-    a.bid(first, lock);
-    co_await first.done.wait();
-    BOOST_REQUIRE(first.grant);
+    co_await a.hold(first, lock);
     error_code released = make_error_code(error::timeout);
     a.send_release(first, lock, released);
-    a.bid(second, lock);
-    co_await second.done.wait();
-    BOOST_REQUIRE_MESSAGE(second.grant, second.ec.message() << ": " << second.words);
+    co_await a.hold(second, lock);
     BOOST_TEST(!released);
     BOOST_TEST(second.grant->session == first.grant->session);
     BOOST_TEST(a.backend->sessions() == 1u); // before: 2
@@ -856,12 +838,8 @@ void a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin() {
     client<Db> a(ex, via(server, proxy)), c(ex, server);
     const auto x = a.spec("spin:x"), z = a.spec("spin:z");
     bidder z_holder(ex), first(ex), z_waiter(ex), second(ex);
-    c.bid(z_holder, z);
-    co_await z_holder.done.wait();
-    BOOST_REQUIRE(z_holder.grant);
-    a.bid(first, x);
-    co_await first.done.wait();
-    BOOST_REQUIRE(first.grant);
+    co_await c.hold(z_holder, z);
+    co_await a.hold(first, x);
     a.bid(z_waiter, z);
     BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
     BOOST_TEST(a.backend->sessions() == 2u);
@@ -899,9 +877,7 @@ void a_dropped_connection_is_reported_at_once() {
     client<Db> a(ex, via(server, proxy), o);
     const auto lock = a.spec("dropped");
     bidder holder(ex);
-    a.bid(holder, lock);
-    co_await holder.done.wait();
-    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    co_await a.hold(holder, lock);
     const auto t0 = core::steady::now();
     proxy.reset_all();
     BOOST_REQUIRE(co_await eventually([&] { return a.lost.size() == 1; }, std::chrono::seconds(3)));
@@ -929,9 +905,7 @@ void a_restarted_server_tells_the_holder_before_another_gets_the_lock() {
     client<Db> a(ex, server, o), b(ex, server);
     const auto lock = a.spec("restarted");
     bidder holder(ex), waiter(ex), again(ex);
-    a.bid(holder, lock);
-    co_await holder.done.wait();
-    BOOST_REQUIRE_MESSAGE(holder.grant, holder.ec.message() << ": " << holder.words);
+    co_await a.hold(holder, lock);
     b.bid(waiter, lock, true, false, true);
     BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
     const auto t0 = core::steady::now();
