@@ -33,7 +33,6 @@ public:
   }
 
   std::size_t size() const noexcept { return items_.size(); }
-  static constexpr std::size_t capacity() noexcept { return Capacity; }
 
 private:
   std::vector<T> items_; // oldest first

@@ -6,9 +6,6 @@
 
 namespace corolock::detail {
 
-namespace {
-} // namespace
-
 bool unreachable(error_code ec) noexcept {
   return ec == error::timeout || ec == error::not_connected || ec == error::connection_lost;
 }
