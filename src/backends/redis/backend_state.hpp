@@ -84,7 +84,7 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   std::unordered_map<std::string, std::shared_ptr<grant_channel>> channels;
   asio::steady_timer sweep_timer;
   bool sweep_scheduled = false;
-  std::unique_ptr<corolock::detail::replica_acks> acks; ///< made on first use
+  std::shared_ptr<corolock::detail::replica_acks> acks; ///< made on first use
 
 private:
   void sweep();

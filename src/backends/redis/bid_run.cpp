@@ -233,7 +233,7 @@ void bid_run::confirm(std::uint64_t token) {
     return;
   }
   if (!s_->acks)
-    s_->acks = std::make_unique<corolock::detail::replica_acks>(*c);
+    s_->acks = std::make_shared<corolock::detail::replica_acks>(*c);
   s_->track(names_, owner_); // a closing client releases it
   const auto& o = bid_.lock->options;
   s_->acks->confirm(names_, owner_, token, o.watchdog ? o.lease : std::chrono::milliseconds(0),

@@ -112,7 +112,7 @@ public:
   client_impl& client;
   watchdog dog;
   /// Replica acknowledgement of acquisitions (lock_options::min_replicas), on its own connection.
-  replica_acks acks;
+  std::shared_ptr<replica_acks> acks;
 
 private:
   void sweep_idle_lines();
