@@ -456,6 +456,82 @@ asio::awaitable<void> permits_cancelled_wait_leaves_nothing(F& f, asio::any_io_e
   }
 }
 
+/// Whether fixture F's store keeps a semaphore's count (set_permits, status): `static constexpr
+/// bool run_time_permits = true` in the fixture.
+template <typename F>
+constexpr bool sets_counts = requires { requires F::run_time_permits; };
+
+/// set_permits() and status(): a raised count grants the waiters that now fit, a lowered one takes
+/// nothing from holders, a count set wins over the handles' own, bad counts are refused, terminal
+/// cancellation completes at once. A store without run-time counts refuses both clearly.
+template <typename F>
+asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  semaphore sa{*a, "adm", 1}, sb{*b, "adm", 1}, sc{*b, "adm", 5};
+  if constexpr (!sets_counts<F>) {
+    diagnostics why;
+    auto [ec, st] = co_await sa.set_permits(2, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec == error::invalid_argument);
+    BOOST_TEST(!why.client_message().empty());
+    auto [ec2, st2] = co_await sa.status(tuple_awaitable);
+    BOOST_TEST(ec2 == error::invalid_argument);
+    co_return;
+  } else {
+    auto ga = co_await sa.acquire();
+    guard gb;
+    test::event b_has_it(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      gb = co_await sb.acquire();
+      b_has_it.set();
+    }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return permit_waiters(f, "adm") == 1; }));
+    auto st = co_await sa.status();
+    BOOST_TEST(st.permits == 1);
+    BOOST_TEST(st.in_use == 1);
+    BOOST_TEST(st.waiting == 1);
+    st = co_await sa.set_permits(2); // the waiter fits now: granted without a release
+    BOOST_TEST(st.permits == 2);
+    co_await b_has_it.wait();
+    BOOST_TEST(gb.owns_lock());
+    BOOST_TEST(ga.owns_lock());
+    st = co_await sb.status();
+    BOOST_TEST(st.permits == 2);
+    BOOST_TEST(st.in_use == 2);
+    BOOST_TEST(st.waiting == 0);
+    st = co_await sb.set_permits(1); // lowered: both keep what they hold
+    BOOST_TEST(st.permits == 1);
+    BOOST_TEST(st.in_use == 2);
+    BOOST_TEST(ga.owns_lock());
+    co_await ga.unlock();
+    auto [ec1, gc1] = co_await sc.try_acquire(tuple_awaitable); // 1 of 1 in use: the set count,
+    BOOST_TEST(!ec1);                                             // not sc's 5
+    BOOST_TEST(!gc1.owns_lock());
+    co_await gb.unlock();
+    auto gc2 = co_await sc.try_acquire();
+    BOOST_TEST(gc2.owns_lock());
+    co_await gc2.unlock();
+    // Bad counts: refused in words, nothing changed.
+    diagnostics why;
+    auto [ec3, st3] = co_await sa.set_permits(-1, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec3 == error::invalid_argument);
+    BOOST_TEST(!why.client_message().empty());
+    auto [ec4, st4] = co_await sa.set_permits(semaphore::max_permits + 1, tuple_awaitable);
+    BOOST_TEST(ec4 == error::invalid_argument);
+    // Terminal cancellation completes at once (the set, already sent, may still land).
+    asio::cancellation_signal signal;
+    asio::post(ex, [&] { signal.emit(asio::cancellation_type::terminal); });
+    auto [ec5, st5] = co_await sa.set_permits(
+        3, asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+    BOOST_TEST(ec5 == asio::error::operation_aborted);
+    st = co_await sa.status();
+    BOOST_TEST((st.permits == 1 || st.permits == 3));
+    BOOST_TEST(st.in_use == 0);
+    BOOST_TEST(st.waiting == 0);
+    BOOST_TEST(permit_waiters(f, "adm") == 0);
+  }
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -484,4 +560,5 @@ asio::awaitable<void> permits_cancelled_wait_leaves_nothing(F& f, asio::any_io_e
   COROLOCK_CONFORMANCE_CASE(F, permits_never_exceed_the_count)                                    \
   COROLOCK_CONFORMANCE_CASE(F, permits_a_big_request_is_not_passed)                               \
   COROLOCK_CONFORMANCE_CASE(F, permits_more_than_the_count_are_refused)                           \
-  COROLOCK_CONFORMANCE_CASE(F, permits_cancelled_wait_leaves_nothing)
+  COROLOCK_CONFORMANCE_CASE(F, permits_cancelled_wait_leaves_nothing)                            \
+  COROLOCK_CONFORMANCE_CASE(F, permits_count_set_at_run_time)

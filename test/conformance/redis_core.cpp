@@ -40,6 +40,7 @@ private:
 struct redis_core_fixture : corolock::conformance::redis_store_fixture<engine_source> {
   using source = engine_source;
   static constexpr const char* backend = "redis (core)";
+  static constexpr bool run_time_permits = true;
 
   asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor ex) {
     auto proxy = new_proxy();

@@ -6,6 +6,7 @@
 #include "backends/redis/bid_run.hpp"
 #include "backends/redis/grant_channel.hpp"
 #include "backends/redis/lock_service.hpp"
+#include "backends/redis/permits_admin.hpp"
 #include "backends/redis/script_replies.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
@@ -33,6 +34,7 @@ constexpr core::backend_traits redis_traits{
     .semaphore = true,
     .fifo = true,
     .replicas = true,
+    .run_time_permits = true,
 };
 
 /// One release of a held lock, sent again (same owner) while a dropped connection leaves its
@@ -100,6 +102,50 @@ struct release_op : std::enable_shared_from_this<release_op> {
       std::exchange(handoff, nullptr)->handoff_declined(unknown);
     if (h)
       complete_later(s->ex, h.take(), asio::cancellation_slot{}, ec, std::move(words));
+  }
+};
+
+/// set_permits / status: one request of the permit scripts on the lock connection, sent again
+/// (twice at most) when its connection dropped before the reply: both scripts are idempotent.
+struct permits_op : std::enable_shared_from_this<permits_op> {
+  std::shared_ptr<backend_state> s;
+  std::shared_ptr<const lock_names> names;
+  std::optional<std::int64_t> count;
+  // Never move-assigned (see detail/completion.hpp).
+  corolock::detail::stored_handler<
+      core::handler<void(error_code, semaphore_status, std::string)>>
+      h;
+  int tries = 0;
+
+  void send() {
+    auto c = s->client();
+    if (!c || c->closed || s->closed)
+      return finish(error::closed, {}, "the client was closed");
+    request req;
+    corolock::detail::push_permits_admin(req, *names, count, c->publish_verb());
+    c->locks->exec(std::move(req), [self = shared_from_this()](error_code ec, response r) {
+      self->done(ec, r);
+    });
+  }
+
+  void done(error_code ec, const response& r) {
+    auto c = s->client();
+    if (!c)
+      return finish(error::closed, {}, "the client was closed");
+    if (ec == error::connection_lost && ++tries < 3 && !c->closed) {
+      send();
+      return;
+    }
+    if (ec)
+      return finish(transport_error(*c, ec), {}, {});
+    auto got = corolock::detail::read_permits_admin(r, count);
+    if (got.ec == error::redis_error)
+      c->last_server_error = got.text;
+    finish(got.ec, got.status, std::move(got.text));
+  }
+
+  void finish(error_code ec, semaphore_status st, std::string words) {
+    complete_later(s->ex, h.take(), asio::cancellation_slot{}, ec, st, std::move(words));
   }
 };
 
@@ -171,6 +217,16 @@ void lock_backend::release(const core::held& lease,
   if (auto it = s_->open.find(op->names->key); it != s_->open.end())
     if (auto run = it->second.lock(); run && run->offer_handoff())
       op->handoff = std::move(run);
+  op->send();
+}
+
+void lock_backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
+                           core::handler<void(error_code, semaphore_status, std::string)> h) {
+  auto op = std::make_shared<permits_op>();
+  op->s = s_;
+  op->names = backend_state::names_of(lock);
+  op->count = count;
+  op->h.set(std::move(h));
   op->send();
 }
 

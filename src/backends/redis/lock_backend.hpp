@@ -10,7 +10,8 @@
 // and when this client has an open bid of the same mutex queued it offers the lock to it (the
 // hand-off: granted in the same reply, nothing published). renew() = one pipelined request of
 // renew.lua per lease (the watchdog's batch). close() = one request of release.lua for every held
-// lock, open bid and give-up in flight. on_reconnect(): the client's lock connection came back (a
+// lock, open bid and give-up in flight. permits() = set_permits.lua / permits_status.lua
+// (permits_admin.hpp). on_reconnect(): the client's lock connection came back (a
 // restart, a Sentinel switch): the core checks every lease at once.
 //
 // Leases are per lock (PX), renewed by the core's keeper; tokens are the lock's fence counter.
@@ -46,6 +47,8 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
+               core::handler<void(error_code, semaphore_status, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
