@@ -268,12 +268,12 @@ void lock_backend::renew(std::vector<core::renewal> leases,
   });
 }
 
-void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+bool lock_backend::shut(request& req) {
   auto c = s_->client();
-  const bool was_closed = std::exchange(s_->closed, true);
+  if (std::exchange(s_->closed, true))
+    return false;
   s_->sweep_timer.cancel();
   // Everything this client holds, may have been granted, or waits for in Redis: one release each.
-  request req;
   std::set<std::string> seen;
   auto settle = [&](const std::shared_ptr<const lock_names>& names, const std::string& owner) {
     if (c && seen.insert(owner).second)
@@ -294,7 +294,15 @@ void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> 
   s_->channels.clear();
   if (s_->acks)
     s_->acks->close();
-  if (was_closed || !c || c->closed || seen.empty()) {
+  return true;
+}
+
+void lock_backend::close_into(request& last) { shut(last); }
+
+void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+  auto c = s_->client();
+  request req;
+  if (!shut(req) || !c || c->closed || req.empty()) {
     complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
     return;
   }

@@ -22,6 +22,9 @@
 
 #include <memory>
 
+namespace corolock {
+class request;
+}
 namespace corolock::detail {
 class client_impl;
 }
@@ -37,6 +40,9 @@ public:
 
   /// The client's lock connection came back: tells the core (hooks::reconnected).
   void on_reconnect();
+  /// The client closes (engine_hook): what close() would send goes into the client's `last`
+  /// request instead, and the backend is closed (a later close() completes at once).
+  void close_into(corolock::request& last);
 
   const core::backend_traits& traits() const noexcept override;
   asio::any_io_executor get_executor() const override;
@@ -55,6 +61,9 @@ public:
   void set_hooks(hooks h) override;
 
 private:
+  /// Closes the backend and puts its releases into `req`; false if it was closed already.
+  bool shut(corolock::request& req);
+
   std::shared_ptr<backend_state> s_;
 };
 

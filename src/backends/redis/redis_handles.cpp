@@ -1,9 +1,12 @@
-// The Redis client as a lock_source, and the Redis handle's operations: until the Redis backend
-// moves behind core::backend, Redis serves the store-neutral handles (mutex, shared_mutex,
-// semaphore) through detail::handle_state.
+// The Redis client as a lock_source, and the old lock layer's handle operations. A client whose
+// engine_locks is on (client_impl.hpp) serves the store-neutral handles (mutex, shared_mutex,
+// semaphore) through the lock core over the Redis backend (engine_hook.hpp); the others, and every
+// cluster client, still through detail::handle_state, until the backend serves all of it (issue 22).
 #include "backends/redis/handle_state.hpp"
 
+#include "backends/redis/engine_hook.hpp"
 #include "backends/redis/lock_service.hpp"
+#include "core/engine.hpp"
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
@@ -107,6 +110,9 @@ redis::lock_options handle_state::queue_timings(const lock_options& o,
 std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
                                                        lock_options options,
                                                        std::int64_t capacity, const char* what) {
+  if (impl_->engine_locks && !impl_->cluster)
+    return redis::detail::engine_hook::of(impl_).engine().make_handle(
+        kind, std::move(name), std::move(options), capacity, what);
   detail::check_lock_arguments(name, options, what);
   std::shared_ptr<const detail::lock_names> names;
   switch (kind) {
