@@ -163,6 +163,13 @@ public:
   /// A fresh owner id, never used before by this client (nor, with overwhelming likelihood, by any
   /// other): the store records holders and waiters under it.
   virtual std::string new_owner() = 0;
+  /// The owner of a bid on `lock`, as the store will record it (guard::owner() shows it): a fresh
+  /// new_owner(), with what the store keeps in its owners added (Redis: the lock's grant lease,
+  /// which other clients read from a grant). The core calls only this one.
+  virtual std::string new_owner(const lock_spec& lock) {
+    static_cast<void>(lock);
+    return new_owner();
+  }
 
   /// The store's own rules for a lock (name charset, a kind or option it cannot serve):
   /// error::invalid_argument with `words`, or success. Called when a handle is constructed.

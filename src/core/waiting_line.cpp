@@ -46,7 +46,7 @@ private:
 waiting_line::waiting_line(const std::shared_ptr<engine_impl>& e,
                            std::shared_ptr<const lock_spec> s, std::int64_t n, bool sh)
     : spec(std::move(s)), permits(n), shared(sh), eng_(e), b_(e->store_ptr()),
-      line_([&b = *b_] { return b.new_owner(); }), timer_(b_->make_timer()) {}
+      line_([&b = *b_, &lock = *spec] { return b.new_owner(lock); }), timer_(b_->make_timer()) {}
 
 waiting_line::~waiting_line() {
   if (open_)

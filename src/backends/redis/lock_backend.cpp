@@ -191,14 +191,17 @@ std::unique_ptr<core::timer> lock_backend::make_timer() {
 
 std::string lock_backend::new_owner() { return s_->id + ':' + std::to_string(++s_->owners); }
 
+std::string lock_backend::new_owner(const core::lock_spec& lock) {
+  return s_->redis_owner(new_owner(), lock);
+}
+
 error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
   return check_redis_lock(lock.name, lock.options, words);
 }
 
 std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
                                                        core::contender_events& events) {
-  auto redis_owner = s_->redis_owner(owner, *b.lock);
-  auto run = std::make_shared<bid_run>(s_, std::move(b), std::move(redis_owner), events);
+  auto run = std::make_shared<bid_run>(s_, std::move(b), std::move(owner), events);
   run->start();
   return std::make_unique<redis_contender>(std::move(run));
 }
@@ -208,7 +211,7 @@ void lock_backend::release(const core::held& lease,
   auto op = std::make_shared<release_op>();
   op->s = s_;
   op->names = backend_state::names_of(*lease.lock);
-  op->owner = s_->redis_owner(lease.owner, *lease.lock);
+  op->owner = lease.owner;
   op->h.set(std::move(h));
   s_->held.erase(op->owner);
   if (s_->closed)
@@ -243,7 +246,7 @@ void lock_backend::renew(std::vector<core::renewal> leases,
   for (const auto& l : leases) {
     const auto& spec = *l.lease.lock;
     corolock::detail::push_renew(req, *backend_state::names_of(spec),
-                                 s_->redis_owner(l.lease.owner, spec), l.lease.token,
+                                 l.lease.owner, l.lease.token,
                                  l.check_only ? milliseconds(0) : spec.options.lease);
     shortest = std::min(shortest, spec.options.lease);
   }
