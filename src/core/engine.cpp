@@ -46,7 +46,6 @@ public:
                diagnostics* diag, detail::handler<void(error_code, guard)> h) override {
     auto e = eng_.lock();
     if (!e || e->closed()) {
-      detail::diagnostics_access::client(diag, "the client was closed");
       detail::complete_later(ex, std::move(h), {}, error_code(error::closed), guard{});
       return;
     }
@@ -88,7 +87,6 @@ private:
       return;
     }
     if (!e || e->closed()) {
-      detail::diagnostics_access::client(diag, "the client was closed");
       detail::complete_later(ex, std::move(h), {}, error_code(error::closed),
                              semaphore_status{});
       return;

@@ -1,8 +1,7 @@
 // Private: semaphore::set_permits / status through the seam (backend::permits), for a store whose
 // traits say run_time_permits. The operation accepts terminal cancellation only, as the public
-// header promises: it completes at once with operation_aborted, and the store's answer, when it
-// comes, is dropped (a set already sent may still take effect). The diagnostics are written only
-// by the completion that wins.
+// header promises (core/abortable.hpp): it completes at once with operation_aborted, and the
+// store's answer, when it comes, is dropped (a set already sent may still take effect).
 #pragma once
 
 #include "core/backend.hpp"

@@ -175,7 +175,7 @@ void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engi
   c.won = std::move(won);
   // The words are written now, before the caller can read them.
   if (ec)
-    detail::diagnostics_access::of(c.diag, ec, words);
+    detail::diagnostics_access::failure(c.diag, ec, words);
   asio::post(b_->get_executor(), [self = shared_from_this(), id, ec] {
     auto it = self->delivering_.find(id);
     if (it == self->delivering_.end())

@@ -308,9 +308,10 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   auto gx = co_await x.acquire();
   auto gy = co_await y.acquire();
   error_code waiting_ec;
+  diagnostics waiting_why;
   test::event done(ex);
   asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-    auto [ec, g] = co_await z.acquire(tuple_awaitable);
+    auto [ec, g] = co_await z.acquire(bind_diagnostics(waiting_why, tuple_awaitable));
     waiting_ec = ec;
     done.set();
   }, asio::detached);
@@ -318,11 +319,36 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   co_await f.close(*a);
   co_await done.wait();
   BOOST_TEST(waiting_ec == error::closed);
+  BOOST_TEST(waiting_why.empty(), waiting_why.message()); // a code that says it all: no words
   BOOST_TEST(gx.lost());
   co_await gz.unlock();
   BOOST_TEST(co_await clean(f));
-  auto [ec, g] = co_await x.acquire(tuple_awaitable);
+  diagnostics why;
+  auto [ec, g] = co_await x.acquire(bind_diagnostics(why, tuple_awaitable));
   BOOST_TEST(ec == error::closed);
+  BOOST_TEST(why.empty(), why.message());
+}
+
+/// guard::unlock: any cancellation type ends the caller's wait with operation_aborted, and the
+/// lock is released all the same (another client gets it).
+template <typename F>
+asio::awaitable<void> cancelled_unlock_still_releases(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  mutex ma{*a, "unlock-cancel"}, mb{*b, "unlock-cancel"};
+  for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                    asio::cancellation_type::total}) {
+    auto g = co_await ma.acquire();
+    asio::cancellation_signal signal;
+    asio::post(ex, [&] { signal.emit(type); }); // before any store can have answered
+    auto [ec] = co_await g.unlock(asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+    BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
+    BOOST_TEST(!g.owns_lock());
+    auto gb = co_await mb.acquire_for(5s);
+    BOOST_TEST(gb.owns_lock());
+    co_await gb.unlock();
+  }
+  BOOST_TEST(co_await clean(f));
 }
 
 template <typename F>
@@ -552,6 +578,7 @@ asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor 
   COROLOCK_CONFORMANCE_CASE(F, fencing_tokens_increase)                                           \
   COROLOCK_CONFORMANCE_CASE(F, dropped_guard_releases)                                            \
   COROLOCK_CONFORMANCE_CASE(F, close_releases_everything)                                         \
+  COROLOCK_CONFORMANCE_CASE(F, cancelled_unlock_still_releases)                                   \
   COROLOCK_CONFORMANCE_CASE(F, bad_names_and_options_are_refused)                                 \
   COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)
 
