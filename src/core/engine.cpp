@@ -153,8 +153,10 @@ std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string nam
 }
 
 engine_impl::line_key engine_impl::key_of(const lock_spec& spec, std::int64_t permits, bool shared) {
-  return {spec.kind, spec.options.prefix, spec.name, spec.capacity, permits, shared,
-          spec.options.lease.count(), spec.options.watchdog};
+  const auto& o = spec.options;
+  return {spec.kind, o.prefix, spec.name, spec.capacity, permits, shared, o.lease.count(),
+          o.watchdog, o.min_replicas, o.replica_timeout.count(), o.grant_lease.count(),
+          o.waiter_ttl.count()};
 }
 
 std::shared_ptr<waiting_line> engine_impl::line_of(const std::shared_ptr<const lock_spec>& spec,

@@ -122,6 +122,16 @@ BOOST_AUTO_TEST_CASE(the_lock_core_path_waits_for_replicas_too) {
     BOOST_TEST(holder(redis.replica, "corolock:{r:core}").starts_with(
         std::to_string(g.fencing_token()) + " "));
     co_await g.unlock();
+    // Handles of one name with other replica options make other bids: 2 (there is 1) fails, and
+    // 1 right after it is served with 1 (it once shared the first one's line: not_replicated).
+    // One timeout for both, above the replica's periodic acknowledgement (1 s).
+    corolock::mutex two(c, "r:core", replicated(2, 1500ms));
+    corolock::mutex one(c, "r:core", replicated(1, 1500ms));
+    auto [ec2, g2] = co_await two.acquire(tuple_awaitable);
+    BOOST_TEST(ec2 == error::not_replicated);
+    auto [ec1, g1] = co_await one.acquire(tuple_awaitable);
+    BOOST_TEST(!ec1, ec1.message());
+    co_await g1.unlock();
     co_await c.shutdown();
   });
   expect_clean(redis.master);
