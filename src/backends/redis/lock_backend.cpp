@@ -286,7 +286,7 @@ bool lock_backend::shut(request& req) {
   for (auto& [owner, names] : s_->held)
     settle(names, owner);
   for (auto& [owner, run] : s_->running)
-    if (auto r = run.lock())
+    if (auto r = run.lock(); r && r->may_have_reached())
       settle(r->names(), owner);
   for (auto& [owner, u] : s_->unsettled)
     settle(u.first, owner);
