@@ -44,11 +44,11 @@ public:
   void finish(error_code ec, std::string_view words, Values... values) {
     if (!h_)
       return;
-    if (slot_.is_connected())
-      slot_.clear();
     if (ec)
       detail::diagnostics_access::failure(diag_, ec, words);
-    detail::complete_later(ex_, h_.take(), {}, ec, std::move(values)...);
+    // The slot is cleared on the posted turn, never here: this may run inside its own handler,
+    // which clearing would destroy while it runs.
+    detail::complete_later(ex_, h_.take(), slot_, ec, std::move(values)...);
   }
 
 private:
