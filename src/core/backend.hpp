@@ -33,9 +33,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace corolock {
+struct semaphore_status;
+}
 
 namespace corolock::core {
 
@@ -62,6 +67,7 @@ struct backend_traits {
   bool semaphore = false;               ///< semaphore
   bool fifo = false;                    ///< waiters of different processes served in arrival order
   bool replicas = false;                ///< lock_options::min_replicas
+  bool run_time_permits = false;        ///< semaphore::set_permits / status: a count the store keeps
   std::size_t max_name = lock_options::max_name;
 };
 
@@ -157,6 +163,13 @@ public:
   /// A fresh owner id, never used before by this client (nor, with overwhelming likelihood, by any
   /// other): the store records holders and waiters under it.
   virtual std::string new_owner() = 0;
+  /// The owner of a bid on `lock`, as the store will record it (guard::owner() shows it): a fresh
+  /// new_owner(), with what the store keeps in its owners added (Redis: the lock's grant lease,
+  /// which other clients read from a grant). The core calls only this one.
+  virtual std::string new_owner(const lock_spec& lock) {
+    static_cast<void>(lock);
+    return new_owner();
+  }
 
   /// The store's own rules for a lock (name charset, a kind or option it cannot serve):
   /// error::invalid_argument with `words`, or success. Called when a handle is constructed.
@@ -178,6 +191,14 @@ public:
   /// outcome each, in order. session stores: never called.
   virtual void renew(std::vector<renewal> leases,
                      handler<void(std::vector<renew_outcome>)> h) = 0;
+
+  /// traits.run_time_permits only (the core never calls it otherwise): sets semaphore `lock`'s
+  /// count when `count` has a value (kept by the store for every client, until set again; a raised
+  /// count grants the waiters that now fit), then reads its state. Completes (posted) with the
+  /// state after the change, or with not_connected, timeout, closed or the store's error and its
+  /// words. A set whose reply was lost may have taken effect; sending it again is harmless.
+  virtual void permits(const lock_spec& lock, std::optional<std::int64_t> count,
+                       handler<void(error_code, semaphore_status, std::string)> h);
 
   /// The client closes: every held lock and open bid of this backend is given back (or its session
   /// ended). Completes when done, or once `bound` has passed.

@@ -4,11 +4,13 @@
 
 #include "core/engine_lease.hpp"
 #include "core/handle.hpp"
+#include "core/permits_admin.hpp"
 #include "core/waiting_line.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 
 #include <corolock/error.hpp>
+#include <corolock/lock/semaphore.hpp>
 
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
@@ -44,7 +46,6 @@ public:
                diagnostics* diag, detail::handler<void(error_code, guard)> h) override {
     auto e = eng_.lock();
     if (!e || e->closed()) {
-      detail::diagnostics_access::client(diag, "the client was closed");
       detail::complete_later(ex, std::move(h), {}, error_code(error::closed), guard{});
       return;
     }
@@ -57,6 +58,16 @@ public:
     e->line_of(spec, permits, shared)->arrive(at, try_only, diag, std::move(h));
   }
 
+  void set_permits(std::int64_t permits, diagnostics* diag,
+                   detail::handler<void(error_code, semaphore_status)> h) override {
+    admin(permits, diag, std::move(h));
+  }
+
+  void status(diagnostics* diag,
+              detail::handler<void(error_code, semaphore_status)> h) override {
+    admin(std::nullopt, diag, std::move(h));
+  }
+
   bool same_lock(const lease& l) const noexcept override {
     const auto* mine = dynamic_cast<const engine_lease*>(&l);
     return mine && !mine->eng.owner_before(eng_) && !eng_.owner_before(mine->eng) &&
@@ -64,6 +75,25 @@ public:
   }
 
 private:
+  void admin(std::optional<std::int64_t> count, diagnostics* diag,
+             detail::handler<void(error_code, semaphore_status)> h) {
+    auto e = eng_.lock();
+    if (e && !e->store().traits().run_time_permits) {
+      // The base says so in words (invalid_argument: this store keeps no count).
+      if (count)
+        handle::set_permits(*count, diag, std::move(h));
+      else
+        handle::status(diag, std::move(h));
+      return;
+    }
+    if (!e || e->closed()) {
+      detail::complete_later(ex, std::move(h), {}, error_code(error::closed),
+                             semaphore_status{});
+      return;
+    }
+    permits_admin(e->store(), ex, *spec, count, diag, std::move(h));
+  }
+
   std::weak_ptr<engine_impl> eng_;
 };
 
@@ -123,8 +153,10 @@ std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string nam
 }
 
 engine_impl::line_key engine_impl::key_of(const lock_spec& spec, std::int64_t permits, bool shared) {
-  return {spec.kind, spec.options.prefix, spec.name, spec.capacity, permits, shared,
-          spec.options.lease.count(), spec.options.watchdog};
+  const auto& o = spec.options;
+  return {spec.kind, o.prefix, spec.name, spec.capacity, permits, shared, o.lease.count(),
+          o.watchdog, o.min_replicas, o.replica_timeout.count(), o.grant_lease.count(),
+          o.waiter_ttl.count()};
 }
 
 std::shared_ptr<waiting_line> engine_impl::line_of(const std::shared_ptr<const lock_spec>& spec,

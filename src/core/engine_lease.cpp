@@ -1,5 +1,6 @@
 #include "core/engine_lease.hpp"
 
+#include "core/abortable.hpp"
 #include "core/engine_impl.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
@@ -32,13 +33,19 @@ void engine_lease::release(diagnostics* diag, detail::handler<void(error_code)> 
       detail::complete_later(ex, std::move(h), {}, error_code(error::closed));
     return;
   }
-  e->send_release(describe(), [ex = ex, diag, h = std::move(h)](error_code ec,
-                                                                std::string words) mutable {
-    if (!h)
-      return; // a guard dropped while holding: nobody asks
-    if (ec)
-      detail::diagnostics_access::of(diag, ec, words);
-    detail::complete_later(ex, std::move(h), {}, ec);
+  if (!h) {
+    e->send_release(describe(), {}); // a guard dropped while holding: nobody asks
+    return;
+  }
+  // Any cancellation type ends the caller's wait; the release goes on (guard.hpp).
+  auto op = abortable<>::make(ex, diag, std::move(h),
+                              asio::cancellation_type::terminal |
+                                  asio::cancellation_type::partial |
+                                  asio::cancellation_type::total);
+  e->send_release(describe(), [op, late = released_late](error_code ec, std::string words) {
+    // Past the local deadline the lease was lost already (lost() said so): the release frees what
+    // the store may still list, and reports it lost.
+    op->finish(!ec && late ? error_code(error::lease_lost) : ec, words);
   });
 }
 

@@ -83,6 +83,7 @@ void guard::async_unlock_impl(diagnostics* diag, detail::handler<void(error_code
     detail::complete_later(l->ex, std::move(h), {}, error_code(error::lease_lost));
     return;
   }
+  l->released_late = l->lost_now();
   l->mark_released();
   l->release(diag, std::move(h));
 }

@@ -66,6 +66,9 @@ public:
   std::int64_t permits = 1; ///< held: a mutex 1, a semaphore n, a writer all of them
   bool shared = false;      ///< a read-write lock's reader
   state st = state::held;
+  /// The last level was unlocked past the local deadline, before the keeper marked the lease lost
+  /// (a stalled thread): lost() said so, so the release reports lease_lost whatever the store says.
+  bool released_late = false;
   asio::cancellation_signal lost_signal;
 
 protected:

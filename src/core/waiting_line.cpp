@@ -46,7 +46,7 @@ private:
 waiting_line::waiting_line(const std::shared_ptr<engine_impl>& e,
                            std::shared_ptr<const lock_spec> s, std::int64_t n, bool sh)
     : spec(std::move(s)), permits(n), shared(sh), eng_(e), b_(e->store_ptr()),
-      line_([&b = *b_] { return b.new_owner(); }), timer_(b_->make_timer()) {}
+      line_([&b = *b_, &lock = *spec] { return b.new_owner(lock); }), timer_(b_->make_timer()) {}
 
 waiting_line::~waiting_line() {
   if (open_)
@@ -175,7 +175,7 @@ void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engi
   c.won = std::move(won);
   // The words are written now, before the caller can read them.
   if (ec)
-    detail::diagnostics_access::of(c.diag, ec, words);
+    detail::diagnostics_access::failure(c.diag, ec, words);
   asio::post(b_->get_executor(), [self = shared_from_this(), id, ec] {
     auto it = self->delivering_.find(id);
     if (it == self->delivering_.end())

@@ -4,6 +4,8 @@
 #include <corolock/diagnostics.hpp>
 #include <corolock/error.hpp>
 
+#include <boost/asio/error.hpp>
+
 #include <string>
 #include <string_view>
 
@@ -27,6 +29,16 @@ struct diagnostics_access {
     server(&out, said.server_message());
     client(&out, said.client_message().empty() ? label : label + ": " + said.client_message());
     return out;
+  }
+  /// Whether `ec` is a code that says it all: its operation leaves no words (docs/api.md).
+  static bool says_it_all(error_code ec) noexcept {
+    return ec == error::timeout || ec == error::not_connected || ec == error::closed ||
+           ec == boost::asio::error::operation_aborted;
+  }
+  /// The words of a lock operation's failure, as of(), unless its code says it all.
+  static void failure(diagnostics* d, error_code ec, std::string_view text) {
+    if (!says_it_all(ec))
+      of(d, ec, text);
   }
   /// The words behind `ec`: an error reply's are the server's, the rest corolock's own.
   static void of(diagnostics* d, error_code ec, std::string_view text) {

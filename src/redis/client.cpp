@@ -18,10 +18,20 @@
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <cstdlib>
 #include <random>
+#include <string_view>
 
 namespace corolock {
 namespace detail {
+
+bool client_impl::engine_locks_default() {
+  static const bool on = [] {
+    const char* v = std::getenv("COROLOCK_REDIS_LOCK_CORE");
+    return v && std::string_view(v) == "1";
+  }();
+  return on;
+}
 
 client_config lock_connection_config(client_config cfg) {
   if (!cfg.client_name.empty())

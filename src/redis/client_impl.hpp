@@ -92,9 +92,17 @@ public:
   bool sharded_pubsub = false;
   /// A cluster node: the cluster client it serves (to follow a MOVED that a lock's release meets).
   std::weak_ptr<cluster_nodes> cluster_of;
-  /// The layer above (the Redis lock backend: backends/redis/lock_service), set by the first lock
-  /// that needs it; destroyed with the client_impl, which every lock operation keeps alive.
+  /// The layer above, set by the first lock that needs it; destroyed with the client_impl, which
+  /// every lock operation keeps alive. The old lock layer (backends/redis/lock_service.hpp), or the
+  /// lock core over the Redis backend (backends/redis/engine_hook.hpp) when `engine_locks`.
   std::unique_ptr<client_extension> extension;
+  /// Which of the two serves this client's lock handles (issue 22's switch, one client at a time):
+  /// the old layer until the Redis backend serves everything it does (cluster routing first; a
+  /// cluster client stays on the old layer whatever this says). On for a client when a test asks,
+  /// and for every client of a process started with COROLOCK_REDIS_LOCK_CORE=1 (a developer's
+  /// switch, to run the suites, tortures and benchmarks over the core; it goes with the old layer).
+  bool engine_locks = engine_locks_default();
+  static bool engine_locks_default();
   std::string last_server_error;
   std::string last_connect_error; ///< of the connection that made connect() fail
   bool connect_started = false;

@@ -308,9 +308,10 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   auto gx = co_await x.acquire();
   auto gy = co_await y.acquire();
   error_code waiting_ec;
+  diagnostics waiting_why;
   test::event done(ex);
   asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-    auto [ec, g] = co_await z.acquire(tuple_awaitable);
+    auto [ec, g] = co_await z.acquire(bind_diagnostics(waiting_why, tuple_awaitable));
     waiting_ec = ec;
     done.set();
   }, asio::detached);
@@ -318,11 +319,36 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   co_await f.close(*a);
   co_await done.wait();
   BOOST_TEST(waiting_ec == error::closed);
+  BOOST_TEST(waiting_why.empty(), waiting_why.message()); // a code that says it all: no words
   BOOST_TEST(gx.lost());
   co_await gz.unlock();
   BOOST_TEST(co_await clean(f));
-  auto [ec, g] = co_await x.acquire(tuple_awaitable);
+  diagnostics why;
+  auto [ec, g] = co_await x.acquire(bind_diagnostics(why, tuple_awaitable));
   BOOST_TEST(ec == error::closed);
+  BOOST_TEST(why.empty(), why.message());
+}
+
+/// guard::unlock: any cancellation type ends the caller's wait with operation_aborted, and the
+/// lock is released all the same (another client gets it).
+template <typename F>
+asio::awaitable<void> cancelled_unlock_still_releases(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  mutex ma{*a, "unlock-cancel"}, mb{*b, "unlock-cancel"};
+  for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                    asio::cancellation_type::total}) {
+    auto g = co_await ma.acquire();
+    asio::cancellation_signal signal;
+    asio::post(ex, [&] { signal.emit(type); }); // before any store can have answered
+    auto [ec] = co_await g.unlock(asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+    BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
+    BOOST_TEST(!g.owns_lock());
+    auto gb = co_await mb.acquire_for(5s);
+    BOOST_TEST(gb.owns_lock());
+    co_await gb.unlock();
+  }
+  BOOST_TEST(co_await clean(f));
 }
 
 template <typename F>
@@ -456,6 +482,82 @@ asio::awaitable<void> permits_cancelled_wait_leaves_nothing(F& f, asio::any_io_e
   }
 }
 
+/// Whether fixture F's store keeps a semaphore's count (set_permits, status): `static constexpr
+/// bool run_time_permits = true` in the fixture.
+template <typename F>
+constexpr bool sets_counts = requires { requires F::run_time_permits; };
+
+/// set_permits() and status(): a raised count grants the waiters that now fit, a lowered one takes
+/// nothing from holders, a count set wins over the handles' own, bad counts are refused, terminal
+/// cancellation completes at once. A store without run-time counts refuses both clearly.
+template <typename F>
+asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  semaphore sa{*a, "adm", 1}, sb{*b, "adm", 1}, sc{*b, "adm", 5};
+  if constexpr (!sets_counts<F>) {
+    diagnostics why;
+    auto [ec, st] = co_await sa.set_permits(2, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec == error::invalid_argument);
+    BOOST_TEST(!why.client_message().empty());
+    auto [ec2, st2] = co_await sa.status(tuple_awaitable);
+    BOOST_TEST(ec2 == error::invalid_argument);
+    co_return;
+  } else {
+    auto ga = co_await sa.acquire();
+    guard gb;
+    test::event b_has_it(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      gb = co_await sb.acquire();
+      b_has_it.set();
+    }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return permit_waiters(f, "adm") == 1; }));
+    auto st = co_await sa.status();
+    BOOST_TEST(st.permits == 1);
+    BOOST_TEST(st.in_use == 1);
+    BOOST_TEST(st.waiting == 1);
+    st = co_await sa.set_permits(2); // the waiter fits now: granted without a release
+    BOOST_TEST(st.permits == 2);
+    co_await b_has_it.wait();
+    BOOST_TEST(gb.owns_lock());
+    BOOST_TEST(ga.owns_lock());
+    st = co_await sb.status();
+    BOOST_TEST(st.permits == 2);
+    BOOST_TEST(st.in_use == 2);
+    BOOST_TEST(st.waiting == 0);
+    st = co_await sb.set_permits(1); // lowered: both keep what they hold
+    BOOST_TEST(st.permits == 1);
+    BOOST_TEST(st.in_use == 2);
+    BOOST_TEST(ga.owns_lock());
+    co_await ga.unlock();
+    auto [ec1, gc1] = co_await sc.try_acquire(tuple_awaitable); // 1 of 1 in use: the set count,
+    BOOST_TEST(!ec1);                                             // not sc's 5
+    BOOST_TEST(!gc1.owns_lock());
+    co_await gb.unlock();
+    auto gc2 = co_await sc.try_acquire();
+    BOOST_TEST(gc2.owns_lock());
+    co_await gc2.unlock();
+    // Bad counts: refused in words, nothing changed.
+    diagnostics why;
+    auto [ec3, st3] = co_await sa.set_permits(-1, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec3 == error::invalid_argument);
+    BOOST_TEST(!why.client_message().empty());
+    auto [ec4, st4] = co_await sa.set_permits(semaphore::max_permits + 1, tuple_awaitable);
+    BOOST_TEST(ec4 == error::invalid_argument);
+    // Terminal cancellation completes at once (the set, already sent, may still land).
+    asio::cancellation_signal signal;
+    asio::post(ex, [&] { signal.emit(asio::cancellation_type::terminal); });
+    auto [ec5, st5] = co_await sa.set_permits(
+        3, asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+    BOOST_TEST(ec5 == asio::error::operation_aborted);
+    st = co_await sa.status();
+    BOOST_TEST((st.permits == 1 || st.permits == 3));
+    BOOST_TEST(st.in_use == 0);
+    BOOST_TEST(st.waiting == 0);
+    BOOST_TEST(permit_waiters(f, "adm") == 0);
+  }
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -476,6 +578,7 @@ asio::awaitable<void> permits_cancelled_wait_leaves_nothing(F& f, asio::any_io_e
   COROLOCK_CONFORMANCE_CASE(F, fencing_tokens_increase)                                           \
   COROLOCK_CONFORMANCE_CASE(F, dropped_guard_releases)                                            \
   COROLOCK_CONFORMANCE_CASE(F, close_releases_everything)                                         \
+  COROLOCK_CONFORMANCE_CASE(F, cancelled_unlock_still_releases)                                   \
   COROLOCK_CONFORMANCE_CASE(F, bad_names_and_options_are_refused)                                 \
   COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)
 
@@ -484,4 +587,5 @@ asio::awaitable<void> permits_cancelled_wait_leaves_nothing(F& f, asio::any_io_e
   COROLOCK_CONFORMANCE_CASE(F, permits_never_exceed_the_count)                                    \
   COROLOCK_CONFORMANCE_CASE(F, permits_a_big_request_is_not_passed)                               \
   COROLOCK_CONFORMANCE_CASE(F, permits_more_than_the_count_are_refused)                           \
-  COROLOCK_CONFORMANCE_CASE(F, permits_cancelled_wait_leaves_nothing)
+  COROLOCK_CONFORMANCE_CASE(F, permits_cancelled_wait_leaves_nothing)                            \
+  COROLOCK_CONFORMANCE_CASE(F, permits_count_set_at_run_time)

@@ -10,6 +10,7 @@ namespace {
 struct redis_fixture : corolock::conformance::redis_store_fixture<corolock::client> {
   using source = corolock::client;
   static constexpr const char* backend = "redis";
+  static constexpr bool run_time_permits = true;
 
   boost::asio::awaitable<std::unique_ptr<source>> connect(boost::asio::any_io_executor ex) {
     auto proxy = new_proxy();

@@ -14,6 +14,7 @@ struct testing_fixture {
   using source = corolock::testing::client;
   static constexpr const char* backend =
       Mode == testing::lease_mode::session ? "testing (session)" : "testing (per lock)";
+  static constexpr bool run_time_permits = true;
   std::optional<corolock::testing::store> store;
 
   asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor ex) {

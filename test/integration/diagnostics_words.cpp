@@ -19,10 +19,12 @@ constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-/// An ACL user "app" (password "pw") that may touch the keys of the locks "typed" and "mine" only.
+/// An ACL user "app" (password "pw") that may touch the keys of the locks "typed", "typed2" and
+/// "mine" only.
 client_config limited_user(redis_server& server) {
   BOOST_REQUIRE(server.command({"ACL", "SETUSER", "app", "on", ">pw", "resetkeys",
-                                "~corolock:{typed}*", "~corolock:{mine}*", "&*", "+@all"}) == "OK");
+                                "~corolock:{typed}*", "~corolock:{typed2}*", "~corolock:{mine}*", "&*",
+                                "+@all"}) == "OK");
   auto cfg = config_for(server);
   cfg.username = "app";
   cfg.password = "pw";
@@ -51,20 +53,24 @@ BOOST_AUTO_TEST_SUITE(diagnostics_words)
 // Four failures in one pipeline on one connection: two WRONGTYPE (a string under the lock's
 // name), two NOPERM (keys the user may not touch), one through the waiting line and one a single
 // attempt of each, plus a success. A shared "last error" would hand every caller the text of the
-// reply read last; each diagnostics must hold its own.
+// reply read last; each diagnostics must hold its own. Four locks: a client's callers of one lock
+// share one bid at a time, and a try_acquire behind a waiting caller of its own client is
+// answered "taken" without asking the store (the lock core's line).
 BOOST_AUTO_TEST_CASE(concurrent_failures_on_one_client_keep_their_own_words) {
   redis_server server;
   auto cfg = limited_user(server);
   server.command({"SET", "corolock:{typed}", "a string"});
+  server.command({"SET", "corolock:{typed2}", "a string"});
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     client u(ex, cfg);
     co_await u.connect();
-    corolock::mutex typed(u, "typed"), secret(u, "secret"), mine(u, "mine");
+    corolock::mutex typed(u, "typed"), typed2(u, "typed2"), secret(u, "secret"),
+        secret2(u, "secret2"), mine(u, "mine");
     diagnostics ok_words;
     ok_words.clear();
     auto [r1, r2, r3, r4, ok] = co_await (
-        attempt(typed, true) && attempt(secret, true) && attempt(typed, false) &&
-        attempt(secret, false) &&
+        attempt(typed, true) && attempt(secret, true) && attempt(typed2, false) &&
+        attempt(secret2, false) &&
         mine.acquire(bind_diagnostics(ok_words, tuple_awaitable)));
     for (auto* r : {&r1, &r3}) {
       BOOST_TEST(r->first == error::redis_error);
@@ -90,7 +96,8 @@ BOOST_AUTO_TEST_CASE(concurrent_failures_on_one_client_keep_their_own_words) {
     co_await u.shutdown();
   });
   BOOST_TEST(server.command({"GET", "corolock:{typed}"}) == "a string"); // untouched
-  server.command({"DEL", "corolock:{typed}"});
+  BOOST_TEST(server.command({"GET", "corolock:{typed2}"}) == "a string");
+  server.command({"DEL", "corolock:{typed}", "corolock:{typed2}"});
   expect_clean(server);
 }
 

@@ -6,6 +6,8 @@
 #include <support/lock_checks.hpp>
 #include <support/redis_server.hpp>
 
+#include "redis/client_impl.hpp"
+
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <thread>
@@ -99,6 +101,37 @@ BOOST_AUTO_TEST_CASE(an_acknowledged_lock_is_on_the_replica_when_acquire_complet
     auto r = co_await rw.acquire_shared();
     BOOST_TEST(sync(redis.replica, "HEXISTS", "corolock:{r:rw}:rw", r.owner()) == "1");
     co_await r.unlock();
+    co_await c.shutdown();
+  });
+  expect_clean(redis.master);
+}
+
+// The lock core's Redis backend (client_impl::engine_locks, issue 22) waits for replicas through
+// the same replica_acks. Its replies were once routed through the old layer's service, which such
+// a client does not have: the acquisition never completed (here: timeout after 10 s).
+BOOST_AUTO_TEST_CASE(the_lock_core_path_waits_for_replicas_too) {
+  replicated_pair redis;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(redis.master));
+    corolock::detail::client_access::impl(c).engine_locks = true;
+    co_await c.connect();
+    corolock::mutex m(c, "r:core", replicated(1, healthy_timeout));
+    auto [ec, g] = co_await m.acquire_for(10s, tuple_awaitable);
+    BOOST_REQUIRE_MESSAGE(!ec, ec.message());
+    // Acknowledged means applied: on the replica at once (the key names the holder's token).
+    BOOST_TEST(holder(redis.replica, "corolock:{r:core}").starts_with(
+        std::to_string(g.fencing_token()) + " "));
+    co_await g.unlock();
+    // Handles of one name with other replica options make other bids: 2 (there is 1) fails, and
+    // 1 right after it is served with 1 (it once shared the first one's line: not_replicated).
+    // One timeout for both, above the replica's periodic acknowledgement (1 s).
+    corolock::mutex two(c, "r:core", replicated(2, 1500ms));
+    corolock::mutex one(c, "r:core", replicated(1, 1500ms));
+    auto [ec2, g2] = co_await two.acquire(tuple_awaitable);
+    BOOST_TEST(ec2 == error::not_replicated);
+    auto [ec1, g1] = co_await one.acquire(tuple_awaitable);
+    BOOST_TEST(!ec1, ec1.message());
+    co_await g1.unlock();
     co_await c.shutdown();
   });
   expect_clean(redis.master);

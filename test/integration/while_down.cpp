@@ -95,25 +95,30 @@ BOOST_AUTO_TEST_SUITE(while_down)
 BOOST_AUTO_TEST_CASE(close_with_nothing_to_release_returns_at_once_while_the_server_is_down) {
   redis_server server;
   const auto request_timeout = std::chrono::milliseconds(4000);
-  for (int history = 0; history < 5; ++history) {
-    BOOST_TEST_CONTEXT("history " << history) {
+  // Over the old lock layer and over the lock core (client_impl::engine_locks, issue 22): on the
+  // core, histories 2 to 4 once took request_timeout (4 s), their give-ups of attempts never
+  // written waiting for a connection (bid_run::may_have_reached).
+  for (int history = 0; history < 10; ++history) {
+    const bool core = history >= 5;
+    BOOST_TEST_CONTEXT("history " << history % 5 << (core ? " (core)" : "")) {
       fault_proxy proxy(server.port());
       auto took = closing_run(proxy, request_timeout, [&](client& c) -> asio::awaitable<void> {
+        corolock::detail::client_access::impl(c).engine_locks = core;
         corolock::mutex m(c, "down-close");
-        if (history >= 1) {
+        if (history % 5 >= 1) {
           auto g = co_await m.acquire();
           co_await g.unlock();
         }
         co_await take_down(proxy, c);
-        if (history == 2) {
+        if (history % 5 == 2) {
           auto [ec, g] = co_await m.try_acquire(tuple_awaitable);
           BOOST_TEST(ec == error::not_connected);
         }
-        if (history == 3) { // its line's attempt waits request_timeout for a connection, unsent
+        if (history % 5 == 3) { // its line's attempt waits request_timeout for a connection, unsent
           auto [ec, g] = co_await m.acquire(tuple_awaitable);
           BOOST_TEST(ec == error::not_connected);
         }
-        if (history == 4) { // gives up 300 ms in, its attempt waiting for a connection, unwritten
+        if (history % 5 == 4) { // gives up 300 ms in, its attempt waiting for a connection, unwritten
           auto [ec, g] = co_await m.acquire_for(std::chrono::milliseconds(300), tuple_awaitable);
           BOOST_TEST(ec == error::timeout);
         }

@@ -13,7 +13,8 @@
 ///
 /// The store has the semantics of the real ones: per lock name and kind, holders (a mutex one; a
 /// shared_mutex's readers share, a writer is alone; a semaphore's holders take permits out of its
-/// capacity), a FIFO queue of bids served in arrival order (a release grants the first waiter that
+/// capacity: its handle's count, or the one semaphore::set_permits() set, kept for the store's life
+/// as Redis keeps it), a FIFO queue of bids served in arrival order (a release grants the first waiter that
 /// fits, nobody overtakes it), fencing tokens strictly increasing per lock forever, and leases: per
 /// lock (each expires `lease` after its grant or renewal, as on Redis) or the session's (a lock
 /// lives as long as its client's session, as on ZooKeeper or a SQL connection).
@@ -151,9 +152,10 @@ private:
 /// One "process" connected to a store: a corolock::lock_source, so mutex, shared_mutex and
 /// semaphore are made from it as from a Redis client. Connected at construction.
 ///
-/// Traits: mutex, shared_mutex and semaphore; FIFO across clients; fixed leases
-/// (lock_options::watchdog = false) in per_lock mode only; lock_options::min_replicas is refused
-/// (error::invalid_argument at the handle's construction). Other Redis-only options are ignored.
+/// Traits: mutex, shared_mutex and semaphore (with set_permits / status); FIFO across clients;
+/// fixed leases (lock_options::watchdog = false) in per_lock mode only; lock_options::min_replicas
+/// is refused (error::invalid_argument at the handle's construction). Other Redis-only options are
+/// ignored.
 /// Not thread-safe: use it from its executor.
 class client : public lock_source {
 public:

@@ -82,7 +82,7 @@ struct single_attempt : std::enable_shared_from_this<single_attempt> {
     won = r;
     svc.track(m->names, owner); // a closing client releases it
     const auto& o = m->opts;
-    svc.acks.confirm(m->names, owner, r.token, o.watchdog ? o.lease : std::chrono::milliseconds(0),
+    svc.acks->confirm(m->names, owner, r.token, o.watchdog ? o.lease : std::chrono::milliseconds(0),
                      o.min_replicas, o.replica_timeout,
                      [self = shared_from_this()](const replica_ack& a) { self->confirmed(a); });
   }

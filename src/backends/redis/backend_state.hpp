@@ -3,10 +3,10 @@
 // (for a release's hand-off), the held locks and the give-ups in flight (what close() gives back),
 // the lock channels with their linger, and the replica acknowledgements.
 //
-// Owners: the core's owner is '<client id>:<number>' (backend::new_owner); at Redis a lock's owner
-// carries its grant lease as a last part, '<client id>:<number>:<grant lease ms>', read by the
-// scripts (lock_common.lua) and by other clients that hear of the grant. Both are derived from the
-// lock's spec and the client's configuration, so a held lock's Redis owner is made again, not kept.
+// Owners: '<client id>:<number>:<grant lease ms>' (lock_backend::new_owner(lock)): a Redis owner
+// carries its lock's grant lease as a last part, read by the scripts (lock_common.lua) and by other
+// clients that hear of the grant. The core keeps and passes back that owner, and guard::owner()
+// shows it: what Redis records.
 #pragma once
 
 #include "backends/redis/lease.hpp"
@@ -48,7 +48,7 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   queue_timings timings(const core::lock_spec& lock) const;
   /// The lock's Redis names (a mutex: prefix{name}; read-write ":rw", semaphore ":sem").
   static std::shared_ptr<const lock_names> names_of(const core::lock_spec& lock);
-  /// The core's `owner` as Redis knows it (with the lock's grant lease).
+  /// `owner` (a fresh '<client id>:<number>') as Redis records it: with the lock's grant lease.
   std::string redis_owner(const std::string& owner, const core::lock_spec& lock) const;
   /// Whether a Redis owner is one of this client's.
   bool ours(std::string_view redis_owner) const noexcept;
@@ -84,7 +84,7 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   std::unordered_map<std::string, std::shared_ptr<grant_channel>> channels;
   asio::steady_timer sweep_timer;
   bool sweep_scheduled = false;
-  std::unique_ptr<corolock::detail::replica_acks> acks; ///< made on first use
+  std::shared_ptr<corolock::detail::replica_acks> acks; ///< made on first use
 
 private:
   void sweep();

@@ -107,7 +107,12 @@ void bid_run::run() {
         if (channel_)
           channel_->subscribe(keep);
         break;
-      case k::give_up: s_->give_up(names_, owner_); break;
+      case k::give_up:
+        // Nothing of an owner whose requests never left the process can be in Redis: a give-up
+        // would only wait for a connection (and hold a closing client for request_timeout).
+        if (may_have_reached())
+          s_->give_up(names_, owner_);
+        break;
       case k::claim: claim(a.token); break;
       case k::confirm: confirm(a.token); break;
       case k::granted:
@@ -118,6 +123,21 @@ void bid_run::run() {
     }
   }
   running_ = false;
+}
+
+bool bid_run::may_have_reached() {
+  if (reached_)
+    return true;
+  if (!in_flight_)
+    return false;
+  // An attempt not answered yet: unwritten if it can still be taken back. (A weak handle that
+  // expired says nothing: the reply may be read, its completion not run yet.)
+  auto c = s_->client();
+  if (c && c->locks->withdraw(attempt_)) {
+    taken_back_ = true;
+    return false;
+  }
+  return true; // written: it runs, or may have run
 }
 
 void bid_run::deliver(contender_action a) {
@@ -168,17 +188,25 @@ void bid_run::attempt(attempt_mode mode) {
   corolock::detail::push_attempt(req, *names_, owner_, lease, mode, waiter_ttl_, bid_.permits,
                                  c->publish_verb());
   const auto sent_at = steady::now();
-  c->locks->exec(std::move(req), [w = weak_from_this(), sent_at, lease](error_code ec,
-                                                                       response r) {
+  auto done = [w = weak_from_this(), sent_at, lease](error_code ec, response r) {
     auto self = w.lock();
     auto c = self ? self->s_->client() : nullptr;
     if (!c)
       return;
     attempt_outcome out;
     out.sent_at = sent_at;
+    // not_connected: refused at once, or timed out while the connection was down (a request
+    // written before would have failed with connection_lost when it dropped): never written.
+    // Taken back: never written either. Anything else may have run.
+    self->in_flight_ = false;
+    self->attempt_.reset();
+    const bool taken_back = std::exchange(self->taken_back_, false);
     if (ec) {
       out.ec = transport_error(*c, ec);
+      if (!taken_back && out.ec != error::not_connected)
+        self->reached_ = true;
     } else {
+      self->reached_ = true;
       corolock::detail::read_attempt_reply(r.at(0), lease, out);
       if (out.ec == error::redis_error)
         c->last_server_error = out.text;
@@ -187,7 +215,13 @@ void bid_run::attempt(attempt_mode mode) {
     }
     self->machine_.attempt_done(out, steady::now());
     self->run();
-  });
+  };
+  in_flight_ = true;
+  // A waiting bid's attempt may wait for a connection (request_timeout): it can be taken back.
+  if (bid_.wait)
+    attempt_ = c->locks->exec_withdrawable(std::move(req), std::move(done));
+  else
+    c->locks->exec(std::move(req), std::move(done));
 }
 
 void bid_run::claim(std::uint64_t token) {
@@ -233,7 +267,7 @@ void bid_run::confirm(std::uint64_t token) {
     return;
   }
   if (!s_->acks)
-    s_->acks = std::make_unique<corolock::detail::replica_acks>(*c);
+    s_->acks = std::make_shared<corolock::detail::replica_acks>(*c);
   s_->track(names_, owner_); // a closing client releases it
   const auto& o = bid_.lock->options;
   s_->acks->confirm(names_, owner_, token, o.watchdog ? o.lease : std::chrono::milliseconds(0),

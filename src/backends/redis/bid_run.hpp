@@ -11,6 +11,10 @@
 #include <memory>
 #include <string>
 
+namespace corolock::detail {
+struct pending;
+}
+
 namespace corolock::redis::detail {
 
 class bid_run : public std::enable_shared_from_this<bid_run> {
@@ -35,6 +39,11 @@ public:
   void handoff_declined(bool unknown);
 
   const std::string& redis_owner() const noexcept { return owner_; }
+  /// Whether anything of this owner may be in Redis: false while no request of it was written
+  /// (an attempt refused at once, one that waited out request_timeout for a connection, or one
+  /// taken back unwritten now, which this call does). A bid for which it is false gives nothing
+  /// up, and a closing client sends nothing for it.
+  bool may_have_reached();
   const std::shared_ptr<const lock_names>& names() const noexcept { return names_; }
   std::chrono::milliseconds lease() const noexcept { return bid_.lock->options.lease; }
   std::chrono::milliseconds waiter_ttl() const noexcept { return waiter_ttl_; }
@@ -57,6 +66,10 @@ private:
   std::shared_ptr<grant_channel> channel_; // the lock's, for a bid that may wait
   corolock::detail::contender_machine machine_;
   std::unique_ptr<core::timer> timer_; // made on first use: most bids never need one
+  std::weak_ptr<corolock::detail::pending> attempt_; // a waiting bid's attempt, until answered
+  bool in_flight_ = false;  // an attempt was issued and its completion has not run
+  bool reached_ = false;    // a request of the owner was written (or may have been)
+  bool taken_back_ = false; // an attempt was taken back unwritten: its completion is aborted
   bool running_ = false;
   bool forgotten_ = false;
 };

@@ -6,6 +6,7 @@
 #include "backends/redis/bid_run.hpp"
 #include "backends/redis/grant_channel.hpp"
 #include "backends/redis/lock_service.hpp"
+#include "backends/redis/permits_admin.hpp"
 #include "backends/redis/script_replies.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
@@ -33,6 +34,7 @@ constexpr core::backend_traits redis_traits{
     .semaphore = true,
     .fifo = true,
     .replicas = true,
+    .run_time_permits = true,
 };
 
 /// One release of a held lock, sent again (same owner) while a dropped connection leaves its
@@ -103,6 +105,50 @@ struct release_op : std::enable_shared_from_this<release_op> {
   }
 };
 
+/// set_permits / status: one request of the permit scripts on the lock connection, sent again
+/// (twice at most) when its connection dropped before the reply: both scripts are idempotent.
+struct permits_op : std::enable_shared_from_this<permits_op> {
+  std::shared_ptr<backend_state> s;
+  std::shared_ptr<const lock_names> names;
+  std::optional<std::int64_t> count;
+  // Never move-assigned (see detail/completion.hpp).
+  corolock::detail::stored_handler<
+      core::handler<void(error_code, semaphore_status, std::string)>>
+      h;
+  int tries = 0;
+
+  void send() {
+    auto c = s->client();
+    if (!c || c->closed || s->closed)
+      return finish(error::closed, {}, "the client was closed");
+    request req;
+    corolock::detail::push_permits_admin(req, *names, count, c->publish_verb());
+    c->locks->exec(std::move(req), [self = shared_from_this()](error_code ec, response r) {
+      self->done(ec, r);
+    });
+  }
+
+  void done(error_code ec, const response& r) {
+    auto c = s->client();
+    if (!c)
+      return finish(error::closed, {}, "the client was closed");
+    if (ec == error::connection_lost && ++tries < 3 && !c->closed) {
+      send();
+      return;
+    }
+    if (ec)
+      return finish(transport_error(*c, ec), {}, {});
+    auto got = corolock::detail::read_permits_admin(r, count);
+    if (got.ec == error::redis_error)
+      c->last_server_error = got.text;
+    finish(got.ec, got.status, std::move(got.text));
+  }
+
+  void finish(error_code ec, semaphore_status st, std::string words) {
+    complete_later(s->ex, h.take(), asio::cancellation_slot{}, ec, st, std::move(words));
+  }
+};
+
 } // namespace
 
 error_code check_redis_lock(std::string_view name, const corolock::lock_options& o,
@@ -145,14 +191,17 @@ std::unique_ptr<core::timer> lock_backend::make_timer() {
 
 std::string lock_backend::new_owner() { return s_->id + ':' + std::to_string(++s_->owners); }
 
+std::string lock_backend::new_owner(const core::lock_spec& lock) {
+  return s_->redis_owner(new_owner(), lock);
+}
+
 error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
   return check_redis_lock(lock.name, lock.options, words);
 }
 
 std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
                                                        core::contender_events& events) {
-  auto redis_owner = s_->redis_owner(owner, *b.lock);
-  auto run = std::make_shared<bid_run>(s_, std::move(b), std::move(redis_owner), events);
+  auto run = std::make_shared<bid_run>(s_, std::move(b), std::move(owner), events);
   run->start();
   return std::make_unique<redis_contender>(std::move(run));
 }
@@ -162,7 +211,7 @@ void lock_backend::release(const core::held& lease,
   auto op = std::make_shared<release_op>();
   op->s = s_;
   op->names = backend_state::names_of(*lease.lock);
-  op->owner = s_->redis_owner(lease.owner, *lease.lock);
+  op->owner = lease.owner;
   op->h.set(std::move(h));
   s_->held.erase(op->owner);
   if (s_->closed)
@@ -171,6 +220,16 @@ void lock_backend::release(const core::held& lease,
   if (auto it = s_->open.find(op->names->key); it != s_->open.end())
     if (auto run = it->second.lock(); run && run->offer_handoff())
       op->handoff = std::move(run);
+  op->send();
+}
+
+void lock_backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
+                           core::handler<void(error_code, semaphore_status, std::string)> h) {
+  auto op = std::make_shared<permits_op>();
+  op->s = s_;
+  op->names = backend_state::names_of(lock);
+  op->count = count;
+  op->h.set(std::move(h));
   op->send();
 }
 
@@ -187,7 +246,7 @@ void lock_backend::renew(std::vector<core::renewal> leases,
   for (const auto& l : leases) {
     const auto& spec = *l.lease.lock;
     corolock::detail::push_renew(req, *backend_state::names_of(spec),
-                                 s_->redis_owner(l.lease.owner, spec), l.lease.token,
+                                 l.lease.owner, l.lease.token,
                                  l.check_only ? milliseconds(0) : spec.options.lease);
     shortest = std::min(shortest, spec.options.lease);
   }
@@ -212,12 +271,12 @@ void lock_backend::renew(std::vector<core::renewal> leases,
   });
 }
 
-void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+bool lock_backend::shut(request& req) {
   auto c = s_->client();
-  const bool was_closed = std::exchange(s_->closed, true);
+  if (std::exchange(s_->closed, true))
+    return false;
   s_->sweep_timer.cancel();
   // Everything this client holds, may have been granted, or waits for in Redis: one release each.
-  request req;
   std::set<std::string> seen;
   auto settle = [&](const std::shared_ptr<const lock_names>& names, const std::string& owner) {
     if (c && seen.insert(owner).second)
@@ -227,7 +286,7 @@ void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> 
   for (auto& [owner, names] : s_->held)
     settle(names, owner);
   for (auto& [owner, run] : s_->running)
-    if (auto r = run.lock())
+    if (auto r = run.lock(); r && r->may_have_reached())
       settle(r->names(), owner);
   for (auto& [owner, u] : s_->unsettled)
     settle(u.first, owner);
@@ -238,7 +297,15 @@ void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> 
   s_->channels.clear();
   if (s_->acks)
     s_->acks->close();
-  if (was_closed || !c || c->closed || seen.empty()) {
+  return true;
+}
+
+void lock_backend::close_into(request& last) { shut(last); }
+
+void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+  auto c = s_->client();
+  request req;
+  if (!shut(req) || !c || c->closed || req.empty()) {
     complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
     return;
   }

@@ -10,7 +10,8 @@
 // and when this client has an open bid of the same mutex queued it offers the lock to it (the
 // hand-off: granted in the same reply, nothing published). renew() = one pipelined request of
 // renew.lua per lease (the watchdog's batch). close() = one request of release.lua for every held
-// lock, open bid and give-up in flight. on_reconnect(): the client's lock connection came back (a
+// lock, open bid and give-up in flight. permits() = set_permits.lua / permits_status.lua
+// (permits_admin.hpp). on_reconnect(): the client's lock connection came back (a
 // restart, a Sentinel switch): the core checks every lease at once.
 //
 // Leases are per lock (PX), renewed by the core's keeper; tokens are the lock's fence counter.
@@ -21,6 +22,9 @@
 
 #include <memory>
 
+namespace corolock {
+class request;
+}
 namespace corolock::detail {
 class client_impl;
 }
@@ -36,22 +40,31 @@ public:
 
   /// The client's lock connection came back: tells the core (hooks::reconnected).
   void on_reconnect();
+  /// The client closes (engine_hook): what close() would send goes into the client's `last`
+  /// request instead, and the backend is closed (a later close() completes at once).
+  void close_into(corolock::request& last);
 
   const core::backend_traits& traits() const noexcept override;
   asio::any_io_executor get_executor() const override;
   core::steady::time_point now() const override;
   std::unique_ptr<core::timer> make_timer() override;
   std::string new_owner() override;
+  std::string new_owner(const core::lock_spec& lock) override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
+               core::handler<void(error_code, semaphore_status, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
   void set_hooks(hooks h) override;
 
 private:
+  /// Closes the backend and puts its releases into `req`; false if it was closed already.
+  bool shut(corolock::request& req);
+
   std::shared_ptr<backend_state> s_;
 };
 

@@ -85,7 +85,7 @@ void push_renew(request& req, const lock_names& names, const std::string& owner,
                     {std::to_string(token) + ' ' + owner, std::to_string(lease.count())});
 }
 
-lock_service::lock_service(client_impl& c) : client(c), dog(c), acks(c), sweep_timer_(c.ex) {}
+lock_service::lock_service(client_impl& c) : client(c), dog(c), acks(std::make_shared<replica_acks>(c)), sweep_timer_(c.ex) {}
 
 lock_service::~lock_service() = default;
 
@@ -451,7 +451,7 @@ void lock_service::on_close(request& last) {
   for (auto& [owner, u] : unsettled_)
     settle(u.names, owner);
   unsettled_.clear();
-  acks.close(); // its owners were tracked: released above
+  acks->close(); // its owners were tracked: released above
 }
 
 } // namespace corolock::detail

@@ -30,10 +30,10 @@ public:
 
   /// The service of a client, created on first use.
   static lock_service& of(client_impl& c);
-  /// The service of a client, or null before the first lock made one. (A client carries no other
-  /// extension.)
+  /// The service of a client, or null before the first lock made one (or when the client's locks
+  /// run on the lock core instead: engine_hook.hpp).
   static lock_service* find(client_impl& c) noexcept {
-    return static_cast<lock_service*>(c.extension.get());
+    return dynamic_cast<lock_service*>(c.extension.get());
   }
 
   /// A fresh owner: '<client id>:<acquisition number>:<grant lease ms>'.
@@ -112,7 +112,7 @@ public:
   client_impl& client;
   watchdog dog;
   /// Replica acknowledgement of acquisitions (lock_options::min_replicas), on its own connection.
-  replica_acks acks;
+  std::shared_ptr<replica_acks> acks;
 
 private:
   void sweep_idle_lines();

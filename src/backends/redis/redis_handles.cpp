@@ -1,15 +1,17 @@
-// The Redis client as a lock_source, and the Redis handle's operations: until the Redis backend
-// moves behind core::backend, Redis serves the store-neutral handles (mutex, shared_mutex,
-// semaphore) through detail::handle_state.
+// The Redis client as a lock_source, and the old lock layer's handle operations. A client whose
+// engine_locks is on (client_impl.hpp) serves the store-neutral handles (mutex, shared_mutex,
+// semaphore) through the lock core over the Redis backend (engine_hook.hpp); the others, and every
+// cluster client, still through detail::handle_state, until the backend serves all of it (issue 22).
 #include "backends/redis/handle_state.hpp"
 
+#include "backends/redis/engine_hook.hpp"
 #include "backends/redis/lock_service.hpp"
+#include "core/engine.hpp"
 
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
 #include "backends/redis/acquire.hpp"
-#include "backends/redis/script_replies.hpp"
-#include "backends/redis/scripts.hpp"
+#include "backends/redis/permits_admin.hpp"
 #include "redis/connection_await.hpp"
 
 #include <corolock/error.hpp>
@@ -33,10 +35,7 @@ asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
   if (node_ec)
     co_return result{node_ec, semaphore_status{}};
   request req;
-  if (new_count)
-    req.push_script(set_permits_script(), n.permit_keys(),
-                    {std::to_string(*new_count), n.channel(), c->publish_verb()});
-  req.push_script(permits_status_script(), n.permit_keys(), {std::to_string(n.default_permits)});
+  push_permits_admin(req, n, new_count, c->publish_verb());
   // A set_permits whose reply was lost may be sent again: setting a count twice is harmless.
   for (int tries = 0;; ++tries) {
     auto [ec, replies] = co_await exec_on(c->locks, req);
@@ -44,20 +43,14 @@ asio::awaitable<std::pair<error_code, semaphore_status>> permits_op(
       continue;
     if (ec)
       co_return result{ec, semaphore_status{}};
-    // Each reply checked (lock/script_replies.hpp): set_permits must repeat the count it set.
-    permits_reply got;
-    for (std::size_t i = 0; i < replies.size() && !got.ec; ++i)
-      got = read_permits_reply(replies[i], semaphore::max_permits,
-                               new_count && i == 0 ? *new_count : -1);
-    if (got.ec == error::redis_error) {
+    auto got = read_permits_admin(replies, new_count);
+    if (got.ec == error::redis_error)
       c->last_server_error = got.text;
-      diagnostics_access::server(diag, got.text);
-    } else if (got.ec) {
-      diagnostics_access::client(diag, got.text);
-    }
-    if (got.ec)
+    if (got.ec) {
+      diagnostics_access::of(diag, got.ec, got.text);
       co_return result{got.ec, semaphore_status{}};
-    co_return result{error_code{}, semaphore_status{got.permits, got.in_use, got.waiting}};
+    }
+    co_return result{error_code{}, got.status};
   }
 }
 
@@ -117,6 +110,9 @@ redis::lock_options handle_state::queue_timings(const lock_options& o,
 std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
                                                        lock_options options,
                                                        std::int64_t capacity, const char* what) {
+  if (impl_->engine_locks && !impl_->cluster)
+    return redis::detail::engine_hook::of(impl_).engine().make_handle(
+        kind, std::move(name), std::move(options), capacity, what);
   detail::check_lock_arguments(name, options, what);
   std::shared_ptr<const detail::lock_names> names;
   switch (kind) {

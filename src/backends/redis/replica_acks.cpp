@@ -1,6 +1,6 @@
 #include "backends/redis/replica_acks.hpp"
 
-#include "backends/redis/lock_service.hpp"
+#include "backends/redis/lock_service.hpp" // push_renew
 #include "backends/redis/script_replies.hpp"
 #include "backends/redis/scripts.hpp"
 
@@ -49,22 +49,21 @@ void replica_acks::confirm(std::shared_ptr<const lock_names> names, std::string 
 void replica_acks::start_connection() {
   conn_ = std::make_shared<connection_impl>(client_.ex, ack_connection_config(client_.cfg));
   connecting_ = true;
-  conn_->start([weak = client_.weak_from_this(), conn = conn_](error_code ec) {
+  conn_->start([weak = client_.weak_from_this(), me = weak_from_this(),
+                conn = conn_](error_code ec) {
     auto c = weak.lock();
-    if (!c || !lock_service::find(*c))
-      return;
-    auto& self = lock_service::find(*c)->acks;
-    if (self.conn_ != conn)
-      return; // closed meanwhile
-    self.connecting_ = false;
+    auto self = me.lock();
+    if (!c || !self || self->conn_ != conn)
+      return; // gone, or closed meanwhile
+    self->connecting_ = false;
     if (ec) {
       // Nobody can be told of acknowledgements: what waits fails now, the next lock tries again.
-      self.conn_.reset();
-      for (auto& it : std::exchange(self.queue_, {}))
+      self->conn_.reset();
+      for (auto& it : std::exchange(self->queue_, {}))
         it.done({ec == error::connect_failed ? error_code(error::not_connected) : ec});
       return;
     }
-    self.send_next();
+    self->send_next();
   });
 }
 
@@ -95,12 +94,12 @@ void replica_acks::send_next() {
   req.opts().timeout = timeout + client_.cfg.request_timeout;
   in_flight_ = true;
   const auto sent_at = steady::now();
-  conn_->exec(std::move(req), [weak = client_.weak_from_this(), batch = std::move(batch),
-                               sent_at](error_code ec, response r) mutable {
+  conn_->exec(std::move(req), [weak = client_.weak_from_this(), me = weak_from_this(),
+                               batch = std::move(batch), sent_at](error_code ec,
+                                                                  response r) mutable {
     auto c = weak.lock();
-    if (!c || !lock_service::find(*c))
-      return;
-    lock_service::find(*c)->acks.finish(std::move(batch), ec, r, sent_at);
+    if (auto self = me.lock(); c && self)
+      self->finish(std::move(batch), ec, r, sent_at);
   });
 }
 

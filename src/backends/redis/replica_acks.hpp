@@ -37,7 +37,9 @@ struct replica_ack {
   std::string text{};
 };
 
-class replica_acks {
+/// Owned by a shared_ptr (its callbacks hold it weakly): the old lock layer's lock_service or the
+/// Redis backend's state, whichever made it.
+class replica_acks : public std::enable_shared_from_this<replica_acks> {
 public:
   explicit replica_acks(client_impl& c);
   ~replica_acks();

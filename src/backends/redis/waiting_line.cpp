@@ -215,7 +215,7 @@ void waiting_line::confirm(std::uint64_t id, const std::string& owner, std::uint
   const auto& o = c.m->opts;
   const bool renew = o.watchdog;
   const auto lease_ms = o.lease;
-  service_.acks.confirm(
+  service_.acks->confirm(
       names_, owner, token, renew ? lease_ms : std::chrono::milliseconds(0), o.min_replicas,
       o.replica_timeout,
       [weak = weak_from_this(), id, owner, token, from, px, renew,

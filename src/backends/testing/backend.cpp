@@ -1,6 +1,7 @@
 #include "backends/testing/backend.hpp"
 
 #include <corolock/error.hpp>
+#include <corolock/lock/semaphore.hpp>
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -96,6 +97,7 @@ backend::backend(asio::any_io_executor ex, std::shared_ptr<state> st)
   traits_.semaphore = true;
   traits_.fifo = true;
   traits_.replicas = false;
+  traits_.run_time_permits = true;
   client_ = st_->connect(*this);
   id_ = "client-" + std::to_string(client_);
   was_reachable_ = reachable();
@@ -364,6 +366,27 @@ void backend::release(const core::held& lease, core::handler<void(error_code, st
       },
       [done](error_code ec) { done(ec, ec == error::closed ? "the testing client is closed"
                                                             : "no reply from the testing store"); });
+}
+
+void backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
+                      core::handler<void(error_code, semaphore_status, std::string)> h) {
+  auto hp = std::make_shared<core::handler<void(error_code, semaphore_status, std::string)>>(
+      std::move(h));
+  auto done = [hp](error_code ec, semaphore_status st, std::string words) {
+    asio::dispatch(asio::append(std::move(*hp), ec, st, std::move(words)));
+  };
+  send(
+      [this, k = key_of(lock), fallback = lock.capacity, count, done] {
+        if (count)
+          st_->set_count(k, *count);
+        const auto u = st_->usage_of(k);
+        semaphore_status st{st_->count(k, fallback), u.used, u.waiting};
+        return std::function<void()>([st, done] { done({}, st, {}); });
+      },
+      [done](error_code ec) {
+        done(ec, {}, ec == error::closed ? "the testing client is closed"
+                                         : "no reply from the testing store");
+      });
 }
 
 void backend::renew(std::vector<core::renewal> leases,

@@ -40,6 +40,8 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
+               core::handler<void(error_code, semaphore_status, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(std::chrono::milliseconds bound, core::handler<void()> h) override;

@@ -171,7 +171,9 @@ void state::grant(const lock_key& k, lock_state& l, entry e) {
 
 state::bid_outcome state::bid(const lock_key& k, std::int64_t capacity, entry e, bool wait) {
   auto& l = locks_[k];
-  l.capacity = capacity; // the latest bidder's view, as a Redis semaphore's default
+  // A count set at run time, else the latest bidder's view (as a Redis semaphore's default).
+  capacity = count(k, capacity);
+  l.capacity = capacity;
   bid_outcome out;
   if (auto h = std::find_if(l.holders.begin(), l.holders.end(),
                             [&](const entry& x) { return x.owner == e.owner; });
@@ -217,6 +219,28 @@ void state::grant_waiters(const lock_key& k) {
       c->second->grant_message(k, h.owner, h.token, h.since, h.lease);
   }
   forget_if_empty(k);
+}
+
+std::int64_t state::count(const lock_key& k, std::int64_t fallback) const {
+  auto it = counts_.find(k);
+  return it == counts_.end() ? fallback : it->second;
+}
+
+void state::set_count(const lock_key& k, std::int64_t n) {
+  counts_[k] = n;
+  if (auto it = locks_.find(k); it != locks_.end()) {
+    it->second.capacity = n;
+    grant_waiters(k);
+  }
+}
+
+state::usage state::usage_of(const lock_key& k) const {
+  usage u;
+  if (auto it = locks_.find(k); it != locks_.end()) {
+    u.used = it->second.used();
+    u.waiting = static_cast<std::int64_t>(it->second.queue.size());
+  }
+  return u;
 }
 
 void state::forget_if_empty(const lock_key& k) {

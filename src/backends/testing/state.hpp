@@ -131,6 +131,16 @@ public:
   /// per_lock: extends (or, check_only, confirms) a holder's lease; false when not a holder.
   bool renew(const lock_key& k, const std::string& owner, std::chrono::milliseconds lease,
              bool check_only);
+  /// A semaphore's count set at run time (kept, like a fence, for the store's life); `fallback`
+  /// (the bidder's handle) where none was set.
+  std::int64_t count(const lock_key& k, std::int64_t fallback) const;
+  /// Sets it and grants the waiters that now fit.
+  void set_count(const lock_key& k, std::int64_t n);
+  struct usage {
+    std::int64_t used = 0;
+    std::int64_t waiting = 0;
+  };
+  usage usage_of(const lock_key& k) const;
   /// Gives back everything of `client` (close): holders and queued bids.
   void drop_all(std::uint64_t client);
 
@@ -169,6 +179,7 @@ private:
 
   std::map<lock_key, lock_state> locks_;
   std::map<lock_key, std::uint64_t> fences_; // kept forever: tokens never repeat
+  std::map<lock_key, std::int64_t> counts_;  // semaphore counts set at run time
   std::map<std::uint64_t, sink*> clients_;
   std::map<std::uint64_t, session> sessions_;
   std::uint64_t next_client_ = 1;

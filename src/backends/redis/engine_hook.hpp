@@ -1,0 +1,40 @@
+// Private: the lock core on a Redis client. The engine over the Redis backend (lock_backend.hpp)
+// hangs on the client as its client_extension, made by the first handle that needs it and
+// destroyed with the client_impl. The client knows no lock; through this hook its reconnects reach
+// the backend (every lease checked at once) and its close reaches the engine and the backend:
+// waiting callers fail with closed, leases end, and one release per held lock, open bid and
+// give-up in flight goes into the client's last request on the lock connection, sent before that
+// connection closes (the same bound as any request: request_timeout).
+#pragma once
+
+#include "redis/client_impl.hpp"
+
+#include <memory>
+
+namespace corolock::core {
+class engine;
+}
+
+namespace corolock::redis::detail {
+
+class lock_backend;
+
+class engine_hook final : public corolock::detail::client_extension {
+public:
+  explicit engine_hook(const std::shared_ptr<corolock::detail::client_impl>& c);
+  ~engine_hook() override;
+
+  /// The hook of `c`, made on first use. `c` must not carry the old lock layer.
+  static engine_hook& of(const std::shared_ptr<corolock::detail::client_impl>& c);
+
+  core::engine& engine() noexcept { return *engine_; }
+
+  void on_reconnect() override;
+  void on_close(corolock::request& last) override;
+
+private:
+  std::shared_ptr<core::engine> engine_;
+  lock_backend* backend_; // owned by engine_
+};
+
+} // namespace corolock::redis::detail
