@@ -58,9 +58,12 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   /// client's life; close() releases it if still unanswered.
   void give_up(std::shared_ptr<const lock_names> names, std::string redis_owner, int tries = 0);
 
-  /// The lock channel of `names`, made on first use; kept a linger period after its last bid.
+  /// The lock channel of `names`, made on first use; kept a linger period after its last bid
+  /// once it subscribed, dropped with its last bid if it never did (forget_channel).
   std::shared_ptr<grant_channel> channel(const std::shared_ptr<const lock_names>& names);
   void channel_idle();
+  /// `ch` (the channel of `key`) leaves the map, if it is still the one there.
+  void forget_channel(const grant_channel& ch, const std::string& key);
   static constexpr std::chrono::milliseconds linger{1000};
 
   std::weak_ptr<client_impl> client_;

@@ -54,11 +54,19 @@ void grant_channel::leave(const bid_run& b) {
     auto p = w.lock();
     return !p || p.get() == &b;
   });
-  if (bids_.empty()) {
-    idle_since_ = steady::now();
-    if (auto s = s_.lock())
-      s->channel_idle();
+  if (!bids_.empty())
+    return;
+  auto s = s_.lock();
+  if (!s)
+    return;
+  if (!added_) {
+    // Never subscribed (its bids found the lock free): nothing to keep for a later wait. Kept, it
+    // cost every held lock a channel for the linger, and a sweep of them all.
+    s->forget_channel(*this, names_->key);
+    return;
   }
+  idle_since_ = steady::now();
+  s->channel_idle();
 }
 
 void grant_channel::subscribe(const std::shared_ptr<bid_run>& b) {

@@ -4,7 +4,8 @@
 // counts) listens on it: a grant naming one of their owners goes to that bid, a grant to another
 // client's owner to all of them (the holder changed). The subscription outlives its last bid by a
 // linger period (backend_state::linger): a lock contended in bursts keeps it, which saves a
-// SUBSCRIBE/UNSUBSCRIBE pair per acquisition.
+// SUBSCRIBE/UNSUBSCRIBE pair per acquisition. A channel that never subscribed (its bids found the
+// lock free) goes with its last bid: an uncontended lock keeps nothing of it.
 #pragma once
 
 #include "backends/redis/backend_state.hpp"

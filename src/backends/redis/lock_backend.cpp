@@ -181,6 +181,12 @@ void lock_backend::on_reconnect() {
 
 const core::backend_traits& lock_backend::traits() const noexcept { return redis_traits; }
 
+std::size_t lock_backend::channels() const noexcept { return s_->channels.size(); }
+
+std::size_t lock_backend::owners_remembered() const noexcept {
+  return s_->running.size() + s_->unsettled.size();
+}
+
 asio::any_io_executor lock_backend::get_executor() const { return s_->ex; }
 
 core::steady::time_point lock_backend::now() const { return steady::now(); }

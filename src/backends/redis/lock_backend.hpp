@@ -61,6 +61,12 @@ public:
   void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
   void set_hooks(hooks h) override;
 
+  /// Lock channels subscribed or lingering (for tests).
+  std::size_t channels() const noexcept;
+  /// Owners the backend still remembers: bids not over and give-ups or releases in flight (for
+  /// tests: once everything settled, none).
+  std::size_t owners_remembered() const noexcept;
+
 private:
   /// Closes the backend and puts its releases into `req`; false if it was closed already.
   bool shut(corolock::request& req);
