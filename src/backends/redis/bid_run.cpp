@@ -142,7 +142,7 @@ bool bid_run::may_have_reached() {
 
 void bid_run::deliver(contender_action a) {
   if (a.what == contender_action::kind::granted)
-    s_->held[owner_] = names_;
+    s_->held[owner_] = bid_.lock;
   forget(); // over: the next bid of the lock may open
   // Never inline from the call that caused it (contract 1), and not after a withdrawal.
   asio::post(s_->ex, [self = shared_from_this(), a = std::move(a)]() mutable {

@@ -289,8 +289,8 @@ bool lock_backend::shut(request& req) {
       corolock::detail::push_release(req, *names, owner, false, nullptr, {}, {},
                                      c->publish_verb());
   };
-  for (auto& [owner, names] : s_->held)
-    settle(names, owner);
+  for (auto& [owner, lock] : s_->held)
+    settle(backend_state::names_of(*lock), owner);
   for (auto& [owner, run] : s_->running)
     if (auto r = run.lock(); r && r->may_have_reached())
       settle(r->names(), owner);
