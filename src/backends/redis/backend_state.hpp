@@ -61,6 +61,8 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   /// The lock channel of `names`, made on first use; kept a linger period after its last bid
   /// once it subscribed, dropped with its last bid if it never did (forget_channel).
   std::shared_ptr<grant_channel> channel(const std::shared_ptr<const lock_names>& names);
+  /// The channel of `key` if one is kept (subscribed, or lingering), else null.
+  std::shared_ptr<grant_channel> channel_if_kept(const std::string& key) const;
   void channel_idle();
   /// `ch` (the channel of `key`) leaves the map, if it is still the one there.
   void forget_channel(const grant_channel& ch, const std::string& key);
