@@ -41,7 +41,7 @@ public:
   /// The line of (lock, shared, permits), made if needed.
   std::shared_ptr<waiting_line> line_of(const std::shared_ptr<const lock_spec>& spec,
                                         std::int64_t permits, bool shared);
-  /// An idle line leaves (it calls this itself, once idle).
+  /// An idle line leaves (it calls this itself, once idle, holding itself while it runs).
   void forget(const waiting_line& l);
 
   /// Releases `lease` at the store, owner-checked; `h` (may be empty) gets the first outcome. A
