@@ -110,13 +110,20 @@ void grant_channel::on_message(std::string_view, std::string_view payload,
       b->granted_elsewhere(grant_lease_of(owner));
     return;
   }
-  // One of ours: its bid's (a grant to a withdrawn owner is given back by its give-up, sent
-  // after the attempt that queued it).
+  // One of ours: its bid's.
   for (auto& b : live())
     if (b->redis_owner() == owner) {
       b->grant_heard(token, published_after, grant_lease_of(owner));
       return;
     }
+  // An owner whose bid is over. Held, the lock is its holder's; a give-up or release of it in
+  // flight settles it. Otherwise its place outlived its acquisition: after a failover the new
+  // master still queues an owner whose grant and release reached only the old one (writes the
+  // replica never got). Nobody claims that grant: given back now (release.lua is idempotent per
+  // owner), not kept grant_lease for nobody — once per stale place.
+  std::string done(owner);
+  if (!s->held.contains(done) && !s->unsettled.contains(done))
+    s->give_up(names_, std::move(done));
 }
 
 void grant_channel::on_subscribed(bool restored) {
