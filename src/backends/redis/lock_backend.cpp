@@ -201,6 +201,11 @@ std::string lock_backend::new_owner(const core::lock_spec& lock) {
   return s_->redis_owner(new_owner(), lock);
 }
 
+bool lock_backend::known_unreachable() const noexcept {
+  auto c = s_->client();
+  return !c || c->closed || s_->closed || !c->ready_for_locks(); // never connected, or closed
+}
+
 error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
   return check_redis_lock(lock.name, lock.options, words);
 }

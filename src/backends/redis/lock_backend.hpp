@@ -50,6 +50,7 @@ public:
   std::unique_ptr<core::timer> make_timer() override;
   std::string new_owner() override;
   std::string new_owner(const core::lock_spec& lock) override;
+  bool known_unreachable() const noexcept override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
