@@ -41,7 +41,7 @@ public:
   /// The line of (lock, shared, permits), made if needed.
   std::shared_ptr<waiting_line> line_of(const std::shared_ptr<const lock_spec>& spec,
                                         std::int64_t permits, bool shared);
-  /// An idle line leaves (it calls this itself, once idle).
+  /// An idle line leaves (it calls this itself, once idle, holding itself while it runs).
   void forget(const waiting_line& l);
 
   /// Releases `lease` at the store, owner-checked; `h` (may be empty) gets the first outcome. A
@@ -57,7 +57,6 @@ public:
 
   keeper& keep() noexcept { return *keeper_; }
   bool closed() const noexcept { return closed_; }
-  std::uint64_t next_serial() noexcept { return ++serials_; }
 
 private:
   // A lock of one kind and name, with the lease its handle asked for (two handles of one name with
@@ -76,7 +75,6 @@ private:
   std::shared_ptr<backend> b_;
   std::shared_ptr<keeper> keeper_;
   std::map<line_key, std::shared_ptr<waiting_line>> lines_;
-  std::uint64_t serials_ = 0;
   friend struct release_resend;
   std::set<std::shared_ptr<release_resend>> resending_; // waiting for their next try
   bool closed_ = false;

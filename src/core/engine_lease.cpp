@@ -13,7 +13,7 @@ engine_lease::engine_lease(const std::shared_ptr<engine_impl>& e,
                            std::shared_ptr<const lock_spec> s, std::string o, const grant& g,
                            detail::lease_timing t, std::int64_t n, bool sh)
     : lease(e->store().get_executor(), std::move(o), g.token, t), eng(e), spec(std::move(s)),
-      session(g.session), serial(e->next_serial()) {
+      session(g.session) {
   permits = n;
   shared = sh;
 }

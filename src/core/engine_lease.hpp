@@ -33,7 +33,7 @@ public:
   std::weak_ptr<engine_impl> eng;
   std::shared_ptr<const lock_spec> spec;
   std::uint64_t session = 0;
-  std::uint64_t serial = 0; ///< the keeper's order (deterministic renewal batches)
+  std::size_t slot = 0; ///< its place in the keeper (keeper.hpp)
 
 protected:
   void unwatch() noexcept override;

@@ -15,18 +15,26 @@ void keeper::add(const std::shared_ptr<engine_lease>& l) {
     l->mark_lost(false);
     return;
   }
-  leases_[l->serial] = l;
+  if (gone_ > 16 && gone_ * 2 > leases_.size()) {
+    std::erase(leases_, nullptr);
+    gone_ = 0;
+    for (std::size_t i = 0; i < leases_.size(); ++i)
+      leases_[i]->slot = i;
+  }
+  l->slot = leases_.size();
+  leases_.push_back(l);
   arm(l->timing.wake());
 }
 
 void keeper::remove(const engine_lease& l) noexcept {
-  auto it = leases_.find(l.serial);
-  if (it != leases_.end() && it->second.get() == &l)
-    leases_.erase(it);
+  if (l.slot < leases_.size() && leases_[l.slot].get() == &l) {
+    leases_[l.slot].reset();
+    ++gone_;
+  }
 }
 
 void keeper::reconnected() {
-  if (closed_ || leases_.empty())
+  if (closed_ || size() == 0)
     return;
   verify_ = true;
   armed_at_ = steady::time_point::max(); // whatever was armed, tick now
@@ -36,16 +44,16 @@ void keeper::reconnected() {
 void keeper::session_alive(std::uint64_t session, steady::time_point until) {
   if (closed_)
     return;
-  for (auto& [_, l] : leases_)
-    if (l->session == session)
+  for (auto& l : leases_)
+    if (l && l->session == session)
       l->timing.valid_until = std::max(l->timing.valid_until, until); // never backwards
   // The timer may be armed for an earlier deadline: it finds nothing due and re-arms.
 }
 
 void keeper::session_lost(std::uint64_t session) {
   std::vector<std::shared_ptr<engine_lease>> lost;
-  for (auto& [_, l] : leases_)
-    if (l->session == session)
+  for (auto& l : leases_)
+    if (l && l->session == session)
       lost.push_back(l);
   for (auto& l : lost)
     l->mark_lost(false); // the session's end freed it at the store
@@ -55,8 +63,10 @@ void keeper::close() {
   closed_ = true;
   timer_->disarm();
   auto all = std::exchange(leases_, {});
-  for (auto& [_, l] : all)
-    l->mark_lost(false);
+  gone_ = 0;
+  for (auto& l : all)
+    if (l)
+      l->mark_lost(false);
 }
 
 void keeper::arm(steady::time_point at) {
@@ -78,7 +88,9 @@ void keeper::tick() {
   std::vector<std::shared_ptr<engine_lease>> batch, lost;
   std::vector<bool> check_only;
   auto wake = steady::time_point::max();
-  for (auto& [_, l] : leases_) {
+  for (auto& l : leases_) {
+    if (!l)
+      continue;
     const auto due = l->timing.at(now);
     if (due == lease_timing::due::lost) {
       lost.push_back(l);

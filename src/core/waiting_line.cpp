@@ -67,6 +67,12 @@ void waiting_line::arrive(steady::time_point deadline, bool try_only, diagnostic
         self->cancel(id);
     });
   }
+  if (try_only && line_.callers() > 0 && b_->known_unreachable()) {
+    // The line would answer "taken" for the callers ahead, but nothing is known of the lock: the
+    // store cannot be reached (what a try_acquire asking it would be told).
+    deliver(id, error::not_connected, nullptr, {});
+    return;
+  }
   line_.arrive(id, deadline, try_only, b_->now());
   run();
 }

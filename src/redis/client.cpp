@@ -28,7 +28,7 @@ namespace detail {
 bool client_impl::engine_locks_default() {
   static const bool on = [] {
     const char* v = std::getenv("COROLOCK_REDIS_LOCK_CORE");
-    return v && std::string_view(v) == "1";
+    return !v || std::string_view(v) != "0";
   }();
   return on;
 }

@@ -97,10 +97,11 @@ public:
   /// lock core over the Redis backend (backends/redis/engine_hook.hpp) when `engine_locks`.
   std::unique_ptr<client_extension> extension;
   /// Which of the two serves this client's lock handles (issue 22's switch, one client at a time):
-  /// the old layer until the Redis backend serves everything it does (cluster routing first; a
-  /// cluster client stays on the old layer whatever this says). On for a client when a test asks,
-  /// and for every client of a process started with COROLOCK_REDIS_LOCK_CORE=1 (a developer's
-  /// switch, to run the suites, tortures and benchmarks over the core; it goes with the old layer).
+  /// the core, since stop 37, for a standalone or Sentinel client; a cluster client stays on the
+  /// old layer whatever this says, until the Redis backend routes by slot. Off for a client when a
+  /// test asks (the old layer's own tests), and for every client of a process started with
+  /// COROLOCK_REDIS_LOCK_CORE=0 (a developer's switch, to compare the two layers in the suites and
+  /// benchmarks; it goes with the old layer).
   bool engine_locks = engine_locks_default();
   static bool engine_locks_default();
   std::string last_server_error;

@@ -329,6 +329,84 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   BOOST_TEST(why.empty(), why.message());
 }
 
+/// Whether `m` gets its lock within `bound` (then given back at once); a failure is reported.
+inline asio::awaitable<bool> takes_within(mutex& m, std::chrono::milliseconds bound) {
+  auto [ec, g] = co_await m.acquire_for(bound, tuple_awaitable);
+  BOOST_TEST(!ec, m.name() << ": " << ec.message());
+  if (!g.owns_lock())
+    co_return false;
+  co_await g.unlock();
+  co_return true;
+}
+
+/// A store this client cannot reach: an acquisition's deadline still holds (it ends with an error,
+/// by its deadline), and once the store is reachable again the same client takes the lock, and
+/// another client too (what the cut-off wait left at the store does not stay).
+template <typename F>
+asio::awaitable<void> deadline_while_unreachable(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  mutex ma{*a, "down-deadline"}, mb{*b, "down-deadline"};
+  {
+    auto first = co_await ma.acquire(); // connected, whatever a first use prepares is ready
+    co_await first.unlock();
+  }
+  f.cut_off(*a, true);
+  auto t0 = std::chrono::steady_clock::now();
+  diagnostics why;
+  auto [ec, g] = co_await ma.acquire_for(800ms, bind_diagnostics(why, tuple_awaitable));
+  auto took = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST_MESSAGE(f.backend << ": acquire_for(800 ms) while cut off: " << ec.message() << " after "
+                               << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                               << " ms " << why.message());
+  BOOST_TEST(ec == error::timeout);
+  BOOST_TEST(!g.owns_lock());
+  BOOST_TEST((took <= 800ms + 400ms));
+  f.cut_off(*a, false);
+  BOOST_TEST(co_await takes_within(mb, 10s)); // what a's wait left at the store does not hold it
+  BOOST_TEST(co_await takes_within(ma, 10s)); // and a is back
+  BOOST_TEST(co_await clean(f));
+}
+
+/// close() of a client cut off from its store, holding a lock and with a caller waiting: the
+/// waiting caller fails with closed at once, the guard is lost, close completes within the
+/// fixture's bound (what it could not give back runs out with its lease or session), and another
+/// client gets the lock once the store is reachable.
+template <typename F>
+asio::awaitable<void> close_while_unreachable(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  lock_options o;
+  o.lease = 3s;
+  mutex x{*a, "down-close", o}, xb{*b, "down-close", o}, y{*a, "down-close-y", o};
+  auto gy = co_await y.acquire();
+  auto gb = co_await xb.acquire();
+  error_code waiting_ec;
+  test::event done(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    auto [ec, g] = co_await x.acquire(tuple_awaitable);
+    waiting_ec = ec;
+    done.set();
+  }, asio::detached);
+  BOOST_REQUIRE(co_await eventually([&] { return f.queued("down-close") == 1; }));
+  f.cut_off(*a, true);
+  auto t0 = std::chrono::steady_clock::now();
+  co_await f.close(*a);
+  auto took = std::chrono::steady_clock::now() - t0;
+  BOOST_TEST_MESSAGE(f.backend << ": close while cut off took "
+                               << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                               << " ms");
+  BOOST_TEST((took <= 6s)); // the fixtures' close bounds: request_timeout, the SQL close's 5 s
+  co_await done.wait();
+  BOOST_TEST(waiting_ec == error::closed);
+  BOOST_TEST(gy.lost());
+  co_await gb.unlock();
+  f.cut_off(*a, false);
+  mutex yb{*b, "down-close-y", o};
+  BOOST_TEST(co_await takes_within(yb, 15s)); // by a's lease, or its session's end
+  BOOST_TEST(co_await clean(f));
+}
+
 /// guard::unlock: any cancellation type ends the caller's wait with operation_aborted, and the
 /// lock is released all the same (another client gets it).
 template <typename F>
@@ -578,6 +656,8 @@ asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor 
   COROLOCK_CONFORMANCE_CASE(F, fencing_tokens_increase)                                           \
   COROLOCK_CONFORMANCE_CASE(F, dropped_guard_releases)                                            \
   COROLOCK_CONFORMANCE_CASE(F, close_releases_everything)                                         \
+  COROLOCK_CONFORMANCE_CASE(F, deadline_while_unreachable)                                        \
+  COROLOCK_CONFORMANCE_CASE(F, close_while_unreachable)                                           \
   COROLOCK_CONFORMANCE_CASE(F, cancelled_unlock_still_releases)                                   \
   COROLOCK_CONFORMANCE_CASE(F, bad_names_and_options_are_refused)                                 \
   COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)

@@ -123,6 +123,12 @@ struct bid {
     BOOST_REQUIRE_EQUAL(acts(), "");
     BOOST_REQUIRE(m.queued());
   }
+
+  /// This client's release offers the lock to the queued bid (no refresh meanwhile).
+  void offer() {
+    BOOST_REQUIRE(m.offer_handoff());
+    m.take_actions();
+  }
 };
 
 } // namespace
@@ -415,14 +421,27 @@ BOOST_AUTO_TEST_CASE(our_own_release_hands_the_lock_over) {
 BOOST_AUTO_TEST_CASE(a_declined_hand_off_waits_on_and_an_unknown_one_looks_again) {
   bid b(cfg());
   b.queue();
-  BOOST_TEST(b.m.offer_handoff());
-  b.m.take_actions();
+  b.offer();
   b.m.handoff_declined(false, at(200));
   BOOST_TEST(b.acts() == "wake_at 3005");
-  BOOST_TEST(b.m.offer_handoff());
-  b.m.take_actions();
+  b.offer();
   b.m.handoff_declined(true, at(300));
   BOOST_TEST(b.acts() == "attempt queue");
+}
+
+// A reconnect while the offer is out (a failover: the release goes to the new master, which may
+// never have had our place): the look it owes is made once the release's reply settles the offer.
+// It was once dropped, and the bid waited for its refresh, past its callers' deadlines.
+BOOST_AUTO_TEST_CASE(a_restored_subscription_during_a_hand_off_looks_again_once_it_is_declined) {
+  bid b(cfg());
+  b.queue();
+  b.offer();
+  b.m.subscribed(true, at(100));
+  BOOST_TEST(b.acts() == ""); // the release's reply first
+  b.m.handoff_declined(false, at(105));
+  BOOST_TEST(b.acts() == "attempt queue");
+  b.m.attempt_done(taken(milliseconds(60000), at(105)), at(110));
+  BOOST_TEST(b.acts() == "wake_at 3105");
 }
 
 BOOST_AUTO_TEST_CASE(a_hand_off_after_a_withdrawal_is_left_to_the_give_up) {

@@ -113,6 +113,16 @@ std::shared_ptr<grant_channel> backend_state::channel(
   return ch;
 }
 
+std::shared_ptr<grant_channel> backend_state::channel_if_kept(const std::string& key) const {
+  auto it = channels.find(key);
+  return it == channels.end() ? nullptr : it->second;
+}
+
+void backend_state::forget_channel(const grant_channel& ch, const std::string& key) {
+  if (auto it = channels.find(key); it != channels.end() && it->second.get() == &ch)
+    channels.erase(it); // its last bid still holds it
+}
+
 void backend_state::channel_idle() {
   if (sweep_scheduled || closed)
     return;

@@ -58,9 +58,14 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   /// client's life; close() releases it if still unanswered.
   void give_up(std::shared_ptr<const lock_names> names, std::string redis_owner, int tries = 0);
 
-  /// The lock channel of `names`, made on first use; kept a linger period after its last bid.
+  /// The lock channel of `names`, made on first use; kept a linger period after its last bid
+  /// once it subscribed, dropped with its last bid if it never did (forget_channel).
   std::shared_ptr<grant_channel> channel(const std::shared_ptr<const lock_names>& names);
+  /// The channel of `key` if one is kept (subscribed, or lingering), else null.
+  std::shared_ptr<grant_channel> channel_if_kept(const std::string& key) const;
   void channel_idle();
+  /// `ch` (the channel of `key`) leaves the map, if it is still the one there.
+  void forget_channel(const grant_channel& ch, const std::string& key);
   static constexpr std::chrono::milliseconds linger{1000};
 
   std::weak_ptr<client_impl> client_;
@@ -74,8 +79,10 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   std::unordered_map<std::string, std::weak_ptr<bid_run>> open;
   /// Every bid not yet over, by Redis owner (close() gives back what they may have).
   std::unordered_map<std::string, std::weak_ptr<bid_run>> running;
-  /// Granted locks not yet released, by Redis owner.
-  std::unordered_map<std::string, std::shared_ptr<const lock_names>> held;
+  /// Granted locks not yet released, by Redis owner: the lock as the handle named it (its lease
+  /// keeps it anyway), its Redis names made again only at close. Keeping the names here cost every
+  /// held lock another 150 bytes.
+  std::unordered_map<std::string, std::shared_ptr<const core::lock_spec>> held;
   /// Give-ups and releases in flight, by Redis owner (close() sends them once more).
   std::unordered_map<std::string, std::pair<std::shared_ptr<const lock_names>, int>> unsettled;
   void track(const std::shared_ptr<const lock_names>& names, const std::string& redis_owner);

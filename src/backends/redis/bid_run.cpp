@@ -43,7 +43,7 @@ bid_run::bid_run(std::shared_ptr<backend_state> s, core::bid b, std::string redi
     : s_(std::move(s)), bid_(std::move(b)), owner_(std::move(redis_owner)),
       names_(backend_state::names_of(*bid_.lock)),
       waiter_ttl_(s_->timings(*bid_.lock).waiter_ttl), events_(&events),
-      channel_(bid_.wait ? s_->channel(names_) : nullptr),
+      channel_(bid_.wait ? s_->channel_if_kept(names_->key) : nullptr),
       machine_(config_of(*s_, bid_, waiter_ttl_, channel_ && channel_->confirmed())) {}
 
 bid_run::~bid_run() { forget(); }
@@ -77,12 +77,19 @@ void bid_run::start() {
   }
   s_->running[owner_] = self;
   if (channel_) {
-    channel_->join(self);
-    if (names_->kind == corolock::detail::lock_kind::mutex)
-      s_->open[names_->key] = self;
+    channel_->join(self); // kept from an earlier wait: grants are heard from the start
+    may_queue();
   }
   machine_.start(steady::now());
   run();
+}
+
+void bid_run::may_queue() {
+  // Only a bid queued in Redis can be handed a release of this client's (offer_handoff), and it
+  // queues only once it listens on the lock's channel: a bid that finds the lock free is not
+  // registered (two allocations and a hash each time, for nothing).
+  if (names_->kind == corolock::detail::lock_kind::mutex)
+    s_->open[names_->key] = shared_from_this();
 }
 
 void bid_run::withdraw() {
@@ -104,6 +111,12 @@ void bid_run::run() {
       switch (a.what) {
       case k::attempt: attempt(a.mode); break;
       case k::subscribe:
+        // The channel is made when the lock is found taken: a bid that finds it free costs none.
+        if (!channel_ && bid_.wait) {
+          channel_ = s_->channel(names_);
+          channel_->join(keep);
+          may_queue();
+        }
         if (channel_)
           channel_->subscribe(keep);
         break;
@@ -142,7 +155,7 @@ bool bid_run::may_have_reached() {
 
 void bid_run::deliver(contender_action a) {
   if (a.what == contender_action::kind::granted)
-    s_->held[owner_] = names_;
+    s_->held[owner_] = bid_.lock;
   forget(); // over: the next bid of the lock may open
   // Never inline from the call that caused it (contract 1), and not after a withdrawal.
   asio::post(s_->ex, [self = shared_from_this(), a = std::move(a)]() mutable {

@@ -56,6 +56,8 @@ private:
   void deliver(corolock::detail::contender_action a);
   void arm(steady::time_point at);
   void forget();
+  /// A waiting bid of a mutex: the one a release of this client may hand the lock to.
+  void may_queue();
 
   std::shared_ptr<backend_state> s_;
   core::bid bid_;
@@ -63,7 +65,7 @@ private:
   std::shared_ptr<const lock_names> names_;
   std::chrono::milliseconds waiter_ttl_;
   core::contender_events* events_;
-  std::shared_ptr<grant_channel> channel_; // the lock's, for a bid that may wait
+  std::shared_ptr<grant_channel> channel_; // the lock's, once this bid waits (or kept)
   corolock::detail::contender_machine machine_;
   std::unique_ptr<core::timer> timer_; // made on first use: most bids never need one
   std::weak_ptr<corolock::detail::pending> attempt_; // a waiting bid's attempt, until answered

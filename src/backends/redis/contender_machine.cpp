@@ -221,8 +221,9 @@ void contender_machine::handed(std::uint64_t token, steady::time_point from,
 void contender_machine::handoff_declined(bool unknown, steady::time_point) {
   offered_ = false;
   // Unknown: the release may have given the lock to our owner; the next attempt (same owner)
-  // finds out.
-  if (unknown && step_ == step::waiting && queued_) {
+  // finds out. A look owed since the offer went out (a restored subscription) is made now too.
+  const bool look = std::exchange(again_, false) || unknown;
+  if (look && step_ == step::waiting && queued_) {
     if (flight_)
       again_ = true;
     else
@@ -236,10 +237,12 @@ void contender_machine::subscribed(bool restored, steady::time_point) {
   sub_ = subscription::confirmed;
   if (step_ == step::looking || step_ == step::waiting) {
     if (restored) {
-      // Messages published while the connection was down are lost: look again.
-      if (flight_)
+      // Messages published while the connection was down are lost, and after a failover our
+      // place may not be on the new master: look again, after the attempt in flight or the
+      // release that offered us the lock (its reply settles the offer first).
+      if (flight_ || offered_)
         again_ = true;
-      else if (!offered_)
+      else
         send(attempt_mode::queue);
     } else if (first && !flight_ && !queued_) {
       send(attempt_mode::queue); // waited for the confirmation (subscription on another connection)

@@ -135,7 +135,8 @@ private:
   subscription sub_ = subscription::none;
   bool flight_ = false;          // an attempt is in flight
   attempt_mode mode_{};          // its mode
-  bool again_ = false;           // attempt once more when the one in flight returns
+  bool again_ = false;           // attempt once more when the one in flight returns, or the
+                                 // offer out is declined
   bool queued_ = false;
   bool offered_ = false;
   bool sent_ = false;            // something of the owner may have reached Redis

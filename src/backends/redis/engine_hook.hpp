@@ -28,6 +28,7 @@ public:
   static engine_hook& of(const std::shared_ptr<corolock::detail::client_impl>& c);
 
   core::engine& engine() noexcept { return *engine_; }
+  lock_backend& backend() noexcept { return *backend_; }
 
   void on_reconnect() override;
   void on_close(corolock::request& last) override;

@@ -54,11 +54,19 @@ void grant_channel::leave(const bid_run& b) {
     auto p = w.lock();
     return !p || p.get() == &b;
   });
-  if (bids_.empty()) {
-    idle_since_ = steady::now();
-    if (auto s = s_.lock())
-      s->channel_idle();
+  if (!bids_.empty())
+    return;
+  auto s = s_.lock();
+  if (!s)
+    return;
+  if (!added_) {
+    // Never subscribed (its bids found the lock free): nothing to keep for a later wait. Kept, it
+    // cost every held lock a channel for the linger, and a sweep of them all.
+    s->forget_channel(*this, names_->key);
+    return;
   }
+  idle_since_ = steady::now();
+  s->channel_idle();
 }
 
 void grant_channel::subscribe(const std::shared_ptr<bid_run>& b) {
@@ -102,13 +110,20 @@ void grant_channel::on_message(std::string_view, std::string_view payload,
       b->granted_elsewhere(grant_lease_of(owner));
     return;
   }
-  // One of ours: its bid's (a grant to a withdrawn owner is given back by its give-up, sent
-  // after the attempt that queued it).
+  // One of ours: its bid's.
   for (auto& b : live())
     if (b->redis_owner() == owner) {
       b->grant_heard(token, published_after, grant_lease_of(owner));
       return;
     }
+  // An owner whose bid is over. Held, the lock is its holder's; a give-up or release of it in
+  // flight settles it. Otherwise its place outlived its acquisition: after a failover the new
+  // master still queues an owner whose grant and release reached only the old one (writes the
+  // replica never got). Nobody claims that grant: given back now (release.lua is idempotent per
+  // owner), not kept grant_lease for nobody — once per stale place.
+  std::string done(owner);
+  if (!s->held.contains(done) && !s->unsettled.contains(done))
+    s->give_up(names_, std::move(done));
 }
 
 void grant_channel::on_subscribed(bool restored) {

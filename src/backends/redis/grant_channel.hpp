@@ -1,10 +1,12 @@
 // Private: one lock channel of a client's Redis lock backend — the subscription that tells its
-// bids of grants ("g <token> <owner>", published by the release and acquire scripts). Every bid of
-// the client on the lock (a mutex's one; a read-write lock's readers and writer; a semaphore's
-// counts) listens on it: a grant naming one of their owners goes to that bid, a grant to another
-// client's owner to all of them (the holder changed). The subscription outlives its last bid by a
-// linger period (backend_state::linger): a lock contended in bursts keeps it, which saves a
-// SUBSCRIBE/UNSUBSCRIBE pair per acquisition.
+// bids of grants ("g <token> <owner>", published by the release and acquire scripts). It is made
+// when a bid of the client finds the lock taken and must wait; while it is kept, every bid of the
+// client on the lock (a mutex's one; a read-write lock's readers and writer; a semaphore's counts)
+// listens on it from its start: a grant naming one of their owners goes to that bid, a grant to
+// another client's owner to all of them (the holder changed). The subscription outlives its last
+// bid by a linger period (backend_state::linger): a lock contended in bursts keeps it, which saves
+// a SUBSCRIBE/UNSUBSCRIBE pair per acquisition. A lock always found free has no channel, and one
+// that never got its subscription sent (no lock connection) goes with its last bid.
 #pragma once
 
 #include "backends/redis/backend_state.hpp"

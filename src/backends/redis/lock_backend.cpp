@@ -181,6 +181,12 @@ void lock_backend::on_reconnect() {
 
 const core::backend_traits& lock_backend::traits() const noexcept { return redis_traits; }
 
+std::size_t lock_backend::channels() const noexcept { return s_->channels.size(); }
+
+std::size_t lock_backend::owners_remembered() const noexcept {
+  return s_->running.size() + s_->unsettled.size();
+}
+
 asio::any_io_executor lock_backend::get_executor() const { return s_->ex; }
 
 core::steady::time_point lock_backend::now() const { return steady::now(); }
@@ -193,6 +199,11 @@ std::string lock_backend::new_owner() { return s_->id + ':' + std::to_string(++s
 
 std::string lock_backend::new_owner(const core::lock_spec& lock) {
   return s_->redis_owner(new_owner(), lock);
+}
+
+bool lock_backend::known_unreachable() const noexcept {
+  auto c = s_->client();
+  return !c || c->closed || s_->closed || !c->ready_for_locks(); // never connected, or closed
 }
 
 error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
@@ -283,8 +294,8 @@ bool lock_backend::shut(request& req) {
       corolock::detail::push_release(req, *names, owner, false, nullptr, {}, {},
                                      c->publish_verb());
   };
-  for (auto& [owner, names] : s_->held)
-    settle(names, owner);
+  for (auto& [owner, lock] : s_->held)
+    settle(backend_state::names_of(*lock), owner);
   for (auto& [owner, run] : s_->running)
     if (auto r = run.lock(); r && r->may_have_reached())
       settle(r->names(), owner);

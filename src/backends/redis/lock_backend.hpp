@@ -50,6 +50,7 @@ public:
   std::unique_ptr<core::timer> make_timer() override;
   std::string new_owner() override;
   std::string new_owner(const core::lock_spec& lock) override;
+  bool known_unreachable() const noexcept override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
@@ -60,6 +61,12 @@ public:
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
   void set_hooks(hooks h) override;
+
+  /// Lock channels subscribed or lingering (for tests).
+  std::size_t channels() const noexcept;
+  /// Owners the backend still remembers: bids not over and give-ups or releases in flight (for
+  /// tests: once everything settled, none).
+  std::size_t owners_remembered() const noexcept;
 
 private:
   /// Closes the backend and puts its releases into `req`; false if it was closed already.
