@@ -340,8 +340,8 @@ inline asio::awaitable<bool> takes_within(mutex& m, std::chrono::milliseconds bo
 }
 
 /// A store this client cannot reach: an acquisition's deadline still holds (it ends with an error,
-/// by its deadline), and once the store is reachable again the same client takes the lock, and
-/// another client too (what the cut-off wait left at the store does not stay).
+/// by its deadline), and once the store is reachable again another client takes the lock (what the
+/// cut-off wait left at the store does not stay), and the same client too.
 template <typename F>
 asio::awaitable<void> deadline_while_unreachable(F& f, asio::any_io_executor ex) {
   auto a = co_await f.connect(ex);
@@ -364,7 +364,16 @@ asio::awaitable<void> deadline_while_unreachable(F& f, asio::any_io_executor ex)
   BOOST_TEST((took <= 800ms + 400ms));
   f.cut_off(*a, false);
   BOOST_TEST(co_await takes_within(mb, 10s)); // what a's wait left at the store does not hold it
-  BOOST_TEST(co_await takes_within(ma, 10s)); // and a is back
+  // And a is back. On Redis it takes 9.2 s here: the cut dropped bytes of a connection that stays
+  // up, which the client finds out only by its requests' request_timeout (5 s), not timed apart;
+  // the other stores take it within 0.1 s. The bound says "it recovers", with room for a slow run.
+  auto t1 = std::chrono::steady_clock::now();
+  BOOST_TEST(co_await takes_within(ma, 15s));
+  BOOST_TEST_MESSAGE(f.backend << ": the cut-off client took the lock again "
+                               << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - t1)
+                                      .count()
+                               << " ms after the store was back");
   BOOST_TEST(co_await clean(f));
 }
 
