@@ -110,7 +110,7 @@ redis::lock_options handle_state::queue_timings(const lock_options& o,
 std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
                                                        lock_options options,
                                                        std::int64_t capacity, const char* what) {
-  if (impl_->engine_locks && !impl_->cluster)
+  if (impl_->engine_locks)
     return redis::detail::engine_hook::of(impl_).engine().make_handle(
         kind, std::move(name), std::move(options), capacity, what);
   detail::check_lock_arguments(name, options, what);
