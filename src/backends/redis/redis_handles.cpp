@@ -1,7 +1,8 @@
 // The Redis client as a lock_source, and the old lock layer's handle operations. A client whose
-// engine_locks is on (client_impl.hpp) serves the store-neutral handles (mutex, shared_mutex,
-// semaphore) through the lock core over the Redis backend (engine_hook.hpp); the others, and every
-// cluster client, still through detail::handle_state, until the backend serves all of it (issue 22).
+// engine_locks is on (client_impl.hpp: every client, unless a test or COROLOCK_REDIS_LOCK_CORE=0
+// asks otherwise) serves the store-neutral handles (mutex, shared_mutex, semaphore) through the
+// lock core over the Redis backend (engine_hook.hpp; a cluster's: cluster_backend.hpp); the others
+// through detail::handle_state, until the old layer is deleted (issue 22).
 #include "backends/redis/handle_state.hpp"
 
 #include "backends/redis/engine_hook.hpp"
