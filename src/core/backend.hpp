@@ -94,7 +94,9 @@ struct grant {
   steady::time_point from{};       ///< a moment at or before the store started the lease
   std::chrono::milliseconds valid_for{0}; ///< per_lock: lease left from `from`; session: the
                                    ///< session's current bound (session_alive moves it later)
-  std::uint64_t session = 0;       ///< session stores: whose life the lease follows
+  std::uint64_t session = 0;       ///< session stores: whose life the lease follows; per_lock
+                                   ///< stores: the backend's own tag, passed back in held (the
+                                   ///< Redis cluster backend's: the master that granted it)
 };
 
 /// A held lock as the backend needs it to release or renew it.

@@ -1,5 +1,5 @@
-// The conformance suite (cases.hpp) over Redis through the old lock layer (lock_service), which a
-// cluster client still uses until the Redis backend routes by slot (issue 22): a private
+// The conformance suite (cases.hpp) over Redis through the old lock layer (lock_service), which no
+// client runs on by default any more; it stays tested until it is deleted (issue 22): a private
 // redis-server (test/support), each client through its own fault proxy so that one client can be
 // cut off alone. redis_core.cpp runs the same cases over the lock core, every other client's layer.
 #include "cases.hpp"

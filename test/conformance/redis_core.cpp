@@ -1,7 +1,7 @@
 // The conformance suite (cases.hpp) over Redis through the lock core: core::engine over the Redis
 // backend (src/backends/redis/lock_backend.hpp), hung on each Redis client by its engine_hook, each
-// client through its own fault proxy: what every standalone or Sentinel client runs on. The same
-// cases as redis.cpp, which runs them through the old lock layer (a cluster client's, issue 22).
+// client through its own fault proxy: what every Redis client runs on (a cluster's node by node).
+// The same cases as redis.cpp, which runs them through the old lock layer (issue 22).
 #include "cases.hpp"
 #include "redis_fixture.hpp"
 

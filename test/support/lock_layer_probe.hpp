@@ -20,7 +20,7 @@ namespace corolock::test {
 inline std::size_t lock_subscriptions_kept(corolock::client& c) {
   auto& impl = corolock::detail::client_access::shared(c);
   if (impl->engine_locks)
-    return corolock::redis::detail::engine_hook::of(impl).backend().channels();
+    return corolock::redis::detail::engine_hook::of(impl).channels();
   return corolock::detail::lock_service::of(*impl).lines();
 }
 
@@ -29,7 +29,7 @@ inline std::size_t lock_subscriptions_kept(corolock::client& c) {
 inline std::size_t lock_owners_remembered(corolock::client& c) {
   auto& impl = corolock::detail::client_access::shared(c);
   if (impl->engine_locks)
-    return corolock::redis::detail::engine_hook::of(impl).backend().owners_remembered();
+    return corolock::redis::detail::engine_hook::of(impl).owners_remembered();
   return corolock::detail::lock_service::of(*impl).may_have_run();
 }
 

@@ -141,7 +141,9 @@ public:
   [[deprecated("bind a corolock::diagnostics to the operation (bind_diagnostics)")]]
   const std::string& last_server_error() const noexcept;
   /// Why the last connect() failed, in words (as a diagnostics bound to connect() has them).
-  /// Empty after a success.
+  /// Empty after a success. On a cluster, also why a master that a lock operation needed could
+  /// not be reached (that operation failed with not_connected, which leaves its own diagnostics
+  /// empty).
   const std::string& last_connect_error() const noexcept;
 
 private:

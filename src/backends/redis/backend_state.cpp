@@ -24,17 +24,18 @@ error_code transport_error(const client_impl& c, error_code ec) {
   return ec == error::timeout && !c.locks->connected() ? error_code(error::not_connected) : ec;
 }
 
-backend_state::backend_state(const std::shared_ptr<client_impl>& c)
-    : client_(c), id(c->id), ex(c->ex), sweep_timer(c->ex) {}
+backend_state::backend_state(const std::shared_ptr<client_impl>& c, std::string owner_id)
+    : client_(c), id(owner_id.empty() ? c->id : std::move(owner_id)), ex(c->ex),
+      sweep_timer(c->ex) {}
 
 backend_state::~backend_state() {
   for (auto& [_, ch] : channels)
     ch->drop();
 }
 
-queue_timings backend_state::timings(const core::lock_spec& lock) const {
+queue_timings queue_timings_of(const client_impl* c, const core::lock_spec& lock) {
   queue_timings t{std::chrono::milliseconds(2000), std::chrono::milliseconds(10000)};
-  if (auto c = client()) {
+  if (c) {
     t.grant_lease = c->cfg.locks.grant_lease;
     t.waiter_ttl = c->cfg.locks.waiter_ttl;
   }
@@ -43,6 +44,10 @@ queue_timings backend_state::timings(const core::lock_spec& lock) const {
   if (lock.options.waiter_ttl.count() > 0)
     t.waiter_ttl = lock.options.waiter_ttl;
   return t;
+}
+
+queue_timings backend_state::timings(const core::lock_spec& lock) const {
+  return queue_timings_of(client().get(), lock);
 }
 
 std::shared_ptr<const lock_names> backend_state::names_of(const core::lock_spec& lock) {
@@ -58,10 +63,15 @@ std::shared_ptr<const lock_names> backend_state::names_of(const core::lock_spec&
   return std::make_shared<const lock_names>(lock.options.prefix, lock.name);
 }
 
+std::string redis_owner_of(const std::string& owner, const client_impl* c,
+                           const core::lock_spec& lock) {
+  const auto grant_lease = std::min(queue_timings_of(c, lock).grant_lease, lock.options.lease);
+  return owner + ':' + std::to_string(grant_lease.count());
+}
+
 std::string backend_state::redis_owner(const std::string& owner,
                                        const core::lock_spec& lock) const {
-  const auto grant_lease = std::min(timings(lock).grant_lease, lock.options.lease);
-  return owner + ':' + std::to_string(grant_lease.count());
+  return redis_owner_of(owner, client().get(), lock);
 }
 
 bool backend_state::ours(std::string_view owner) const noexcept {

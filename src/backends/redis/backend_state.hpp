@@ -38,8 +38,17 @@ struct queue_timings {
   std::chrono::milliseconds waiter_ttl;
 };
 
+/// `lock`'s queue timings on client `c` (null: the defaults).
+queue_timings queue_timings_of(const client_impl* c, const core::lock_spec& lock);
+/// `owner` (a fresh '<client id>:<number>') as Redis records it on client `c`: with the lock's
+/// grant lease.
+std::string redis_owner_of(const std::string& owner, const client_impl* c,
+                           const core::lock_spec& lock);
+
 struct backend_state : std::enable_shared_from_this<backend_state> {
-  explicit backend_state(const std::shared_ptr<client_impl>& c);
+  /// `owner_id`: the id its owners start with (empty: the client's own; a cluster's nodes all take
+  /// the cluster client's, whose owners they serve).
+  backend_state(const std::shared_ptr<client_impl>& c, std::string owner_id);
   ~backend_state();
 
   /// The client, or null once it is gone.

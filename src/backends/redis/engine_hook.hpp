@@ -1,4 +1,5 @@
-// Private: the lock core on a Redis client. The engine over the Redis backend (lock_backend.hpp)
+// Private: the lock core on a Redis client. The engine over the Redis backend (lock_backend.hpp;
+// on a cluster client cluster_backend.hpp, which puts a lock_backend on each master's client)
 // hangs on the client as its client_extension, made by the first handle that needs it and
 // destroyed with the client_impl. The client knows no lock; through this hook its reconnects reach
 // the backend (every lease checked at once) and its close reaches the engine and the backend:
@@ -18,6 +19,7 @@ class engine;
 namespace corolock::redis::detail {
 
 class lock_backend;
+class cluster_backend;
 
 class engine_hook final : public corolock::detail::client_extension {
 public:
@@ -28,14 +30,18 @@ public:
   static engine_hook& of(const std::shared_ptr<corolock::detail::client_impl>& c);
 
   core::engine& engine() noexcept { return *engine_; }
-  lock_backend& backend() noexcept { return *backend_; }
+  /// Lock channels kept and owners remembered, over the client (every node of a cluster): for
+  /// tests.
+  std::size_t channels() const;
+  std::size_t owners_remembered() const;
 
   void on_reconnect() override;
   void on_close(corolock::request& last) override;
 
 private:
   std::shared_ptr<core::engine> engine_;
-  lock_backend* backend_; // owned by engine_
+  lock_backend* backend_ = nullptr;    // owned by engine_: a standalone or Sentinel client's
+  cluster_backend* cluster_ = nullptr; // owned by engine_: a cluster client's
 };
 
 } // namespace corolock::redis::detail

@@ -166,8 +166,11 @@ error_code check_redis_lock(std::string_view name, const corolock::lock_options&
   return {};
 }
 
-lock_backend::lock_backend(const std::shared_ptr<corolock::detail::client_impl>& c)
-    : s_(std::make_shared<backend_state>(c)) {}
+const core::backend_traits& redis_lock_traits() noexcept { return redis_traits; }
+
+lock_backend::lock_backend(const std::shared_ptr<corolock::detail::client_impl>& c,
+                           std::string owner_id)
+    : s_(std::make_shared<backend_state>(c, std::move(owner_id))) {}
 
 lock_backend::~lock_backend() {
   s_->closed = true;

@@ -35,7 +35,10 @@ struct backend_state;
 
 class lock_backend final : public core::backend {
 public:
-  explicit lock_backend(const std::shared_ptr<corolock::detail::client_impl>& c);
+  /// `owner_id`: what its owners start with (empty: the client's id; a cluster node's backend
+  /// takes the cluster client's, cluster_backend.hpp).
+  explicit lock_backend(const std::shared_ptr<corolock::detail::client_impl>& c,
+                        std::string owner_id = {});
   ~lock_backend() override;
 
   /// The client's lock connection came back: tells the core (hooks::reconnected).
@@ -74,6 +77,9 @@ private:
 
   std::shared_ptr<backend_state> s_;
 };
+
+/// What a Redis client's locks can do (a standalone, Sentinel or cluster client alike).
+const core::backend_traits& redis_lock_traits() noexcept;
 
 /// The Redis rules for a lock's name and options: error::invalid_argument with `words`, or success.
 error_code check_redis_lock(std::string_view name, const corolock::lock_options& o,

@@ -1,7 +1,8 @@
 // The Redis client as a lock_source, and the old lock layer's handle operations. A client whose
-// engine_locks is on (client_impl.hpp) serves the store-neutral handles (mutex, shared_mutex,
-// semaphore) through the lock core over the Redis backend (engine_hook.hpp); the others, and every
-// cluster client, still through detail::handle_state, until the backend serves all of it (issue 22).
+// engine_locks is on (client_impl.hpp: every client, unless a test or COROLOCK_REDIS_LOCK_CORE=0
+// asks otherwise) serves the store-neutral handles (mutex, shared_mutex, semaphore) through the
+// lock core over the Redis backend (engine_hook.hpp; a cluster's: cluster_backend.hpp); the others
+// through detail::handle_state, until the old layer is deleted (issue 22).
 #include "backends/redis/handle_state.hpp"
 
 #include "backends/redis/engine_hook.hpp"
@@ -110,7 +111,7 @@ redis::lock_options handle_state::queue_timings(const lock_options& o,
 std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
                                                        lock_options options,
                                                        std::int64_t capacity, const char* what) {
-  if (impl_->engine_locks && !impl_->cluster)
+  if (impl_->engine_locks)
     return redis::detail::engine_hook::of(impl_).engine().make_handle(
         kind, std::move(name), std::move(options), capacity, what);
   detail::check_lock_arguments(name, options, what);

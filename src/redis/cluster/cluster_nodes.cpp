@@ -339,6 +339,16 @@ asio::awaitable<error_code> cluster_nodes::fetch_from(const node_address& at,
   co_return error_code{};
 }
 
+std::shared_ptr<client_impl> cluster_nodes::connected_node_for(std::uint16_t slot) const {
+  const shard* owner = map_.owner(slot);
+  if (!owner || closed_)
+    return nullptr;
+  auto it = nodes_.find(owner->master);
+  if (it == nodes_.end() || !it->second.ready || !it->second.client->locks->connected())
+    return nullptr;
+  return it->second.client;
+}
+
 std::vector<std::shared_ptr<client_impl>> cluster_nodes::clients() const {
   std::vector<std::shared_ptr<client_impl>> out;
   for (const auto& [_, n] : nodes_)

@@ -39,6 +39,10 @@ public:
   /// lock connection is down, refreshes the map first.
   asio::awaitable<std::pair<error_code, std::shared_ptr<client_impl>>> node_for(std::uint16_t slot);
 
+  /// The client of the master serving `slot` when it can take a lock request now (connected once,
+  /// its lock connection up), else null: the lock backend's path without a coroutine.
+  std::shared_ptr<client_impl> connected_node_for(std::uint16_t slot) const;
+
   /// The client of the master at `at`, connecting it first if it is new; completes once it is
   /// connected, or at once with error::not_connected while it is down (its first connect failed
   /// and the background attempts have not succeeded yet).

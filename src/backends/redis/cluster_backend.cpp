@@ -1,0 +1,554 @@
+// A Redis Cluster behind the lock core's seam (cluster_backend.hpp): the routing of bids, releases,
+// renewals and permit calls to the node backends of the slots' masters.
+#include "backends/redis/cluster_backend.hpp"
+
+#include "backends/redis/backend_state.hpp"
+#include "backends/redis/lock_backend.hpp"
+#include "core/asio_timer.hpp"
+#include "detail/completion.hpp"
+#include "redis/cluster/cluster_nodes.hpp"
+#include "redis/cluster/key_slot.hpp"
+#include "redis/cluster/redirection.hpp"
+#include "redis/cluster/retry_window.hpp"
+
+#include <corolock/error.hpp>
+#include <corolock/lock/semaphore.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/assert.hpp>
+
+#include <map>
+#include <unordered_map>
+
+namespace corolock::redis::detail {
+
+using corolock::detail::client_impl;
+using corolock::detail::cluster_error_kind;
+using corolock::detail::cluster_nodes;
+using corolock::detail::complete_later;
+using corolock::detail::node_address;
+using corolock::detail::shard;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr int max_hops = 8; // redirections of one operation (a slot moves once, rarely twice)
+
+/// A node client's lock backend, hung on it as its extension: the node's reconnects and close
+/// reach it as they reach a standalone client's.
+class node_locks final : public corolock::detail::client_extension {
+public:
+  node_locks(const std::shared_ptr<client_impl>& c, std::string owner_id, std::uint64_t t)
+      : backend(c, std::move(owner_id)), tag(t) {}
+  void on_reconnect() override { backend.on_reconnect(); }
+  void on_close(corolock::request& last) override { backend.close_into(last); }
+
+  lock_backend backend;
+  const std::uint64_t tag; ///< grant::session of the leases it granted
+};
+
+} // namespace
+
+struct cluster_state : std::enable_shared_from_this<cluster_state> {
+  explicit cluster_state(const std::shared_ptr<client_impl>& c) : top(c), ex(c->ex), id(c->id) {}
+
+  std::shared_ptr<client_impl> top_client() const { return top.lock(); }
+  /// The cluster's nodes: null before the client connected, or after its connect failed.
+  std::shared_ptr<cluster_nodes> nodes() const {
+    auto t = top.lock();
+    return t ? t->cluster : nullptr;
+  }
+  bool stopped() const {
+    auto t = top.lock();
+    return closed || !t || t->closed;
+  }
+  milliseconds patience() const {
+    auto t = top.lock();
+    return t ? t->cfg.request_timeout : milliseconds(5000);
+  }
+
+  /// The lock backend of node `c`, made on first use.
+  node_locks& on(const std::shared_ptr<client_impl>& c) {
+    if (!c->extension) {
+      auto n = std::make_unique<node_locks>(c, id, ++tags);
+      core::backend::hooks h;
+      h.reconnected = [w = weak_from_this()] {
+        if (auto s = w.lock(); s && s->hooks.reconnected)
+          s->hooks.reconnected(); // a restarted master may have lost its leases: check them all
+      };
+      n->backend.set_hooks(std::move(h));
+      std::erase_if(by_tag, [](const auto& kv) { return kv.second.expired(); });
+      by_tag[n->tag] = c;
+      c->extension = std::move(n);
+    }
+    auto* n = dynamic_cast<node_locks*>(c->extension.get());
+    BOOST_ASSERT_MSG(n, "a cluster node's locks run on one lock layer");
+    return *n;
+  }
+
+  /// The node that granted a lease (its tag), while its client is open.
+  std::shared_ptr<client_impl> node_of(std::uint64_t tag) const {
+    auto it = by_tag.find(tag);
+    auto c = it == by_tag.end() ? nullptr : it->second.lock();
+    return c && !c->closed ? c : nullptr;
+  }
+
+  /// Every node backend made so far.
+  template <typename F>
+  void each_node(F f) const {
+    for (const auto& [_, w] : by_tag)
+      if (auto c = w.lock())
+        if (auto* n = dynamic_cast<node_locks*>(c->extension.get()))
+          f(*n);
+  }
+
+  std::weak_ptr<client_impl> top;
+  asio::any_io_executor ex;
+  std::string id; ///< the cluster client's: every owner starts with it, on every node
+  std::uint64_t owners = 0;
+  std::uint64_t tags = 0;
+  core::backend::hooks hooks;
+  bool closed = false;
+  std::unordered_map<std::uint64_t, std::weak_ptr<client_impl>> by_tag;
+};
+
+namespace {
+
+/// Calls `then(ec, node)` with the client of the master serving `slot`: inline when it is
+/// connected, else once the map was looked at (which may connect a master met for the first time).
+template <typename F>
+void find_node(const std::shared_ptr<cluster_state>& s, std::uint16_t slot, F then) {
+  auto nodes = s->nodes();
+  if (!nodes || s->stopped()) {
+    then(error_code(s->stopped() ? error::closed : error::not_connected), nullptr);
+    return;
+  }
+  if (auto n = nodes->connected_node_for(slot)) {
+    then(error_code{}, std::move(n));
+    return;
+  }
+  asio::co_spawn(s->ex, nodes->node_for(slot),
+                 [nodes, then = std::move(then)](
+                     std::exception_ptr e,
+                     std::pair<error_code, std::shared_ptr<client_impl>> r) mutable {
+                   if (e)
+                     r = {error::not_connected, nullptr};
+                   then(r.first, std::move(r.second));
+                 });
+}
+
+std::uint16_t slot_of(const core::lock_spec& lock) {
+  return corolock::detail::key_slot(backend_state::names_of(lock)->key);
+}
+
+enum class reroute {
+  no,
+  refresh_map,      // MOVED: the map names another owner
+  after_pause,      // ASK, TRYAGAIN: the slot is migrating; the same map, a little later
+  refresh_later,    // CLUSTERDOWN, or the master cannot be reached: a little later, a fresh map
+  if_owner_changed, // the master stopped answering: go on only if a failover moved the slot
+};
+
+/// One bid, routed: a node backend's contender on the slot's master, placed again (same owner)
+/// elsewhere or later when it fails in a way the cluster explains.
+class cluster_bid final : public core::contender_events,
+                          public std::enable_shared_from_this<cluster_bid> {
+public:
+  cluster_bid(std::shared_ptr<cluster_state> s, core::bid b, std::string owner,
+              core::contender_events& e)
+      : s_(std::move(s)), b_(std::move(b)), owner_(std::move(owner)), events_(&e),
+        slot_(slot_of(*b_.lock)),
+        window_(b_.ride_through ? std::optional(steady::time_point::max()) : std::nullopt,
+                s_->patience()),
+        pause_(s_->ex) {}
+
+  void start() { route(); }
+
+  void withdraw() {
+    over_ = true;
+    events_ = nullptr;
+    pause_.cancel();
+    if (on_node_)
+      on_node_->withdraw(); // its give-up goes to the node it is on
+  }
+
+  /// The core is done with it (after its event or its withdrawal).
+  void detach() {
+    over_ = true;
+    events_ = nullptr;
+    pause_.cancel();
+  }
+
+  // The node contender's events (posted by it).
+  void granted(core::grant g) override {
+    auto self = shared_from_this();
+    retire_node();
+    over_ = true;
+    g.session = tag_; // renewals and the release go to the node that granted it
+    if (auto* e = std::exchange(events_, nullptr))
+      e->granted(g);
+  }
+  void taken() override {
+    auto self = shared_from_this();
+    retire_node();
+    over_ = true;
+    if (auto* e = std::exchange(events_, nullptr))
+      e->taken();
+  }
+  void failed(error_code ec, std::string words) override {
+    auto self = shared_from_this();
+    retire_node();
+    if (over_)
+      return;
+    reroute why = reroute::no;
+    if (ec == error::redis_error) {
+      switch (corolock::detail::classify_cluster_error(words)) {
+      case cluster_error_kind::moved: why = reroute::refresh_map; break;
+      case cluster_error_kind::down: why = reroute::refresh_later; break;
+      case cluster_error_kind::ask:
+      case cluster_error_kind::try_again: why = reroute::after_pause; break;
+      case cluster_error_kind::none: break;
+      }
+    } else if (ec == error::not_connected || ec == error::connection_lost ||
+               ec == error::timeout) {
+      why = reroute::if_owner_changed; // a failover may have promoted another master
+    }
+    next(ec, std::move(words), why);
+  }
+
+private:
+  void route() {
+    if (over_)
+      return;
+    find_node(s_, slot_, [self = shared_from_this()](error_code ec,
+                                                     std::shared_ptr<client_impl> node) {
+      self->found(ec, std::move(node));
+    });
+  }
+
+  void found(error_code ec, std::shared_ptr<client_impl> node) {
+    if (over_)
+      return;
+    if (!ec && node->closed)
+      ec = error::closed;
+    if (ec) {
+      auto nodes = s_->nodes();
+      std::string words = nodes ? nodes->last_error() : std::string();
+      node_ = nullptr;
+      // not_connected leaves a lock operation's diagnostics empty (docs/api.md): which master
+      // cannot be reached, and why, is the client's connect error.
+      if (auto t = s_->top_client(); t && ec == error::not_connected && !words.empty())
+        t->last_connect_error = words;
+      // A client that never connected has no map to follow. A try does not wait for a master
+      // known down: one look at the map for a failover, then not_connected.
+      const reroute why = ec == error::closed || !nodes             ? reroute::no
+                          : !b_.wait && ec == error::not_connected ? reroute::if_owner_changed
+                                                                   : reroute::refresh_later;
+      next(ec, words.empty() ? ec.message() : std::move(words), why);
+      return;
+    }
+    node_ = std::move(node);
+    auto& n = s_->on(node_);
+    tag_ = n.tag;
+    on_node_ = n.backend.contend(b_, owner_, *this);
+  }
+
+  void next(error_code ec, std::string words, reroute why) {
+    if (why == reroute::no || s_->stopped())
+      return fail(ec, std::move(words));
+    auto nodes = s_->nodes();
+    const bool hop = why == reroute::refresh_map || why == reroute::if_owner_changed;
+    if (hop && (++hops_ >= max_hops || steady::now() >= window_.end())) {
+      if (!b_.ride_through)
+        return fail(ec, std::move(words));
+      why = reroute::refresh_later; // a caller with a deadline keeps trying, at a slower pace
+    }
+    if (!hop || why == reroute::refresh_later) {
+      const auto pause = window_.next(steady::now());
+      if (!pause)
+        return fail(ec, std::move(words));
+      pause_.expires_after(*pause);
+      pause_.async_wait([self = shared_from_this(), why](error_code) {
+        if (self->over_)
+          return;
+        if (why == reroute::refresh_later)
+          self->refresh_then([self] { self->route(); });
+        else
+          self->route();
+      });
+      return;
+    }
+    if (!nodes)
+      return fail(ec, std::move(words));
+    const shard* before = nodes->map().owner(slot_);
+    const node_address was = before ? before->master : node_address{};
+    auto go_on = [self = shared_from_this(), why, was, ec, words]() mutable {
+      if (self->over_)
+        return;
+      auto n = self->s_->nodes();
+      const shard* after = n ? n->map().owner(self->slot_) : nullptr;
+      if (why == reroute::if_owner_changed && (!after || after->master == was))
+        return self->fail(ec, std::move(words)); // the same master: its error stands
+      self->route();
+    };
+    // A MOVED names the new owner: no need to wait for a full refresh (which may be rate-limited).
+    if (node_ && nodes->note_moved(words, node_->cfg.host))
+      go_on();
+    else
+      refresh_then(std::move(go_on));
+  }
+
+  template <typename F>
+  void refresh_then(F f) {
+    auto nodes = s_->nodes();
+    if (!nodes)
+      return f();
+    asio::co_spawn(s_->ex, nodes->refresh(),
+                   [nodes, f = std::move(f)](std::exception_ptr, error_code) mutable { f(); });
+  }
+
+  void fail(error_code ec, std::string words) {
+    over_ = true;
+    if (ec == error::redis_error)
+      if (auto t = s_->top_client())
+        t->last_server_error = words;
+    // Posted: a failure found inline (a client closed before the bid) must not reach the core
+    // from its own call; a withdrawal meanwhile silences it.
+    asio::post(s_->ex, [self = shared_from_this(), ec, words = std::move(words)]() mutable {
+      if (auto* e = std::exchange(self->events_, nullptr))
+        e->failed(ec, std::move(words));
+    });
+  }
+
+  /// The node contender is done after its event; destroyed on a later turn (its event is still on
+  /// the stack).
+  void retire_node() {
+    if (on_node_)
+      asio::post(s_->ex, [self = shared_from_this(), c = std::move(on_node_)]() mutable {
+        c.reset();
+      });
+  }
+
+  std::shared_ptr<cluster_state> s_;
+  core::bid b_;
+  std::string owner_;
+  core::contender_events* events_;
+  const std::uint16_t slot_;
+  corolock::detail::retry_window window_;
+  asio::steady_timer pause_;
+  std::shared_ptr<client_impl> node_;
+  std::unique_ptr<core::contender> on_node_;
+  std::uint64_t tag_ = 0;
+  int hops_ = 0;
+  bool over_ = false;
+};
+
+class cluster_contender final : public core::contender {
+public:
+  explicit cluster_contender(std::shared_ptr<cluster_bid> b) : bid_(std::move(b)) {}
+  ~cluster_contender() override { bid_->detach(); }
+  void withdraw() override { bid_->withdraw(); }
+
+private:
+  std::shared_ptr<cluster_bid> bid_;
+};
+
+/// A release or a permit call, run on a node backend: first on `first` (the node that granted the
+/// lease) if it is still there, else on the slot's master; a MOVED met there follows the slot to its
+/// new owner, where the migrated keys are.
+template <typename... Result>
+struct routed_op : std::enable_shared_from_this<routed_op<Result...>> {
+  using done_handler = core::handler<void(error_code, Result..., std::string)>;
+  using node_call = std::function<void(lock_backend&, done_handler)>;
+
+  std::shared_ptr<cluster_state> s;
+  std::uint16_t slot = 0;
+  node_call call;
+  // Never move-assigned (see detail/completion.hpp).
+  corolock::detail::stored_handler<done_handler> h;
+  std::shared_ptr<client_impl> node;
+  int hops = 0;
+
+  void start(std::shared_ptr<client_impl> first) {
+    if (first)
+      return send(std::move(first));
+    route();
+  }
+
+  void route() {
+    find_node(s, slot, [self = this->shared_from_this()](error_code ec,
+                                                         std::shared_ptr<client_impl> n) {
+      if (ec) {
+        auto nodes = self->s->nodes();
+        return self->finish(ec, Result{}..., nodes ? nodes->last_error() : std::string());
+      }
+      self->send(std::move(n));
+    });
+  }
+
+  void send(std::shared_ptr<client_impl> n) {
+    node = std::move(n);
+    call(s->on(node).backend,
+         [self = this->shared_from_this()](error_code ec, Result... r, std::string words) {
+           self->done(ec, std::move(r)..., std::move(words));
+         });
+  }
+
+  void done(error_code ec, Result... r, std::string words) {
+    if (ec == error::redis_error &&
+        corolock::detail::classify_cluster_error(words) == cluster_error_kind::moved &&
+        ++hops < max_hops && !s->stopped())
+      if (auto nodes = s->nodes()) {
+        nodes->note_moved(words, node->cfg.host);
+        return route();
+      }
+    finish(ec, std::move(r)..., std::move(words));
+  }
+
+  void finish(error_code ec, Result... r, std::string words) {
+    if (ec == error::redis_error)
+      if (auto t = s->top_client())
+        t->last_server_error = words;
+    complete_later(s->ex, h.take(), asio::cancellation_slot{}, ec, std::move(r)...,
+                   std::move(words));
+  }
+};
+
+} // namespace
+
+cluster_backend::cluster_backend(const std::shared_ptr<client_impl>& top)
+    : s_(std::make_shared<cluster_state>(top)) {}
+
+cluster_backend::~cluster_backend() { s_->closed = true; }
+
+void cluster_backend::shut() { s_->closed = true; }
+
+const core::backend_traits& cluster_backend::traits() const noexcept {
+  return redis_lock_traits();
+}
+
+asio::any_io_executor cluster_backend::get_executor() const { return s_->ex; }
+
+core::steady::time_point cluster_backend::now() const { return steady::now(); }
+
+std::unique_ptr<core::timer> cluster_backend::make_timer() {
+  return std::make_unique<core::asio_timer>(s_->ex);
+}
+
+std::string cluster_backend::new_owner() { return s_->id + ':' + std::to_string(++s_->owners); }
+
+std::string cluster_backend::new_owner(const core::lock_spec& lock) {
+  return redis_owner_of(new_owner(), s_->top_client().get(), lock);
+}
+
+bool cluster_backend::known_unreachable() const noexcept {
+  auto t = s_->top_client();
+  return !t || t->closed || s_->closed || !t->ready_for_locks() || !t->cluster;
+}
+
+error_code cluster_backend::check(const core::lock_spec& lock, std::string& words) const {
+  return check_redis_lock(lock.name, lock.options, words);
+}
+
+std::unique_ptr<core::contender> cluster_backend::contend(core::bid b, std::string owner,
+                                                          core::contender_events& events) {
+  auto bid = std::make_shared<cluster_bid>(s_, std::move(b), std::move(owner), events);
+  bid->start();
+  return std::make_unique<cluster_contender>(std::move(bid));
+}
+
+void cluster_backend::release(const core::held& lease,
+                              core::handler<void(error_code, std::string)> h) {
+  auto op = std::make_shared<routed_op<>>();
+  op->s = s_;
+  op->slot = slot_of(*lease.lock);
+  op->call = [lease](lock_backend& b, core::handler<void(error_code, std::string)> done) {
+    b.release(lease, std::move(done));
+  };
+  op->h.set(std::move(h));
+  op->start(s_->node_of(lease.session));
+}
+
+void cluster_backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
+                              core::handler<void(error_code, semaphore_status, std::string)> h) {
+  auto op = std::make_shared<routed_op<semaphore_status>>();
+  op->s = s_;
+  op->slot = slot_of(lock);
+  op->call = [lock, count](lock_backend& b,
+                            core::handler<void(error_code, semaphore_status, std::string)> done) {
+    b.permits(lock, count, std::move(done));
+  };
+  op->h.set(std::move(h));
+  op->start(nullptr);
+}
+
+void cluster_backend::renew(std::vector<core::renewal> leases,
+                            core::handler<void(std::vector<core::renew_outcome>)> h) {
+  // Each lease on the node that granted it, one batch per node. One whose node is gone stays
+  // "unknown": its local deadline decides.
+  struct gather {
+    std::vector<core::renew_outcome> out;
+    std::size_t left = 1; // this call's own share, given up once every batch is sent
+    // Never move-assigned (see detail/completion.hpp).
+    corolock::detail::stored_handler<core::handler<void(std::vector<core::renew_outcome>)>> h;
+    void one_done() {
+      if (--left == 0)
+        h.take()(std::move(out));
+    }
+  };
+  auto g = std::make_shared<gather>();
+  g->out.resize(leases.size());
+  g->h.set(std::move(h));
+  std::map<std::uint64_t, std::vector<std::size_t>> by_node;
+  for (std::size_t i = 0; i < leases.size(); ++i)
+    by_node[leases[i].lease.session].push_back(i);
+  for (auto& [tag, at] : by_node) {
+    auto node = s_->node_of(tag);
+    if (!node || s_->stopped())
+      continue;
+    std::vector<core::renewal> batch;
+    batch.reserve(at.size());
+    for (auto i : at)
+      batch.push_back(std::move(leases[i]));
+    ++g->left;
+    s_->on(node).backend.renew(
+        std::move(batch), [g, at = std::move(at)](std::vector<core::renew_outcome> got) {
+          for (std::size_t k = 0; k < at.size() && k < got.size(); ++k)
+            g->out[at[k]] = got[k];
+          g->one_done();
+        });
+  }
+  asio::post(s_->ex, [g] { g->one_done(); }); // never inline (contract 1)
+}
+
+void cluster_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+  auto done = std::make_shared<std::pair<std::size_t, core::handler<void()>>>(1, std::move(h));
+  auto one_done = [done] {
+    if (--done->first == 0)
+      std::move(done->second)();
+  };
+  if (!std::exchange(s_->closed, true))
+    s_->each_node([&](node_locks& n) {
+      ++done->first;
+      n.backend.close(bound, one_done);
+    });
+  asio::post(s_->ex, one_done);
+}
+
+void cluster_backend::set_hooks(hooks h) { s_->hooks = std::move(h); }
+
+std::size_t cluster_backend::channels() const {
+  std::size_t n = 0;
+  s_->each_node([&](node_locks& node) { n += node.backend.channels(); });
+  return n;
+}
+
+std::size_t cluster_backend::owners_remembered() const {
+  std::size_t n = 0;
+  s_->each_node([&](node_locks& node) { n += node.backend.owners_remembered(); });
+  return n;
+}
+
+} // namespace corolock::redis::detail

@@ -1,0 +1,73 @@
+// Private: a Redis Cluster behind the lock core's seam (core/backend.hpp). A lock lives in one slot
+// (its keys share the `{name}` hash tag), so everything of it — bids, grant messages, renewals,
+// its release and hand-off — belongs to the one master serving that slot. Each master is a client
+// of its own (cluster_nodes.hpp), and on each this backend hangs a Redis lock backend
+// (lock_backend.hpp) that owns what lives there. What is added here is only the routing:
+//
+//  - a bid goes to the slot's master (at once when it is connected; after a look at the map, which
+//    may connect a master met for the first time, otherwise). A MOVED refreshes the map and tries
+//    the new owner; ASK and TRYAGAIN (a migrating slot) and CLUSTERDOWN pause and try again; a
+//    master that cannot be reached tries again if a failover moved the slot. Hops are bounded, and
+//    pauses by request_timeout from the first failure for a bid without a deadline; a bid whose
+//    caller has one (ride_through) keeps trying until the core withdraws it. The owner stays the
+//    same through every hop: a bid's failure leaves nothing of it at the node it left.
+//  - a lease is renewed and released on the master that granted it (grant::session carries its
+//    tag): a renewal that meets MOVED there is not taken for "renewed", and the local deadline
+//    decides, as a standalone client's lease does when its server is cut off. A release that meets
+//    MOVED follows the slot to its new owner, where the migrated keys are.
+//  - every node's backend takes owners made here ('<cluster client id>:<n>:<grant lease>'), so a
+//    grant message on any node is recognised as this client's.
+//
+// Close: each node client's close gives back what its backend holds, waits for or is giving up
+// (lock_backend::close_into), in its last request before its lock connection closes; this backend's
+// own close (shut) only stops it.
+#pragma once
+
+#include "core/backend.hpp"
+
+#include <memory>
+
+namespace corolock::detail {
+class client_impl;
+}
+
+namespace corolock::redis::detail {
+
+struct cluster_state;
+
+class cluster_backend final : public core::backend {
+public:
+  explicit cluster_backend(const std::shared_ptr<corolock::detail::client_impl>& top);
+  ~cluster_backend() override;
+
+  /// The cluster client closes: nothing more is started; its nodes' own closes give back what
+  /// their backends hold.
+  void shut();
+
+  const core::backend_traits& traits() const noexcept override;
+  asio::any_io_executor get_executor() const override;
+  core::steady::time_point now() const override;
+  std::unique_ptr<core::timer> make_timer() override;
+  std::string new_owner() override;
+  std::string new_owner(const core::lock_spec& lock) override;
+  bool known_unreachable() const noexcept override;
+  error_code check(const core::lock_spec& lock, std::string& words) const override;
+  std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
+                                           core::contender_events& events) override;
+  void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
+               core::handler<void(error_code, semaphore_status, std::string)> h) override;
+  void renew(std::vector<core::renewal> leases,
+             core::handler<void(std::vector<core::renew_outcome>)> h) override;
+  void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
+  void set_hooks(hooks h) override;
+
+  /// Over every node: lock channels kept, and owners remembered (for tests).
+  std::size_t channels() const;
+  std::size_t owners_remembered() const;
+
+private:
+  std::shared_ptr<cluster_state> s_;
+};
+
+} // namespace corolock::redis::detail
