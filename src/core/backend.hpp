@@ -96,7 +96,8 @@ struct grant {
                                    ///< session's current bound (session_alive moves it later)
   std::uint64_t session = 0;       ///< session stores: whose life the lease follows; per_lock
                                    ///< stores: the backend's own tag, passed back in held (the
-                                   ///< Redis cluster backend's: the master that granted it)
+                                   ///< Redis cluster backend's: the lock's slot and the master
+                                   ///< that granted it)
 };
 
 /// A held lock as the backend needs it to release or renew it.

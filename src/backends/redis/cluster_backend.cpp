@@ -143,6 +143,16 @@ std::uint16_t slot_of(const core::lock_spec& lock) {
   return corolock::detail::key_slot(backend_state::names_of(lock)->key);
 }
 
+// grant::session of a cluster lease: the tag of the node that granted it, and the lock's slot
+// (renewals and the release go to whichever master serves that slot when they are sent).
+constexpr std::uint64_t lease_session(std::uint64_t node_tag, std::uint16_t slot) {
+  return node_tag << 16 | slot;
+}
+constexpr std::uint64_t node_tag_of(std::uint64_t session) { return session >> 16; }
+constexpr std::uint16_t slot_in(std::uint64_t session) {
+  return static_cast<std::uint16_t>(session & 0xffff);
+}
+
 enum class reroute {
   no,
   refresh_map,      // MOVED: the map names another owner
@@ -186,7 +196,7 @@ public:
     auto self = shared_from_this();
     retire_node();
     over_ = true;
-    g.session = tag_; // renewals and the release go to the node that granted it
+    g.session = lease_session(tag_, slot_);
     if (auto* e = std::exchange(events_, nullptr))
       e->granted(g);
   }
@@ -463,12 +473,21 @@ void cluster_backend::release(const core::held& lease,
                               core::handler<void(error_code, std::string)> h) {
   auto op = std::make_shared<routed_op<>>();
   op->s = s_;
-  op->slot = slot_of(*lease.lock);
+  op->slot = slot_in(lease.session);
   op->call = [lease](lock_backend& b, core::handler<void(error_code, std::string)> done) {
     b.release(lease, std::move(done));
   };
   op->h.set(std::move(h));
-  op->start(s_->node_of(lease.session));
+  // The slot's master now; the one that granted it if the map names none that is connected. A
+  // lock whose slot moved is no longer kept by the node that granted it.
+  const auto granted_by = s_->node_of(node_tag_of(lease.session));
+  auto nodes = s_->nodes();
+  auto first = nodes ? nodes->connected_node_for(op->slot) : nullptr;
+  if (!first)
+    first = granted_by;
+  if (first && granted_by && first != granted_by)
+    s_->on(granted_by).backend.forget_held(lease.owner);
+  op->start(std::move(first));
 }
 
 void cluster_backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
@@ -486,41 +505,72 @@ void cluster_backend::permits(const core::lock_spec& lock, std::optional<std::in
 
 void cluster_backend::renew(std::vector<core::renewal> leases,
                             core::handler<void(std::vector<core::renew_outcome>)> h) {
-  // Each lease on the node that granted it, one batch per node. One whose node is gone stays
-  // "unknown": its local deadline decides.
+  // Each lease on the master serving its slot now (the one that granted it until the map
+  // changes), one batch per node. A live migration moves a lock's keys with their owner, token and
+  // expiry, so the new master renews them (renew.lua checks owner and token) and the lease goes
+  // on: that node keeps it from then on. A master that refuses (MOVED or ASK: its slot moved or is
+  // moving) leaves it "unknown", and the map is read again for the next renewal, a third of a
+  // lease later; a lease never renewed meanwhile is told by its local deadline. One whose slot has
+  // no connected master is renewed where it was granted, if that node is still there.
   struct gather {
     std::vector<core::renew_outcome> out;
     std::size_t left = 1; // this call's own share, given up once every batch is sent
+    bool unknown = false;
     // Never move-assigned (see detail/completion.hpp).
     corolock::detail::stored_handler<core::handler<void(std::vector<core::renew_outcome>)>> h;
-    void one_done() {
-      if (--left == 0)
-        h.take()(std::move(out));
-    }
   };
   auto g = std::make_shared<gather>();
   g->out.resize(leases.size());
   g->h.set(std::move(h));
-  std::map<std::uint64_t, std::vector<std::size_t>> by_node;
-  for (std::size_t i = 0; i < leases.size(); ++i)
-    by_node[leases[i].lease.session].push_back(i);
-  for (auto& [tag, at] : by_node) {
-    auto node = s_->node_of(tag);
-    if (!node || s_->stopped())
-      continue;
+  auto nodes = s_->nodes();
+  std::map<std::shared_ptr<client_impl>, std::vector<std::size_t>> by_node;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    const auto session = leases[i].lease.session;
+    auto node = nodes ? nodes->connected_node_for(slot_in(session)) : nullptr;
+    if (!node)
+      node = s_->node_of(node_tag_of(session));
+    if (node && !s_->stopped())
+      by_node[std::move(node)].push_back(i);
+  }
+  auto one_done = [g, s = s_] {
+    if (--g->left > 0)
+      return;
+    if (g->unknown)
+      if (auto n = s->nodes())
+        asio::co_spawn(s->ex, n->refresh(), [n](std::exception_ptr, error_code) {});
+    g->h.take()(std::move(g->out));
+  };
+  for (auto& [node, at] : by_node) {
+    auto& on = s_->on(node);
     std::vector<core::renewal> batch;
     batch.reserve(at.size());
-    for (auto i : at)
+    // Leases granted by another node: moved here by a migration if this node renews them.
+    std::vector<std::pair<std::size_t, core::held>> moved;
+    for (auto i : at) {
+      if (node_tag_of(leases[i].lease.session) != on.tag)
+        moved.emplace_back(batch.size(), leases[i].lease);
       batch.push_back(std::move(leases[i]));
+    }
     ++g->left;
-    s_->on(node).backend.renew(
-        std::move(batch), [g, at = std::move(at)](std::vector<core::renew_outcome> got) {
-          for (std::size_t k = 0; k < at.size() && k < got.size(); ++k)
-            g->out[at[k]] = got[k];
-          g->one_done();
-        });
+    on.backend.renew(std::move(batch), [g, s = s_, node, at = std::move(at),
+                                        moved = std::move(moved),
+                                        one_done](std::vector<core::renew_outcome> got) {
+      using result = core::renew_outcome::result;
+      for (std::size_t k = 0; k < at.size() && k < got.size(); ++k) {
+        g->out[at[k]] = got[k];
+        g->unknown = g->unknown || got[k].what == result::unknown;
+      }
+      for (auto& [k, lease] : moved) {
+        if (k >= got.size() || got[k].what != result::renewed)
+          continue;
+        if (auto from = s->node_of(node_tag_of(lease.session)))
+          s->on(from).backend.forget_held(lease.owner);
+        s->on(node).backend.adopt_held(lease.owner, lease.lock);
+      }
+      one_done();
+    });
   }
-  asio::post(s_->ex, [g] { g->one_done(); }); // never inline (contract 1)
+  asio::post(s_->ex, one_done); // never inline (contract 1)
 }
 
 void cluster_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {

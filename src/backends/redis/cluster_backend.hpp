@@ -11,10 +11,13 @@
 //    pauses by request_timeout from the first failure for a bid without a deadline; a bid whose
 //    caller has one (ride_through) keeps trying until the core withdraws it. The owner stays the
 //    same through every hop: a bid's failure leaves nothing of it at the node it left.
-//  - a lease is renewed and released on the master that granted it (grant::session carries its
-//    tag): a renewal that meets MOVED there is not taken for "renewed", and the local deadline
-//    decides, as a standalone client's lease does when its server is cut off. A release that meets
-//    MOVED follows the slot to its new owner, where the migrated keys are.
+//  - a lease is renewed and released on the master serving its slot when they are sent
+//    (grant::session carries the lock's slot and the tag of the node that granted it). A live
+//    migration moves a lock's keys with their owner, token and expiry, so the new master renews
+//    them (owner- and token-checked) and the lease goes on: a resharding costs no lock. A renewal
+//    refused with MOVED or ASK is "unknown" and the map is read again; a lease that no master
+//    renews in time is told by its local deadline, and one whose keys did not arrive intact is
+//    told "lost" by the new master's answer. A release that meets MOVED follows the slot.
 //  - every node's backend takes owners made here ('<cluster client id>:<n>:<grant lease>'), so a
 //    grant message on any node is recognised as this client's.
 //

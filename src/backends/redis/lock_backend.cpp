@@ -237,6 +237,14 @@ void lock_backend::release(const core::held& lease,
   op->send();
 }
 
+void lock_backend::forget_held(const std::string& redis_owner) { s_->held.erase(redis_owner); }
+
+void lock_backend::adopt_held(const std::string& redis_owner,
+                              std::shared_ptr<const core::lock_spec> lock) {
+  if (!s_->closed)
+    s_->held[redis_owner] = std::move(lock);
+}
+
 void lock_backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                            core::handler<void(error_code, semaphore_status, std::string)> h) {
   auto op = std::make_shared<permits_op>();

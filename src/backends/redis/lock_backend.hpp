@@ -65,6 +65,11 @@ public:
   void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
   void set_hooks(hooks h) override;
 
+  /// A cluster node's: a held lock of `redis_owner` is now kept by another node (its slot moved),
+  /// or kept here from now on. What close() gives back follows it.
+  void forget_held(const std::string& redis_owner);
+  void adopt_held(const std::string& redis_owner, std::shared_ptr<const core::lock_spec> lock);
+
   /// Lock channels subscribed or lingering (for tests).
   std::size_t channels() const noexcept;
   /// Owners the backend still remembers: bids not over and give-ups or releases in flight (for
