@@ -1,7 +1,7 @@
 // Private: what a lock handle (mutex, shared_mutex, semaphore) points to — one lock of one store.
 // The handle classes are the same for every store; this is where a store's implementation plugs
-// in: the Redis one (src/backends/redis/handle_state.hpp) until the Redis backend moves behind the seam, the
-// core's (core/engine.cpp) for every backend of core::backend.
+// in: the core's (core/engine.cpp), for every backend of core::backend (the Redis-only one before
+// it was deleted at stop 38).
 #pragma once
 
 #include "core/backend.hpp"

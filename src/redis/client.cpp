@@ -25,14 +25,6 @@
 namespace corolock {
 namespace detail {
 
-bool client_impl::engine_locks_default() {
-  static const bool on = [] {
-    const char* v = std::getenv("COROLOCK_REDIS_LOCK_CORE");
-    return !v || std::string_view(v) != "0";
-  }();
-  return on;
-}
-
 client_config lock_connection_config(client_config cfg) {
   if (!cfg.client_name.empty())
     cfg.client_name += "-locks";

@@ -93,18 +93,10 @@ public:
   /// A cluster node: the cluster client it serves (to follow a MOVED that a lock's release meets).
   std::weak_ptr<cluster_nodes> cluster_of;
   /// The layer above, set by the first lock that needs it; destroyed with the client_impl, which
-  /// every lock operation keeps alive. The old lock layer (backends/redis/lock_service.hpp), or the
-  /// lock core over the Redis backend (backends/redis/engine_hook.hpp) when `engine_locks`; on a
-  /// cluster node under the core, that node's lock backend (backends/redis/cluster_backend.hpp).
+  /// every lock operation keeps alive: the lock core over the Redis backend
+  /// (backends/redis/engine_hook.hpp); on a cluster node, that node's lock backend
+  /// (backends/redis/cluster_backend.hpp).
   std::unique_ptr<client_extension> extension;
-  /// Which of the two serves this client's lock handles (issue 22's switch, one client at a time):
-  /// the core, since stop 37 for a standalone or Sentinel client and since stop 38 for a cluster
-  /// client (routed by slot: backends/redis/cluster_backend.hpp). Off for a client when a
-  /// test asks (the old layer's own tests), and for every client of a process started with
-  /// COROLOCK_REDIS_LOCK_CORE=0 (a developer's switch, to compare the two layers in the suites and
-  /// benchmarks; it goes with the old layer).
-  bool engine_locks = engine_locks_default();
-  static bool engine_locks_default();
   std::string last_server_error;
   std::string last_connect_error; ///< of the connection that made connect() fail
   bool connect_started = false;

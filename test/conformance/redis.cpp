@@ -1,7 +1,6 @@
-// The conformance suite (cases.hpp) over Redis through the old lock layer (lock_service), which no
-// client runs on by default any more; it stays tested until it is deleted (issue 22): a private
-// redis-server (test/support), each client through its own fault proxy so that one client can be
-// cut off alone. redis_core.cpp runs the same cases over the lock core, every other client's layer.
+// The conformance suite (cases.hpp) over Redis: core::engine over the Redis backend
+// (src/backends/redis/lock_backend.hpp), hung on each Redis client by its engine_hook, each client
+// through its own fault proxy: what every Redis client runs on (a cluster's node by node).
 #include "cases.hpp"
 #include "redis_fixture.hpp"
 
@@ -11,25 +10,28 @@
 
 namespace {
 
-struct redis_fixture : corolock::conformance::redis_store_fixture<corolock::client> {
+namespace asio = boost::asio;
+
+struct redis_fixture_core : corolock::conformance::redis_store_fixture<corolock::client> {
   using source = corolock::client;
-  static constexpr const char* backend = "redis (old layer)";
+  static constexpr const char* backend = "redis";
   static constexpr bool run_time_permits = true;
 
-  boost::asio::awaitable<std::unique_ptr<source>> connect(boost::asio::any_io_executor ex) {
+  /// A Redis client, through a fault proxy of its own.
+  asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor ex) {
     auto proxy = new_proxy();
     auto c = std::make_unique<source>(ex, proxy->url());
-    corolock::detail::client_access::impl(*c).engine_locks = false;
     co_await c->connect();
     proxies[c.get()] = std::move(proxy);
     co_return c;
   }
-  boost::asio::awaitable<void> close(source& c) { co_await c.shutdown(); }
+  /// The client's close reaches the engine and the backend (backends/redis/engine_hook.hpp).
+  asio::awaitable<void> close(source& c) { co_await c.shutdown(); }
 };
 
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(redis)
-COROLOCK_CONFORMANCE_CASES(redis_fixture)
-COROLOCK_CONFORMANCE_PERMIT_CASES(redis_fixture)
+COROLOCK_CONFORMANCE_CASES(redis_fixture_core)
+COROLOCK_CONFORMANCE_PERMIT_CASES(redis_fixture_core)
 BOOST_AUTO_TEST_SUITE_END()

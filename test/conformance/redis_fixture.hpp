@@ -1,5 +1,5 @@
-// What the conformance fixtures over Redis share (redis.cpp: the client's own lock layer;
-// redis_core.cpp: core::engine over the Redis backend): a private redis-server (test/support), each
+// What the conformance fixtures over Redis share (redis.cpp: core::engine over the Redis backend,
+// what every Redis client runs on): a private redis-server (test/support), each
 // client through its own fault proxy so that one client can be cut off alone, and the store-side
 // looks of cases.hpp. A fixture derives from it with its `source`, connect() and close().
 #pragma once

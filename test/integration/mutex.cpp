@@ -1,7 +1,7 @@
 // The distributed mutex against real redis-servers.
 #include <corolock/corolock.hpp>
 
-#include "backends/redis/lock_service.hpp" // its linger
+#include "backends/redis/backend_state.hpp" // its channels' linger
 #include "backends/redis/scripts.hpp" // the release script itself, to replay a release as a retry would
 #include "redis/client_impl.hpp"
 
@@ -262,14 +262,12 @@ BOOST_AUTO_TEST_CASE(a_dead_waiters_place_expires_unless_refreshed) {
 // A place in the queue can outlive its owner's acquisition: after a failover the new master still
 // queues an owner whose grant and release reached only the old one (writes the replica never got).
 // Granted it, the owner's client gives it back at once, and the next waiter has it. Here the place
-// is put back by hand. The lock core's backend (client_impl::engine_locks, issue 22) once ignored
-// such a grant, so the lock sat out its grant lease (2 s) for nobody: after a failover, one grant
+// is put back by hand. The lock core's Redis backend once ignored such a grant, so the lock sat out its grant lease (2 s) for nobody: after a failover, one grant
 // lease per stale place (sentinel/a_failover_in_the_middle_of_lock_traffic timed out).
 BOOST_AUTO_TEST_CASE(a_grant_to_an_owner_whose_acquisition_is_over_is_given_back_at_once) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     client a(ex, config_for(server)), b(ex, config_for(server));
-    corolock::detail::client_access::impl(a).engine_locks = true;
     co_await a.connect();
     co_await b.connect();
     corolock::mutex ma(a, "doneq"), mb(b, "doneq");
@@ -1056,17 +1054,15 @@ BOOST_AUTO_TEST_CASE(cancelling_a_waiter_around_its_hand_over_leaves_nothing_hel
 // A held lock's cost in the client (bench held_memory): a lock that never found itself taken keeps
 // no subscription once its acquisition completes, not a linger period later (it had nothing to
 // keep: no owner queued). One that waited keeps its lock channel for the linger, then drops it too.
-// Before, every held lock kept its line for a second, over half of its memory. Over both lock
-// layers (client_impl::engine_locks, issue 22): the old one's waiting lines, the core backend's
-// lock channels.
+// Before, every held lock kept its line for a second, over half of its memory (the old lock
+// layer's waiting lines; the core backend's lock channels did the same until they were made only
+// when a bid must wait).
 BOOST_AUTO_TEST_CASE(a_line_that_never_waited_goes_at_once_one_that_waited_lingers) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    for (bool core : {false, true}) {
-      BOOST_TEST_CONTEXT((core ? "lock core" : "old layer")) {
+    {
+      {
         client a(ex, config_for(server)), b(ex, config_for(server));
-        corolock::detail::client_access::impl(a).engine_locks = core;
-        corolock::detail::client_access::impl(b).engine_locks = core;
         co_await a.connect();
         co_await b.connect();
         std::vector<guard> held;
@@ -1099,7 +1095,7 @@ BOOST_AUTO_TEST_CASE(a_line_that_never_waited_goes_at_once_one_that_waited_linge
                                       << lock_subscriptions_kept(a));
         BOOST_TEST(lock_subscriptions_kept(a) == 1u); // for the linger: it may be contended again
         BOOST_TEST(co_await eventually([&] { return lock_subscriptions_kept(a) == 0u; },
-                                       corolock::detail::lock_service::linger * 3));
+                                       corolock::redis::detail::backend_state::linger * 3));
         for (auto& g : held)
           co_await g.unlock();
         co_await a.shutdown();

@@ -106,14 +106,13 @@ BOOST_AUTO_TEST_CASE(an_acknowledged_lock_is_on_the_replica_when_acquire_complet
   expect_clean(redis.master);
 }
 
-// The lock core's Redis backend (client_impl::engine_locks, issue 22) waits for replicas through
-// the same replica_acks. Its replies were once routed through the old layer's service, which such
-// a client does not have: the acquisition never completed (here: timeout after 10 s).
+// The lock core's Redis backend waits for replicas through replica_acks. Its replies were once
+// routed through the old layer's service, which such a client did not have: the acquisition never
+// completed (here: timeout after 10 s).
 BOOST_AUTO_TEST_CASE(the_lock_core_path_waits_for_replicas_too) {
   replicated_pair redis;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     client c(ex, config_for(redis.master));
-    corolock::detail::client_access::impl(c).engine_locks = true;
     co_await c.connect();
     corolock::mutex m(c, "r:core", replicated(1, healthy_timeout));
     auto [ec, g] = co_await m.acquire_for(10s, tuple_awaitable);

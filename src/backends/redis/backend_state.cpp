@@ -1,7 +1,7 @@
 #include "backends/redis/backend_state.hpp"
 
 #include "backends/redis/grant_channel.hpp"
-#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_requests.hpp"
 
 #include <corolock/error.hpp>
 

@@ -9,7 +9,7 @@
 // shows it: what Redis records.
 #pragma once
 
-#include "backends/redis/lease.hpp"
+#include "backends/redis/lock_names.hpp"
 #include "backends/redis/replica_acks.hpp"
 #include "core/backend.hpp"
 #include "redis/client_impl.hpp"

@@ -1,7 +1,7 @@
 #include "backends/redis/bid_run.hpp"
 
 #include "backends/redis/grant_channel.hpp"
-#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_requests.hpp"
 #include "backends/redis/script_replies.hpp"
 #include "core/asio_timer.hpp"
 

@@ -32,7 +32,7 @@
 //    bid refreshes nothing: the release's reply settles it first.
 #pragma once
 
-#include "backends/redis/line_machine.hpp"
+#include "backends/redis/script_requests.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include "backends/redis/backend_state.hpp"
 #include "backends/redis/bid_run.hpp"
 #include "backends/redis/grant_channel.hpp"
-#include "backends/redis/lock_service.hpp"
+#include "backends/redis/script_requests.hpp"
 #include "backends/redis/permits_admin.hpp"
 #include "backends/redis/script_replies.hpp"
 #include "core/asio_timer.hpp"
@@ -54,7 +54,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
       return finish(error::closed, {}, true);
     s->track(names, owner);
     request req;
-    const corolock::detail::line_machine::handoff offer{handoff ? handoff->redis_owner()
+    const corolock::detail::release_handoff offer{handoff ? handoff->redis_owner()
                                                                 : std::string(),
                                                         std::string()};
     corolock::detail::push_release(req, *names, owner, tries > 0, handoff ? &offer : nullptr,

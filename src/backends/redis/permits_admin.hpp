@@ -4,7 +4,7 @@
 // scripts are idempotent, so a request whose reply was lost with its connection may be sent again.
 #pragma once
 
-#include "backends/redis/lease.hpp"
+#include "backends/redis/lock_names.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/lock/semaphore.hpp>

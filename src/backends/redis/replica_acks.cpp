@@ -1,6 +1,6 @@
 #include "backends/redis/replica_acks.hpp"
 
-#include "backends/redis/lock_service.hpp" // push_renew
+#include "backends/redis/script_requests.hpp"
 #include "backends/redis/script_replies.hpp"
 #include "backends/redis/scripts.hpp"
 

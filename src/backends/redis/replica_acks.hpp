@@ -16,7 +16,8 @@
 // WAITs, not one each.
 #pragma once
 
-#include "backends/redis/lease.hpp"
+#include "backends/redis/lock_names.hpp"
+#include "redis/client_impl.hpp"
 
 #include <deque>
 #include <functional>
@@ -37,8 +38,7 @@ struct replica_ack {
   std::string text{};
 };
 
-/// Owned by a shared_ptr (its callbacks hold it weakly): the old lock layer's lock_service or the
-/// Redis backend's state, whichever made it.
+/// Owned by a shared_ptr (its callbacks hold it weakly): the Redis lock backend's state.
 class replica_acks : public std::enable_shared_from_this<replica_acks> {
 public:
   explicit replica_acks(client_impl& c);

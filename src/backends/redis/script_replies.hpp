@@ -9,7 +9,7 @@
 // hand-made values; the integration suite fuzzed_replies puts them behind a fake server.
 #pragma once
 
-#include "backends/redis/line_machine.hpp"
+#include "backends/redis/script_requests.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/resp/value.hpp>

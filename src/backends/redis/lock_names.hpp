@@ -1,15 +1,8 @@
-// Private: the Redis side of a held lock — its keys (lock_names) and its place in the client's
-// watchdog. What every lease shares whatever the store (owner, token, levels, lost signal, local
-// deadline) is core::lease (src/core/lease.hpp).
+// Private: the Redis names of one lock — its key and the keys and channel around it. Every name
+// shares the hash tag {name}, so one Cluster slot holds all of a lock.
 #pragma once
 
-#include "detail/completion.hpp"
-#include "core/lease.hpp"
-#include "redis/client_impl.hpp"
-
-
-#include <chrono>
-#include <memory>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,26 +44,6 @@ struct lock_names {
   std::vector<std::string> permit_keys() const {
     return {key, fence(), queue(), expiry(), holder_ends(), wants(), permit_count()};
   }
-};
-
-/// A held Redis lock: the core's lease (owner, token, timing, levels, lost signal) plus where it
-/// lives in Redis and in this client's watchdog.
-class lease final : public core::lease {
-public:
-  lease(const std::shared_ptr<client_impl>& client, std::shared_ptr<const lock_names> names,
-        std::string owner, std::uint64_t token, lease_timing timing);
-
-  const std::string& name() const noexcept override { return names->name; }
-  void release(diagnostics* diag, handler<void(error_code)> h) override;
-
-  std::weak_ptr<client_impl> client;
-  std::shared_ptr<const lock_names> names;
-  std::size_t dog_index = npos; // place in the watchdog's list; npos when not watched
-  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-
-private:
-  void unwatch() noexcept override;
-  void give_back() override;
 };
 
 } // namespace corolock::detail
