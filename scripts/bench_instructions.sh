@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# Instructions the client spends per pipelined request, independent of the machine's load:
-# connection_bench's ping_pipelined under callgrind for a short and a long window against a private
-# redis-server; (instructions of the long run - of the short run) / (PINGs the server counted in
-# the long run - in the short run). The difference cancels start-up and the report.
-# Usage: scripts/bench_instructions.sh [COROUTINES]   (default 1000)
-# Environment: BENCH_BUILD_DIR (default <repo>/build-release). Needs valgrind (apt-get install valgrind).
+# Instructions the client spends per request, independent of the machine's load, by callgrind
+# against a private redis-server, a short and a long run each: (instructions of the long run - of
+# the short run) / (requests the server counted in the long run - in the short run). The difference
+# cancels start-up and the report.
+#   default  connection_bench's ping_pipelined (COROUTINES, default 1000): per pipelined PING.
+#   --lock   lock_bench's uncontended_latency (one coroutine: acquire, release, on one key), 1 000
+#            and 4 000 cycles: per lock cycle, counted as the server's EVALSHA calls / 2.
+# Usage: scripts/bench_instructions.sh [--lock | COROUTINES]
+# Environment: BENCH_BUILD_DIR (default <repo>/build-release); SKIP_BUILD=1 uses the binaries there
+# as they are (e.g. another checkout's, to compare two commits). Needs valgrind (apt-get install
+# valgrind).
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
-coroutines=${1:-1000}
+lock=0
+coroutines=1000
+case ${1:-} in
+  --lock) lock=1 ;;
+  '') ;;
+  *[!0-9]* | 0) echo "usage: $0 [--lock | COROUTINES]" >&2; exit 2 ;;
+  *) coroutines=$1 ;;
+esac
 command -v valgrind >/dev/null || { echo "needs valgrind: apt-get install valgrind" >&2; exit 2; }
 
 BUILD_DIR=${BENCH_BUILD_DIR:-$COROLOCK_ROOT/build-release}
 BUILD_TYPE=Release
 export BUILD_DIR BUILD_TYPE
-"$COROLOCK_ROOT/scripts/build.sh" connection_bench >/dev/null
+program=connection_bench
+((lock)) && program=lock_bench
+[[ -n ${SKIP_BUILD:-} ]] || "$COROLOCK_ROOT/scripts/build.sh" "$program" >/dev/null
 
 # shellcheck source=lib/redis.sh
 source "$COROLOCK_ROOT/scripts/lib/redis.sh"
@@ -22,20 +36,37 @@ start_redis >/dev/null
 work=$(mktemp -d "${TMPDIR:-/tmp}/corolock-instructions.XXXXXX")
 trap 'stop_redis; rm -rf "$work"' EXIT
 
-pings() {
+# calls of one command the server counted since the last CONFIG RESETSTAT
+calls() {
   redis-cli -p "$REDIS_PORT" INFO commandstats | tr -d '\r' |
-    sed -n 's/^cmdstat_ping:calls=\([0-9]*\),.*/\1/p'
+    sed -n "s/^cmdstat_$1:calls=\([0-9]*\),.*/\1/p"
 }
 declare -A ir count
-for ms in 1000 4000; do
+for size in 1000 4000; do
   redis-cli -p "$REDIS_PORT" CONFIG RESETSTAT >/dev/null
-  valgrind --tool=callgrind --callgrind-out-file="$work/cg.$ms" \
-    "$BUILD_DIR/bench/connection_bench" "$REDIS_URL" --scenarios ping_pipelined \
-    --coroutines "$coroutines" --repetitions 1 --warmup-ms 200 --duration-ms "$ms" \
-    >"$work/out.$ms" 2>&1
-  ir[$ms]=$(sed -n 's/^==[0-9]*== Collected : \([0-9]*\)/\1/p' "$work/out.$ms")
-  count[$ms]=$(pings)
-  log "${ms} ms window: ${ir[$ms]} instructions, ${count[$ms]} PINGs"
+  if ((lock)); then
+    run=("$BUILD_DIR/bench/lock_bench" "$REDIS_URL" --scenarios uncontended_latency --quick
+      --repetitions 1 --latency-cycles "$size")
+  else
+    run=("$BUILD_DIR/bench/connection_bench" "$REDIS_URL" --scenarios ping_pipelined
+      --coroutines "$coroutines" --repetitions 1 --warmup-ms 200 --duration-ms "$size")
+  fi
+  valgrind --tool=callgrind --callgrind-out-file="$work/cg.$size" "${run[@]}" >"$work/out.$size" 2>&1 ||
+    { cat "$work/out.$size" >&2; exit 1; }
+  ir[$size]=$(sed -n 's/^==[0-9]*== Collected : \([0-9]*\)/\1/p' "$work/out.$size")
+  if ((lock)); then
+    evalsha=$(calls evalsha)
+    count[$size]=$((${evalsha:-0} / 2))
+    log "$size cycles asked: ${ir[$size]} instructions, ${count[$size]} cycles (EVALSHA / 2)"
+  else
+    count[$size]=$(calls ping)
+    log "$size ms window: ${ir[$size]} instructions, ${count[$size]} PINGs"
+  fi
 done
-echo "instructions per request ($coroutines coroutines):" \
-  $(((ir[4000] - ir[1000]) / (count[4000] - count[1000])))
+((count[4000] > count[1000])) || { echo "the long run served no more requests than the short" >&2; exit 1; }
+if ((lock)); then
+  echo "instructions per uncontended lock cycle:" $(((ir[4000] - ir[1000]) / (count[4000] - count[1000])))
+else
+  echo "instructions per request ($coroutines coroutines):" \
+    $(((ir[4000] - ir[1000]) / (count[4000] - count[1000])))
+fi

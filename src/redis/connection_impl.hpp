@@ -109,7 +109,7 @@ private:
   /// Runs the handlers of the requests the multiplexer completed.
   void deliver_completed();
   /// exec(); `handle` (may be null) gets the queued request.
-  void exec_impl(request req, handler<void(error_code, response)> h, bool first,
+  void exec_impl(request&& req, handler<void(error_code, response)>&& h, bool first,
                  std::weak_ptr<pending>* handle);
   void wake_writer();
   /// error::timeout for `p` at `at`, which is no earlier than any deadline already added.
