@@ -2,8 +2,8 @@
 # Runs the benchmarks (protocol: /work/shared/BENCH.md; what they measure: bench/README.md) and
 # writes bench/results/latest.json, latest.md and the charts latest-*.png.
 # Usage: scripts/bench.sh [--quick] [--stores]
-#   --quick  shorter runs: 3 repetitions, under 3 minutes (the full run: 5 repetitions, the peers
-#            3, under 20 minutes).
+#   --quick  shorter runs: 3 repetitions, about 5 minutes (311 s on a 2-core VM, 2026-11-27; the
+#            full run: 5 repetitions, the peers 3, 31 minutes).
 #   --stores the stores' comparison instead (scripts/bench_stores.sh): corolock on Redis,
 #            ZooKeeper, MariaDB and PostgreSQL and each store's peers, one run, results
 #            bench/results/stores.* (BENCH_NAME).

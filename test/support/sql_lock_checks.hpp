@@ -400,16 +400,20 @@ void a_one_look_read_after_a_stop_past_the_session_s_bound_is_not_handed_over() 
   }, std::chrono::seconds(60));
 }
 
-/// What happens to a bid while its late grant is being dated (its SELECT 1 in flight).
-enum class while_dated { withdrawn, closed, reset };
+/// What happens to a bid while its late grant is being dated (its SELECT 1 in flight); `stalled`:
+/// nothing, the SELECT 1 stays unanswered past its own deadline (session_timeout/3).
+enum class while_dated { withdrawn, closed, reset, stalled };
 
 /// Client a holds a lock; client b (through the proxy) waits for it and is granted by a's release,
 /// the answer held 300 ms by the proxy while b's process stops 1.5 s (past session_timeout/3, within
 /// the session's idle bound of 3 s): the grant is read late, so b first dates it with a SELECT 1
 /// (date_lease), which the proxy holds (client_to_server blackholed). Then `how`: the bid is
 /// withdrawn (the core does so for every cancellation type: waiting_line.cpp), b is closed, or b's
-/// link is reset. No grant follows a withdrawal or a close; a reset fails the bid with
-/// connection_lost; and in each the server lists no holder soon after, so another client's one look
+/// link is reset, or nothing is done (the SELECT 1 stays unanswered past its deadline). No grant
+/// follows a withdrawal or a close; a reset fails the bid with connection_lost; a stall fails it,
+/// never handing over a lock whose session was not shown alive (a mutation granting on the
+/// SELECT 1's timeout fails "granted without a proof of life"); and in each the server lists no
+/// holder soon after, so another client's one look
 /// gets the lock, and no session is left once the clients closed. (A mutation keeping a withdrawn
 /// grant fails this: the server lists a holder until the session's idle bound ends it, 3 s.)
 template <typename Db>
@@ -459,6 +463,20 @@ void a_late_grant_interrupted_while_it_is_dated(while_dated how) {
       BOOST_TEST(!waiter.grant);
       BOOST_TEST((waiter.ec == error::connection_lost), waiter.ec.message() << ": " << waiter.words);
       break;
+    case while_dated::stalled: {
+      const auto stalled = core::steady::now();
+      co_await waiter.done.wait();
+      const double told = ms_between(stalled, waiter.told_at);
+      BOOST_TEST_MESSAGE("told " << told << " ms after the SELECT 1 was held: "
+                                 << (waiter.grant ? "granted" : waiter.ec.message() + ": " + waiter.words));
+      BOOST_TEST(!waiter.grant, "granted without a proof of life");
+      BOOST_TEST(waiter.ec, "failed without a code");
+      // Its deadline is session_timeout/3 (1 s); cancelling the statement on the server may take
+      // a side connection's connect_timeout when that connection cannot get through either.
+      BOOST_TEST(told < 8000.0);
+      proxy.heal();
+      break;
+    }
     }
     // Well within the session's idle bound (3 s), which would free a lock kept by mistake too.
     const auto t0 = core::steady::now();
@@ -468,8 +486,10 @@ void a_late_grant_interrupted_while_it_is_dated(while_dated how) {
     co_await next.done.wait();
     BOOST_TEST(next.grant.has_value(), "another client's one look: " << (next.was_taken ? "taken" : next.ec.message()));
     co_await sleep_for(200ms);
-    if (how != while_dated::reset)
+    if (how == while_dated::withdrawn || how == while_dated::closed)
       BOOST_TEST(waiter.events == 0); // no event after a withdrawal or a close
+    else
+      BOOST_TEST(waiter.events == 1); // one failure, nothing after it
     if (next.grant)
       co_await c.release(next, lock);
     co_await a.close();
@@ -491,6 +511,10 @@ void a_late_grant_closed_while_it_is_dated_is_given_back() {
 template <typename Db>
 void a_late_grant_whose_link_resets_while_it_is_dated_fails_connection_lost() {
   a_late_grant_interrupted_while_it_is_dated<Db>(while_dated::reset);
+}
+template <typename Db>
+void a_late_grant_whose_dating_select_stalls_past_its_deadline_fails_and_is_given_back() {
+  a_late_grant_interrupted_while_it_is_dated<Db>(while_dated::stalled);
 }
 
 /// A one look (try) on a session holding another lock, with its first round trip's answer in
