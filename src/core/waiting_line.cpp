@@ -60,6 +60,8 @@ void waiting_line::arrive(steady::time_point deadline, bool try_only, diagnostic
   c.slot = asio::get_associated_cancellation_slot(h);
   c.h.set(std::move(h));
   c.diag = diag;
+  c.deadline = deadline;
+  c.try_only = try_only;
   if (c.slot.is_connected()) {
     // Every type: a caller that stops waiting leaves the line (nothing it did can be kept).
     c.slot.assign([weak = weak_from_this(), id](asio::cancellation_type) {
@@ -200,6 +202,28 @@ void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engi
       }
     } else if (c.won && (!e || e->closed())) {
       result = error::closed; // the engine closed meanwhile: its close gives the lock back
+    } else if (c.won && c.won->lost_now()) {
+      // Its lease ran out by the local clock before the caller could run: the store may have
+      // granted the lock to another owner since. It goes back, and the caller returns to the line
+      // under its old number (so in its old place) and its old deadline (past: one more look).
+      c.won->mark_released();
+      c.won->release(nullptr, {});
+      c.won.reset();
+      if (++c.stale_grants >= max_stale_grants) {
+        result = error::lease_lost;
+        detail::diagnostics_access::failure(
+            c.diag, result,
+            "granted " + std::to_string(c.stale_grants) +
+                " times, each lease ran out before this process read the grant (a stalled process, "
+                "or a store granting leases already over)");
+      } else {
+        const auto deadline = c.deadline;
+        const bool try_only = c.try_only;
+        self->callers_.emplace(id, std::move(c));
+        self->line_.arrive(id, deadline, try_only, self->b_->now());
+        self->run();
+        return;
+      }
     } else if (c.won) {
       g = detail::guard_access::make(std::move(c.won));
     }

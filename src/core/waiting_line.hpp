@@ -7,6 +7,13 @@
 //  - A grant is delivered by a posted step that reads the caller's slot once more: a cancellation
 //    that arrived after the grant but before the caller ran gets operation_aborted, and the lease
 //    is released — an acquisition granted after its cancellation never reaches the caller.
+//  - That step also reads the lease's local deadline: a grant whose lease ran out before the caller
+//    could run (the process stopped while the store's grant was on its way, or before this turn)
+//    never reaches it either. The lease goes back, owner-checked, and the caller waits again in its
+//    old place with its old deadline, as if the grant had not come: another owner may hold the
+//    lock by now, and a guard handed over already lost would let the caller enter beside it.
+//    After max_stale_grants such grants in a row the caller fails with lease_lost (the store keeps
+//    granting leases already out: a backend's bug or a process that cannot keep up), never a loop.
 //  - A contender is destroyed only after its event or its withdrawal, and never from inside one
 //    of its own calls (destruction is posted); events of a retired contender are dropped.
 //  - Deadlines arrive already converted to the backend's clock (core/engine.cpp converts them once).
@@ -50,6 +57,9 @@ public:
   bool idle() const noexcept { return line_.idle() && delivering_.empty(); }
   std::size_t callers() const noexcept { return line_.callers(); }
 
+  /// Grants read after their lease ran out that one caller waits through (see above).
+  static constexpr int max_stale_grants = 3;
+
   const std::shared_ptr<const lock_spec> spec;
   const std::int64_t permits;
   const bool shared;
@@ -59,6 +69,9 @@ private:
     detail::stored_handler<detail::handler<void(error_code, guard)>> h;
     asio::cancellation_slot slot;
     diagnostics* diag = nullptr;
+    steady::time_point deadline;      // as it arrived: kept for a return to the line
+    bool try_only = false;
+    int stale_grants = 0;             // grants read after their lease ran out, for this caller
     bool cancelled = false;           // while its completion is on its way
     std::shared_ptr<engine_lease> won; // a grant on its way
   };

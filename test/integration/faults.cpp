@@ -257,6 +257,59 @@ BOOST_AUTO_TEST_CASE(a_wait_given_up_on_a_stalled_link_that_then_drops_leaves_no
   expect_clean(server);
 }
 
+// A grant whose reply the link holds until after the lease it started has run out (the reply held
+// 800 ms, the lease 300 ms; another client took the lock meanwhile) is not handed over: by the
+// client's own clock it is over. It is given back, owner-checked, and the wait goes on; the lock
+// comes when the other client releases it. Two layers keep this: the Redis bid claims a grant with
+// less than half its lease left before reporting it (contender_machine::take), and the core gives
+// back any grant whose lease ran out before its caller ran (waiting_line). Each alone passes here;
+// with both removed (a mutation) the acquisition completes with a guard already lost.
+BOOST_AUTO_TEST_CASE(a_grant_whose_reply_arrives_after_its_lease_ran_out_is_not_handed_over) {
+  redis_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto cfg = through(proxy);
+    cfg.request_timeout = std::chrono::seconds(5); // the held reply is late, not lost
+    client c(ex, cfg), other(ex, config_for(server));
+    co_await c.connect();
+    co_await other.connect();
+    lock_options o;
+    o.lease = std::chrono::milliseconds(300);
+    corolock::mutex m(c, "late-reply", o), mo(other, "late-reply", o);
+    co_await (co_await m.acquire()).unlock(); // scripts loaded, the lock connection up
+    proxy.blackhole(direction::server_to_client, true); // the attempt runs; its reply is held
+    bool done = false;
+    error_code got_ec;
+    guard got;
+    const auto t = steady::now();
+    m.acquire_for(std::chrono::seconds(10), [&](error_code ec, guard g) {
+      done = true;
+      got_ec = ec;
+      got = std::move(g);
+    });
+    BOOST_REQUIRE(co_await eventually(
+        [&] { return server.command({"EXISTS", "corolock:{late-reply}"}) == "1"; }));
+    auto theirs = co_await mo.acquire_for(std::chrono::seconds(3)); // after the 300 ms lease
+    co_await sleep_for(std::chrono::milliseconds(800) - (steady::now() - t));
+    proxy.heal(); // the granted reply arrives, 800 ms after it was sent
+    co_await sleep_for(std::chrono::milliseconds(300));
+    BOOST_TEST(!done); // waiting behind the other client, not holding a lapsed grant
+    BOOST_TEST(theirs.owns_lock());
+    BOOST_TEST(!theirs.lost());
+    const auto their_token = theirs.fencing_token();
+    co_await theirs.unlock();
+    BOOST_REQUIRE(co_await eventually([&] { return done; }));
+    BOOST_TEST(!got_ec);
+    BOOST_TEST(got.owns_lock());
+    BOOST_TEST(!got.lost());
+    BOOST_TEST(got.fencing_token() > their_token);
+    BOOST_TEST_MESSAGE("the late grant's caller got the lock " << ms_since(t)
+                                                               << " ms after it asked");
+    co_await got.unlock();
+  });
+  expect_clean(server);
+}
+
 // Item 3. A restart without persistence loses every key: the holder is told at the reconnect,
 // and the next holder's fencing token is still above the old one.
 BOOST_AUTO_TEST_CASE(a_restart_never_sends_fencing_tokens_back_and_tells_the_holder) {

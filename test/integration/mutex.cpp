@@ -591,6 +591,45 @@ BOOST_AUTO_TEST_CASE(stopped_holder_is_told_its_lease_was_lost) {
   expect_clean(server);
 }
 
+// A waiter stopped while the lock is granted to it resumes after the grant lease ran out and
+// another client took the lock: it reads a grant already over. It must not take it for a lock (a
+// guard handed over lost at once, its holder inside beside the other): it gives it back and waits
+// on, and gets the lock only when the other releases. Kept by the Redis bid's claim of a grant with
+// little lease left and by the core's check at delivery (waiting_line), each enough alone here;
+// with both removed (a mutation) the waiter records a token, is told lost and exits 3.
+BOOST_AUTO_TEST_CASE(a_waiter_stopped_while_granted_waits_on_instead_of_taking_a_lapsed_grant) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "lapsed");
+    auto g = co_await m.acquire();
+    // Lease 1 s, grant lease 300 ms, its queue place refreshed every 10 s / 3.
+    process waiter({lock_worker(), "hold", server.url(), "lapsed", "1000", "300", "10000"});
+    BOOST_REQUIRE(co_await eventually(
+        [&] { return server.command({"ZCARD", "corolock:{lapsed}:q"}) == "1"; }));
+    waiter.signal(SIGSTOP);
+    const auto first = g.fencing_token();
+    co_await g.unlock(); // granted to the stopped waiter, for its grant lease
+    auto g2 = co_await m.acquire_for(5s); // after the grant lease ran out
+    BOOST_TEST(g2.fencing_token() > first);
+    waiter.signal(SIGCONT);
+    co_await sleep_for(500ms);
+    // Waiting, not holding.
+    BOOST_TEST(server.command({"EXISTS", "lapsed:holder"}) == "0");
+    BOOST_TEST(server.command({"EXISTS", "lapsed:lost"}) == "0");
+    BOOST_TEST(waiter.running());
+    const auto second = g2.fencing_token();
+    co_await g2.unlock();
+    BOOST_REQUIRE(co_await eventually(
+        [&] { return server.command({"EXISTS", "lapsed:holder"}) == "1"; }));
+    BOOST_TEST(std::stoull(server.command({"GET", "lapsed:holder"})) > second);
+    waiter.kill(); // holding: its lease (1 s) runs out at the server
+  });
+  server.command({"DEL", "lapsed:holder", "lapsed:lost"});
+  expect_clean(server);
+}
+
 BOOST_AUTO_TEST_CASE(with_lock_releases_on_every_path) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {

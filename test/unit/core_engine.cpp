@@ -100,6 +100,13 @@ public:
     core::grant g{token, now_, valid_for, session};
     post_event(owner, [g](core::contender_events& e) { e.granted(g); });
   }
+  /// A grant whose lease the store started at `from` (earlier: the reply waited while this process
+  /// was stopped).
+  void grant_from(const std::string& owner, std::uint64_t token, steady::time_point from,
+                  milliseconds valid_for, std::uint64_t session = 0) {
+    core::grant g{token, from, valid_for, session};
+    post_event(owner, [g](core::contender_events& e) { e.granted(g); });
+  }
   void taken(const std::string& owner) {
     post_event(owner, [](core::contender_events& e) { e.taken(); });
   }
@@ -133,6 +140,8 @@ public:
     now_ += d;
     settle();
   }
+  /// The clock moves on and nothing runs meanwhile: the process was stopped (SIGSTOP).
+  void stall(milliseconds d) { now_ += d; }
   std::string log() { return std::exchange(log_, {}); }
 
   hooks hooks_;
@@ -422,6 +431,97 @@ BOOST_AUTO_TEST_CASE(one_look_callers_take_a_free_lock_or_answer_at_once) {
     f.settle();
     BOOST_TEST(b->g.owns_lock());
   }
+}
+
+// ---- grants read too late ------------------------------------------------------------------------
+
+// The process stopped while the store's grant was on its way: the lease ran out by the local clock
+// before the grant was read. It is given back, and the caller keeps its place (ahead of a caller
+// that came after it) and waits for a grant it can use. Seen in the sanitized torture before the
+// fix: the holder was told lost 1.3 ms after acquire returned, and had entered beside a writer.
+BOOST_AUTO_TEST_CASE(a_grant_read_after_its_lease_ran_out_goes_back_and_the_caller_waits_on) {
+  for (auto model : {core::lease_model::per_lock, core::lease_model::session}) {
+    BOOST_TEST_CONTEXT("session leases " << (model == core::lease_model::session)) {
+      fixture f(model);
+      auto m = f.handle();
+      auto a = f.acquire(*m), b = f.acquire(*m);
+      BOOST_TEST(f.log() == "contend o1 wait");
+      f.store->grant_from("o1", 7, f.store->now() - 2000ms, 1000ms, 5);
+      BOOST_TEST(f.log() == "contend o2 wait; release o1 #7");
+      BOOST_TEST(!a->done);
+      BOOST_TEST(!b->done);
+      BOOST_TEST(f.engine->held() == 0u);
+      BOOST_TEST(f.engine->waiting() == 2u);
+      f.store->grant("o2", 8, 1000ms, 5);
+      BOOST_TEST(f.log() == "contend o3 wait");
+      BOOST_TEST(a->g.fencing_token() == 8u); // its old place: first
+      BOOST_TEST(!a->g.lost());
+      BOOST_TEST(!b->done);
+      f.store->grant("o3", 9, 1000ms, 5);
+      f.settle();
+      BOOST_TEST(b->g.fencing_token() == 9u);
+    }
+  }
+}
+
+// The same, stopped after the grant was read but before the caller's completion ran.
+BOOST_AUTO_TEST_CASE(a_grant_whose_lease_runs_out_before_the_caller_runs_goes_back) {
+  for (auto model : {core::lease_model::per_lock, core::lease_model::session}) {
+    BOOST_TEST_CONTEXT("session leases " << (model == core::lease_model::session)) {
+      fixture f(model);
+      auto m = f.handle();
+      auto a = f.acquire(*m);
+      BOOST_TEST(f.log() == "contend o1 wait");
+      f.store->grant("o1", 7, 1000ms, 5);
+      f.ioc.restart();
+      f.ioc.poll_one(); // the grant is read; the caller's completion is on its way
+      BOOST_TEST(!a->done);
+      f.store->stall(1000ms);
+      BOOST_TEST(f.log() == "release o1 #7; contend o2 wait");
+      BOOST_TEST(!a->done);
+      f.store->grant("o2", 8, 1000ms, 5);
+      f.settle();
+      BOOST_TEST(a->g.fencing_token() == 8u);
+      BOOST_TEST(f.engine->held() == 1u);
+    }
+  }
+}
+
+// A caller whose deadline passed meanwhile gets one more look, as one arriving past its deadline.
+BOOST_AUTO_TEST_CASE(a_late_grant_past_the_callers_deadline_leaves_it_one_look) {
+  fixture f;
+  auto m = f.handle();
+  auto a = f.acquire(*m, steady::now() + 500ms);
+  BOOST_TEST(f.log() == "contend o1 wait ride");
+  f.store->grant_from("o1", 7, f.store->now() - 1000ms, 1000ms);
+  f.store->stall(600ms);
+  BOOST_TEST(f.log() == "release o1 #7; contend o2 look");
+  BOOST_TEST(!a->done);
+  f.store->taken("o2");
+  f.settle();
+  BOOST_TEST(a->ec == error::timeout);
+  BOOST_TEST(f.engine->waiting() == 0u);
+  BOOST_TEST(f.engine->held() == 0u);
+}
+
+// A store that only ever grants leases already over cannot keep a caller in a loop: after
+// max_stale_grants of them it fails with lease_lost and words, and holds nothing.
+BOOST_AUTO_TEST_CASE(grants_always_read_too_late_fail_the_caller_with_lease_lost) {
+  fixture f;
+  auto m = f.handle();
+  auto a = f.acquire(*m);
+  BOOST_TEST(f.log() == "contend o1 wait");
+  f.store->grant_from("o1", 1, f.store->now() - 5000ms, 1000ms);
+  BOOST_TEST(f.log() == "release o1 #1; contend o2 wait");
+  f.store->grant_from("o2", 2, f.store->now() - 5000ms, 1000ms);
+  BOOST_TEST(f.log() == "release o2 #2; contend o3 wait");
+  f.store->grant_from("o3", 3, f.store->now() - 5000ms, 1000ms);
+  BOOST_TEST(f.log() == "release o3 #3");
+  BOOST_TEST(a->done);
+  BOOST_TEST(a->ec == error::lease_lost);
+  BOOST_TEST(!a->g.owns_lock());
+  BOOST_TEST(f.engine->held() == 0u);
+  BOOST_TEST(f.engine->waiting() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(store_failure_reaches_the_caller) {
