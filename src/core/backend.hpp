@@ -174,10 +174,13 @@ public:
     return new_owner();
   }
 
-  /// Whether the backend knows that no request can reach the store now (Redis: a client never
-  /// connected, or closed). The core asks it only where it would otherwise answer without the
-  /// store: a try_acquire behind this client's own waiting callers (core/line.hpp) then fails with
-  /// not_connected, as the store's answer would, instead of an empty guard that says "taken".
+  /// Whether the backend knows that no request can reach the store now: Redis, a client never
+  /// connected, or closed; ZooKeeper, no connected session (never connected, closed, suspended or
+  /// expired and not yet back); SQL, closing, or no live session and the last connect did not
+  /// reach the server. Never true while a working connection exists; cheap, no I/O. The core asks
+  /// it only where it would otherwise answer without the store: a try_acquire behind this client's
+  /// own waiting callers (core/line.hpp) then fails with not_connected, as the store's answer
+  /// would, instead of an empty guard that says "taken".
   virtual bool known_unreachable() const noexcept { return false; }
 
   /// The store's own rules for a lock (name charset, a kind or option it cannot serve):

@@ -10,7 +10,8 @@
 // nothing of it left at the server); a member partitioned away, its client moving to another; a
 // bid waiting when its session expires (ended with session_expired); after an expiry, the client
 // going on with a new session; without a session, an acquire() without a deadline failing by the
-// client's own bound while one with a deadline waits on; a lock path whose ACL refuses us. The semaphore: a big request not
+// client's own bound while one with a deadline waits on; a try_acquire behind a waiter while the
+// session is suspended (not_connected, not "taken"); a lock path whose ACL refuses us. The semaphore: a big request not
 // passed by small ones, a holder's session expiry freeing its permits, every cancellation type
 // while waiting for permits leaving no node, mismatched counts refused, close() while holding
 // permits giving them back at once, a semaphore path whose ACL refuses us.
@@ -1000,6 +1001,65 @@ BOOST_AUTO_TEST_CASE(without_a_session_an_acquire_without_deadline_fails_by_the_
     co_await timed.g.unlock();
     BOOST_TEST(co_await nothing_left(*c));
     co_await c->close();
+  });
+}
+
+// A try_acquire arriving behind this client's own waiting caller is answered by the line, not the
+// server ("taken" for the caller ahead) — unless the client knows it has no session: its link
+// reset and reconnects refused, the session suspended, a try_acquire must say not_connected (what
+// asking the server would say), not hand back an empty guard as if the lock were seen taken
+// (lock_backend::known_unreachable). Healed within the session, the waiter goes on and gets the
+// lock at a's release; nothing is left.
+BOOST_AUTO_TEST_CASE(try_acquire_behind_a_waiter_while_the_session_is_suspended_fails_with_not_connected) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(4000);
+    session_log log;
+    auto clients = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    auto& b = clients.first; // through the proxy
+    auto& a = clients.second;
+    corolock::mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    auto ga = co_await ma.acquire();
+    attempt w;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await mb.acquire_for(milliseconds(30000), as_tuple_awaitable);
+      w.g = std::move(g);
+      w.at = clock_type::now();
+      w.ec = ec;
+    }, asio::detached);
+    BOOST_REQUIRE(co_await count_becomes(*a, dir, 2));
+
+    // Connected, the line answers for the caller ahead: taken, no error.
+    auto [tec, tg] = co_await mb.try_acquire(as_tuple_awaitable);
+    BOOST_TEST(!tec, tec.message());
+    BOOST_TEST(!tg.owns_lock());
+
+    proxy.refuse(true);
+    proxy.reset_all();
+    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::suspended; }));
+    const auto asked = clock_type::now();
+    auto [ec, g] = co_await mb.try_acquire(as_tuple_awaitable);
+    const auto took = ms_between(asked, clock_type::now());
+    BOOST_TEST((ec == error::not_connected), "try_acquire while suspended: '" << ec.message() << "', "
+                                                 << (g.owns_lock() ? "a lock" : "an empty guard"));
+    BOOST_TEST(!g.owns_lock());
+    BOOST_TEST(took < 500.0);
+    BOOST_TEST(!w.ec.has_value()); // the waiter rides through (its deadline is 30 s off)
+    BOOST_TEST_MESSAGE("try_acquire behind a waiter, the session suspended (link reset, reconnects refused): "
+                       << ec.message() << " in " << took << " ms");
+
+    proxy.heal();
+    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::connected; }));
+    BOOST_TEST(!log.expired.has_value()); // back within the session
+    co_await ga.unlock();
+    BOOST_REQUIRE(co_await done(w));
+    BOOST_TEST_REQUIRE(!*w.ec, w.ec->message());
+    BOOST_TEST(w.g.fencing_token() > ga.fencing_token());
+    co_await w.g.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await b->close();
+    co_await a->close();
   });
 }
 

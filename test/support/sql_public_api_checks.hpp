@@ -30,10 +30,25 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 template <typename Db>
-std::unique_ptr<typename Db::client_type> client(asio::any_io_executor ex, typename Db::server_type& s) {
+std::unique_ptr<typename Db::client_type> client_of(asio::any_io_executor ex, const std::string& url) {
   sql::lock_pool_options o;
   o.session_timeout = 3s; // a ping each second
-  return std::make_unique<typename Db::client_type>(ex, Db::config_for(s.url()), o);
+  return std::make_unique<typename Db::client_type>(ex, Db::config_for(url), o);
+}
+
+template <typename Db>
+std::unique_ptr<typename Db::client_type> client(asio::any_io_executor ex, typename Db::server_type& s) {
+  return client_of<Db>(ex, s.url());
+}
+
+/// A client of `s` whose links go through `proxy`.
+template <typename Db>
+std::unique_ptr<typename Db::client_type> client(asio::any_io_executor ex, typename Db::server_type& s,
+                                                 const fault_proxy& proxy) {
+  std::string url = s.url();
+  const std::string port = ":" + std::to_string(s.port());
+  url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
+  return client_of<Db>(ex, url);
 }
 
 /// 100 coroutines of one process waiting on one name hold one session on the server between
@@ -151,19 +166,13 @@ void a_stopped_server_loses_the_holder_by_its_deadline() {
 template <typename Db>
 void an_acquire_cancelled_while_its_late_grant_is_dated_leaves_nothing() {
   typename Db::server_type server;
-  fault_proxy proxy(server.port());
-  std::string url = server.url(); // b's: through the proxy
-  const std::string port = ":" + std::to_string(server.port());
-  url.replace(url.find(port), port.size(), ":" + std::to_string(proxy.port()));
+  fault_proxy proxy(server.port()); // b's links go through it
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
                       asio::cancellation_type::total}) {
       {
         BOOST_TEST_MESSAGE("cancellation type " << static_cast<int>(type));
-        sql::lock_pool_options o;
-        o.session_timeout = 3s;
-        auto a = client<Db>(ex, server);
-        auto b = std::make_unique<typename Db::client_type>(ex, Db::config_for(url), o);
+        auto a = client<Db>(ex, server), b = client<Db>(ex, server, proxy);
         mutex ma{*a, "dated"}, mb{*b, "dated"}, warm{*b, "warm up"};
         auto gw = co_await warm.acquire(); // b's session, set up and spare: the wait runs there
         co_await gw.unlock();
@@ -202,6 +211,63 @@ void an_acquire_cancelled_while_its_late_grant_is_dated_leaves_nothing() {
       }
     }
   }, 120s);
+}
+
+/// A try_acquire arriving behind this client's own waiting caller is answered by the line, not the
+/// server ("taken" for the caller ahead) — unless the client knows the server cannot be reached:
+/// b's links reset and its reconnects refused (its waiting bid, riding through, retries and is
+/// refused again), a try_acquire must say not_connected (what asking the server would say), not
+/// hand back an empty guard as if the lock were seen taken (sql_lock_backend::known_unreachable).
+/// Healed, the waiter gets the lock at a's release; nothing is left held, waiting or open.
+template <typename Db>
+void try_acquire_behind_a_waiter_while_the_server_is_unreachable_fails_with_not_connected() {
+  typename Db::server_type server;
+  fault_proxy proxy(server.port()); // b's links go through it
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client<Db>(ex, server), b = client<Db>(ex, server, proxy);
+    mutex ma{*a, "order:42"}, mb{*b, "order:42"};
+    auto ga = co_await ma.acquire();
+    event got(ex);
+    error_code wec;
+    guard gw;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      std::tie(wec, gw) = co_await mb.acquire_for(30s, asio::as_tuple(asio::use_awaitable));
+      got.set();
+    }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+
+    // Connected, the line answers for the caller ahead: taken, no error.
+    auto [tec, tg] = co_await mb.try_acquire(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!tec, tec.message());
+    BOOST_TEST(!tg.owns_lock());
+
+    proxy.refuse(true);
+    proxy.reset_all();
+    // A second refused connect comes only after b has seen the first fail (its bid retries then).
+    BOOST_REQUIRE(co_await eventually([&] { return proxy.stats().refused >= 2; }));
+    const auto asked = std::chrono::steady_clock::now();
+    auto [ec, g] = co_await mb.try_acquire(asio::as_tuple(asio::use_awaitable));
+    const auto took = ms_since(asked);
+    BOOST_TEST(ec == error::not_connected,
+               "try_acquire while unreachable: '" << ec.message() << "', " << (g.owns_lock() ? "a lock" : "an empty guard"));
+    BOOST_TEST(!g.owns_lock());
+    BOOST_TEST(took < 500.0);
+    BOOST_TEST(!got.is_set()); // the waiter rides through (its deadline is 30 s off)
+    BOOST_TEST_MESSAGE("try_acquire behind a waiter, the server unreachable (links reset, connects refused): "
+                       << ec.message() << " in " << took << " ms");
+
+    proxy.heal();
+    BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    co_await ga.unlock();
+    co_await got.wait();
+    BOOST_TEST_REQUIRE(!wec, wec.message());
+    BOOST_TEST(gw.fencing_token() > ga.fencing_token());
+    co_await gw.unlock();
+    BOOST_TEST(co_await eventually([&] { return Db::held(server) == "0" && Db::waiting(server) == "0"; }));
+    co_await a->async_close(5s, asio::as_tuple(asio::use_awaitable));
+    co_await b->async_close(5s, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(co_await eventually([&] { return Db::sessions(server) == "0"; }));
+  }, 60s);
 }
 
 inline bool refused_with_invalid_argument(const std::function<void()>& make) {

@@ -479,6 +479,9 @@ void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error
   l->conn->async_connect([this, l, then = std::move(then), w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) {
     if (w.expired())
       return;
+    // A refused or timed-out connect says the server cannot be reached now; an answered one
+    // (even a refusal of the account) says it can.
+    connect_failed_ = ec == error::connect_failed || ec == error::timeout;
     if (ec || l->dead || closing_) {
       drop(l, ec ? ec : make_error_code(error::closed));
       return then(nullptr, ec ? ec : make_error_code(error::closed), r.words.to_string());
@@ -486,6 +489,15 @@ void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error
     l->ready = true;
     set_up(l, 0, false, std::move(then));
   });
+}
+
+bool sql_lock_backend::known_unreachable() const noexcept {
+  if (closing_)
+    return true;
+  if (!connect_failed_)
+    return false;
+  // Dropped links leave links_ at once: a ready one here is a connection still alive.
+  return std::none_of(links_.begin(), links_.end(), [](const auto& e) { return e.second->ready && !e.second->dead; });
 }
 
 // The session's setup statements, in order from the `next`th; the fence's tables missing (first

@@ -169,6 +169,10 @@ public:
              handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(std::chrono::milliseconds bound, handler<void()> h) override;
   void set_hooks(hooks h) override { hooks_ = std::move(h); }
+  /// Closing or closed; or no session connected and the last connect that completed did not reach
+  /// the server (connect_failed, timeout): a statement now needs a new connection, and the last
+  /// one tried failed. Any live session (a waiting one too) makes it false: the server answers it.
+  bool known_unreachable() const noexcept override;
 
   /// The server-side key of a lock (the literal the statements use) and the text it hashes.
   std::string key_of(const core::lock_spec& lock) const;
@@ -242,6 +246,7 @@ private:
   static constexpr std::size_t max_verified = 100000;
   std::uint64_t next_link_ = 1;
   bool closing_ = false;
+  bool connect_failed_ = false; // the last connect that completed did not reach the server
   std::mt19937_64 random_;
   std::uint64_t owners_ = 0;
   std::shared_ptr<int> life_ = std::make_shared<int>(0); // callbacks hold it weakly

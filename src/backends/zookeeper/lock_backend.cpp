@@ -336,6 +336,11 @@ std::string lock_backend::new_owner() {
   return s_->client_id + "." + std::to_string(++s_->owners);
 }
 
+bool lock_backend::known_unreachable() const noexcept {
+  // Only `connected` has a server serving the session; every other state is known to have none.
+  return !s_->zk || s_->zk->state() != session_state::connected;
+}
+
 error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
   const auto refuse = [&](std::string why) {
     words = "ZooKeeper: " + std::move(why);

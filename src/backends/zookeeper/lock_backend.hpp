@@ -58,6 +58,9 @@ public:
   core::steady::time_point now() const override;
   std::unique_ptr<core::timer> make_timer() override;
   std::string new_owner() override;
+  /// No connected session: never connected, closed, detached, or suspended / expired and not yet
+  /// connected again (a request sent now waits for a connection or fails).
+  bool known_unreachable() const noexcept override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
