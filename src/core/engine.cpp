@@ -149,6 +149,7 @@ std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string nam
   std::string words;
   if (auto ec = b_->check(*spec, words))
     throw boost::system::system_error(ec, std::string(what) + " '" + spec->name + "': " + words);
+  spec->store_key = b_->store_key(*spec);
   return std::make_shared<engine_handle>(shared_from_this(), std::move(spec));
 }
 

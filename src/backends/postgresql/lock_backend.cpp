@@ -2,7 +2,9 @@
 
 #include "backends/postgresql/connection.hpp"
 
+#include <array>
 #include <charconv>
+#include <memory>
 
 namespace corolock::postgresql {
 namespace {
@@ -17,6 +19,36 @@ core::backend_traits postgresql_traits() {
   t.leases = core::lease_model::session;
   t.read_write = true;
   return t; // no fixed lease, no semaphore, no fifo promise, no replicas
+}
+
+// The lock statement's text of one form (see dialect's lock_statement for what it does).
+std::string lock_form_text(const std::string& table, bool shared, bool wait, bool check) {
+  const std::string suffix = shared ? "_shared($1::bigint)" : "($1::bigint)";
+  const std::string lock = wait ? "SELECT true AS got FROM pg_advisory_lock" + suffix
+                                : "SELECT pg_try_advisory_lock" + suffix + " AS got";
+  const std::string token = "(SELECT epoch FROM " + table + "_alive) << " + std::to_string(counter_bits) +
+                            " | nextval('" + table + "_seq')";
+  std::string sql = "WITH l AS MATERIALIZED (" + lock + ")";
+  if (check)
+    sql += ", b AS (INSERT INTO " + table + " AS f (lock_key, name, token) SELECT $1::bigint, $2::bytea, 0"
+           " FROM l WHERE l.got ON CONFLICT (lock_key) DO UPDATE SET token = f.token"
+           " WHERE f.name = EXCLUDED.name RETURNING 1)";
+  sql += " SELECT l.got, CASE WHEN NOT l.got THEN NULL";
+  if (check)
+    sql += " WHEN NOT EXISTS (SELECT FROM b) THEN 0";
+  sql += " ELSE " + token + " END, (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000000)"
+         "::bigint FROM l";
+  return sql;
+}
+
+// Its prepared name: corolock_lk_ and the form (x/s, w/t, c).
+std::string lock_form_name(bool shared, bool wait, bool check) {
+  std::string name = "corolock_lk_";
+  name += shared ? 's' : 'x';
+  name += wait ? 'w' : 't';
+  if (check)
+    name += 'c';
+  return name;
 }
 
 // The statements of this database (what they do: lock_backend.hpp).
@@ -49,8 +81,8 @@ detail::sql_dialect dialect(config cfg) {
   };
   // The hot path's statements are prepared (once per session): the key is their parameter $1.
   d.unlock_statement = [](const std::string& key, bool shared) -> detail::sql_statement {
-    return {shared ? "corolock_unlock_shared" : "corolock_unlock",
-            std::string("SELECT pg_advisory_unlock") + (shared ? "_shared" : "") + "($1::bigint)", {key}};
+    return {shared ? "corolock_unl_s" : "corolock_unl_x",
+            shared ? "SELECT pg_advisory_unlock_shared($1::bigint)" : "SELECT pg_advisory_unlock($1::bigint)", {key}};
   };
   d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "t"; };
   d.unlock_all_statement = "SELECT pg_advisory_unlock_all()";
@@ -62,32 +94,22 @@ detail::sql_dialect dialect(config cfg) {
   // if it records another. Answers: got, the token (NULL: not got, or no epoch), the server's
   // microseconds from the statement's arrival to the token. Prepared once per session and form
   // (shared, wait, check: 8 names at most); the key is $1, the hashed name $2 (check only).
-  d.lock_statement = [](const std::string& table, const std::string& key, const std::string& hashed_hex,
-                        bool shared, bool wait, bool check) -> detail::sql_statement {
-    const std::string suffix = shared ? "_shared($1::bigint)" : "($1::bigint)";
-    const std::string lock = wait ? "SELECT true AS got FROM pg_advisory_lock" + suffix
-                                  : "SELECT pg_try_advisory_lock" + suffix + " AS got";
-    const std::string token = "(SELECT epoch FROM " + table + "_alive) << " + std::to_string(counter_bits) +
-                              " | nextval('" + table + "_seq')";
-    std::string sql = "WITH l AS MATERIALIZED (" + lock + ")";
-    if (check)
-      sql += ", b AS (INSERT INTO " + table + " AS f (lock_key, name, token) SELECT $1::bigint, $2::bytea, 0"
-             " FROM l WHERE l.got ON CONFLICT (lock_key) DO UPDATE SET token = f.token"
-             " WHERE f.name = EXCLUDED.name RETURNING 1)";
-    sql += " SELECT l.got, CASE WHEN NOT l.got THEN NULL";
-    if (check)
-      sql += " WHEN NOT EXISTS (SELECT FROM b) THEN 0";
-    sql += " ELSE " + token + " END, (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000000)"
-           "::bigint FROM l";
-    std::string name = "corolock_lock_";
-    name += shared ? 's' : 'x';
-    name += wait ? 'w' : 't';
-    if (check)
-      name += 'c';
+  // Each form's name and text are built at its first use and kept: a session sends the text only
+  // to prepare it, but every bid carries it (building it per bid cost more client work than the
+  // rest of the statement). Names fit std::string's short form (15 characters: no allocation).
+  struct form {
+    std::string table, name, text;
+  };
+  auto forms = std::make_shared<std::array<form, 8>>();
+  d.lock_statement = [forms](const std::string& table, const std::string& key, const std::string& hashed_hex,
+                             bool shared, bool wait, bool check) -> detail::sql_statement {
+    auto& f = (*forms)[(shared ? 4 : 0) + (wait ? 2 : 0) + (check ? 1 : 0)];
+    if (f.text.empty() || f.table != table)
+      f = {table, lock_form_name(shared, wait, check), lock_form_text(table, shared, wait, check)};
     std::vector<std::string> values{key};
     if (check)
       values.push_back("\\x" + hashed_hex);
-    return {std::move(name), std::move(sql), std::move(values)};
+    return {f.name, f.text, std::move(values)};
   };
   d.lock_answer = [](const detail::sql_result& r, std::uint64_t& token,
                      std::chrono::microseconds& waited) -> answer {

@@ -127,6 +127,10 @@ std::string sql_lock_backend::hashed_text(const core::lock_spec& lock) {
 }
 
 std::string sql_lock_backend::key_of(const core::lock_spec& lock) const {
+  return lock.store_key.empty() ? derive_key(lock) : lock.store_key;
+}
+
+std::string sql_lock_backend::derive_key(const core::lock_spec& lock) const {
   const std::string text = hashed_text(lock);
   std::array<unsigned char, 32> digest{};
   unsigned size = 0;
@@ -270,10 +274,14 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
 
 // The lock statement of a bid (the token in it; the row check at the client's first use of the key).
 sql_statement sql_lock_backend::lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const {
-  const std::string text = hashed_text(*st->b.lock);
-  return dialect_.lock_statement(fence_table_, st->key,
-                                 hex(reinterpret_cast<const unsigned char*>(text.data()), text.size()), st->b.shared,
-                                 wait, !verified_.contains(st->key));
+  // The hashed name goes into the statement only for the row check (a key's first use).
+  const bool check = !verified_.contains(st->key);
+  std::string hashed_hex;
+  if (check) {
+    const std::string text = hashed_text(*st->b.lock);
+    hashed_hex = hex(reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  }
+  return dialect_.lock_statement(fence_table_, st->key, hashed_hex, st->b.shared, wait, check);
 }
 
 std::tuple<sql_lock_backend::answer, std::uint64_t, std::chrono::microseconds>
