@@ -624,6 +624,8 @@ report run(const config& requested, std::ostream& out) {
     cfg.acquire_deadline = cfg.lease * 2;
   if (cfg.processes < 1 || cfg.coroutines < 1 || cfg.duration <= 0s || cfg.lease <= 0ms)
     throw std::runtime_error("torture: processes, coroutines, duration and lease must be positive");
+  if (!cfg.fair && (cfg.lock != primitive::mutex || cfg.store != backend::redis))
+    throw std::runtime_error("torture: --fair no is a mutex on redis only");
   if (cfg.permits < 1 || cfg.max_take < 1 || cfg.max_take > cfg.permits || cfg.writer_every < 1)
     throw std::runtime_error("torture: need 1 <= max_take <= permits and writer_every >= 1");
   if (!std::filesystem::exists(cfg.worker))
@@ -639,7 +641,7 @@ report run(const config& requested, std::ostream& out) {
 
   const auto lock_server = start_lock_store(cfg);
   redis_server resource; // never touched by the chaos
-  std::string lock_text(to_string(cfg.lock));
+  std::string lock_text(cfg.fair ? to_string(cfg.lock) : "non-fair mutex");
   if (cfg.lock == primitive::semaphore)
     lock_text += fmt::format(" of {} permits, 1..{} a section", cfg.permits, cfg.max_take);
   else if (cfg.lock == primitive::shared_mutex)
@@ -661,7 +663,8 @@ report run(const config& requested, std::ostream& out) {
         std::to_string(std::chrono::milliseconds(cfg.duration).count()),
         std::to_string(cfg.lease.count()), std::to_string(cfg.acquire_deadline.count()),
         std::to_string(cfg.hold.count()), stats_files.back().string(),
-        std::to_string(cfg.seed * 1000 + static_cast<std::uint64_t>(i)), std::string(to_string(cfg.lock)),
+        std::to_string(cfg.seed * 1000 + static_cast<std::uint64_t>(i)),
+        cfg.fair ? std::string(to_string(cfg.lock)) : std::string("unfair_mutex"),
         std::to_string(cfg.permits), std::to_string(cfg.max_take), std::to_string(cfg.writer_every)});
   }
   // Every worker connected (they count themselves in): the run starts.
