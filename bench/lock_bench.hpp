@@ -30,6 +30,9 @@ enum class wait_mode : int {
   poll_1ms,   ///< the same with 1 ms
   setnx_30ms, ///< no corolock lock at all: SET key token NX PX 30000, sleep 30 ms, retry; release
               ///< by a compare-and-delete script (the seeds' lock, as a peer)
+  pubsub_unfair, ///< corolock's acquire on a non-fair mutex (lock_options::fair = false): a
+                 ///< release serves its own process's waiter first (free_for_all and fairness
+                 ///< only, on Redis, with --non-fair yes: not a --modes entry)
 };
 const char* mode_name(wait_mode m);
 wait_mode parse_mode(const std::string& s);
@@ -69,7 +72,7 @@ public:
   /// `src`: any store's client. `others`: for a redlock (src a Redis client), the
   /// masters after `src` (the first).
   bench_lock(corolock::lock_source& src, const std::string& name, primitive p,
-             const std::vector<corolock::client*>& others = {});
+             const std::vector<corolock::client*>& others = {}, bool fair = true);
   asio::awaitable<std::tuple<corolock::error_code, any_guard>>
   acquire_until(steady::time_point deadline);
   asio::awaitable<any_guard> try_acquire();

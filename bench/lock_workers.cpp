@@ -26,12 +26,13 @@
 namespace lockbench {
 
 const char* mode_name(wait_mode m) {
-  static const char* const names[] = {"pubsub", "poll_30ms", "poll_1ms", "setnx_30ms"};
+  static const char* const names[] = {"pubsub", "poll_30ms", "poll_1ms", "setnx_30ms",
+                                      "pubsub_unfair"};
   return names[static_cast<int>(m)];
 }
 
 wait_mode parse_mode(const std::string& s) {
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) // not pubsub_unfair: --non-fair adds it where it means something
     if (s == mode_name(static_cast<wait_mode>(i)))
       return static_cast<wait_mode>(i);
   throw std::invalid_argument("unknown mode '" + s + "' (pubsub, poll_30ms, poll_1ms, setnx_30ms)");
@@ -62,11 +63,14 @@ asio::awaitable<void> any_guard::unlock(asio::use_awaitable_t<>) {
 
 namespace {
 auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
-               const std::vector<corolock::client*>& others)
+               const std::vector<corolock::client*>& others, bool fair)
     -> std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex, corolock::redlock> {
   switch (p) {
-  case primitive::mutex:
-    return corolock::mutex(c, name);
+  case primitive::mutex: {
+    corolock::lock_options o;
+    o.fair = fair;
+    return corolock::mutex(c, name, o);
+  }
   case primitive::semaphore:
     return corolock::semaphore(c, name, 1);
   case primitive::redlock:
@@ -94,8 +98,8 @@ std::tuple<corolock::error_code, any_guard> widen(std::tuple<corolock::error_cod
 } // namespace
 
 bench_lock::bench_lock(corolock::lock_source& src, const std::string& name, primitive p,
-                       const std::vector<corolock::client*>& others)
-    : p_(p), lock_(make_lock(src, name, p, others)) {}
+                       const std::vector<corolock::client*>& others, bool fair)
+    : p_(p), lock_(make_lock(src, name, p, others, fair)) {}
 
 asio::awaitable<std::tuple<corolock::error_code, any_guard>>
 bench_lock::acquire_until(steady::time_point deadline) {
@@ -191,7 +195,7 @@ asio::awaitable<held> try_once(corolock::client* c, bench_lock& m, const std::st
 
 asio::awaitable<held> take(corolock::client* c, bench_lock& m, const std::string& name,
                            wait_mode mode, steady::time_point deadline, std::uint64_t& tries) {
-  if (mode == wait_mode::pubsub) {
+  if (mode == wait_mode::pubsub || mode == wait_mode::pubsub_unfair) {
     ++tries;
     auto [ec, g] = co_await m.acquire_until(deadline);
     if (ec == corolock::error::timeout)
@@ -584,7 +588,7 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
       throw boost::system::system_error(ec, "worker: warm-up");
     co_await g.unlock(asio::use_awaitable);
   }
-  bench_lock m(main_store.source(), name, sh.prim, others);
+  bench_lock m(main_store.source(), name, sh.prim, others, sh.mode != wait_mode::pubsub_unfair);
   std::unique_ptr<bells> b; // bound before ready: the start comes after every bell exists
   if (sh.what == job::hot_key)
     b = std::make_unique<bells>(sh, static_cast<int>(wa.index), ex);

@@ -66,6 +66,8 @@ struct backend_traits {
   bool read_write = false;              ///< shared_mutex
   bool semaphore = false;               ///< semaphore
   bool fifo = false;                    ///< waiters of different processes served in arrival order
+  bool barging = false;                 ///< lock_options::fair = false (a mutex): a release may
+                                        ///< pass its own client's waiter ahead, within the bound
   bool replicas = false;                ///< lock_options::min_replicas
   bool run_time_permits = false;        ///< semaphore::set_permits / status: a count the store keeps
   std::size_t max_name = lock_options::max_name;

@@ -35,6 +35,13 @@ void check_handle(const backend_traits& traits, const lock_spec& spec, const cha
     refuse(what, lock + "the " + store + " store has no read-write lock (shared_mutex)");
   if (spec.kind == lock_kind::semaphore && !traits.semaphore)
     refuse(what, lock + "the " + store + " store has no semaphore");
+  if (!o.fair && !traits.barging)
+    refuse(what, lock + "the " + store +
+                     " store serves its waiters in its own order only: fair = false needs redis");
+  if (!o.fair && spec.kind != lock_kind::mutex)
+    refuse(what, lock + "fair = false is a mutex's option (a semaphore and a shared_mutex are fair)");
+  if (!o.fair && (o.max_passed_over < 1 || o.max_passed_over > lock_options::max_passes))
+    refuse(what, lock + "max_passed_over must be 1.." + std::to_string(lock_options::max_passes));
   if (spec.capacity < 1)
     refuse(what, lock + "a lock has at least one permit");
 }

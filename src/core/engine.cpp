@@ -157,7 +157,7 @@ engine_impl::line_key engine_impl::key_of(const lock_spec& spec, std::int64_t pe
   const auto& o = spec.options;
   return {spec.kind, o.prefix, spec.name, spec.capacity, permits, shared, o.lease.count(),
           o.watchdog, o.min_replicas, o.replica_timeout.count(), o.grant_lease.count(),
-          o.waiter_ttl.count()};
+          o.waiter_ttl.count(), o.fair, o.fair ? 0 : o.max_passed_over};
 }
 
 std::shared_ptr<waiting_line> engine_impl::line_of(const std::shared_ptr<const lock_spec>& spec,

@@ -69,7 +69,7 @@ private:
   /// handle asking for 1 replica right after one asking for 2 had its bid made with 2.
   using line_key = std::tuple<lock_kind, std::string, std::string, std::int64_t, std::int64_t,
                               bool, std::int64_t, bool, int, std::int64_t, std::int64_t,
-                              std::int64_t>;
+                              std::int64_t, bool, int>;
   static line_key key_of(const lock_spec& spec, std::int64_t permits, bool shared);
 
   std::shared_ptr<backend> b_;

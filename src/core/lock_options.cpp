@@ -18,7 +18,8 @@ boost::system::error_code lock_options::validate() const {
             prefix.size() <= max_prefix && prefix.find_first_of("{}") == std::string::npos &&
             min_replicas >= 0 && min_replicas <= max_replicas &&
             replica_timeout >= milliseconds(1) && replica_timeout <= hours(24) &&
-            (min_replicas == 0 || replica_timeout <= lease / 2);
+            (min_replicas == 0 || replica_timeout <= lease / 2) &&
+            (fair || (max_passed_over >= 1 && max_passed_over <= max_passes));
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }
 

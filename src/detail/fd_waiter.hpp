@@ -12,6 +12,16 @@
 // non-blocking calls absorb that (they meet EAGAIN and ask to wait again). One wait at a time.
 // Between the library's calls, watch_idle() waits for the socket to turn readable (the server
 // closed it or spoke unasked); wait() ends that watch first.
+//
+// One read wait serves both: the idle watch's pending wait is handed over to the wait() that
+// follows (and back to a watch_idle() that comes before it completed), instead of being cancelled
+// and armed anew. Asio's epoll reactor re-arms the descriptor (EPOLL_CTL_MOD, a system call) for
+// every wait it queues; an uncontended statement thus costs one instead of two. What a pending
+// read wait serves (read_watch) lives with its handler, so whoever it serves when it completes
+// is told: the idle watch (input()), the wait (woke()), or nobody (unwatch_idle() came first, or
+// the descriptor was released: then its completion is dropped, and the next wait arms afresh, the
+// reactor reporting the readiness that is already there). The handler reaches this waiter only
+// through its owner: held strongly while it serves a wait, weakly otherwise.
 #pragma once
 
 #include <fcntl.h>
@@ -55,14 +65,14 @@ public:
   }
   /// Stops watching and closes the duplicate. Pending waits complete, cancelled.
   void release() {
+    unwatch_idle();
+    reading_.reset();
     if (descriptor_.is_open()) {
       error_code ignored;
       descriptor_.close(ignored);
     }
     library_fd_ = -1;
     timer_.cancel();
-    idle_ = false;
-    ++idle_serial_;
   }
   /// The duplicate (same socket as the library's), for setsockopt and shutdown; -1 if none.
   [[nodiscard]] int fd() noexcept { return descriptor_.is_open() ? descriptor_.native_handle() : -1; }
@@ -72,33 +82,24 @@ public:
   /// happened (0: the wait was cancelled by release()). `owner` keeps the caller alive meanwhile.
   void wait(unsigned events, std::optional<std::chrono::milliseconds> timeout, std::shared_ptr<void> owner,
             std::function<void(unsigned)> done) {
-    unwatch_idle();
     ready_ = 0;
     done_ = std::move(done);
     pending_ = 0;
-    auto woke = [this, owner](unsigned bit, error_code ec) {
-      if (!ec && ready_ == 0) {
-        ready_ |= bit;
-        error_code ignored;
-        if (descriptor_.is_open())
-          descriptor_.cancel(ignored);  // the other waits end; the library is called once
-        timer_.cancel();
-      }
-      if (--pending_ == 0)
-        std::exchange(done_, nullptr)(ready_);
-    };
     if ((events & readable) && descriptor_.is_open()) {
       ++pending_;
-      descriptor_.async_wait(asio::posix::descriptor_base::wait_read, [woke](error_code ec) { woke(readable, ec); });
+      read_for(purpose::wait, owner, owner);
+    } else {
+      unwatch_idle();
     }
     if ((events & writable) && descriptor_.is_open()) {
       ++pending_;
-      descriptor_.async_wait(asio::posix::descriptor_base::wait_write, [woke](error_code ec) { woke(writable, ec); });
+      descriptor_.async_wait(asio::posix::descriptor_base::wait_write,
+                             [this, owner](error_code ec) { woke(writable, ec); });
     }
     if (timeout) {
       ++pending_;
       timer_.expires_after(*timeout);
-      timer_.async_wait([woke](error_code ec) { woke(timed_out, ec); });
+      timer_.async_wait([this, owner](error_code ec) { woke(timed_out, ec); });
     }
     if (pending_ == 0)  // nothing to wait on (no descriptor): report it, posted
       asio::post(timer_.get_executor(), [this, owner] { std::exchange(done_, nullptr)(0); });
@@ -108,37 +109,91 @@ public:
   /// error), unless unwatch_idle(), wait() or release() came first. `owner` is held weakly: the
   /// watch never keeps its caller alive, and finds it gone instead.
   void watch_idle(std::weak_ptr<void> owner, std::function<void()> input) {
-    if (!descriptor_.is_open() || idle_)
+    if (!descriptor_.is_open())
       return;
-    idle_ = true;
-    descriptor_.async_wait(asio::posix::descriptor_base::wait_read,
-                           [this, owner = std::move(owner), serial = idle_serial_, input = std::move(input)](error_code ec) {
-                             const auto alive = owner.lock();
-                             if (!alive || serial != idle_serial_)
-                               return;
-                             idle_ = false;
-                             if (!ec)
-                               input();
-                           });
+    if (idle_watch())
+      return;
+    read_for(purpose::idle, std::move(owner)).input = std::move(input);
   }
+  /// Ends the idle watch; its read wait stays armed for the wait() that usually follows.
   void unwatch_idle() {
-    if (!idle_)
-      return;
-    idle_ = false;
-    ++idle_serial_;
-    error_code ignored;
-    descriptor_.cancel(ignored);
+    if (auto r = idle_watch())
+      r->forget();
   }
 
 private:
+  enum class purpose { none, idle, wait };
+  // What the pending read wait serves; shared with its handler, which alone keeps it.
+  struct read_watch {
+    purpose serves = purpose::none;
+    std::weak_ptr<void> weak;      // the owner, always
+    std::shared_ptr<void> strong;  // the owner, while it serves a wait
+    std::function<void()> input;   // the idle watch's
+    void forget() {
+      serves = purpose::none;
+      input = nullptr;
+    }
+  };
+
+  [[nodiscard]] std::shared_ptr<read_watch> idle_watch() const {
+    auto r = reading_.lock();
+    return r && r->serves == purpose::idle ? r : nullptr;
+  }
+
+  // The pending read wait, now serving `p` for `owner`; armed if none is pending.
+  read_watch& read_for(purpose p, std::weak_ptr<void> owner, std::shared_ptr<void> keep = nullptr) {
+    auto r = reading_.lock();
+    if (!r) {
+      r = std::make_shared<read_watch>();
+      reading_ = r;
+      // `this` is reached only once the owner (which holds this waiter) is known alive.
+      descriptor_.async_wait(asio::posix::descriptor_base::wait_read, [this, r](error_code ec) {
+        if (const auto alive = r->strong ? std::move(r->strong) : r->weak.lock())
+          read_done(r, ec);
+      });
+    }
+    r->serves = p;
+    r->weak = std::move(owner);
+    r->strong = std::move(keep);
+    r->input = nullptr;
+    return *r;
+  }
+
+  void read_done(const std::shared_ptr<read_watch>& r, error_code ec) {
+    if (reading_.lock() == r)
+      reading_.reset();
+    switch (r->serves) {
+    case purpose::idle:
+      if (!ec)
+        std::exchange(r->input, nullptr)();
+      break;
+    case purpose::wait:
+      woke(readable, ec);
+      break;
+    case purpose::none:
+      break;
+    }
+  }
+
+  void woke(unsigned bit, error_code ec) {
+    if (!ec && ready_ == 0) {
+      ready_ |= bit;
+      error_code ignored;
+      if (descriptor_.is_open())
+        descriptor_.cancel(ignored);  // the other waits end; the library is called once
+      timer_.cancel();
+    }
+    if (--pending_ == 0)
+      std::exchange(done_, nullptr)(ready_);
+  }
+
   asio::posix::stream_descriptor descriptor_;
   asio::steady_timer timer_;
   int library_fd_ = -1;
   std::function<void(unsigned)> done_;
   unsigned ready_ = 0;
   int pending_ = 0;
-  bool idle_ = false;
-  unsigned idle_serial_ = 0;
+  std::weak_ptr<read_watch> reading_;
 };
 
 } // namespace corolock::detail

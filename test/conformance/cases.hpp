@@ -12,6 +12,7 @@
 //   std::size_t queued(const std::string& name);        bids the store has queued for a lock
 //   bool clean();                                       nothing held or queued at the store
 //   static std::optional<lock_options> lacking();       options asking for a trait it lacks
+//   static constexpr bool barging = true;               only if it serves fair = false
 #pragma once
 
 #include <support/async_test.hpp>
@@ -475,6 +476,34 @@ asio::awaitable<void> a_lacking_trait_is_refused(F& f, asio::any_io_executor ex)
   }
 }
 
+// fair = false: served by a store that can pass its own client's waiter ahead (traits.barging;
+// its fixture says `static constexpr bool barging = true`), as a working mutex that excludes;
+// refused by every other store when the handle is made, before anything reaches the store.
+template <typename F>
+asio::awaitable<void> non_fair_is_served_or_refused(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  lock_options o;
+  o.fair = false;
+  if constexpr (requires { F::barging; }) {
+    auto b = co_await f.connect(ex);
+    mutex m{*a, "nonfair", o}, mb{*b, "nonfair", o};
+    auto g = co_await m.acquire();
+    auto [ec, other] = co_await mb.try_acquire(tuple_awaitable);
+    BOOST_TEST(!ec);
+    BOOST_TEST(!other.owns_lock());
+    co_await g.unlock();
+  } else {
+    try {
+      mutex m{*a, "nonfair", o};
+      BOOST_ERROR("constructed");
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(e.code() == error::invalid_argument);
+      BOOST_TEST(std::string(e.what()).find("fair = false") != std::string::npos, e.what());
+    }
+  }
+  BOOST_TEST(co_await clean(f));
+}
+
 // The semaphore's cases (COROLOCK_CONFORMANCE_PERMIT_CASES), for the stores that serve permits. A
 // fixture may give `std::size_t queued_permits(name)` when a semaphore's queue is not where
 // queued(name) looks; with a single holder, queued(name) counts the waiters otherwise.
@@ -669,7 +698,8 @@ asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor 
   COROLOCK_CONFORMANCE_CASE(F, close_while_unreachable)                                           \
   COROLOCK_CONFORMANCE_CASE(F, cancelled_unlock_still_releases)                                   \
   COROLOCK_CONFORMANCE_CASE(F, bad_names_and_options_are_refused)                                 \
-  COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)
+  COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)                                       \
+  COROLOCK_CONFORMANCE_CASE(F, non_fair_is_served_or_refused)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \

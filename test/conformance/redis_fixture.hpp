@@ -41,6 +41,7 @@ struct redis_store_fixture {
   }
   bool clean() { return corolock::test::leftovers(server, std::chrono::milliseconds(0)).empty(); }
   static std::optional<corolock::lock_options> lacking() { return std::nullopt; } // has them all
+  static constexpr bool barging = true; // serves fair = false
 };
 
 } // namespace corolock::conformance

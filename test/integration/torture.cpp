@@ -54,4 +54,18 @@ BOOST_AUTO_TEST_CASE(paused_holders_and_a_restart_are_fenced_off) {
   tt::expect_judged(r, "untold holders never overlapped");
 }
 
+// The same faults on a non-fair mutex (lock_options::fair = false): with 4 coroutines a process,
+// most releases hand the lock to the releasing process's own next caller past the others'
+// waiters; exclusion, fencing and the lost signal must hold all the same.
+BOOST_AUTO_TEST_CASE(a_non_fair_mutex_under_every_fault_is_fenced_off) {
+  auto cfg = short_run(tt::all_chaos(), 4);
+  cfg.fair = false;
+  cfg.duration = 12s;
+  cfg.hold = 20ms;
+  auto r = tt::run(cfg, std::cout);
+  expect_every_check(r);
+  tt::expect_judged(r, "the configured faults happened");
+  tt::expect_judged(r, "untold holders never overlapped");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

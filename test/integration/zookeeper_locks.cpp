@@ -1063,6 +1063,46 @@ BOOST_AUTO_TEST_CASE(try_acquire_behind_a_waiter_while_the_session_is_suspended_
   });
 }
 
+// A try_acquire with nobody ahead of it, the session suspended: not_connected at once, as on
+// Redis without a connection (before: it waited for the reconnect, or the session's expiry).
+BOOST_AUTO_TEST_CASE(try_acquire_while_the_session_is_suspended_fails_at_once_with_not_connected) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(4000);
+    session_log log;
+    auto clients = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    auto& b = clients.first; // through the proxy
+    auto& a = clients.second;
+    corolock::mutex mb{*b, "order:42"};
+    corolock::semaphore sb{*b, "slots", 2};
+    proxy.refuse(true);
+    proxy.reset_all();
+    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::suspended; }));
+    const auto asked = clock_type::now();
+    auto [ec, g] = co_await mb.try_acquire(as_tuple_awaitable);
+    auto [sec, sg] = co_await sb.try_acquire(as_tuple_awaitable);
+    const auto took = ms_between(asked, clock_type::now());
+    BOOST_TEST((ec == error::not_connected), "mutex: '" << ec.message() << "'");
+    BOOST_TEST((sec == error::not_connected), "semaphore: '" << sec.message() << "'");
+    BOOST_TEST(!g.owns_lock());
+    BOOST_TEST(!sg.owns_lock());
+    BOOST_TEST(took < 500.0);
+    BOOST_TEST_MESSAGE("two try_acquire, the session suspended (link reset, reconnects refused): "
+                       << ec.message() << " in " << took << " ms");
+
+    proxy.heal();
+    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::connected; }));
+    BOOST_TEST(!log.expired.has_value());
+    auto back = co_await mb.try_acquire(); // the same handle works once the session is back
+    BOOST_TEST(back.owns_lock());
+    co_await back.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await b->close();
+    co_await a->close();
+  });
+}
+
 const std::string sem_dir = "/corolock/slots";
 
 // Capacity 3: a and b hold 1 each; c asks for all 3 and waits; d's requests for 1 come after it.

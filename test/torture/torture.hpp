@@ -88,6 +88,8 @@ struct config {
   int max_take = 1;
   /// shared_mutex: one section in writer_every is a writer (drawn), the others readers.
   int writer_every = 4;
+  /// mutex on Redis: false runs it non-fair (lock_options::fair = false).
+  bool fair = true;
 };
 
 struct check {

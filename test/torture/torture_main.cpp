@@ -19,7 +19,8 @@ namespace {
 constexpr const char* usage =
     "usage: corolock_torture [--backend redis|zookeeper|mysql|postgres]\n"
     "                        [--lock mutex|semaphore|shared_mutex] [--permits K] [--take N]\n"
-    "                        [--writers W] [--seed N] [--duration SECONDS] [--processes P]\n"
+    "                        [--writers W] [--fair yes|no] [--seed N] [--duration SECONDS]\n"
+    "                        [--processes P]\n"
     "                        [--coroutines C] [--chaos all|none|kill,pause,sleep,stop,restart]\n"
     "                        [--lease MS] [--deadline MS] [--hold US] [--overrun-bound MS]\n"
     "                        [--worker PATH]\n"
@@ -63,6 +64,11 @@ int main(int argc, char** argv) {
         cfg.max_take = std::stoi(value);
       else if (arg == "--writers")
         cfg.writer_every = std::stoi(value);
+      else if (arg == "--fair") {
+        if (value != "yes" && value != "no")
+          throw std::invalid_argument("--fair: yes or no");
+        cfg.fair = value == "yes";
+      }
       else if (arg == "--seed")
         cfg.seed = std::stoull(value);
       else if (arg == "--duration")

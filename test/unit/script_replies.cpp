@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(an_attempt_refuses_tokens_leases_and_statuses_no_script_giv
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_release_reads_only_its_three_answers) {
+BOOST_AUTO_TEST_CASE(a_release_reads_only_its_four_answers) {
   BOOST_TEST(read_release_reply(ints({0}), milliseconds(0)).status == 0);
   BOOST_TEST(!read_release_reply(ints({1}), milliseconds(0)).ec);
   BOOST_TEST(read_release_reply(ints({1}), milliseconds(0)).status == 1);
@@ -131,6 +131,17 @@ BOOST_AUTO_TEST_CASE(a_release_reads_only_its_three_answers) {
   BOOST_TEST(handed.pttl.count() == 300);
   BOOST_TEST(read_release_reply(text(resp::type::simple_error, "ERR x"), milliseconds(0)).ec ==
              error::redis_error);
+  // Non-fair: handed past another client's first waiter, only when the release asked for it.
+  auto passed = read_release_reply(ints({3, 43, 300}), milliseconds(300), true);
+  BOOST_TEST(!passed.ec);
+  BOOST_TEST(passed.status == 3);
+  BOOST_TEST(passed.token == 43u);
+  BOOST_TEST(read_release_reply(ints({3, 43, 300}), milliseconds(300)).ec ==
+             error::unexpected_reply);
+  BOOST_TEST(read_release_reply(ints({3, 43, 300}), milliseconds(0), true).ec ==
+             error::unexpected_reply);
+  BOOST_TEST(read_release_reply(ints({4, 43, 300}), milliseconds(300), true).ec ==
+             error::unexpected_reply);
 
   for (auto [r, offered] : std::vector<std::pair<resp::value, int>>{
            {ints({2, 42, 300}), 0},      // no hand-off was offered

@@ -110,7 +110,7 @@ return {t[1], t[2], redis.call('get', KEYS[2]) or '0'}
 enum class primitive { mutex, semaphore, shared_mutex };
 
 std::optional<primitive> parse_primitive(std::string_view name) {
-  if (name == "mutex")
+  if (name == "mutex" || name == "unfair_mutex") // the latter: lock_options::fair = false
     return primitive::mutex;
   if (name == "semaphore")
     return primitive::semaphore;
@@ -130,6 +130,7 @@ struct settings {
   std::int64_t permits = 1;   // semaphore: its permit count
   std::int64_t max_take = 1;  // semaphore: a section takes 1..max_take permits
   int writer_every = 1;       // shared_mutex: one section in writer_every is a writer
+  bool fair = true;           // false: the mutex is non-fair (lock_options::fair)
 };
 
 /// What a section holds: the lock alone (the mutex, a writer), a reader's share, or permits.
@@ -636,6 +637,7 @@ public:
   corolock::lock_options options(const settings& s) override {
     corolock::lock_options opts;
     opts.lease = s.lease;
+    opts.fair = s.fair;
     return opts;
   }
 
@@ -765,14 +767,15 @@ int main(int argc, char** argv) {
   if (!lock) {
     fmt::print(stderr, "usage: corolock_torture_worker LOCK_URL RESOURCE_URL NAME COROUTINES "
                        "DURATION_MS LEASE_MS DEADLINE_MS HOLD_US STATS_FILE SEED "
-                       "mutex|semaphore|shared_mutex PERMITS MAX_TAKE WRITER_EVERY\n");
+                       "mutex|unfair_mutex|semaphore|shared_mutex PERMITS MAX_TAKE WRITER_EVERY\n");
     return 2;
   }
   settings s{argv[1], argv[2], argv[3], std::stoi(argv[4]),
              std::chrono::milliseconds(std::stol(argv[5])), std::chrono::milliseconds(std::stol(argv[6])),
              std::chrono::milliseconds(std::stol(argv[7])), std::chrono::microseconds(std::stol(argv[8])),
              argv[9], static_cast<unsigned>(std::stoul(argv[10])), *lock, std::stoll(argv[12]),
-             std::stoll(argv[13]), std::stoi(argv[14])};
+             std::stoll(argv[13]), std::stoi(argv[14]),
+             std::string_view(argv[11]) != "unfair_mutex"};
   if (s.permits < 1 || s.max_take < 1 || s.max_take > s.permits || s.writer_every < 1) {
     fmt::print(stderr, "corolock_torture_worker: need 1 <= MAX_TAKE <= PERMITS, WRITER_EVERY >= 1\n");
     return 2;

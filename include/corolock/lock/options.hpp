@@ -10,7 +10,8 @@
 
 namespace corolock {
 
-/// How a lock behaves, on every store: its lease, watchdog, key prefix and replica acknowledgement.
+/// How a lock behaves, on every store: its lease, watchdog, key prefix, replica acknowledgement and
+/// fairness.
 /// Checked when a handle is made: system_error(error::invalid_argument) for a value out of range.
 /// The Redis queue's timings (grant_lease, waiter_ttl) are the Redis client's:
 /// client_config::locks (redis/lock_options.hpp).
@@ -41,9 +42,21 @@ struct lock_options {
   /// deadline may end this much after it). 1 ms .. 24 h, and at most half the lease when
   /// min_replicas is set (the lock must still be worth having when the wait ends).
   std::chrono::milliseconds replica_timeout{1000};
+  /// false: a non-fair mutex (Redis only; a semaphore, shared_mutex or another store refuses it
+  /// with error::invalid_argument). A release by this client may hand the lock straight to this
+  /// client's own next waiter of the same lock even when waiters of other clients queued first, so
+  /// on a hot key most turns stay inside one process (no wake-up across processes). Bounded: the
+  /// waiter first in the store's queue is passed over at most `max_passed_over` times in a row,
+  /// then served, so a waiter of another client waits at most (max_passed_over + 1) turns per
+  /// waiter ahead of it, itself included. true (the default): strict arrival order across clients.
+  bool fair = true;
+  /// How often a non-fair release may pass over the waiter first in the queue in a row: 1 .. 1000.
+  /// Read only when `fair` is false.
+  int max_passed_over = 8;
 
   static constexpr std::size_t max_prefix = 256; ///< the longest prefix, in bytes
   static constexpr int max_replicas = 1000;       ///< the most min_replicas
+  static constexpr int max_passes = 1000;         ///< the most max_passed_over
   /// The longest lock name, in bytes. Names are any bytes but '{' and '}', which would change the
   /// Redis Cluster hash tag that keeps a lock's keys in one slot.
   static constexpr std::size_t max_name = 1024;

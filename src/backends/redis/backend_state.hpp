@@ -86,6 +86,11 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   /// A mutex's open bid per lock key: a release of that lock may hand it over (one per lock:
   /// contract 2, and a mutex bid is always (1, exclusive)).
   std::unordered_map<std::string, std::weak_ptr<bid_run>> open;
+  /// Non-fair mutexes (lock_options::fair = false): how many releases of this client in a row
+  /// passed another client's first waiter over, per lock key. Reaching max_passed_over, the next
+  /// release is sent fair, so the first waiter gets the lock; a release that passed nobody over
+  /// removes the entry.
+  std::unordered_map<std::string, int> passed_over;
   /// Every bid not yet over, by Redis owner (close() gives back what they may have).
   std::unordered_map<std::string, std::weak_ptr<bid_run>> running;
   /// Granted locks not yet released, by Redis owner: the lock as the handle named it (its lease

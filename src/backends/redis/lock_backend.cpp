@@ -33,6 +33,7 @@ constexpr core::backend_traits redis_traits{
     .read_write = true,
     .semaphore = true,
     .fifo = true,
+    .barging = true,
     .replicas = true,
     .run_time_permits = true,
 };
@@ -44,6 +45,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
   std::shared_ptr<const lock_names> names;
   std::string owner;                 // Redis's
   std::shared_ptr<bid_run> handoff;  // offered the lock, if any
+  bool pass = false;                 // non-fair: offered even behind other clients' waiters
   // Never move-assigned (see detail/completion.hpp).
   corolock::detail::stored_handler<core::handler<void(error_code, std::string)>> h;
   int tries = 0;
@@ -54,9 +56,8 @@ struct release_op : std::enable_shared_from_this<release_op> {
       return finish(error::closed, {}, true);
     s->track(names, owner);
     request req;
-    const corolock::detail::release_handoff offer{handoff ? handoff->redis_owner()
-                                                                : std::string(),
-                                                        std::string()};
+    const corolock::detail::release_handoff offer{
+        handoff ? handoff->redis_owner() : std::string(), std::string(), pass};
     corolock::detail::push_release(req, *names, owner, tries > 0, handoff ? &offer : nullptr,
                                    handoff ? handoff->lease() : milliseconds(0),
                                    handoff ? handoff->waiter_ttl() : milliseconds(0),
@@ -81,20 +82,31 @@ struct release_op : std::enable_shared_from_this<release_op> {
       return finish(transport_error(*c, ec), {}, true);
     const auto& v = r.at(0);
     const auto got = corolock::detail::read_release_reply(
-        v, handoff ? handoff->lease() : milliseconds(0));
+        v, handoff ? handoff->lease() : milliseconds(0), pass);
     if (got.ec == error::redis_error) {
       c->last_server_error = v.data;
       return finish(got.ec, v.data, false);
     }
     if (got.ec)
       return finish(got.ec, got.text, true);
-    if (got.status == 2) {
+    if (pass)
+      count_pass(got.status == 3);
+    if (got.status >= 2) {
       // Given to this client's own bid: at once, with its full lease.
       std::exchange(handoff, nullptr)->handed(got.token, sent_at, got.pttl);
       return finish({}, {}, false);
     }
     // 0: not ours any more — the lease was lost, unnoticed until now.
     finish(got.status == 0 ? error_code(error::lease_lost) : error_code{}, {}, false);
+  }
+
+  // Bounds the passing over (lock_backend::release): a release that passed nobody over restarts
+  // the count.
+  void count_pass(bool passed) {
+    if (!passed)
+      s->passed_over.erase(names->key);
+    else
+      ++s->passed_over[names->key];
   }
 
   void finish(error_code ec, std::string words, bool unknown) {
@@ -234,6 +246,13 @@ void lock_backend::release(const core::held& lease,
   if (auto it = s_->open.find(op->names->key); it != s_->open.end())
     if (auto run = it->second.lock(); run && run->offer_handoff())
       op->handoff = std::move(run);
+  if (!lease.lock->options.fair) {
+    auto passed = s_->passed_over.find(op->names->key);
+    const bool counted = passed != s_->passed_over.end();
+    op->pass = op->handoff && (!counted || passed->second < lease.lock->options.max_passed_over);
+    if (!op->pass && counted) // a fair release: the first waiter gets the lock, the count restarts
+      s_->passed_over.erase(passed);
+  }
   op->send();
 }
 

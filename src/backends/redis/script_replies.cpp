@@ -65,7 +65,8 @@ void read_attempt_reply(const resp::value& r, std::chrono::milliseconds lease,
   out.text = unexpected(what, r);
 }
 
-release_reply read_release_reply(const resp::value& r, std::chrono::milliseconds handoff_lease) {
+release_reply read_release_reply(const resp::value& r, std::chrono::milliseconds handoff_lease,
+                                 bool may_pass) {
   release_reply out;
   if (r.is_error()) {
     out.ec = error::redis_error;
@@ -77,9 +78,10 @@ release_reply read_release_reply(const resp::value& r, std::chrono::milliseconds
     return out;
   }
   const auto& v = r.children;
-  if (handoff_lease.count() > 0 && integers(r, 3) && v[0].integer == 2 &&
+  if (handoff_lease.count() > 0 && integers(r, 3) &&
+      (v[0].integer == 2 || (may_pass && v[0].integer == 3)) &&
       within(v[1].integer, 1, max_fencing_token) && within(v[2].integer, 1, handoff_lease.count())) {
-    out.status = 2;
+    out.status = v[0].integer;
     out.token = static_cast<std::uint64_t>(v[1].integer);
     out.pttl = std::chrono::milliseconds(v[2].integer);
     return out;

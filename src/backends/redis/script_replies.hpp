@@ -36,13 +36,16 @@ void read_attempt_reply(const resp::value& r, std::chrono::milliseconds lease,
 struct release_reply {
   error_code ec;
   std::string text;     ///< with ec: the server's error, or what was wrong with the reply
-  std::int64_t status = 0; ///< 0 the owner no longer held; 1 released; 2 handed to our waiter
-  std::uint64_t token = 0; ///< status 2: the waiter's token
-  std::chrono::milliseconds pttl{0}; ///< status 2: its lease
+  std::int64_t status = 0; ///< 0 the owner no longer held; 1 released; 2 handed to our waiter;
+                           ///< 3 handed to our waiter past another client's (non-fair)
+  std::uint64_t token = 0; ///< status 2, 3: the waiter's token
+  std::chrono::milliseconds pttl{0}; ///< status 2, 3: its lease
 };
 /// {0}, {1}, or {2, token, pttl} — the last only when a hand-off of `handoff_lease` was offered
-/// (zero: none), with 1 <= pttl <= handoff_lease.
-release_reply read_release_reply(const resp::value& r, std::chrono::milliseconds handoff_lease);
+/// (zero: none), with 1 <= pttl <= handoff_lease; {3, token, pttl} too when `may_pass` (the
+/// release was sent non-fair).
+release_reply read_release_reply(const resp::value& r, std::chrono::milliseconds handoff_lease,
+                                 bool may_pass = false);
 
 /// renew.lua, renew_permits.lua and mark.lua answer 1 (renewed, marked) or 0 (not ours, gone).
 enum class renew_reply { held, gone, refused /* an error reply */, unexpected };

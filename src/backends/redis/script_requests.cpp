@@ -41,7 +41,8 @@ void push_release(request& req, const lock_names& names, const std::string& owne
                   {owner, retry ? "1" : "0", handoff ? handoff->owner : std::string(),
                    std::to_string(handoff_lease.count()),
                    handoff ? handoff->requeue : std::string(),
-                   std::to_string(waiter_ttl.count()), names.channel(), publish});
+                   std::to_string(waiter_ttl.count()), names.channel(), publish,
+                   handoff && handoff->pass ? "1" : "0"});
 }
 
 void push_renew(request& req, const lock_names& names, const std::string& owner,

@@ -42,6 +42,7 @@ bool unreachable(error_code ec) noexcept;
 struct release_handoff {
   std::string owner;   ///< the bid's queued owner: gets the lock if it is first in the queue
   std::string requeue; ///< queued at once in that case, for the next caller ('' if none waits)
+  bool pass = false;   ///< non-fair: `owner` gets the lock even behind other clients' waiters
 };
 
 /// An attempt of `owner` on the lock: take it if free; `mode` queue: else wait in its queue.

@@ -374,6 +374,20 @@ std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string 
     });
     return std::make_unique<zk_contender>(s_, run);
   }
+  if (!b.wait && !b.ride_through && s_->zk && s_->zk->state() == session_state::suspended) {
+    // A one look (try_acquire) while the session has lost its server: nothing is known of the
+    // lock, and the look would wait for a reconnect or the session's expiry. Answered now, as
+    // Redis answers a try_acquire without a connection; nothing was sent, nothing is left.
+    auto run = std::make_shared<bid_run>(lock_recipe(dir, node_kind_of(b), owner, false), &events);
+    asio::post(s_->ex, [run] {
+      if (auto* e = std::exchange(run->events, nullptr)) {
+        run->settled = true;
+        e->failed(error::not_connected,
+                  "ZooKeeper: the session is suspended (its connection lost, not yet back)");
+      }
+    });
+    return std::make_unique<zk_contender>(s_, run);
+  }
   auto run = std::make_shared<bid_run>(
       b.lock->kind == core::lock_kind::semaphore
           ? lock_recipe(dir, std::move(owner), b.wait, b.permits, b.lock->capacity)

@@ -5,8 +5,11 @@
 -- ARGV[3] the waiting owner of the releasing client ('' none)  ARGV[4] its lease ms
 -- ARGV[5] the releasing client's next waiting owner, queued if ARGV[3] gets the lock ('' none)
 -- ARGV[6] queue entry life ms  ARGV[7] the lock's channel  ARGV[8] 'publish' or 'spublish'
+-- ARGV[9] '1' non-fair: ARGV[3] gets the lock even behind other clients' waiters (the client
+-- bounds how often in a row it asks), else '0'
 -- Returns {1} released (and granted to another client's waiter, announced on the channel);
 -- {2, token, pttl} released and given to ARGV[3] (alive: it gets its full lease, unannounced);
+-- {3, token, pttl} the same, non-fair: ARGV[3] passed over the first waiter;
 -- {0} ARGV[1] did not hold the lock (the lease ran out, or the lock was taken over). A retry gets
 -- {1} then, or {2, ...} if ARGV[3] holds it: it cannot tell whether its first try released it.
 local held = redis.call('get', KEYS[1])
@@ -32,6 +35,18 @@ if not queued then
   return {1} -- nobody waits, ARGV[3] included
 end
 local now_ms, now_us = clock()
+if ARGV[9] == '1' and ARGV[3] ~= '' then
+  prune(KEYS[3], KEYS[4], now_ms)
+  local first = first_waiter(KEYS[3])
+  if first and first ~= ARGV[3] and redis.call('zscore', KEYS[3], ARGV[3]) then
+    local lease = tonumber(ARGV[4])
+    token = give(KEYS, ARGV[3], lease, now_us, true)
+    if ARGV[5] ~= '' then
+      enqueue(KEYS[3], KEYS[4], ARGV[5], now_ms, tonumber(ARGV[6]))
+    end
+    return {3, token, lease} -- the others wait on, unannounced: the lock is not theirs
+  end
+end
 if grant_first(KEYS, ARGV[3], now_ms, now_us, ARGV[7], ARGV[8]) or ARGV[3] == '' then
   return {1}
 end
