@@ -11,7 +11,8 @@
 #
 # Usage: scripts/torture.sh [--backend redis|zookeeper|mysql|postgres]
 #                           [--lock mutex|semaphore|shared_mutex] [--permits K] [--take N]
-#                           [--writers W] [--seed N] [--duration SECONDS] [--processes P]
+#                           [--writers W] [--fair yes|no] [--seed N] [--duration SECONDS]
+#                           [--processes P]
 #                           [--coroutines C] [--chaos all|none|kill,pause,sleep,stop,restart]
 #                           [--lease MS] [--deadline MS] [--hold US] [--overrun-bound MS]
 # Defaults: Redis, the mutex, seed 1, 180 s, 3 processes x 4 coroutines, every fault the store
@@ -19,6 +20,7 @@
 # 3000 ms), acquire_for twice the lease, hold 3000 us, overrun bound 500 ms; a semaphore of 3
 # permits, 1 a section (--take 2: 1 or 2); a shared_mutex with 1 writer in 4 sections. The same seed
 # replays the same chaos schedule (the timing of the workers still varies from run to run).
+# --fair no: the mutex non-fair (lock_options::fair = false; Redis only).
 # Environment: BUILD_DIR, BUILD_TYPE, CMAKE_ARGS (see build.sh). Set SKIP_BUILD=1 to use the binaries
 # as they are.
 set -euo pipefail
