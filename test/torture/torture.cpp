@@ -642,9 +642,11 @@ report run(const config& requested, std::ostream& out) {
   const auto dir = make_temp_dir("corolock-torture-");
   struct remove_dir {
     std::filesystem::path p;
+    bool keep = false; // a failed run's records stay for a look
     ~remove_dir() {
       std::error_code ignored;
-      std::filesystem::remove_all(p, ignored);
+      if (!keep)
+        std::filesystem::remove_all(p, ignored);
     }
   } cleanup{dir};
 
@@ -1076,6 +1078,12 @@ report run(const config& requested, std::ostream& out) {
     fmt::print(out, "{:<48} {:<6} {}\n", c.name, !c.applicable ? "n/a" : c.passed ? "PASS" : "FAIL",
                c.figures);
   fmt::print(out, "{}\n", rep.passed() ? "torture: all checks passed" : "torture: CHECKS FAILED");
+  if (!rep.passed()) {
+    // Every section with its acquisition, entry, exit and telling time: what a failed check
+    // needs to be understood, gone with the run otherwise.
+    cleanup.keep = true;
+    fmt::print(out, "torture: the workers' records are kept in {}\n", dir.string());
+  }
   out.flush();
   return rep;
 }
