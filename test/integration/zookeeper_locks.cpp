@@ -95,6 +95,18 @@ asio::awaitable<bool> nothing_left(zk::client& observer, milliseconds limit = mi
 
 const std::string dir = "/corolock/order:42";
 
+/// Cuts `c`, a client through `proxy`, off (its link reset, reconnects refused) until its session
+/// is suspended; `back` heals the link until the session is connected again.
+asio::awaitable<void> suspend(fault_proxy& proxy, zk::client& c) {
+  proxy.refuse(true);
+  proxy.reset_all();
+  BOOST_REQUIRE(co_await eventually([&] { return c.state() == zk::session_state::suspended; }));
+}
+asio::awaitable<void> back(fault_proxy& proxy, zk::client& c) {
+  proxy.heal();
+  BOOST_REQUIRE(co_await eventually([&] { return c.state() == zk::session_state::connected; }));
+}
+
 /// One acquisition in the background: its outcome and when it came.
 struct attempt {
   std::optional<error_code> ec;
@@ -1035,9 +1047,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_behind_a_waiter_while_the_session_is_suspended_
     BOOST_TEST(!tec, tec.message());
     BOOST_TEST(!tg.owns_lock());
 
-    proxy.refuse(true);
-    proxy.reset_all();
-    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::suspended; }));
+    co_await suspend(proxy, *b);
     const auto asked = clock_type::now();
     auto [ec, g] = co_await mb.try_acquire(as_tuple_awaitable);
     const auto took = ms_between(asked, clock_type::now());
@@ -1049,8 +1059,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_behind_a_waiter_while_the_session_is_suspended_
     BOOST_TEST_MESSAGE("try_acquire behind a waiter, the session suspended (link reset, reconnects refused): "
                        << ec.message() << " in " << took << " ms");
 
-    proxy.heal();
-    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::connected; }));
+    co_await back(proxy, *b);
     BOOST_TEST(!log.expired.has_value()); // back within the session
     co_await ga.unlock();
     BOOST_REQUIRE(co_await done(w));
@@ -1076,9 +1085,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_while_the_session_is_suspended_fails_at_once_wi
     auto& a = clients.second;
     corolock::mutex mb{*b, "order:42"};
     corolock::semaphore sb{*b, "slots", 2};
-    proxy.refuse(true);
-    proxy.reset_all();
-    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::suspended; }));
+    co_await suspend(proxy, *b);
     const auto asked = clock_type::now();
     auto [ec, g] = co_await mb.try_acquire(as_tuple_awaitable);
     auto [sec, sg] = co_await sb.try_acquire(as_tuple_awaitable);
@@ -1091,8 +1098,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_while_the_session_is_suspended_fails_at_once_wi
     BOOST_TEST_MESSAGE("two try_acquire, the session suspended (link reset, reconnects refused): "
                        << ec.message() << " in " << took << " ms");
 
-    proxy.heal();
-    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::connected; }));
+    co_await back(proxy, *b);
     BOOST_TEST(!log.expired.has_value());
     auto back = co_await mb.try_acquire(); // the same handle works once the session is back
     BOOST_TEST(back.owns_lock());

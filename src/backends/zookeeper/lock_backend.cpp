@@ -362,32 +362,27 @@ std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string 
                                                        core::contender_events& events) {
   std::string why;
   const auto dir = lock_root(b.lock->options.prefix, why) + "/" + b.lock->name; // check() passed
-  if (b.lock->kind == core::lock_kind::semaphore && b.permits > b.lock->capacity) {
-    // Never grantable: refused before a node is made (posted, as every event).
-    auto run = std::make_shared<bid_run>(lock_recipe(dir, node_kind::permits, owner, false), &events);
-    asio::post(s_->ex, [run, words = "the bid asks for more permits than semaphore '" + b.lock->name +
-                                     "' has (" + std::to_string(b.lock->capacity) + ")"] {
+  // A bid answered at once, before any node is made (posted, as every event): nothing is left.
+  const auto answered = [&](node_kind kind, error_code ec, std::string words) {
+    auto run = std::make_shared<bid_run>(lock_recipe(dir, kind, owner, false), &events);
+    asio::post(s_->ex, [run, ec, words = std::move(words)] {
       if (auto* e = std::exchange(run->events, nullptr)) {
         run->settled = true;
-        e->failed(error::invalid_argument, words);
+        e->failed(ec, words);
       }
     });
     return std::make_unique<zk_contender>(s_, run);
-  }
-  if (!b.wait && !b.ride_through && s_->zk && s_->zk->state() == session_state::suspended) {
+  };
+  if (b.lock->kind == core::lock_kind::semaphore && b.permits > b.lock->capacity) // never grantable
+    return answered(node_kind::permits, error::invalid_argument,
+                    "the bid asks for more permits than semaphore '" + b.lock->name + "' has (" +
+                        std::to_string(b.lock->capacity) + ")");
+  if (!b.wait && !b.ride_through && s_->zk && s_->zk->state() == session_state::suspended)
     // A one look (try_acquire) while the session has lost its server: nothing is known of the
     // lock, and the look would wait for a reconnect or the session's expiry. Answered now, as
-    // Redis answers a try_acquire without a connection; nothing was sent, nothing is left.
-    auto run = std::make_shared<bid_run>(lock_recipe(dir, node_kind_of(b), owner, false), &events);
-    asio::post(s_->ex, [run] {
-      if (auto* e = std::exchange(run->events, nullptr)) {
-        run->settled = true;
-        e->failed(error::not_connected,
-                  "ZooKeeper: the session is suspended (its connection lost, not yet back)");
-      }
-    });
-    return std::make_unique<zk_contender>(s_, run);
-  }
+    // Redis answers a try_acquire without a connection.
+    return answered(node_kind_of(b), error::not_connected,
+                    "ZooKeeper: the session is suspended (its connection lost, not yet back)");
   auto run = std::make_shared<bid_run>(
       b.lock->kind == core::lock_kind::semaphore
           ? lock_recipe(dir, std::move(owner), b.wait, b.permits, b.lock->capacity)
