@@ -29,7 +29,7 @@ struct attempt_outcome {
   std::uint64_t token = 0; ///< when acquired
   /// Acquired: the lease left at the server. Otherwise the holder's lease left (-1: no expiry).
   std::chrono::milliseconds pttl{-1};
-  std::int64_t rank = -1;  ///< place in the queue, when queued
+  bool queued = false;     ///< not acquired: waits in the lock's queue (a queue attempt)
   steady::time_point sent_at{};
   std::string text{};      ///< with ec: the server's error reply, or corolock's words
 };
