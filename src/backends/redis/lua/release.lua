@@ -3,9 +3,8 @@
 -- KEYS[1] the lock  KEYS[2] the fence  KEYS[3] the queue  KEYS[4] the queue's expiries
 -- ARGV[1] owner  ARGV[2] '1' for a retry of a release whose reply was lost, else '0'
 -- ARGV[3] the waiting owner of the releasing client ('' none)  ARGV[4] its lease ms
--- ARGV[5] the releasing client's next waiting owner, queued if ARGV[3] gets the lock ('' none)
--- ARGV[6] queue entry life ms  ARGV[7] the lock's channel  ARGV[8] 'publish' or 'spublish'
--- ARGV[9] '1' non-fair: ARGV[3] gets the lock even behind other clients' waiters (the client
+-- ARGV[5] the lock's channel  ARGV[6] 'publish' or 'spublish'
+-- ARGV[7] '1' non-fair: ARGV[3] gets the lock even behind other clients' waiters (the client
 -- bounds how often in a row it asks), else '0'
 -- Returns {1} released (and granted to another client's waiter, announced on the channel);
 -- {2, token, pttl} released and given to ARGV[3] (alive: it gets its full lease, unannounced);
@@ -36,22 +35,18 @@ if not queued then
 end
 local now_ms, now_us = clock()
 prune(KEYS[3], KEYS[4], now_ms)
--- The lock goes to ARGV[3] (in the queue still when `queued_bid`), unannounced; ARGV[5] queues.
+-- The lock goes to ARGV[3] (in the queue still when `queued_bid`), unannounced.
 local function hand_to_own_bid(status, queued_bid)
   local lease = tonumber(ARGV[4])
-  local token = give(KEYS, ARGV[3], lease, now_us, queued_bid)
-  if ARGV[5] ~= '' then
-    enqueue(KEYS[3], KEYS[4], ARGV[5], now_ms, tonumber(ARGV[6]))
-  end
-  return {status, token, lease}
+  return {status, give(KEYS, ARGV[3], lease, now_us, queued_bid), lease}
 end
-if ARGV[9] == '1' and ARGV[3] ~= '' then
+if ARGV[7] == '1' and ARGV[3] ~= '' then
   local first = first_waiter(KEYS[3])
   if first and first ~= ARGV[3] and redis.call('zscore', KEYS[3], ARGV[3]) then
     return hand_to_own_bid(3, true) -- the others wait on, unannounced: the lock is not theirs
   end
 end
-local first = grant_first(KEYS, ARGV[3], now_us, ARGV[7], ARGV[8])
+local first = grant_first(KEYS, ARGV[3], now_us, ARGV[5], ARGV[6])
 if not first or first ~= ARGV[3] then
   return {1} -- granted to another client's waiter (ARGV[3] '' included), or nobody waits
 end
