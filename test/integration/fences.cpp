@@ -103,6 +103,17 @@ BOOST_AUTO_TEST_CASE(a_foreign_fence_is_refused_and_left_as_it_is) {
         BOOST_TEST(server.command({"GET", "corolock:{foreign}:sem:fence"}) == foreign);
       }
     }
+    // Not a string at all: the fence's SET ... GET is refused by Redis itself and writes nothing.
+    BOOST_TEST(server.command({"DEL", "corolock:{foreign}:fence"}) == "1");
+    BOOST_TEST(server.command({"HSET", "corolock:{foreign}:fence", "f", "v"}) == "1");
+    corolock::mutex m(c, "foreign");
+    diagnostics why;
+    auto [ec, g] = co_await m.try_acquire(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec == error::redis_error, ec.message());
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
+    BOOST_TEST(server.command({"TYPE", "corolock:{foreign}:fence"}) == "hash");
+    BOOST_TEST(server.command({"HGET", "corolock:{foreign}:fence", "f"}) == "v");
+    BOOST_TEST(server.command({"EXISTS", "corolock:{foreign}"}) == "0");
     co_await c.shutdown();
   });
 }

@@ -259,6 +259,44 @@ BOOST_AUTO_TEST_CASE(a_dead_waiters_place_expires_unless_refreshed) {
   expect_clean(server);
 }
 
+// A place in the queue is the waiter's arrival: refreshing it keeps it ahead of later arrivals (the
+// queue script adds an entry only when it is not there; re-adding it would move it to the back).
+BOOST_AUTO_TEST_CASE(a_refreshed_place_keeps_its_turn) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), c(ex, config_for(server));
+    co_await a.connect();
+    co_await c.connect();
+    corolock::mutex ma(a, "keepq"), mc(c, "keepq");
+    auto g = co_await ma.acquire();
+    // First in line, its place refreshed every 100 ms (entry life 300 ms); a lease of 300 ms.
+    process first({lock_worker(), "hold", server.url(), "keepq", "300", "2000", "300"});
+    BOOST_REQUIRE(co_await eventually(
+        [&] { return server.command({"ZCARD", "corolock:{keepq}:q"}) == "1"; }));
+    const auto first_place = server.command({"ZRANGE", "corolock:{keepq}:q", "0", "0"});
+    std::string holder_before_c;
+    auto later = [&]() -> asio::awaitable<void> {
+      auto gc = co_await mc.acquire_for(10s);
+      holder_before_c = server.command({"GET", "keepq:holder"});
+      co_await gc.unlock();
+    };
+    auto release = [&]() -> asio::awaitable<void> {
+      BOOST_REQUIRE(co_await eventually(
+          [&] { return server.command({"ZCARD", "corolock:{keepq}:q"}) == "2"; }));
+      co_await sleep_for(400ms); // the first waiter refreshed its place three times or more
+      BOOST_TEST(server.command({"ZRANGE", "corolock:{keepq}:q", "0", "0"}) == first_place);
+      co_await g.unlock();
+      BOOST_TEST(co_await eventually([&] { return !server.command({"GET", "keepq:holder"}).empty(); }));
+      first.signal(SIGKILL); // its lease runs out, then the later waiter has the lock
+    };
+    co_await (later() && release());
+    BOOST_REQUIRE(first.wait_for(5s).has_value());
+    BOOST_TEST(!holder_before_c.empty(), "the later waiter was served before the first one");
+  });
+  server.command({"DEL", "keepq:holder"});
+  expect_clean(server);
+}
+
 // A place in the queue can outlive its owner's acquisition: after a failover the new master still
 // queues an owner whose grant and release reached only the old one (writes the replica never got).
 // Granted it, the owner's client gives it back at once, and the next waiter has it. Here the place

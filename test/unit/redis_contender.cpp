@@ -73,7 +73,7 @@ attempt_outcome acquired(std::uint64_t token, milliseconds pttl, time_point sent
 attempt_outcome taken(milliseconds pttl, time_point sent_at) {
   attempt_outcome r;
   r.pttl = pttl;
-  r.rank = 0;
+  r.queued = true;
   r.sent_at = sent_at;
   return r;
 }

@@ -83,14 +83,16 @@ BOOST_AUTO_TEST_CASE(an_attempt_reads_what_the_script_can_answer) {
   BOOST_TEST(!top.ec);
   BOOST_TEST(top.token == std::uint64_t(two_53 - 1));
 
-  auto taken = attempt(ints({0, -1, -1}));
+  auto taken = attempt(ints({0, -1, 0}));
   BOOST_TEST(!taken.ec);
   BOOST_TEST(!taken.acquired);
   BOOST_TEST(taken.pttl.count() == -1);
-  BOOST_TEST(taken.rank == -1);
-  auto queued = attempt(ints({0, 250, 3}));
+  BOOST_TEST(!taken.queued);
+  auto queued = attempt(ints({0, 250, 1}));
   BOOST_TEST(queued.pttl.count() == 250);
-  BOOST_TEST(queued.rank == 3);
+  BOOST_TEST(queued.queued);
+  BOOST_TEST(attempt(ints({0, 250, 2})).ec == error::unexpected_reply);  // 1 or 0 only
+  BOOST_TEST(attempt(ints({0, 250, -1})).ec == error::unexpected_reply);
 
   auto too_many = attempt(ints({-1, 5}));
   BOOST_TEST(too_many.ec == error::invalid_argument);

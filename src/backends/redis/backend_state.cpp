@@ -98,7 +98,7 @@ void backend_state::give_up(std::shared_ptr<const lock_names> names, std::string
     return; // close() releases everything still unsettled
   track(names, redis_owner);
   corolock::request req;
-  corolock::detail::push_release(req, *names, redis_owner, tries > 0, nullptr, {}, {},
+  corolock::detail::push_release(req, *names, redis_owner, tries > 0, nullptr, {},
                                  c->publish_verb());
   c->locks->exec(std::move(req), [weak = weak_from_this(), names, redis_owner,
                                   tries](error_code ec, corolock::response r) {

@@ -46,7 +46,6 @@ public:
   bool may_have_reached();
   const std::shared_ptr<const lock_names>& names() const noexcept { return names_; }
   std::chrono::milliseconds lease() const noexcept { return bid_.lock->options.lease; }
-  std::chrono::milliseconds waiter_ttl() const noexcept { return waiter_ttl_; }
 
 private:
   void run();

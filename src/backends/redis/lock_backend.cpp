@@ -57,10 +57,9 @@ struct release_op : std::enable_shared_from_this<release_op> {
     s->track(names, owner);
     request req;
     const corolock::detail::release_handoff offer{
-        handoff ? handoff->redis_owner() : std::string(), std::string(), pass};
+        handoff ? handoff->redis_owner() : std::string(), pass};
     corolock::detail::push_release(req, *names, owner, tries > 0, handoff ? &offer : nullptr,
                                    handoff ? handoff->lease() : milliseconds(0),
-                                   handoff ? handoff->waiter_ttl() : milliseconds(0),
                                    c->publish_verb());
     const auto sent_at = steady::now();
     c->locks->exec(std::move(req), [self = shared_from_this(), sent_at](error_code ec,
@@ -321,7 +320,7 @@ bool lock_backend::shut(request& req) {
   std::set<std::string> seen;
   auto settle = [&](const std::shared_ptr<const lock_names>& names, const std::string& owner) {
     if (c && seen.insert(owner).second)
-      corolock::detail::push_release(req, *names, owner, false, nullptr, {}, {},
+      corolock::detail::push_release(req, *names, owner, false, nullptr, {},
                                      c->publish_verb());
   };
   for (auto& [owner, lock] : s_->held)

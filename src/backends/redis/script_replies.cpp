@@ -55,10 +55,10 @@ void read_attempt_reply(const resp::value& r, std::chrono::milliseconds lease,
     return;
   }
   if (integers(r, 3) && v[0].integer == 0 && within(v[1].integer, -1, max_reported_pttl) &&
-      v[2].integer >= -1) {
+      within(v[2].integer, 0, 1)) {
     out.acquired = false;
     out.pttl = std::chrono::milliseconds(v[1].integer);
-    out.rank = v[2].integer;
+    out.queued = v[2].integer == 1;
     return;
   }
   out.ec = error::unexpected_reply;

@@ -27,7 +27,7 @@ inline constexpr std::int64_t max_fencing_token = (std::int64_t{1} << 53) - 1;
 inline constexpr std::int64_t max_reported_pttl = std::int64_t{1} << 40;
 
 /// acquire.lua / acquire_permits.lua, asked for a lease of `lease`: {1, token, lease},
-/// {0, holder's pttl (-1: none), rank (-1: not queued)}, or {-1, permit count} (more permits
+/// {0, holder's pttl (-1: none), 1 queued / 0 not}, or {-1, permit count} (more permits
 /// wanted than there are: error::invalid_argument). Fills every field of `out` but sent_at.
 void read_attempt_reply(const resp::value& r, std::chrono::milliseconds lease,
                         attempt_outcome& out);

@@ -29,7 +29,7 @@ void push_attempt(request& req, const lock_names& names, const std::string& owne
 
 void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
                   const release_handoff* handoff, std::chrono::milliseconds handoff_lease,
-                  std::chrono::milliseconds waiter_ttl, const char* publish) {
+                  const char* publish) {
   if (names.kind == lock_kind::permits) {
     // No hand-off: this client's own waiters hear of their grants like anyone else's.
     req.push_script(release_permits_script(), names.permit_keys(),
@@ -39,9 +39,7 @@ void push_release(request& req, const lock_names& names, const std::string& owne
   }
   req.push_script(release_script(), {names.key, names.fence(), names.queue(), names.expiry()},
                   {owner, retry ? "1" : "0", handoff ? handoff->owner : std::string(),
-                   std::to_string(handoff_lease.count()),
-                   handoff ? handoff->requeue : std::string(),
-                   std::to_string(waiter_ttl.count()), names.channel(), publish,
+                   std::to_string(handoff_lease.count()), names.channel(), publish,
                    handoff && handoff->pass ? "1" : "0"});
 }
 

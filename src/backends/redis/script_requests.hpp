@@ -29,7 +29,7 @@ struct attempt_outcome {
   std::uint64_t token = 0; ///< when acquired
   /// Acquired: the lease left at the server. Otherwise the holder's lease left (-1: no expiry).
   std::chrono::milliseconds pttl{-1};
-  std::int64_t rank = -1;  ///< place in the queue, when queued
+  bool queued = false;     ///< not acquired: waits in the lock's queue (a queue attempt)
   steady::time_point sent_at{};
   std::string text{};      ///< with ec: the server's error reply, or corolock's words
 };
@@ -41,7 +41,6 @@ bool unreachable(error_code ec) noexcept;
 /// What a release of this client's holder may do for this client's own queued bid of the lock.
 struct release_handoff {
   std::string owner;   ///< the bid's queued owner: gets the lock if it is first in the queue
-  std::string requeue; ///< queued at once in that case, for the next caller ('' if none waits)
   bool pass = false;   ///< non-fair: `owner` gets the lock even behind other clients' waiters
 };
 
@@ -54,7 +53,7 @@ void push_attempt(request& req, const lock_names& names, const std::string& owne
 /// after its reply was lost. `handoff`: the lock goes straight to this client's queued bid.
 void push_release(request& req, const lock_names& names, const std::string& owner, bool retry,
                   const release_handoff* handoff, std::chrono::milliseconds handoff_lease,
-                  std::chrono::milliseconds waiter_ttl, const char* publish);
+                  const char* publish);
 /// Extends `owner`'s lease by `lease` (0 ms: only checks it is still held).
 void push_renew(request& req, const lock_names& names, const std::string& owner,
                 std::uint64_t token, std::chrono::milliseconds lease);

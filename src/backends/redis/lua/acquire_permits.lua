@@ -5,7 +5,7 @@
 -- default permit count
 -- Returns {1, token, lease} when ARGV[1] holds its permits (now, or already: a retry whose reply
 -- was lost, or a grant whose message has not arrived; its lease is set to ARGV[2] again);
--- {0, ms until the first holder's lease ends (-1 none), rank (-1: not queued)} when it must wait;
+-- {0, ms until the first holder's lease ends (-1 none), 1 when queued, else 0} when it must wait;
 -- {-1, permit count} when it wants more permits than there are (it leaves the queue).
 local now_ms, now_us = clock()
 local owner, lease, want = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[7])
@@ -35,13 +35,14 @@ end
 if turn and want <= free then
   return {1, give_permits(KEYS, owner, want, lease, now_ms, now_us, queued), lease}
 end
-local rank = -1
+local in_queue = 0
 if ARGV[3] == 'queue' then
   local ttl = tonumber(ARGV[4])
-  rank = enqueue(KEYS[3], KEYS[4], owner, now_ms, ttl)
+  enqueue(KEYS[3], KEYS[4], owner, now_ms, ttl)
+  in_queue = 1
   redis.call('hset', KEYS[6], owner, want)
   if redis.call('pttl', KEYS[6]) < ttl then
     redis.call('pexpire', KEYS[6], ttl)
   end
 end
-return {0, next_expiry(KEYS, now_ms), rank}
+return {0, next_expiry(KEYS, now_ms), in_queue}

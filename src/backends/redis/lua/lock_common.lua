@@ -63,18 +63,16 @@ local function dequeue(q, qx, owner)
   redis.call('zrem', qx, owner)
 end
 
--- Adds `owner` at the end of the queue, or keeps its place and renews its entry. Returns its rank.
+-- Adds `owner` at the end of the queue, or keeps its place and renews its entry (ZADD NX leaves a
+-- present entry's place alone).
 local function enqueue(q, qx, owner, now_ms, ttl)
-  if not redis.call('zscore', q, owner) then
-    local last = redis.call('zrange', q, -1, -1, 'withscores')
-    redis.call('zadd', q, last[2] and tonumber(last[2]) + 1 or 1, owner)
-  end
+  local last = redis.call('zrange', q, -1, -1, 'withscores')
+  redis.call('zadd', q, 'nx', last[2] and tonumber(last[2]) + 1 or 1, owner)
   redis.call('zadd', qx, now_ms + ttl, owner)
   if redis.call('pttl', q) < ttl then -- the sets vanish with their last live entry
     redis.call('pexpire', q, ttl)
     redis.call('pexpire', qx, ttl)
   end
-  return redis.call('zrank', q, owner)
 end
 
 -- Whether anyone waits: the uncontended paths skip every queue command when nobody does (the
@@ -88,21 +86,32 @@ end
 -- are about 2^51 and reach 2^53 in the year 2255).
 local max_token = 9007199254740991 -- 2^53 - 1
 
--- The next fencing token of the fence `fence`, for a lease of `px` ms. A fence that is not a
--- counter of ours (not decimal digits) is refused, and left as it is.
+-- The next fencing token of the fence `fence`, for a lease of `px` ms. One SET ... GET in the
+-- usual case (the last token lies below the clock); a second SET when it does not. A fence that is
+-- not a counter of ours (not decimal digits), or past 2^53 - 1, is refused and its value put back
+-- (a Lua error does not undo the writes before it; the value's expiry is not restored).
 local function next_token(fence, px, now_us)
-  local last = redis.call('get', fence)
-  local floor = now_us
-  if last then
-    if not string.match(last, '^%d+$') then
-      error({err = 'WRONGTYPE corolock: ' .. fence .. ' holds a value that is not a fencing counter'})
-    end
-    floor = math.max(tonumber(last) + 1, now_us) -- rounded past 2^53, and refused below
+  if now_us > max_token then
+    error({err = 'ERR corolock: the clock is past 2^53 - 1 microseconds, where fencing tokens cannot rise exactly'})
+  end
+  local ttl = math.max(3600000, 2 * px)
+  local last = redis.call('set', fence, digits(now_us), 'px', ttl, 'get')
+  if not last then
+    return now_us
+  end
+  if not string.match(last, '^%d+$') then
+    redis.call('set', fence, last)
+    error({err = 'WRONGTYPE corolock: ' .. fence .. ' holds a value that is not a fencing counter'})
+  end
+  local floor = tonumber(last) + 1 -- rounded past 2^53, and refused below
+  if floor <= now_us then
+    return now_us
   end
   if floor > max_token then
+    redis.call('set', fence, last)
     error({err = 'ERR corolock: ' .. fence .. ' is past 2^53 - 1, where fencing tokens cannot rise exactly'})
   end
-  redis.call('set', fence, digits(floor), 'px', math.max(3600000, 2 * px))
+  redis.call('set', fence, digits(floor), 'px', ttl)
   return floor
 end
 
@@ -126,15 +135,17 @@ local function announce(channel, publish, token, owner)
   end
 end
 
--- The lock is free and the queue exists: the first live waiter gets it (granted, announced),
--- unless that is `owner` or nobody waits any more. Returns the first waiter that was granted it, or nil when `owner` may take it.
-local function grant_first(keys, owner, now_ms, now_us, channel, publish)
-  prune(keys[3], keys[4], now_ms)
-  local first = first_waiter(keys[3])
-  if not first or first == owner then
-    return nil
+-- The lock is free and the queue exists (pruned): the first waiter leaves it and gets the lock,
+-- granted and announced, unless that is `owner`. Returns that first waiter: nil when nobody waits,
+-- `owner` when it may take the lock (it is out of the queue then).
+local function grant_first(keys, owner, now_us, channel, publish)
+  local first = redis.call('zpopmin', keys[3])[1]
+  if first then
+    redis.call('zrem', keys[4], first)
+    if first ~= owner then
+      announce(channel, publish, give(keys, first, grant_ms(first), now_us, false), first)
+    end
   end
-  announce(channel, publish, give(keys, first, grant_ms(first), now_us, true), first)
   return first
 end
 

@@ -3,9 +3,8 @@
 -- KEYS[1] the lock  KEYS[2] the fence  KEYS[3] the queue  KEYS[4] the queue's expiries
 -- ARGV[1] owner  ARGV[2] '1' for a retry of a release whose reply was lost, else '0'
 -- ARGV[3] the waiting owner of the releasing client ('' none)  ARGV[4] its lease ms
--- ARGV[5] the releasing client's next waiting owner, queued if ARGV[3] gets the lock ('' none)
--- ARGV[6] queue entry life ms  ARGV[7] the lock's channel  ARGV[8] 'publish' or 'spublish'
--- ARGV[9] '1' non-fair: ARGV[3] gets the lock even behind other clients' waiters (the client
+-- ARGV[5] the lock's channel  ARGV[6] 'publish' or 'spublish'
+-- ARGV[7] '1' non-fair: ARGV[3] gets the lock even behind other clients' waiters (the client
 -- bounds how often in a row it asks), else '0'
 -- Returns {1} released (and granted to another client's waiter, announced on the channel);
 -- {2, token, pttl} released and given to ARGV[3] (alive: it gets its full lease, unannounced);
@@ -18,10 +17,10 @@ if held then
   token, holder = holder_of(held, KEYS[1])
 end
 local queued = has_queue(KEYS)
-if queued then
-  dequeue(KEYS[3], KEYS[4], ARGV[1])
-end
 if holder ~= ARGV[1] then
+  if queued then
+    dequeue(KEYS[3], KEYS[4], ARGV[1]) -- a holder is never queued: it left the queue when granted
+  end
   if ARGV[2] ~= '1' then
     return {0}
   end
@@ -35,27 +34,20 @@ if not queued then
   return {1} -- nobody waits, ARGV[3] included
 end
 local now_ms, now_us = clock()
-if ARGV[9] == '1' and ARGV[3] ~= '' then
-  prune(KEYS[3], KEYS[4], now_ms)
+prune(KEYS[3], KEYS[4], now_ms)
+-- The lock goes to ARGV[3] (in the queue still when `queued_bid`), unannounced.
+local function hand_to_own_bid(status, queued_bid)
+  local lease = tonumber(ARGV[4])
+  return {status, give(KEYS, ARGV[3], lease, now_us, queued_bid), lease}
+end
+if ARGV[7] == '1' and ARGV[3] ~= '' then
   local first = first_waiter(KEYS[3])
   if first and first ~= ARGV[3] and redis.call('zscore', KEYS[3], ARGV[3]) then
-    local lease = tonumber(ARGV[4])
-    token = give(KEYS, ARGV[3], lease, now_us, true)
-    if ARGV[5] ~= '' then
-      enqueue(KEYS[3], KEYS[4], ARGV[5], now_ms, tonumber(ARGV[6]))
-    end
-    return {3, token, lease} -- the others wait on, unannounced: the lock is not theirs
+    return hand_to_own_bid(3, true) -- the others wait on, unannounced: the lock is not theirs
   end
 end
-if grant_first(KEYS, ARGV[3], now_ms, now_us, ARGV[7], ARGV[8]) or ARGV[3] == '' then
-  return {1}
+local first = grant_first(KEYS, ARGV[3], now_us, ARGV[5], ARGV[6])
+if not first or first ~= ARGV[3] then
+  return {1} -- granted to another client's waiter (ARGV[3] '' included), or nobody waits
 end
-if first_waiter(KEYS[3]) ~= ARGV[3] then
-  return {1} -- nobody waits
-end
-local lease = tonumber(ARGV[4])
-token = give(KEYS, ARGV[3], lease, now_us, true)
-if ARGV[5] ~= '' then
-  enqueue(KEYS[3], KEYS[4], ARGV[5], now_ms, tonumber(ARGV[6]))
-end
-return {2, token, lease}
+return hand_to_own_bid(2, false)

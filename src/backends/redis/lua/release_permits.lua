@@ -8,11 +8,11 @@ local now_ms, now_us = clock()
 local owner = ARGV[1]
 local used = permits_in_use(KEYS, now_ms) -- a holder whose lease ran out holds nothing any more
 local queued = has_queue(KEYS)
-if queued then
-  leave_queue(KEYS, owner)
-end
 local held = redis.call('hget', KEYS[1], owner)
 if not held then
+  if queued then
+    leave_queue(KEYS, owner) -- a holder is never queued: it left the queue when served
+  end
   return {ARGV[2] == '1' and 1 or 0}
 end
 used = used - permits_of(held, KEYS[1])
