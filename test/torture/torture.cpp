@@ -1,6 +1,7 @@
 #include "torture.hpp"
 
 #include "lock_store.hpp"
+#include "overlap_sweep.hpp"
 
 #include <support/process.hpp>
 #include <support/redis_server.hpp>
@@ -33,19 +34,6 @@ using std::chrono::milliseconds;
 
 constexpr std::array all_faults{chaos::client_kill, chaos::client_pause, chaos::debug_sleep,
                                 chaos::sigstop, chaos::restart};
-
-/// One critical section as a worker recorded it (times on the resource server's clock).
-struct section {
-  std::int64_t entry_us = 0, exit_us = 0;
-  char kind = 'x'; // 'x' exclusive (the mutex, a writer), 'r' a reader, 'p' semaphore permits
-  std::int64_t permits = 1;
-  std::uint64_t token = 0;
-  bool told = false;
-  std::uint64_t fence_at_exit = 0; // the highest writer token accepted when it ended
-  std::int64_t told_us = 0;         // when the holder first knew its lease was lost; 0: never
-  std::int64_t acquired_us = 0;     // when its acquire_for completed
-  pid_t pid = -1;
-};
 
 /// What one worker wrote to its stats file (see torture_worker.cpp), and how it ended.
 struct worker_result {
@@ -125,14 +113,6 @@ std::int64_t wall_us() {
       .count();
 }
 
-/// A stretch of wall-clock time in microseconds, and whose (a stopped process's pid; 0: the
-/// restart of the lock server).
-struct window {
-  pid_t pid = 0;
-  std::int64_t from_us = 0, to_us = 0;
-  /// Entries after this are not excused by it (a fault the holder learns of later, but soon).
-  std::int64_t entries_until_us = std::numeric_limits<std::int64_t>::max();
-};
 
 /// What the chaos loop did.
 struct chaos_record {
@@ -406,117 +386,6 @@ std::string_view nothing_left(backend b) {
 
 check make_check(std::string name, bool passed, std::string figures, bool applicable = true) {
   return check{std::move(name), applicable, passed, std::move(figures)};
-}
-
-/// How many held at once, swept over the resource server's clock. Two sections overlap when each
-/// began before the other ended: a holder's exit is read before its release and its successor's
-/// entry after its acquisition, so a hand-over never looks like an overlap.
-///
-/// Every section is swept. When one enters, a section already inside counts against it unless
-/// its holder could rightly be overlapped by then: it had been told its lease was lost (told_us at
-/// or before the entry: told in time, not at its release long after), or its process was stopped
-/// meanwhile, or the entrant's own process was stopped between its acquisition and its entry, or
-/// the lock server restarted meanwhile (faults the library cannot see; only the fence
-/// protects from those holders).
-struct overlap_summary {
-  std::size_t judged = 0;                // sections swept
-  std::size_t told = 0;                  // of them, of holders told at some point
-  std::size_t exclusive = 0, shared = 0; // of them: exclusive ones, readers or permits
-  std::int64_t max_sections = 0;         // the most sections inside at once, excused or not
-  std::int64_t max_permits = 0;          // the largest sum of permits at once, not excused
-  std::int64_t max_readers = 0;          // the most readers inside at once
-  std::uint64_t excused_told = 0;        // entries beside a holder told in time
-  std::uint64_t excused_blind = 0;       // entries beside a holder stopped or across the restart
-  std::uint64_t violations = 0;          // entries that broke the rule
-  std::string first;                     // the first of them: who was inside
-};
-
-/// `capacity`: the permits that may be inside at once; an exclusive section must be alone.
-/// `blind`: the stops of worker processes (by pid), a restart of the lock server that loses its
-/// locks and the kills of SQL sessions (pid 0).
-overlap_summary sweep_overlaps(const std::vector<section>& all, std::int64_t capacity,
-                               const std::vector<window>& blind) {
-  overlap_summary out;
-  struct event {
-    std::int64_t at;
-    bool entry; // exits first at the same microsecond: a touch is no overlap
-    std::size_t index;
-  };
-  std::vector<event> events;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    ++out.judged;
-    out.told += all[i].told ? 1 : 0;
-    ++(all[i].kind == 'x' ? out.exclusive : out.shared);
-    events.push_back({all[i].entry_us, true, i});
-    events.push_back({all[i].exit_us, false, i});
-  }
-  std::sort(events.begin(), events.end(), [](const event& a, const event& b) {
-    return std::tie(a.at, a.entry) < std::tie(b.at, b.entry);
-  });
-  // Whether `sec`, inside since its entry, may be overlapped by an entry at `t`: 1 told in time,
-  // 2 stopped or restarted meanwhile, 0 not.
-  // A window that ended between the holder's acquisition and its entry counts too: it entered on a
-  // grant it could not know was lost, as an entrant stopped so does (below). Seen in a sanitized
-  // run: a holder SIGSTOPped 1.8 s right after its grant entered 10 ms after SIGCONT, its lease
-  // long gone, and was told 11 ms later; two entries on the permits Redis had freed were counted
-  // against it ("4 of 3 permits"), as the window's end was recorded before its entry.
-  auto excused = [&](const section& sec, std::int64_t t) {
-    if (sec.told_us != 0 && sec.told_us <= t)
-      return 1;
-    const auto since = sec.acquired_us != 0 ? std::min(sec.acquired_us, sec.entry_us) : sec.entry_us;
-    for (const auto& w : blind)
-      if ((w.pid == 0 || w.pid == sec.pid) && w.from_us <= t && w.to_us >= since &&
-          t <= w.entries_until_us)
-        return 2;
-    return 0;
-  };
-  std::set<std::size_t> inside;
-  std::int64_t readers = 0;
-  for (const auto& e : events) {
-    const auto& sec = all[e.index];
-    readers += (e.entry ? 1 : -1) * (sec.kind == 'r' ? 1 : 0);
-    if (!e.entry) {
-      inside.erase(e.index);
-      continue;
-    }
-    // An entrant whose own process was stopped between its acquisition and its entry entered on a
-    // grant it could not know was lost (the library cannot run before the resumed code does).
-    const bool entrant_stopped = std::any_of(blind.begin(), blind.end(), [&](const window& w) {
-      return w.pid == sec.pid && w.from_us <= sec.entry_us && w.to_us >= sec.acquired_us;
-    });
-    // Those inside that count against this entry, and this entry itself.
-    std::int64_t permits = sec.permits, exclusive = sec.kind == 'x' ? 1 : 0;
-    std::size_t counted = 1;
-    std::vector<std::size_t> against;
-    for (auto i : inside) {
-      switch (entrant_stopped ? 2 : excused(all[i], e.at)) {
-      case 1: ++out.excused_told; continue;
-      case 2: ++out.excused_blind; continue;
-      default: break;
-      }
-      against.push_back(i);
-      permits += all[i].permits;
-      exclusive += all[i].kind == 'x' ? 1 : 0;
-      ++counted;
-    }
-    inside.insert(e.index);
-    out.max_sections = std::max(out.max_sections, static_cast<std::int64_t>(inside.size()));
-    out.max_permits = std::max(out.max_permits, permits);
-    out.max_readers = std::max(out.max_readers, readers);
-    const bool broken = exclusive > 0 ? counted > 1 : permits > capacity;
-    if (broken && out.violations++ == 0) {
-      std::vector<std::string> who;
-      against.push_back(e.index);
-      for (auto i : against)
-        who.push_back(fmt::format("{} token {} pid {} x{} [{}, {}] us, told {}", all[i].kind,
-                                  all[i].token, all[i].pid, all[i].permits, all[i].entry_us,
-                                  all[i].exit_us,
-                                  all[i].told_us == 0 ? std::string("never")
-                                                      : fmt::format("at {} us", all[i].told_us)));
-      out.first = fmt::format("{}", fmt::join(who, "; "));
-    }
-  }
-  return out;
 }
 
 } // namespace
@@ -1026,8 +895,9 @@ report run(const config& requested, std::ostream& out) {
     const bool judged = incomplete.empty() && o.judged > 0;
     const auto first = o.violations == 0 ? std::string() : "; first: " + o.first;
     const auto excused = fmt::format("entries beside an excused holder: {} told in time, {} stopped "
-                                     "or across a restart or a SQL kill; {} sections of holders told at some point",
-                                     o.excused_told, o.excused_blind, o.told);
+                                     "or across a restart or a SQL kill; {} entrants told before they "
+                                     "entered; {} sections of holders told at some point",
+                                     o.excused_told, o.excused_blind, o.entrants_told, o.told);
     switch (cfg.lock) {
     case primitive::mutex:
       rep.checks.push_back(make_check(

@@ -536,6 +536,11 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
 
     auto lost_signalled = std::make_shared<bool>(false);
     auto told_us = std::make_shared<std::int64_t>(0);
+    // lost() reads the clock: true here when this process stalled (preempted, then stopped) after
+    // the library's last look at the grant, so the lease ran out before this code could run. It
+    // knows before it enters; the sweep counts it as told.
+    if (g.lost())
+      told_now(*told_us);
     g.wait_lost([lost_signalled, told_us](error_code e) {
       if (e == corolock::error::lease_lost) {
         *lost_signalled = true;
