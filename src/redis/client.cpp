@@ -81,8 +81,8 @@ void client_impl::finish_close() {
     complete_later(ex, h.take(), {}, error_code{});
 }
 
-void client_impl::exec_routed(request req, diagnostics* diag,
-                              handler<void(error_code, response)> h) {
+void client_impl::exec_routed(request&& req, diagnostics* diag,
+                              handler<void(error_code, response)>&& h) {
   if (!cluster) {
     user->exec(std::move(req), std::move(h));
     return;
@@ -296,8 +296,8 @@ void client::async_connect_impl(diagnostics* diag, detail::handler<void(error_co
                  });
 }
 
-void client::async_exec_impl(request req, diagnostics* diag,
-                             detail::handler<void(error_code, response)> h) {
+void client::async_exec_impl(request&& req, diagnostics* diag,
+                             detail::handler<void(error_code, response)>&& h) {
   impl_->exec_routed(std::move(req), diag, std::move(h));
 }
 

@@ -68,7 +68,7 @@ public:
         token, std::move(req));
   }
   /// `diag` (may be null): where a routing failure's words go.
-  void exec_routed(request req, diagnostics* diag, handler<void(error_code, response)> h);
+  void exec_routed(request&& req, diagnostics* diag, handler<void(error_code, response)>&& h);
 
   /// Whether lock operations can start: connected once (a standalone client: its lock
   /// subscriber exists).

@@ -125,12 +125,12 @@ void connection_impl::close_after(request last, handler<void(error_code, respons
 // ---------------------------------------------------------------------------------------------
 // exec
 
-void connection_impl::exec(request req, handler<void(error_code, response)> h, bool first) {
+void connection_impl::exec(request&& req, handler<void(error_code, response)>&& h, bool first) {
   exec_impl(std::move(req), std::move(h), first, nullptr);
 }
 
-std::weak_ptr<pending> connection_impl::exec_withdrawable(request req,
-                                                          handler<void(error_code, response)> h) {
+std::weak_ptr<pending> connection_impl::exec_withdrawable(request&& req,
+                                                          handler<void(error_code, response)>&& h) {
   std::weak_ptr<pending> p;
   exec_impl(std::move(req), std::move(h), false, &p);
   return p;

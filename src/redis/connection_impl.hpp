@@ -43,9 +43,9 @@ public:
 
   void start(handler<void(error_code)> on_first_connect);
   /// `first`: ahead of everything queued (restoring subscriptions).
-  void exec(request req, handler<void(error_code, response)> h, bool first = false);
+  void exec(request&& req, handler<void(error_code, response)>&& h, bool first = false);
   /// exec(), keeping a handle on the request for withdraw() (a weak one: it costs a count).
-  std::weak_ptr<pending> exec_withdrawable(request req, handler<void(error_code, response)> h);
+  std::weak_ptr<pending> exec_withdrawable(request&& req, handler<void(error_code, response)>&& h);
   /// Takes back a request exec_withdrawable() queued if none of it has been written yet: it
   /// completes with operation_aborted and never reaches the server. False once written (it runs,
   /// or may have run) or completed.
