@@ -271,8 +271,7 @@ BOOST_AUTO_TEST_CASE(a_refreshed_place_keeps_its_turn) {
     auto g = co_await ma.acquire();
     // First in line, its place refreshed every 100 ms (entry life 300 ms); a lease of 300 ms.
     process first({lock_worker(), "hold", server.url(), "keepq", "300", "2000", "300"});
-    BOOST_REQUIRE(co_await eventually(
-        [&] { return server.command({"ZCARD", "corolock:{keepq}:q"}) == "1"; }));
+    co_await until_queued(server, "corolock:{keepq}:q", 1)();
     const auto first_place = server.command({"ZRANGE", "corolock:{keepq}:q", "0", "0"});
     std::string holder_before_c;
     auto later = [&]() -> asio::awaitable<void> {
@@ -281,8 +280,7 @@ BOOST_AUTO_TEST_CASE(a_refreshed_place_keeps_its_turn) {
       co_await gc.unlock();
     };
     auto release = [&]() -> asio::awaitable<void> {
-      BOOST_REQUIRE(co_await eventually(
-          [&] { return server.command({"ZCARD", "corolock:{keepq}:q"}) == "2"; }));
+      co_await until_queued(server, "corolock:{keepq}:q", 2)();
       co_await sleep_for(400ms); // the first waiter refreshed its place three times or more
       BOOST_TEST(server.command({"ZRANGE", "corolock:{keepq}:q", "0", "0"}) == first_place);
       co_await g.unlock();

@@ -43,8 +43,8 @@ struct window {
 /// its holder could rightly be overlapped by then: it had been told its lease was lost (told_us at
 /// or before the entry: told in time, not at its release long after), or its process was stopped
 /// meanwhile, or the entrant's own process was stopped between its acquisition and its entry (or
-/// the entrant was told before it entered), or the lock server restarted meanwhile (faults the library cannot see; only the fence
-/// protects from those holders).
+/// the entrant was told before it entered), or the lock server restarted meanwhile (faults the
+/// library cannot see; only the fence protects from those holders).
 struct overlap_summary {
   std::size_t judged = 0;                // sections swept
   std::size_t told = 0;                  // of them, of holders told at some point
