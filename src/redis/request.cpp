@@ -5,16 +5,17 @@
 #include "redis/request_access.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 namespace corolock {
 namespace {
 
+// Command names are ASCII: no locale (std::toupper consults one for every character).
+char ascii_upper(char c) noexcept { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c; }
+
 bool equals_upper(std::string_view name, std::string_view upper) {
   return name.size() == upper.size() &&
-         std::equal(name.begin(), name.end(), upper.begin(), [](char a, char b) {
-           return std::toupper(static_cast<unsigned char>(a)) == b;
-         });
+         std::equal(name.begin(), name.end(), upper.begin(),
+                    [](char a, char b) { return ascii_upper(a) == b; });
 }
 
 /// The confirmation kind of a subscribe-family command ("subscribe" for SUBSCRIBE ...), or empty.
@@ -48,6 +49,12 @@ bool is_blocking(std::string_view name) {
 
 void request::end_command(std::string_view name, std::size_t offset) {
   ++commands_;
+  // Blocking commands start with B, W or X, the subscribe family with S, U or P: for the others
+  // (GET, EVALSHA, PING ...) the first letter settles it, without the name lists.
+  switch (name.empty() ? '\0' : ascii_upper(name.front())) {
+  case 'B': case 'W': case 'X': case 'S': case 'U': case 'P': break;
+  default: ++expected_replies_; return;
+  }
   if (is_blocking(name))
     blocking_ = true;
   auto kind = pubsub_kind(name);
