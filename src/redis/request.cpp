@@ -49,15 +49,14 @@ bool is_blocking(std::string_view name) {
 
 void request::end_command(std::string_view name, std::size_t offset) {
   ++commands_;
-  // Blocking commands start with B, W or X, the subscribe family with S, U or P: for the others
-  // (GET, EVALSHA, PING ...) the first letter settles it, without the name lists.
-  switch (name.empty() ? '\0' : ascii_upper(name.front())) {
-  case 'B': case 'W': case 'X': case 'S': case 'U': case 'P': break;
-  default: ++expected_replies_; return;
-  }
-  if (is_blocking(name))
+  // Blocking commands start with B, W or X, the subscribe family with S, U or P: the first letter
+  // spares most commands (GET, EVALSHA, PING ...) a walk through the name lists.
+  const char first = name.empty() ? '\0' : ascii_upper(name.front());
+  if ((first == 'B' || first == 'W' || first == 'X') && is_blocking(name))
     blocking_ = true;
-  auto kind = pubsub_kind(name);
+  std::string_view kind;
+  if (first == 'S' || first == 'U' || first == 'P')
+    kind = pubsub_kind(name);
   if (kind.empty()) {
     ++expected_replies_;
     return;
