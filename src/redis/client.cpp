@@ -81,10 +81,10 @@ void client_impl::finish_close() {
     complete_later(ex, h.take(), {}, error_code{});
 }
 
-void client_impl::exec_routed(request&& req, diagnostics* diag,
+void client_impl::exec_routed(request&& req, diagnostics* diag, bool on_executor,
                               handler<void(error_code, response)>&& h) {
   if (!cluster) {
-    user->exec(std::move(req), std::move(h));
+    user->exec_erased(std::move(req), std::move(h), on_executor);
     return;
   }
   auto routed = [](std::shared_ptr<client_impl> self, request r,
@@ -296,9 +296,9 @@ void client::async_connect_impl(diagnostics* diag, detail::handler<void(error_co
                  });
 }
 
-void client::async_exec_impl(request&& req, diagnostics* diag,
+void client::async_exec_impl(request&& req, diagnostics* diag, bool on_executor,
                              detail::handler<void(error_code, response)>&& h) {
-  impl_->exec_routed(std::move(req), diag, std::move(h));
+  impl_->exec_routed(std::move(req), diag, on_executor, std::move(h));
 }
 
 void client::async_shutdown_impl(detail::handler<void(error_code)> h) {

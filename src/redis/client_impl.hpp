@@ -63,12 +63,15 @@ public:
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
         [this](auto h, request r) {
           auto* diag = diagnostics_for(h);
-          exec_routed(std::move(r), diag, std::move(h));
+          const bool on_executor = runs_on(h, ex);
+          exec_routed(std::move(r), diag, on_executor, std::move(h));
         },
         token, std::move(req));
   }
-  /// `diag` (may be null): where a routing failure's words go.
-  void exec_routed(request&& req, diagnostics* diag, handler<void(error_code, response)>&& h);
+  /// `diag` (may be null): where a routing failure's words go; `on_executor`: runs_on(h, ex),
+  /// asked before `h` was erased.
+  void exec_routed(request&& req, diagnostics* diag, bool on_executor,
+                   handler<void(error_code, response)>&& h);
 
   /// Whether lock operations can start: connected once (a standalone client: its lock
   /// subscriber exists).

@@ -125,14 +125,15 @@ void connection_impl::close_after(request last, handler<void(error_code, respons
 // ---------------------------------------------------------------------------------------------
 // exec
 
-void connection_impl::exec(request&& req, handler<void(error_code, response)>&& h, bool first) {
-  exec_impl(std::move(req), std::move(h), first, nullptr);
+void connection_impl::exec_erased(request&& req, handler<void(error_code, response)>&& h,
+                                  bool on_executor, bool first) {
+  exec_impl(std::move(req), std::move(h), on_executor, first, nullptr);
 }
 
-std::weak_ptr<pending> connection_impl::exec_withdrawable(request&& req,
-                                                          handler<void(error_code, response)>&& h) {
+std::weak_ptr<pending> connection_impl::exec_withdrawable_erased(
+    request&& req, handler<void(error_code, response)>&& h, bool on_executor) {
   std::weak_ptr<pending> p;
-  exec_impl(std::move(req), std::move(h), false, &p);
+  exec_impl(std::move(req), std::move(h), on_executor, false, &p);
   return p;
 }
 
@@ -147,13 +148,14 @@ bool connection_impl::withdraw(const std::weak_ptr<pending>& weak) {
 
 // By reference: exec() and exec_withdrawable() forward here, and a request passed on by value once
 // more cost every pipelined PING a move and a destruction (about 100 instructions in 4,600).
-void connection_impl::exec_impl(request&& req, handler<void(error_code, response)>&& h, bool first,
-                                std::weak_ptr<pending>* handle) {
+void connection_impl::exec_impl(request&& req, handler<void(error_code, response)>&& h,
+                                bool on_executor, bool first, std::weak_ptr<pending>* handle) {
   auto p = std::allocate_shared<pending>(recycling_allocator<pending>{});
   p->replies_left = req.expected_replies();
   p->resp.reserve(p->replies_left);
   p->req = std::move(req);
   p->h.set(std::move(h));
+  p->on_executor = on_executor;
   ++mux_.stats.requests;
 
   auto fail_now = [&](error_code ec) {
@@ -219,6 +221,7 @@ namespace {
 /// One completed request, taken out of its pending state: what its handler is called with.
 struct completion {
   handler<void(error_code, response)> h;
+  bool on_executor; // see pending::on_executor
   asio::cancellation_slot slot;
   error_code ec;
   response resp;
@@ -241,17 +244,13 @@ struct completion_batch {
           asio::post(b.ex, std::move(b));
       }
     } rest{*this};
-    const auto* own = ex.target<asio::io_context::executor_type>();
     while (next < done.size()) {
       auto& c = done[next++];
       if (c.slot.is_connected())
         c.slot.clear();
       // A handler whose executor is the one running this batch (a coroutine on the client's
       // executor) is called here, as dispatch() would, without the type-erased detour.
-      // (Type-erased executors hold the concrete one, so that is what is compared.)
-      const auto target = asio::get_associated_executor(c.h, ex);
-      const auto* theirs = target.template target<asio::io_context::executor_type>();
-      if (own && theirs && *theirs == *own)
+      if (c.on_executor)
         std::move(c.h)(c.ec, std::move(c.resp));
       else
         asio::dispatch(asio::append(std::move(c.h), c.ec, std::move(c.resp)));
@@ -261,7 +260,8 @@ struct completion_batch {
 } // namespace
 
 void connection_impl::deliver_completed() {
-  auto finished = mux_.take_completed();
+  auto& finished = finished_; // cleared below: it must not keep the requests alive
+  mux_.take_completed(finished);
   if (!finished.empty()) {
     std::vector<completion> done;
     done.reserve(finished.size());
@@ -269,8 +269,10 @@ void connection_impl::deliver_completed() {
       if (p->timer)
         p->timer->cancel();
       if (p->h)
-        done.push_back({p->h.take(), std::exchange(p->slot, {}), ec, std::move(p->resp)});
+        done.push_back(
+            {p->h.take(), p->on_executor, std::exchange(p->slot, {}), ec, std::move(p->resp)});
     }
+    finished.clear();
     if (!done.empty())
       asio::post(ex_, completion_batch{ex_, std::move(done)});
   }
@@ -683,7 +685,7 @@ asio::awaitable<void> connection_impl::health_check() {
       // Idle: ask for a sign of life.
       request ping;
       ping.push("PING");
-      exec(std::move(ping), {});
+      send(std::move(ping));
       continue;
     }
     // A blocking command (BLPOP ...) keeps the server silent on purpose.
@@ -721,8 +723,9 @@ void connection::async_connect_impl(detail::handler<void(error_code)> h) {
   impl_->start(std::move(h));
 }
 
-void connection::async_exec_impl(request req, detail::handler<void(error_code, response)> h) {
-  impl_->exec(std::move(req), std::move(h));
+void connection::async_exec_impl(request req, bool on_executor,
+                                 detail::handler<void(error_code, response)> h) {
+  impl_->exec_erased(std::move(req), std::move(h), on_executor);
 }
 
 } // namespace corolock

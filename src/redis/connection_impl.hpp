@@ -42,16 +42,36 @@ public:
   connection_impl(asio::any_io_executor ex, client_config cfg);
 
   void start(handler<void(error_code)> on_first_connect);
-  /// `first`: ahead of everything queued (restoring subscriptions).
-  void exec(request&& req, handler<void(error_code, response)>&& h, bool first = false);
+  /// Queues a request; `h`: a handler `void(error_code, response)`, not yet type-erased (see
+  /// runs_on). `first`: ahead of everything queued (restoring subscriptions).
+  template <typename Handler>
+  void exec(request&& req, Handler&& h, bool first = false) {
+    static_assert(!std::is_same_v<std::decay_t<Handler>, handler<void(error_code, response)>>,
+                  "an erased handler: exec_erased, with runs_on asked before erasing it");
+    const bool on_executor = runs_on(h, ex_);
+    exec_erased(std::move(req), handler<void(error_code, response)>(std::forward<Handler>(h)),
+                on_executor, first);
+  }
+  /// exec() of a handler already erased; `on_executor`: what runs_on said of it before.
+  void exec_erased(request&& req, handler<void(error_code, response)>&& h, bool on_executor,
+                   bool first = false);
   /// exec(), keeping a handle on the request for withdraw() (a weak one: it costs a count).
-  std::weak_ptr<pending> exec_withdrawable(request&& req, handler<void(error_code, response)>&& h);
+  template <typename Handler>
+  std::weak_ptr<pending> exec_withdrawable(request&& req, Handler&& h) {
+    const bool on_executor = runs_on(h, ex_);
+    return exec_withdrawable_erased(
+        std::move(req), handler<void(error_code, response)>(std::forward<Handler>(h)),
+        on_executor);
+  }
+  std::weak_ptr<pending> exec_withdrawable_erased(request&& req,
+                                                  handler<void(error_code, response)>&& h,
+                                                  bool on_executor);
   /// Takes back a request exec_withdrawable() queued if none of it has been written yet: it
   /// completes with operation_aborted and never reaches the server. False once written (it runs,
   /// or may have run) or completed.
   bool withdraw(const std::weak_ptr<pending>& p);
   /// Fire and forget.
-  void send(request req) { exec(std::move(req), {}); }
+  void send(request req) { exec_erased(std::move(req), {}, true); }
   /// Fails everything pending with error::closed and closes the socket now.
   void close();
   /// Graceful close: fails what is queued with error::closed (replies of what is in flight are read
@@ -109,8 +129,8 @@ private:
   /// Runs the handlers of the requests the multiplexer completed.
   void deliver_completed();
   /// exec(); `handle` (may be null) gets the queued request.
-  void exec_impl(request&& req, handler<void(error_code, response)>&& h, bool first,
-                 std::weak_ptr<pending>* handle);
+  void exec_impl(request&& req, handler<void(error_code, response)>&& h, bool on_executor,
+                 bool first, std::weak_ptr<pending>* handle);
   void wake_writer();
   /// error::timeout for `p` at `at`, which is no earlier than any deadline already added.
   void add_deadline(const pending_ptr& p, steady::time_point at);
@@ -139,6 +159,7 @@ private:
   bool deadline_armed_ = false;
   asio::steady_timer backoff_timer_;
   asio::cancellation_signal stop_;
+  multiplexer::completed_list finished_; // deliver_completed's, kept for its storage
   resp::parser parser_;
   std::vector<char> rbuf_;
   std::size_t rbegin_ = 0, rend_ = 0;

@@ -50,6 +50,9 @@ struct pending {
   response resp;
   // The caller's side, completed by the connection (the multiplexer only marks `done`).
   stored_handler<handler<void(error_code, response)>> h;
+  // Whether h runs on the connection's executor (runs_on, asked before h was erased): then the
+  // batch that completes it calls it directly.
+  bool on_executor = false;
   asio::cancellation_slot slot;
   std::optional<asio::steady_timer> timer;
 
@@ -101,9 +104,18 @@ public:
   /// NOSCRIPT retries, whose original went out on the lost connection) when `only_impatient`.
   void fail_queued(error_code ec, bool only_impatient);
 
+  using completed_list = std::vector<std::pair<pending_ptr, error_code>>;
   /// Requests completed since the last call, with their outcome; the caller runs their handlers.
-  std::vector<std::pair<pending_ptr, error_code>> take_completed() {
-    return std::exchange(completed_, {});
+  /// Into `out` (emptied first): the two lists trade their storage, so that neither grows anew
+  /// at every burst of replies.
+  void take_completed(completed_list& out) {
+    out.clear();
+    out.swap(completed_);
+  }
+  completed_list take_completed() {
+    completed_list out;
+    take_completed(out);
+    return out;
   }
 
   bool has_queued() const noexcept { return !queue_.empty(); }
@@ -132,7 +144,7 @@ private:
 
   std::deque<pending_ptr> queue_;      // not yet written
   std::deque<pending_ptr> in_flight_;  // written, replies owed (in order)
-  std::vector<std::pair<pending_ptr, error_code>> completed_;
+  completed_list completed_;
   int protocol_ = 3;
   bool subscribed_resp2_ = false;      // a RESP2 connection in pub/sub mode
   std::uint64_t write_seq_ = 0;

@@ -5,16 +5,17 @@
 #include "redis/request_access.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 namespace corolock {
 namespace {
 
+// Command names are ASCII: no locale (std::toupper consults one for every character).
+char ascii_upper(char c) noexcept { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c; }
+
 bool equals_upper(std::string_view name, std::string_view upper) {
   return name.size() == upper.size() &&
-         std::equal(name.begin(), name.end(), upper.begin(), [](char a, char b) {
-           return std::toupper(static_cast<unsigned char>(a)) == b;
-         });
+         std::equal(name.begin(), name.end(), upper.begin(),
+                    [](char a, char b) { return ascii_upper(a) == b; });
 }
 
 /// The confirmation kind of a subscribe-family command ("subscribe" for SUBSCRIBE ...), or empty.
@@ -48,9 +49,14 @@ bool is_blocking(std::string_view name) {
 
 void request::end_command(std::string_view name, std::size_t offset) {
   ++commands_;
-  if (is_blocking(name))
+  // Blocking commands start with B, W or X, the subscribe family with S, U or P: the first letter
+  // spares most commands (GET, EVALSHA, PING ...) a walk through the name lists.
+  const char first = name.empty() ? '\0' : ascii_upper(name.front());
+  if ((first == 'B' || first == 'W' || first == 'X') && is_blocking(name))
     blocking_ = true;
-  auto kind = pubsub_kind(name);
+  std::string_view kind;
+  if (first == 'S' || first == 'U' || first == 'P')
+    kind = pubsub_kind(name);
   if (kind.empty()) {
     ++expected_replies_;
     return;

@@ -35,6 +35,16 @@ BOOST_AUTO_TEST_CASE(subscribe_family_expects_one_confirmation_per_channel) {
   BOOST_TEST(!r.unsupported());
 }
 
+BOOST_AUTO_TEST_CASE(every_subscribe_family_command_is_known_in_either_case) {
+  for (const char* name : {"SUBSCRIBE", "unsubscribe", "psubscribe", "PUNSUBSCRIBE", "ssubscribe",
+                           "SUNSUBSCRIBE"}) {
+    corolock::request r;
+    r.push(name, "a", "b");
+    BOOST_REQUIRE_EQUAL(r.pubsub_commands().size(), 1u);
+    BOOST_TEST(r.expected_replies() == 2u, name);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(unsubscribe_from_everything_is_refused) {
   corolock::request r;
   r.push("UNSUBSCRIBE");
@@ -47,6 +57,22 @@ BOOST_AUTO_TEST_CASE(blocking_commands_are_marked) {
   b.push("GET", "k").push("blpop", "q", 10);
   BOOST_TEST(!a.blocking());
   BOOST_TEST(b.blocking());
+  // Every blocking command, in either case; and neighbours of their first letters that are not.
+  for (const char* name : {"BLPOP", "brpop", "BRPOPLPUSH", "blmove", "BLMPOP", "bzpopmin",
+                           "BZPOPMAX", "bzmpop", "WAIT", "waitaof", "XREAD", "xreadgroup"}) {
+    corolock::request r;
+    r.push(name, "k");
+    BOOST_TEST(r.blocking(), name);
+    BOOST_TEST(r.expected_replies() == 1u, name);
+  }
+  for (const char* name : {"BITCOUNT", "watch", "XADD", "SET", "UNLINK", "PUBLISH", "ping",
+                           "SPUBLISH", "PSETEX", "EVALSHA", "w", "B"}) {
+    corolock::request r;
+    r.push(name, "k");
+    BOOST_TEST(!r.blocking(), name);
+    BOOST_TEST(r.expected_replies() == 1u, name);
+    BOOST_TEST(r.pubsub_commands().empty(), name);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(script_calls_are_recorded_for_noscript_retry) {

@@ -5,9 +5,12 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
+
+#include <type_traits>
 
 namespace corolock {
 
@@ -36,6 +39,20 @@ struct default_token {};
 namespace detail {
 template <typename Signature>
 using handler = asio::any_completion_handler<Signature>;
+
+/// Whether handler `h` runs on `ex` itself: its associated executor, `ex` when it has none, is
+/// equal to `ex`. Asked of the concrete handler, before it is type-erased: an erased handler
+/// answers with a type-erased copy of its executor, allocated, and at a few hundred thousand
+/// completions a second that allocation was 9 % of the client's instructions per request. A
+/// handler bound to another executor type (a strand) says false: it is dispatched to it.
+template <typename Handler>
+bool runs_on(const Handler& h, const asio::any_io_executor& ex) {
+  if constexpr (std::is_same_v<asio::associated_executor_t<Handler, asio::any_io_executor>,
+                               asio::any_io_executor>)
+    return asio::get_associated_executor(h, ex) == ex;
+  else
+    return false;
+}
 } // namespace detail
 
 } // namespace corolock

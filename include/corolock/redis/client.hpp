@@ -91,7 +91,8 @@ public:
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
         [this](auto handler, request r) {
           auto* diag = detail::diagnostics_for(handler);
-          async_exec_impl(std::move(r), diag, std::move(handler));
+          const bool on_executor = detail::runs_on(handler, get_executor());
+          async_exec_impl(std::move(r), diag, on_executor, std::move(handler));
         },
         token, std::move(req));
   }
@@ -154,7 +155,7 @@ private:
   void async_connect_impl(diagnostics* diag, detail::handler<void(error_code)> h);
   // By reference: a request and a handler cross three layers to the connection's queue without
   // a move and a destruction at each (measured: scripts/bench_instructions.sh).
-  void async_exec_impl(request&& req, diagnostics* diag,
+  void async_exec_impl(request&& req, diagnostics* diag, bool on_executor,
                        detail::handler<void(error_code, response)>&& h);
   void async_shutdown_impl(detail::handler<void(error_code)> h);
 

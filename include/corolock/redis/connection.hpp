@@ -99,7 +99,10 @@ public:
   template <typename CompletionToken = default_token>
   auto exec(request req, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
-        [this](auto handler, request r) { async_exec_impl(std::move(r), std::move(handler)); },
+        [this](auto handler, request r) {
+          const bool on_executor = detail::runs_on(handler, get_executor());
+          async_exec_impl(std::move(r), on_executor, std::move(handler));
+        },
         token, std::move(req));
   }
 
@@ -116,7 +119,8 @@ public:
 
 private:
   void async_connect_impl(detail::handler<void(error_code)> h);
-  void async_exec_impl(request req, detail::handler<void(error_code, response)> h);
+  void async_exec_impl(request req, bool on_executor,
+                       detail::handler<void(error_code, response)> h);
 
   std::shared_ptr<detail::connection_impl> impl_;
 };
