@@ -118,6 +118,63 @@ BOOST_AUTO_TEST_CASE(a_foreign_fence_is_refused_and_left_as_it_is) {
   });
 }
 
+// A release that meets a foreign fence while handing over fails in words, and the waiter it was
+// handing to keeps its place: the grant script took the first waiter out of the queue before the
+// fence refused, so it must put it back (a Lua error undoes nothing). The waiters' clients never
+// refresh their places here (waiter_ttl 24 h), so only grants can serve them: without the put-back
+// the first waiter is gone from the queue and never served.
+BOOST_AUTO_TEST_CASE(a_foreign_fence_met_by_a_hand_over_costs_the_waiter_nothing) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto patient = config_for(server);
+    patient.locks.waiter_ttl = std::chrono::hours(24);
+    client a(ex, config_for(server)), b(ex, patient), c(ex, patient);
+    co_await a.connect();
+    co_await b.connect();
+    co_await c.connect();
+    corolock::mutex ma(a, "handover"), mb(b, "handover"), mc(c, "handover");
+    const std::string queue = "corolock:{handover}:q", fence = "corolock:{handover}:fence";
+    auto held = co_await ma.acquire();
+    std::vector<std::string> served;
+    auto waiter = [&](corolock::mutex& m, std::string who) -> asio::awaitable<void> {
+      auto g = co_await m.acquire_for(ms(10000));
+      served.push_back(who);
+      co_await g.unlock();
+    };
+    auto queued = [&](int n) {
+      return eventually([&, n] { return server.command({"ZCARD", queue}) == std::to_string(n); });
+    };
+    asio::co_spawn(ex, waiter(mb, "b"), asio::detached);
+    BOOST_REQUIRE(co_await queued(1));
+    asio::co_spawn(ex, waiter(mc, "c"), asio::detached);
+    BOOST_REQUIRE(co_await queued(2));
+    const auto line = server.command({"ZRANGE", queue, "0", "-1", "WITHSCORES"});
+
+    BOOST_TEST(server.command({"SET", fence, "abc"}) == "OK");
+    diagnostics why;
+    auto [ec] = co_await held.unlock(bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec == error::redis_error, ec.message());
+    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
+    BOOST_TEST(server.command({"GET", fence}) == "abc");
+    BOOST_TEST(server.command({"ZRANGE", queue, "0", "-1", "WITHSCORES"}) == line);
+
+    // The fence mended, the next acquisition (another client's: a's failed release is a's own
+    // business) hands the lock on: to b, then c, then to it.
+    BOOST_TEST(server.command({"DEL", fence}) == "1");
+    client d(ex, config_for(server));
+    co_await d.connect();
+    corolock::mutex md(d, "handover");
+    auto again = co_await md.acquire_for(ms(10000));
+    BOOST_TEST(again.owns_lock());
+    BOOST_TEST(served == (std::vector<std::string>{"b", "c"}), served.size() << " served");
+    co_await again.unlock();
+    co_await a.shutdown();
+    co_await b.shutdown();
+    co_await c.shutdown();
+    co_await d.shutdown();
+  });
+}
+
 // The id generator's day counter: a value that is not a count of ours is refused, untouched.
 BOOST_AUTO_TEST_CASE(a_foreign_id_counter_is_refused_and_left_as_it_is) {
   redis_server server;

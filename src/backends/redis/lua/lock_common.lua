@@ -139,12 +139,22 @@ end
 -- granted and announced, unless that is `owner`. Returns that first waiter: nil when nobody waits,
 -- `owner` when it may take the lock (it is out of the queue then).
 local function grant_first(keys, owner, now_us, channel, publish)
-  local first = redis.call('zpopmin', keys[3])[1]
+  local popped = redis.call('zpopmin', keys[3])
+  local first = popped[1]
   if first then
-    redis.call('zrem', keys[4], first)
     if first ~= owner then
-      announce(channel, publish, give(keys, first, grant_ms(first), now_us, false), first)
+      -- A fence that refuses (not a counter of ours) must not cost the waiter its place: it is put
+      -- back with its arrival score before the error goes on (a Lua error undoes nothing). pcall
+      -- hands the error over as its text: raised again as an error reply, it keeps its own code
+      -- (WRONGTYPE ...) instead of Lua's "ERR user_script:N:" in front.
+      local ok, token = pcall(give, keys, first, grant_ms(first), now_us, false)
+      if not ok then
+        redis.call('zadd', keys[3], popped[2], first)
+        error(type(token) == 'table' and token or {err = token})
+      end
+      announce(channel, publish, token, first)
     end
+    redis.call('zrem', keys[4], first)
   end
   return first
 end
