@@ -260,7 +260,11 @@ struct completion_batch {
 } // namespace
 
 void connection_impl::deliver_completed() {
-  auto& finished = finished_; // cleared below: it must not keep the requests alive
+  // A local list on the storage kept from the last call: the requests released by clear() below
+  // may run destructors that come back here (a guard releasing its lock), and such a call must
+  // find a list of its own.
+  multiplexer::completed_list finished;
+  finished.swap(spare_completed_);
   mux_.take_completed(finished);
   if (!finished.empty()) {
     std::vector<completion> done;
@@ -276,6 +280,8 @@ void connection_impl::deliver_completed() {
     if (!done.empty())
       asio::post(ex_, completion_batch{ex_, std::move(done)});
   }
+  if (finished.capacity() > spare_completed_.capacity())
+    finished.swap(spare_completed_);
   while (!deadlines_.empty() && deadlines_.front().p->done)
     deadlines_.pop_front();
 }

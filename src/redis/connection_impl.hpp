@@ -159,7 +159,7 @@ private:
   bool deadline_armed_ = false;
   asio::steady_timer backoff_timer_;
   asio::cancellation_signal stop_;
-  multiplexer::completed_list finished_; // deliver_completed's, kept for its storage
+  multiplexer::completed_list spare_completed_; // deliver_completed's storage between calls
   resp::parser parser_;
   std::vector<char> rbuf_;
   std::size_t rbegin_ = 0, rend_ = 0;
