@@ -4,10 +4,25 @@ set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_CXX_EXTENSIONS OFF)
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 
-# ccache makes rebuilds of the Asio-heavy sources nearly free.
+# ccache makes rebuilds of the Asio-heavy sources nearly free, in this build tree and in any other
+# checkout (scripts/build.sh sets its base directory to the checkout).
 find_program(COROLOCK_CCACHE ccache)
 if(COROLOCK_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${COROLOCK_CCACHE})
+endif()
+# Precompiled headers and ccache do not mix across build trees: GCC's .gch is not reproducible (two
+# builds of one header differ byte for byte) and ccache hashes it into every source that includes
+# it, so with both a fresh clone missed the cache on every source (CI rebuilt everything cold). With
+# ccache the build goes without precompiled headers, and ccache serves every tree; without it, the
+# precompiled headers shorten the cold build.
+if(CMAKE_CXX_COMPILER_LAUNCHER MATCHES "ccache")
+  set(corolock_pch_default OFF)
+else()
+  set(corolock_pch_default ON)
+endif()
+option(COROLOCK_PCH "Compile with precompiled headers" ${corolock_pch_default})
+if(NOT COROLOCK_PCH)
+  set(CMAKE_DISABLE_PRECOMPILE_HEADERS ON)
 endif()
 
 add_library(corolock_warnings INTERFACE)

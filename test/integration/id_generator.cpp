@@ -20,7 +20,7 @@ namespace asio = boost::asio;
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
 namespace {
-std::string worker() { return std::string(COROLOCK_TEST_BINARY_DIR) + "/corolock_id_worker"; }
+std::string worker() { return test_binary_dir() + "/corolock_id_worker"; }
 
 /// The server's clock, in unix seconds.
 std::int64_t server_time(redis_server& server) {
@@ -272,7 +272,7 @@ BOOST_AUTO_TEST_CASE(bad_input_and_bad_state) {
 BOOST_AUTO_TEST_CASE(script_refuses_a_wrong_day_and_seconds_past_31_bits) {
   // The script's answers that a correct client never provokes, driven directly.
   redis_server server;
-  const auto source = read_text(std::filesystem::path(COROLOCK_SOURCE_DIR) / "src/backends/redis/lua/next_id.lua");
+  const auto source = read_text(std::filesystem::path(source_dir()) / "src/backends/redis/lua/next_id.lua");
   auto eval = [&](std::string key, std::string ymd, std::string epoch) {
     return server.command_list(std::vector<std::string>{"EVAL", source, "1", key, ymd, "1", epoch,
                                                         "172800"});

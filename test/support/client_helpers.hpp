@@ -1,6 +1,7 @@
 // Small helpers every client-level test uses.
 #pragma once
 
+#include "build_paths.hpp"
 #include "redis_server.hpp"
 
 #include <corolock/lock/options.hpp>
@@ -52,7 +53,7 @@ inline lock_options lease_of(std::chrono::milliseconds lease, bool watchdog = tr
 }
 
 /// The worker process of the multi-process lock tests (test/workers/lock_worker.cpp).
-inline std::string lock_worker() { return COROLOCK_TEST_BINARY_DIR "/corolock_lock_worker"; }
+inline std::string lock_worker() { return test_binary_dir() + "/corolock_lock_worker"; }
 
 /// Whole milliseconds since `t`.
 inline std::chrono::milliseconds since(std::chrono::steady_clock::time_point t) {

@@ -4,6 +4,8 @@
 
 #include "torture.hpp"
 
+#include <support/build_paths.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -24,7 +26,7 @@ inline config short_run(primitive lock, std::set<chaos> faults, std::uint64_t se
   cfg.processes = 3;
   cfg.coroutines = 4;
   cfg.faults = std::move(faults);
-  cfg.worker = COROLOCK_TEST_BINARY_DIR "/corolock_torture_worker";
+  cfg.worker = test::test_binary_dir() + "/corolock_torture_worker";
   return cfg;
 }
 
