@@ -526,7 +526,8 @@ BOOST_AUTO_TEST_CASE(forgotten_guard_is_released_asynchronously) {
 // The watchdog renews a lease every third of it, so the lease survives any stall of this process
 // shorter than two thirds of it; the test measures its own stalls (how late each 10 ms sleep
 // wakes) and judges the rounds after which no stall that long happened. A 150 ms lease, held for
-// ten leases: a loaded machine costs judged rounds, not a false failure.
+// ten leases: a loaded machine costs judged rounds, not a false failure. A hold whose first round
+// already followed such a stall judged nothing; the lock is then taken again, three holds at most.
 BOOST_AUTO_TEST_CASE(watchdog_keeps_the_lock_for_ten_leases) {
   redis_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
@@ -535,29 +536,32 @@ BOOST_AUTO_TEST_CASE(watchdog_keeps_the_lock_for_ten_leases) {
     co_await b.connect();
     const auto lease = 150ms;
     corolock::mutex ma(a, "long-job", lease_of(lease)), mb(b, "long-job");
-    auto g = co_await ma.acquire();
     int judged = 0;
-    auto worst_stall = std::chrono::steady_clock::duration::zero();
-    bool stalled = false; // since the acquisition, a stall that a renewal may not survive
-    for (int i = 0; i < 15; ++i) { // 1.5 s = 10 leases of work
-      for (int k = 0; k < 10; ++k) {
-        const auto before = std::chrono::steady_clock::now();
-        co_await sleep_for(10ms);
-        const auto stall = std::chrono::steady_clock::now() - before - 10ms;
-        worst_stall = std::max(worst_stall, stall);
-        stalled = stalled || stall >= lease * 2 / 3 - 20ms; // 20 ms: a renewal's round trip
+    for (int hold = 0; hold < 3 && judged == 0; ++hold) {
+      auto g = co_await ma.acquire();
+      auto worst_stall = std::chrono::steady_clock::duration::zero();
+      bool stalled = false; // since the acquisition, a stall that a renewal may not survive
+      for (int i = 0; i < 15; ++i) { // 1.5 s = 10 leases of work
+        for (int k = 0; k < 10; ++k) {
+          const auto before = std::chrono::steady_clock::now();
+          co_await sleep_for(10ms);
+          const auto stall = std::chrono::steady_clock::now() - before - 10ms;
+          worst_stall = std::max(worst_stall, stall);
+          stalled = stalled || stall >= lease * 2 / 3 - 20ms; // 20 ms: a renewal's round trip
+        }
+        if (stalled)
+          break; // from here on, a lost lease proves nothing
+        ++judged;
+        BOOST_TEST_REQUIRE(!g.lost());
+        BOOST_TEST_REQUIRE(!(co_await mb.try_acquire()));
       }
-      if (stalled)
-        break; // from here on, a lost lease proves nothing
-      ++judged;
-      BOOST_TEST_REQUIRE(!g.lost());
-      BOOST_TEST_REQUIRE(!(co_await mb.try_acquire()));
+      BOOST_TEST_MESSAGE("hold " << hold << ": 150 ms lease held through " << judged
+                                 << " of 15 rounds of 100 ms; worst stall "
+                                 << std::chrono::duration_cast<std::chrono::milliseconds>(worst_stall).count()
+                                 << " ms");
+      co_await g.unlock(tuple_awaitable);
     }
-    BOOST_TEST_MESSAGE("150 ms lease held through " << judged << " of 15 rounds of 100 ms; worst stall "
-                                                    << std::chrono::duration_cast<std::chrono::milliseconds>(worst_stall).count()
-                                                    << " ms");
-    BOOST_TEST(judged > 0, "every round followed a stall: nothing judged");
-    co_await g.unlock(tuple_awaitable);
+    BOOST_TEST(judged > 0, "every round of three holds followed a stall: nothing judged");
   });
   expect_clean(server);
 }
