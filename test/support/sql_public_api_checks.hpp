@@ -270,6 +270,52 @@ void try_acquire_behind_a_waiter_while_the_server_is_unreachable_fails_with_not_
   }, 60s);
 }
 
+/// Errors that are the server's answers — a wrong password, an unknown database, an account
+/// without rights on the fence tables, a read-only server — fail an acquisition with a deadline at
+/// once, with one code per cause on both databases and the server's words: a retry would get the
+/// same answer. (Issue 43 item 3: each rode through as if the server were down and ended with
+/// timeout and no words after the whole 3 s.) `Db` makes the accounts and the read-only server.
+template <typename Db>
+void answers_fail_an_acquisition_with_a_deadline_at_once() {
+  typename Db::server_type server{Db::checking_passwords()};
+  struct refusal {
+    const char* what;
+    std::function<std::string()> url; // made just before its turn: read-only is for all that follow
+    error code;
+    const char* words;                // a piece of what the server said
+  };
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    { // the fence tables made, as on a server in use
+      auto first = client<Db>(ex, server);
+      mutex m{*first, "refused"};
+      auto g = co_await m.acquire();
+      co_await g.unlock();
+      co_await first->async_close(5s, asio::as_tuple(asio::use_awaitable));
+    }
+    const std::vector<refusal> refusals{
+        {"a wrong password", [&] { return Db::wrong_password(server); }, error::auth_failed, "pw"},
+        {"an unknown database", [&] { return Db::unknown_database(server); }, error::database_error, "nosuchdb"},
+        {"no rights on the fence tables", [&] { return Db::account_without_rights(server); }, error::database_error,
+         "fence"},
+        {"a read-only server", [&] { return Db::read_only(server); }, error::database_error, "read"},
+    };
+    for (const auto& r : refusals) {
+      auto c = client_of<Db>(ex, r.url());
+      mutex m{*c, "refused"};
+      diagnostics why;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto [ec, g] = co_await m.acquire_for(3s, bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+      const auto took = ms_since(t0);
+      BOOST_TEST_MESSAGE(r.what << ": " << ec.message() << " after " << took << " ms: " << why.message());
+      BOOST_TEST((ec == r.code), r.what << ": " << ec.message());
+      BOOST_TEST(took < 1000.0, r.what << ": " << took << " ms");
+      BOOST_TEST(why.message().find(r.words) != std::string::npos, r.what << ": '" << why.message() << "'");
+      BOOST_TEST(!g.owns_lock());
+      co_await c->async_close(5s, asio::as_tuple(asio::use_awaitable));
+    }
+  }, 60s);
+}
+
 inline bool refused_with_invalid_argument(const std::function<void()>& make) {
   try {
     make();

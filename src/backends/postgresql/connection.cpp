@@ -65,6 +65,8 @@ private:
       return failed(error::connect_failed, {0, "", "PQconnectStartParams: out of memory"}, true);
     if (PQstatus(pg_) == CONNECTION_BAD)
       return connect_failed();
+    // A refused login's SQLSTATE reaches us only in the message, and only so (connect_failed).
+    PQsetErrorVerbosity(pg_, PQERRORS_VERBOSE);
     // Notices (CREATE … IF NOT EXISTS that skipped, an unlock of a key not held) are not errors;
     // libpq would print them on stderr.
     PQsetNoticeProcessor(pg_, [](void*, const char*) {}, nullptr);
@@ -73,6 +75,7 @@ private:
 
   void poll_connect(PostgresPollingStatusType status) {
     if (status == PGRES_POLLING_OK) {
+      PQsetErrorVerbosity(pg_, PQERRORS_DEFAULT);
       PQsetnonblocking(pg_, 1);
       return connected(static_cast<std::uint64_t>(PQbackendPID(pg_)), PQsocket(pg_));
     }
@@ -83,8 +86,13 @@ private:
          [this](unsigned) { poll_connect(PQconnectPoll(pg_)); });
   }
 
+  // The server's answer to the login (a refused password, an unknown database) is told apart from
+  // a server that could not be reached by its SQLSTATE (error_map.hpp).
   void connect_failed() {
-    failed(map_error("", false, phase::connecting), {0, "", trimmed(PQerrorMessage(pg_))}, true);
+    std::string words = trimmed(PQerrorMessage(pg_));
+    std::string sqlstate = take_connect_sqlstate(words);
+    const error e = map_error(sqlstate, false, phase::connecting);
+    failed(e, {0, std::move(sqlstate), trimmed(words.c_str())}, true);
   }
 
   // A named statement is prepared at its first use on this session (one round trip more, once),

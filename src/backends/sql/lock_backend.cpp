@@ -410,9 +410,12 @@ void sql_lock_backend::withdraw(const std::shared_ptr<bid_state>& st) {
     l->cancel.emit(asio::cancellation_type::terminal); // the server stops the wait (or it raced)
 }
 
-// The session the bid worked on is gone, and with it anything the bid had there.
+// The session the bid worked on is gone, and with it anything the bid had there. Only a failure
+// of the transport rides through (contract 6): a server that answered — a refused account, an
+// unknown database, no rights on the fence tables, a read-only server — answers the same again,
+// so the bid fails at once with its code and the server's words, not at its deadline without them.
 void sql_lock_backend::lost_during(const std::shared_ptr<bid_state>& st, error_code ec, std::string words) {
-  if (!st->b.ride_through || closing_)
+  if (!st->b.ride_through || closing_ || !transport_failure(ec))
     return fail(st, ec, std::move(words));
   auto retry = std::make_shared<asio::steady_timer>(executor_, std::chrono::milliseconds(200));
   retry->async_wait([this, st, retry, w = std::weak_ptr<int>(life_)](error_code) {
@@ -457,6 +460,11 @@ void sql_lock_backend::deliver(const std::shared_ptr<bid_state>& st,
 
 bool sql_lock_backend::link_failure(error_code ec) {
   return ec && ec != error::database_error && ec != asio::error::operation_aborted && ec != error::timeout;
+}
+
+bool sql_lock_backend::transport_failure(error_code ec) {
+  return ec == error::connect_failed || ec == error::connection_lost || ec == error::not_connected ||
+         ec == error::timeout;
 }
 
 // Nothing runs on the session and nothing is queued there: only then may it start a bid's wait

@@ -244,6 +244,7 @@ private:
   std::shared_ptr<link> sharer(const std::string& key) const;
   std::shared_ptr<link> spare() const;
   static bool link_failure(error_code ec);
+  static bool transport_failure(error_code ec);
   static bool idle(const link& l);
   static bool can_share(const link& l, const std::string& key);
 
