@@ -54,6 +54,13 @@ struct mariadb {
     s.sql("SET GLOBAL read_only = 1");
     return as_user(s, "writer");
   }
+  /// On the server and on an account of the service (root is not bound: SUPER).
+  static std::string bound_statements_to_one_second(server_type& s) {
+    s.sql("SET GLOBAL max_statement_time = 1");
+    s.sql("CREATE USER 'bounded'@'127.0.0.1' WITH MAX_STATEMENT_TIME 1");
+    s.sql("GRANT ALL ON corolock.* TO 'bounded'@'127.0.0.1'");
+    return as_user(s, "bounded");
+  }
 };
 
 } // namespace
@@ -68,5 +75,6 @@ COROLOCK_SQL_PUBLIC_CASE(close_completes_on_the_handlers_executor, mariadb)
 COROLOCK_SQL_PUBLIC_CASE(an_acquire_cancelled_while_its_late_grant_is_dated_leaves_nothing, mariadb)
 COROLOCK_SQL_PUBLIC_CASE(try_acquire_behind_a_waiter_while_the_server_is_unreachable_fails_with_not_connected, mariadb)
 COROLOCK_SQL_PUBLIC_CASE(answers_fail_an_acquisition_with_a_deadline_at_once, mariadb)
+COROLOCK_SQL_PUBLIC_CASE(server_statement_bounds_do_not_cut_a_wait, mariadb)
 
 BOOST_AUTO_TEST_SUITE_END()

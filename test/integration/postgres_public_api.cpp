@@ -67,6 +67,11 @@ struct postgres {
     s.sql("ALTER DATABASE postgres SET default_transaction_read_only = on");
     return s.url();
   }
+  static std::string bound_statements_to_one_second(server_type& s) {
+    s.sql("ALTER ROLE postgres SET statement_timeout = '1s'");
+    s.sql("ALTER ROLE postgres SET lock_timeout = '1s'");
+    return s.url();
+  }
 };
 
 } // namespace
@@ -81,5 +86,6 @@ COROLOCK_SQL_PUBLIC_CASE(close_completes_on_the_handlers_executor, postgres)
 COROLOCK_SQL_PUBLIC_CASE(an_acquire_cancelled_while_its_late_grant_is_dated_leaves_nothing, postgres)
 COROLOCK_SQL_PUBLIC_CASE(try_acquire_behind_a_waiter_while_the_server_is_unreachable_fails_with_not_connected, postgres)
 COROLOCK_SQL_PUBLIC_CASE(answers_fail_an_acquisition_with_a_deadline_at_once, postgres)
+COROLOCK_SQL_PUBLIC_CASE(server_statement_bounds_do_not_cut_a_wait, postgres)
 
 BOOST_AUTO_TEST_SUITE_END()

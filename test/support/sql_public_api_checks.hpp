@@ -316,6 +316,49 @@ void answers_fail_an_acquisition_with_a_deadline_at_once() {
   }, 60s);
 }
 
+/// The server's statement bounds, set by an operator (PostgreSQL statement_timeout and lock_timeout
+/// on the role, MariaDB max_statement_time on the server and the account), do not cut a wait: a
+/// waiter without a deadline and one with a long one both wait past the bound and get the lock at
+/// its release. (Issue 43 item 4: every waiter failed at the bound, 57014 / 55P03, or GET_LOCK
+/// NULL as database_error.)
+template <typename Db>
+void server_statement_bounds_do_not_cut_a_wait() {
+  typename Db::server_type server;
+  const std::string url = Db::bound_statements_to_one_second(server); // an account it applies to
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client_of<Db>(ex, url), b = client_of<Db>(ex, url), c = client_of<Db>(ex, url);
+    mutex ma{*a, "bounded"}, mb{*b, "bounded"}, mc{*c, "bounded"};
+    auto ga = co_await ma.acquire();
+    int served = 0;
+    std::vector<std::string> failures;
+    event done(ex);
+    auto wait_with = [&](mutex& m, bool deadline) -> asio::awaitable<void> {
+      diagnostics why;
+      error_code ec;
+      guard g;
+      if (deadline) // (g++ 12 miscompiles a co_await in either arm of a ?:)
+        std::tie(ec, g) = co_await m.acquire_for(20s, bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+      else
+        std::tie(ec, g) = co_await m.acquire(bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+      if (ec)
+        failures.push_back(std::string(deadline ? "acquire_for: " : "acquire: ") + ec.message() + " " + why.message());
+      else
+        co_await g.unlock();
+      if (++served == 2)
+        done.set();
+    };
+    asio::co_spawn(ex, wait_with(mb, false), asio::detached);
+    asio::co_spawn(ex, wait_with(mc, true), asio::detached);
+    co_await sleep_for(2500ms); // past the bound twice
+    BOOST_TEST(served == 0, failures.size() << " failed, the first: " << (failures.empty() ? "" : failures[0]));
+    co_await ga.unlock();
+    co_await done.wait();
+    BOOST_TEST(failures.empty(), failures.size() << " failed, the first: " << (failures.empty() ? "" : failures[0]));
+    for (auto* x : {a.get(), b.get(), c.get()})
+      co_await x->async_close(5s, asio::as_tuple(asio::use_awaitable));
+  }, 60s);
+}
+
 inline bool refused_with_invalid_argument(const std::function<void()>& make) {
   try {
     make();

@@ -47,7 +47,10 @@ detail::sql_dialect dialect(config cfg) {
   // statement that waits in GET_LOCK must not hold it (a new session's INSERT would wait behind it).
   d.setup_statements = [](const std::string& table,
                           std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
-    return {"SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000),
+    // A wait in GET_LOCK is as long as the lock is held: max_statement_time (an operator's, on the
+    // server or the account) would cut it, so this session has none.
+    return {"SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000) +
+                ", max_statement_time = 0",
             "UPDATE " + table + "_epoch SET epoch = LAST_INSERT_ID(epoch + 1) WHERE NOT EXISTS (SELECT 1 FROM " +
                 table + "_alive)",
             "INSERT IGNORE INTO " + table + "_alive SELECT 1, LAST_INSERT_ID() FROM DUAL WHERE LAST_INSERT_ID() > 0",
