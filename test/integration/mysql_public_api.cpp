@@ -31,6 +31,9 @@ struct mariadb {
   }
   static void kill(server_type& s, const std::string& id) { s.sql("KILL " + id); }
   static test::mariadb_server_options checking_passwords() { return {}; }
+  static void cancel_the_waiting_statement(server_type& s) {
+    s.sql("KILL QUERY " + s.sql("SELECT ID FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' LIMIT 1"));
+  }
   static std::string as_user(server_type& s, const std::string& user) {
     std::string url = s.url();
     url.replace(url.find("root@"), 5, user + "@");
@@ -76,5 +79,6 @@ COROLOCK_SQL_PUBLIC_CASE(an_acquire_cancelled_while_its_late_grant_is_dated_leav
 COROLOCK_SQL_PUBLIC_CASE(try_acquire_behind_a_waiter_while_the_server_is_unreachable_fails_with_not_connected, mariadb)
 COROLOCK_SQL_PUBLIC_CASE(answers_fail_an_acquisition_with_a_deadline_at_once, mariadb)
 COROLOCK_SQL_PUBLIC_CASE(server_statement_bounds_do_not_cut_a_wait, mariadb)
+COROLOCK_SQL_PUBLIC_CASE(a_wait_cut_on_the_server_goes_on, mariadb)
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -45,6 +45,9 @@ struct postgres {
     }();
     return {{"hba_file=" + hba}};
   }
+  static void cancel_the_waiting_statement(server_type& s) {
+    s.sql("SELECT pg_cancel_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+  }
   static std::string as_user(server_type& s, const std::string& user) {
     std::string url = s.url();
     url.replace(url.find("postgres@"), 9, user + "@");
@@ -87,5 +90,6 @@ COROLOCK_SQL_PUBLIC_CASE(an_acquire_cancelled_while_its_late_grant_is_dated_leav
 COROLOCK_SQL_PUBLIC_CASE(try_acquire_behind_a_waiter_while_the_server_is_unreachable_fails_with_not_connected, postgres)
 COROLOCK_SQL_PUBLIC_CASE(answers_fail_an_acquisition_with_a_deadline_at_once, postgres)
 COROLOCK_SQL_PUBLIC_CASE(server_statement_bounds_do_not_cut_a_wait, postgres)
+COROLOCK_SQL_PUBLIC_CASE(a_wait_cut_on_the_server_goes_on, postgres)
 
 BOOST_AUTO_TEST_SUITE_END()

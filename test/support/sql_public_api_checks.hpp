@@ -359,6 +359,46 @@ void server_statement_bounds_do_not_cut_a_wait() {
   }, 60s);
 }
 
+/// A wait cut on the server from outside — an operator's cancel of the waiting statement
+/// (pg_cancel_backend, KILL QUERY), as a statement bound of the server's would — is a wait that goes
+/// on: the waiter (no deadline) is back in the server's queue and gets the lock at the release.
+/// (Issue 43 item 4: such a cut failed the acquisition with database_error.)
+template <typename Db>
+void a_wait_cut_on_the_server_goes_on() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a = client<Db>(ex, server), b = client<Db>(ex, server);
+    mutex ma{*a, "cut"}, mb{*b, "cut"};
+    auto ga = co_await ma.acquire();
+    error_code ec;
+    std::string words;
+    guard gb;
+    event done(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      diagnostics why;
+      std::tie(ec, gb) = co_await mb.acquire(bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+      words = why.message();
+      done.set();
+    }, asio::detached);
+    for (int cut = 0; cut < 2; ++cut) { // the first use of the key (its row check) and a later one
+      BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+      Db::cancel_the_waiting_statement(server);
+      co_await sleep_for(300ms);
+      BOOST_TEST(!done.is_set(), "cut " << cut << ": " << ec.message() << " " << words);
+      if (done.is_set())
+        co_return;
+    }
+    BOOST_TEST(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+    co_await ga.unlock();
+    co_await done.wait();
+    BOOST_TEST(!ec, ec.message() << " " << words);
+    BOOST_TEST(gb.fencing_token() > ga.fencing_token());
+    co_await gb.unlock();
+    co_await a->async_close(5s, asio::as_tuple(asio::use_awaitable));
+    co_await b->async_close(5s, asio::as_tuple(asio::use_awaitable));
+  }, 60s);
+}
+
 inline bool refused_with_invalid_argument(const std::function<void()>& make) {
   try {
     make();

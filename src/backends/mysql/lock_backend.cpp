@@ -9,6 +9,8 @@ namespace {
 
 constexpr unsigned er_bad_db = 1049;        // ER_BAD_DB_ERROR
 constexpr unsigned er_no_such_table = 1146; // ER_NO_SUCH_TABLE
+constexpr unsigned er_query_interrupted = 1317; // ER_QUERY_INTERRUPTED (KILL QUERY)
+constexpr unsigned er_statement_timeout = 1969; // ER_STATEMENT_TIMEOUT (max_statement_time)
 
 // A token: the epoch above the counter's 43 bits (2^43 - 1 acquisitions per epoch, 2^20 epochs).
 constexpr int counter_bits = 43;
@@ -112,6 +114,9 @@ detail::sql_dialect dialect(config cfg) {
   };
   d.missing_table = [](const detail::sql_words& w) -> bool {
     return w.code == er_no_such_table || w.code == er_bad_db;
+  };
+  d.wait_cut = [](const detail::sql_words& w) {
+    return w.code == er_query_interrupted || w.code == er_statement_timeout;
   };
   return d;
 }

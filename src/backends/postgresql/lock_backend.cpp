@@ -151,6 +151,8 @@ detail::sql_dialect dialect(config cfg) {
             "CREATE SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max)};
   };
   d.missing_table = [](const detail::sql_words& w) -> bool { return w.sqlstate == "42P01"; };
+  // query_canceled (statement_timeout, pg_cancel_backend), lock_not_available (lock_timeout).
+  d.wait_cut = [](const detail::sql_words& w) { return w.sqlstate == "57014" || w.sqlstate == "55P03"; };
   return d;
 }
 

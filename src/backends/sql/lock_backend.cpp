@@ -263,6 +263,8 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
               return freed(l);
             if (ec && link_failure(ec))
               return lost_during(st, ec, r.words.to_string());
+            if (wait && ec == error::database_error && dialect_.wait_cut && dialect_.wait_cut(r.words))
+              return wait_on(st, l); // cut on the server, not by us (a withdrawal ended the bid): again
             if (ec || a == answer::failed) {
               freed(l);
               return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));

@@ -157,6 +157,9 @@ struct sql_dialect {
   std::string unlock_all_statement;
   std::function<std::vector<std::string>(const std::string& table)> create_fence_table;
   std::function<bool(const sql_words& w)> missing_table;
+  /// Whether a blocking lock statement's error says the server cut the wait, not that it failed: a
+  /// statement bound, an operator's cancel. The wait goes on (unless the bid was withdrawn).
+  std::function<bool(const sql_words& w)> wait_cut;
 };
 
 class sql_lock_backend : public core::backend {
