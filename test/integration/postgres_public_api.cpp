@@ -6,6 +6,11 @@
 
 #include <corolock/postgresql/lock_client.hpp>
 
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
 using namespace corolock;
 
 namespace {
@@ -30,6 +35,46 @@ struct postgres {
     return s.sql("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted LIMIT 1");
   }
   static void kill(server_type& s, const std::string& pid) { s.sql("SELECT pg_terminate_backend(" + pid + ")"); }
+  /// A server whose role `pw` logs in by password (the fixture's others by trust).
+  static test::postgres_server_options checking_passwords() {
+    static const std::string hba = [] {
+      const auto path = std::filesystem::temp_directory_path() / ("corolock-hba-" + std::to_string(::getpid()) + ".conf");
+      std::ofstream(path) << "local all all trust\nhost all pw 127.0.0.1/32 scram-sha-256\n"
+                             "host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n";
+      return path.string();
+    }();
+    return {{"hba_file=" + hba}};
+  }
+  static void cancel_the_waiting_statement(server_type& s) {
+    s.sql("SELECT pg_cancel_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+  }
+  static std::string as_user(server_type& s, const std::string& user) {
+    std::string url = s.url();
+    url.replace(url.find("postgres@"), 9, user + "@");
+    return url;
+  }
+  static std::string wrong_password(server_type& s) {
+    s.sql("CREATE ROLE pw LOGIN PASSWORD 'right'");
+    return as_user(s, "pw:wrong");
+  }
+  static std::string unknown_database(server_type& s) {
+    std::string url = s.url();
+    return url.substr(0, url.rfind('/') + 1) + "nosuchdb";
+  }
+  /// May log in, nothing else: no CREATE on the public schema (PostgreSQL 15).
+  static std::string account_without_rights(server_type& s) {
+    s.sql("CREATE ROLE norights LOGIN");
+    return as_user(s, "norights");
+  }
+  static std::string read_only(server_type& s) {
+    s.sql("ALTER DATABASE postgres SET default_transaction_read_only = on");
+    return s.url();
+  }
+  static std::string bound_statements_to_one_second(server_type& s) {
+    s.sql("ALTER ROLE postgres SET statement_timeout = '1s'");
+    s.sql("ALTER ROLE postgres SET lock_timeout = '1s'");
+    return s.url();
+  }
 };
 
 } // namespace
@@ -43,5 +88,8 @@ COROLOCK_SQL_PUBLIC_CASE(a_stopped_server_loses_the_holder_by_its_deadline, post
 COROLOCK_SQL_PUBLIC_CASE(close_completes_on_the_handlers_executor, postgres)
 COROLOCK_SQL_PUBLIC_CASE(an_acquire_cancelled_while_its_late_grant_is_dated_leaves_nothing, postgres)
 COROLOCK_SQL_PUBLIC_CASE(try_acquire_behind_a_waiter_while_the_server_is_unreachable_fails_with_not_connected, postgres)
+COROLOCK_SQL_PUBLIC_CASE(answers_fail_an_acquisition_with_a_deadline_at_once, postgres)
+COROLOCK_SQL_PUBLIC_CASE(server_statement_bounds_do_not_cut_a_wait, postgres)
+COROLOCK_SQL_PUBLIC_CASE(a_wait_cut_on_the_server_goes_on, postgres)
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -21,9 +21,24 @@ BOOST_AUTO_TEST_CASE(a_dead_session_is_a_lost_connection) {
 
 BOOST_AUTO_TEST_CASE(connect_failures_and_refused_logins) {
   BOOST_TEST((map_error("", false, phase::connecting) == error::connect_failed));
-  BOOST_TEST((map_error("3D000", false, phase::connecting) == error::connect_failed));  // no such db
+  BOOST_TEST((map_error("53300", false, phase::connecting) == error::connect_failed)); // too many
+  BOOST_TEST((map_error("57P03", false, phase::connecting) == error::connect_failed)); // starting up
+  BOOST_TEST((map_error("3D000", false, phase::connecting) == error::database_error)); // no such db
   BOOST_TEST((map_error("28P01", false, phase::connecting) == error::auth_failed));
   BOOST_TEST((map_error("28000", false, phase::connecting) == error::auth_failed));
+  BOOST_TEST((map_error("42501", false, phase::connecting) == error::auth_failed));   // no CONNECT
+}
+
+// libpq's message of a refused login at verbosity PQERRORS_VERBOSE: the code out, the words kept.
+BOOST_AUTO_TEST_CASE(a_connect_message_gives_its_sqlstate_and_keeps_its_words) {
+  std::string m = "connection to server at \"127.0.0.1\", port 5433 failed: FATAL:  28P01: password "
+                  "authentication failed for user \"u\"\nLOCATION:  auth_failed, auth.c:323";
+  BOOST_TEST(corolock::postgresql::take_connect_sqlstate(m) == "28P01");
+  BOOST_TEST(m == "connection to server at \"127.0.0.1\", port 5433 failed: FATAL:  password "
+                  "authentication failed for user \"u\"");
+  std::string refused = "connection to server at \"127.0.0.1\", port 1 failed: Connection refused";
+  BOOST_TEST(corolock::postgresql::take_connect_sqlstate(refused).empty());
+  BOOST_TEST(refused == "connection to server at \"127.0.0.1\", port 1 failed: Connection refused");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,8 @@ namespace {
 
 constexpr unsigned er_bad_db = 1049;        // ER_BAD_DB_ERROR
 constexpr unsigned er_no_such_table = 1146; // ER_NO_SUCH_TABLE
+constexpr unsigned er_query_interrupted = 1317; // ER_QUERY_INTERRUPTED (KILL QUERY)
+constexpr unsigned er_statement_timeout = 1969; // ER_STATEMENT_TIMEOUT (max_statement_time)
 
 // A token: the epoch above the counter's 43 bits (2^43 - 1 acquisitions per epoch, 2^20 epochs).
 constexpr int counter_bits = 43;
@@ -47,7 +49,10 @@ detail::sql_dialect dialect(config cfg) {
   // statement that waits in GET_LOCK must not hold it (a new session's INSERT would wait behind it).
   d.setup_statements = [](const std::string& table,
                           std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
-    return {"SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000),
+    // A wait in GET_LOCK is as long as the lock is held: max_statement_time (an operator's, on the
+    // server or the account) would cut it, so this session has none.
+    return {"SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000) +
+                ", max_statement_time = 0",
             "UPDATE " + table + "_epoch SET epoch = LAST_INSERT_ID(epoch + 1) WHERE NOT EXISTS (SELECT 1 FROM " +
                 table + "_alive)",
             "INSERT IGNORE INTO " + table + "_alive SELECT 1, LAST_INSERT_ID() FROM DUAL WHERE LAST_INSERT_ID() > 0",
@@ -109,6 +114,9 @@ detail::sql_dialect dialect(config cfg) {
   };
   d.missing_table = [](const detail::sql_words& w) -> bool {
     return w.code == er_no_such_table || w.code == er_bad_db;
+  };
+  d.wait_cut = [](const detail::sql_words& w) {
+    return w.code == er_query_interrupted || w.code == er_statement_timeout;
   };
   return d;
 }

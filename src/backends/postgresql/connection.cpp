@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,14 +66,27 @@ private:
       return failed(error::connect_failed, {0, "", "PQconnectStartParams: out of memory"}, true);
     if (PQstatus(pg_) == CONNECTION_BAD)
       return connect_failed();
+    // A refused login's SQLSTATE reaches us only in the message, and only so (connect_failed).
+    PQsetErrorVerbosity(pg_, PQERRORS_VERBOSE);
     // Notices (CREATE … IF NOT EXISTS that skipped, an unlock of a key not held) are not errors;
-    // libpq would print them on stderr.
-    PQsetNoticeProcessor(pg_, [](void*, const char*) {}, nullptr);
+    // libpq would print them on stderr. An error no statement asked for comes this way too: the
+    // server's last words (FATAL: terminating connection due to administrator command), sent
+    // before it frees the session's advisory locks; kept for idle_input_keeps_session.
+    PQsetNoticeReceiver(
+        pg_,
+        [](void* self, const PGresult* notice) {
+          const char* severity = PQresultErrorField(notice, PG_DIAG_SEVERITY_NONLOCALIZED);
+          const std::string_view level = severity != nullptr ? severity : "";
+          if (level == "FATAL" || level == "PANIC" || level == "ERROR")
+            static_cast<session*>(self)->last_words_ = trimmed(PQresultErrorMessage(notice));
+        },
+        this);
     poll_connect(PGRES_POLLING_WRITING);  // as libpq's documentation says to begin
   }
 
   void poll_connect(PostgresPollingStatusType status) {
     if (status == PGRES_POLLING_OK) {
+      PQsetErrorVerbosity(pg_, PQERRORS_DEFAULT);
       PQsetnonblocking(pg_, 1);
       return connected(static_cast<std::uint64_t>(PQbackendPID(pg_)), PQsocket(pg_));
     }
@@ -83,8 +97,13 @@ private:
          [this](unsigned) { poll_connect(PQconnectPoll(pg_)); });
   }
 
+  // The server's answer to the login (a refused password, an unknown database) is told apart from
+  // a server that could not be reached by its SQLSTATE (error_map.hpp).
   void connect_failed() {
-    failed(map_error("", false, phase::connecting), {0, "", trimmed(PQerrorMessage(pg_))}, true);
+    std::string words = trimmed(PQerrorMessage(pg_));
+    std::string sqlstate = take_connect_sqlstate(words);
+    const error e = map_error(sqlstate, false, phase::connecting);
+    failed(e, {0, std::move(sqlstate), trimmed(words.c_str())}, true);
   }
 
   // A named statement is prepared at its first use on this session (one round trip more, once),
@@ -208,11 +227,16 @@ private:
   }
 
   // libpq takes what came (a NOTICE or a ParameterStatus is harmless) and says whether the
-  // connection is over (end of file: "server closed the connection unexpectedly").
+  // connection is over (end of file: "server closed the connection unexpectedly"). An error on an
+  // idle session is the session's last words (the notice receiver kept them): the server is ending
+  // it and frees its locks at once, before the socket closes — the holder is told now, as on
+  // MariaDB, not after the next holder entered.
   bool idle_input_keeps_session(std::string& words) override {
-    if (PQconsumeInput(pg_) != 0 && PQstatus(pg_) == CONNECTION_OK)
+    const bool open = PQconsumeInput(pg_) != 0 && PQstatus(pg_) == CONNECTION_OK;
+    PQisBusy(pg_); // parses what came (PQconsumeInput only reads): an error reaches the receiver
+    if (open && last_words_.empty())
       return true;
-    words = trimmed(PQerrorMessage(pg_));
+    words = !last_words_.empty() ? last_words_ : trimmed(PQerrorMessage(pg_));
     return false;
   }
 
@@ -247,6 +271,7 @@ private:
   result_ptr last_;   // its last result otherwise
   std::set<std::string> prepared_; // the names prepared on this session (the server forgets them with it)
   bool preparing_ = false;         // the running operation's first step: its statement's prepare
+  std::string last_words_;         // an error the server sent unasked: the session is ending
 };
 
 } // namespace

@@ -73,9 +73,12 @@ detail::sql_dialect dialect(config cfg) {
     // (committed, so flushed, before anyone reads it) when the unlogged table that records it is
     // empty — its first use, or after a crash, which empties it and resets the unlogged sequence.
     // The prepared lock and unlock statements get their generic plan at once (planned once per
-    // session, not at each of their first five executions).
+    // session, not at each of their first five executions). A wait is as long as the lock is held:
+    // statement_timeout and lock_timeout (an operator's, on the server, role or database) would
+    // cut it (57014, 55P03), so this session has neither.
     return {"SET idle_session_timeout = " + std::to_string(session_timeout.count()) +
-                "; SET default_transaction_isolation = 'read committed'; SET plan_cache_mode = force_generic_plan",
+                "; SET default_transaction_isolation = 'read committed'; SET plan_cache_mode = force_generic_plan"
+                "; SET statement_timeout = 0; SET lock_timeout = 0",
             "WITH e AS (UPDATE " + table + "_epoch SET epoch = epoch + 1 WHERE NOT EXISTS (SELECT FROM " + table +
                 "_alive) RETURNING epoch) INSERT INTO " + table + "_alive SELECT true, epoch FROM e ON CONFLICT DO NOTHING"};
   };
@@ -148,6 +151,8 @@ detail::sql_dialect dialect(config cfg) {
             "CREATE SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max)};
   };
   d.missing_table = [](const detail::sql_words& w) -> bool { return w.sqlstate == "42P01"; };
+  // query_canceled (statement_timeout, pg_cancel_backend), lock_not_available (lock_timeout).
+  d.wait_cut = [](const detail::sql_words& w) { return w.sqlstate == "57014" || w.sqlstate == "55P03"; };
   return d;
 }
 

@@ -38,6 +38,7 @@ struct sql_lock_backend::bid_state {
   bool answered = false;                    // its one event is on its way
   std::string key;
   std::shared_ptr<link> waiting_on;         // its blocking statement runs there
+  bool found_taken = false;                 // a one look on a shared session found the lock taken
 };
 
 class sql_lock_backend::contender_impl final : public core::contender {
@@ -197,6 +198,7 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
               return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));
             if (!st->b.wait)
               return deliver(st, [](core::contender_events& e) { e.taken(); });
+            st->found_taken = true; // a parked bid that needs a session of its own, not another look
             need_session(st);
           }});
 }
@@ -261,6 +263,8 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
               return freed(l);
             if (ec && link_failure(ec))
               return lost_during(st, ec, r.words.to_string());
+            if (wait && ec == error::database_error && dialect_.wait_cut && dialect_.wait_cut(r.words))
+              return wait_on(st, l); // cut on the server, not by us (a withdrawal ended the bid): again
             if (ec || a == answer::failed) {
               freed(l);
               return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));
@@ -408,9 +412,12 @@ void sql_lock_backend::withdraw(const std::shared_ptr<bid_state>& st) {
     l->cancel.emit(asio::cancellation_type::terminal); // the server stops the wait (or it raced)
 }
 
-// The session the bid worked on is gone, and with it anything the bid had there.
+// The session the bid worked on is gone, and with it anything the bid had there. Only a failure
+// of the transport rides through (contract 6): a server that answered — a refused account, an
+// unknown database, no rights on the fence tables, a read-only server — answers the same again,
+// so the bid fails at once with its code and the server's words, not at its deadline without them.
 void sql_lock_backend::lost_during(const std::shared_ptr<bid_state>& st, error_code ec, std::string words) {
-  if (!st->b.ride_through || closing_)
+  if (!st->b.ride_through || closing_ || !transport_failure(ec))
     return fail(st, ec, std::move(words));
   auto retry = std::make_shared<asio::steady_timer>(executor_, std::chrono::milliseconds(200));
   retry->async_wait([this, st, retry, w = std::weak_ptr<int>(life_)](error_code) {
@@ -457,17 +464,33 @@ bool sql_lock_backend::link_failure(error_code ec) {
   return ec && ec != error::database_error && ec != asio::error::operation_aborted && ec != error::timeout;
 }
 
+bool sql_lock_backend::transport_failure(error_code ec) {
+  return ec == error::connect_failed || ec == error::connection_lost || ec == error::not_connected ||
+         ec == error::timeout;
+}
+
+// Nothing runs on the session and nothing is queued there: only then may it start a bid's wait
+// (a blocking statement behind a one look would hold that look's grant hostage to the wait) or
+// be closed (a queued statement would fail with not_connected).
+bool sql_lock_backend::idle(const link& l) {
+  return !l.busy && l.jobs.empty() && l.trying.empty();
+}
+
+bool sql_lock_backend::can_share(const link& l, const std::string& key) {
+  return l.ready && !l.dead && !l.blocking && l.held.size() > l.releasing && !l.held.contains(key) &&
+         !l.trying.contains(key) && l.jobs.empty();
+}
+
 std::shared_ptr<sql_lock_backend::link> sql_lock_backend::sharer(const std::string& key) const {
   for (const auto& [id, l] : links_)
-    if (l->ready && !l->dead && !l->blocking && !l->held.empty() && !l->held.contains(key) &&
-        !l->trying.contains(key) && l->jobs.empty())
+    if (can_share(*l, key))
       return l;
   return nullptr;
 }
 
 std::shared_ptr<sql_lock_backend::link> sql_lock_backend::spare() const {
   for (const auto& [id, l] : links_)
-    if (l->ready && !l->dead && !l->blocking && l->held.empty() && !l->busy && l->jobs.empty())
+    if (l->ready && !l->dead && !l->blocking && l->held.empty() && idle(*l))
       return l;
   return nullptr;
 }
@@ -556,8 +579,10 @@ void sql_lock_backend::pump(const std::shared_ptr<link>& l) {
     else if (!l->held.empty() && (!ec || ec == error::database_error))
       alive(l, sent);
     d(ec, std::move(r), sent);
-    if (!w.expired()) // `d` may have ended the backend (a test's last step destroys the client)
-      pump(l);
+    if (w.expired()) // `d` may have ended the backend (a test's last step destroys the client)
+      return;
+    pump(l);
+    settle(l);
   };
   if (j.cancellable)
     l->conn->async_query(std::move(j.sql), j.timeout, asio::bind_cancellation_slot(l->cancel.slot(), std::move(done)));
@@ -594,9 +619,33 @@ void sql_lock_backend::drop(const std::shared_ptr<link>& l, error_code why) {
     reconsider_pending();
 }
 
+// A session whose last statement answered: free (nothing held), or holding and able to take one
+// more lock by a one look.
+void sql_lock_backend::settle(const std::shared_ptr<link>& l) {
+  if (l->dead || l->blocking || !idle(*l))
+    return;
+  if (l->held.empty())
+    return freed(l);
+  serve_parked(l);
+}
+
+// A holding session offers a one look to the first parked bid that has not been found taken
+// (the pool was full when it came): uncontended locks beyond max_sessions share the sessions that
+// hold, as uncontended locks taken one after another do. One look at a time per session; the
+// next when its answer came (settle).
+void sql_lock_backend::serve_parked(const std::shared_ptr<link>& l) {
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    const auto st = *it;
+    if (st->events == nullptr || st->found_taken || !can_share(*l, st->key))
+      continue;
+    pending_.erase(it);
+    return try_on(st, l);
+  }
+}
+
 // A session may have become free: serve the first bid waiting for one, else keep or close it.
 void sql_lock_backend::freed(const std::shared_ptr<link>& l) {
-  if (l->dead || l->blocking || !l->held.empty())
+  if (l->dead || l->blocking || !l->held.empty() || !idle(*l))
     return;
   l->ping.cancel();
   l->pinging = false;
@@ -610,7 +659,7 @@ void sql_lock_backend::freed(const std::shared_ptr<link>& l) {
   }
   std::size_t spares = 0;
   for (const auto& [id, other] : links_)
-    spares += other->ready && !other->blocking && other->held.empty() ? 1 : 0;
+    spares += other->ready && !other->dead && !other->blocking && other->held.empty() && idle(*other) ? 1 : 0;
   if (spares > options_.max_idle)
     drop(l, make_error_code(error::closed));
 }

@@ -27,6 +27,12 @@
 //   that needs its own session queues here, in arrival order, with no server-side wait, until a
 //   session is freed (a release leaving it empty, a session ended); the core's deadline or
 //   cancellation withdraws it as any other bid. Holding sessions are never closed to make room.
+//   A queued bid not yet found taken is also offered, one at a time, to each holding session
+//   whose last statement answered (settle): its one look there takes a free lock, so any number
+//   of uncontended locks fit in the pool at once, not only max_sessions of them.
+// - One statement stream per session: a blocking wait starts only on a session with nothing
+//   running or queued, and a session is closed only then. (A one look queued behind the release
+//   of a session's last lock once had its session closed under it as a spare: not_connected.)
 // - A session that holds nothing stops being pinged; up to max_idle of them stay open as spares.
 //
 // Statements (round trips) per acquisition: ONE — the lock statement draws the token once the
@@ -151,6 +157,9 @@ struct sql_dialect {
   std::string unlock_all_statement;
   std::function<std::vector<std::string>(const std::string& table)> create_fence_table;
   std::function<bool(const sql_words& w)> missing_table;
+  /// Whether a blocking lock statement's error says the server cut the wait, not that it failed: a
+  /// statement bound, an operator's cancel. The wait goes on (unless the bid was withdrawn).
+  std::function<bool(const sql_words& w)> wait_cut;
 };
 
 class sql_lock_backend : public core::backend {
@@ -230,12 +239,17 @@ private:
   void pump(const std::shared_ptr<link>& l);
   void drop(const std::shared_ptr<link>& l, error_code why);
   void freed(const std::shared_ptr<link>& l);
+  void settle(const std::shared_ptr<link>& l);
+  void serve_parked(const std::shared_ptr<link>& l);
   void reconsider_pending();
   void arm_ping(const std::shared_ptr<link>& l);
   void alive(const std::shared_ptr<link>& l, core::steady::time_point sent);
   std::shared_ptr<link> sharer(const std::string& key) const;
   std::shared_ptr<link> spare() const;
   static bool link_failure(error_code ec);
+  static bool transport_failure(error_code ec);
+  static bool idle(const link& l);
+  static bool can_share(const link& l, const std::string& key);
 
   asio::any_io_executor executor_;
   sql_dialect dialect_;
