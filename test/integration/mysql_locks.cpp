@@ -50,6 +50,19 @@ struct mariadb {
     return s.sql("SELECT ID FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' LIMIT 1");
   }
   static void kill(server_type& s, const std::string& id) { s.sql("KILL " + id); }
+  /// A table of someone else's, and its name.
+  static std::string make_canary(server_type& s) {
+    s.sql("CREATE DATABASE keep");
+    s.sql("CREATE TABLE keep.canary (x INT)");
+    return "keep.canary";
+  }
+  static void make_schema(server_type&, const std::string&) {} // the backend creates the database
+  /// Whether `table` (database.table) exists.
+  static bool table_exists(server_type& s, const std::string& table) {
+    const auto dot = table.find('.');
+    return s.sql("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" + table.substr(0, dot) +
+                 "' AND TABLE_NAME = '" + table.substr(dot + 1) + "'") == "1";
+  }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock.fence SET name = X'00' WHERE lock_key = " + key);
   }
@@ -73,6 +86,7 @@ COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, mariad
 COROLOCK_SQL_LOCK_CASE(a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, mariadb)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_one_works, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, mariadb)

@@ -60,6 +60,19 @@ struct postgres {
     return s.sql("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted LIMIT 1");
   }
   static void kill(server_type& s, const std::string& pid) { s.sql("SELECT pg_terminate_backend(" + pid + ")"); }
+  /// A table of someone else's (in the search path's schema), and its name.
+  static std::string make_canary(server_type& s) {
+    s.sql("CREATE TABLE canary (x INT)");
+    return "canary";
+  }
+  static void make_schema(server_type& s, const std::string& schema) { s.sql("CREATE SCHEMA " + schema); }
+  /// Whether `table` (schema.table, each part as written: quoted) exists.
+  static bool table_exists(server_type& s, const std::string& table) {
+    const auto dot = table.find('.');
+    const std::string quoted =
+        dot == std::string::npos ? '"' + table + '"' : '"' + table.substr(0, dot) + "\".\"" + table.substr(dot + 1) + '"';
+    return s.sql("SELECT to_regclass('" + quoted + "') IS NOT NULL") == "t";
+  }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock_fence SET name = '\\x00'::bytea WHERE lock_key = " + key);
   }
@@ -94,6 +107,7 @@ COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, postgr
 COROLOCK_SQL_LOCK_CASE(a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin, postgres)
 COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, postgres)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
+COROLOCK_SQL_LOCK_CASE(a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_one_works, postgres)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, postgres)

@@ -14,7 +14,9 @@
 #include <corolock/error.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <functional>
@@ -1010,6 +1012,64 @@ void kinds_the_database_lacks_are_refused() {
   BOOST_TEST(!backend->traits().fifo);
   BOOST_TEST(!backend->traits().semaphore);
   BOOST_TEST(!backend->traits().fixed_lease);
+}
+
+// lock_pool_options::fence_table goes into statements (PostgreSQL runs one setup text of several):
+// anything but a table name, or schema.table, of letters, digits and _ is refused when the client
+// is made (invalid_argument, words naming the option and the value), before any statement — a
+// canary table survives every try; a schema-qualified name works, its tokens rising. Before the
+// check a refused value was used as it was written (a client is made and bids here then).
+template <typename Db>
+void a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_one_works() {
+  typename Db::server_type server;
+  const std::string canary = Db::make_canary(server);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const std::vector<std::string> refused = {
+        // Valid in PostgreSQL's setup text (two lines, the rest of each commented out): drops it.
+        canary + " SET x = 1 RETURNING x) SELECT 1 FROM e;\nDROP TABLE IF EXISTS " + canary + ";--",
+        "corolock_fence_x; DROP TABLE " + canary + "; --",
+        "corolock_fence_x (lock_key INT); DROP TABLE " + canary + "; CREATE TABLE corolock_fence_y",
+        "fence\"; DROP TABLE " + canary + "; --",
+        "fence`; DROP TABLE " + canary + "; --",
+        "a.b.c", "fence-table", "9fence", ".fence", "fence.", std::string(57, 'f'), std::string("fen\0ce", 6)};
+    for (const auto& value : refused) {
+      auto o = client<Db>::options();
+      o.fence_table = value;
+      std::unique_ptr<typename Db::backend_type> made;
+      try {
+        made = Db::make(ex, server, o);
+      } catch (const boost::system::system_error& e) {
+        BOOST_TEST((e.code() == error::invalid_argument), e.what());
+        const std::string words = e.what();
+        const bool plain = std::all_of(value.begin(), value.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+        BOOST_TEST(words.find("lock_pool_options::fence_table '") != std::string::npos, words);
+        BOOST_TEST(words.find(plain ? "'" + value + "' refused: " : "' refused: ") != std::string::npos, words);
+        continue;
+      }
+      BOOST_ERROR("fence_table accepted: " << value);
+      client<Db> c(std::move(made));
+      bidder x(ex);
+      c.bid(x, c.spec("canary"));
+      co_await x.done.wait();
+      co_await c.close();
+    }
+    BOOST_TEST(Db::table_exists(server, canary));
+    auto o = client<Db>::options();
+    o.fence_table = "fences_9.Order_fence";
+    Db::make_schema(server, "fences_9");
+    client<Db> a(ex, server, o);
+    const auto lock = a.spec("schema-qualified");
+    std::uint64_t last = 0;
+    for (int i = 0; i < 3; ++i) {
+      bidder b(ex);
+      co_await a.hold(b, lock);
+      BOOST_TEST(b.grant->token > last);
+      last = b.grant->token;
+      co_await a.release(b, lock);
+    }
+    BOOST_TEST(Db::table_exists(server, "fences_9.Order_fence"));
+    co_await a.close();
+  });
 }
 
 } // namespace corolock::test::sql_locks

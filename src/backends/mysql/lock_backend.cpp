@@ -14,6 +14,11 @@ constexpr unsigned er_no_such_table = 1146; // ER_NO_SUCH_TABLE
 constexpr int counter_bits = 43;
 constexpr std::uint64_t counter_max = (std::uint64_t{1} << counter_bits) - 1;
 
+// An object of the fence table `table` (`suffix`: "", "_epoch", …), quoted.
+std::string object(const std::string& table, std::string_view suffix = {}) {
+  return detail::fence_identifier(table, suffix, '`');
+}
+
 core::backend_traits mysql_traits() {
   core::backend_traits t;
   t.store = "mysql";
@@ -48,10 +53,11 @@ detail::sql_dialect dialect(config cfg) {
   d.setup_statements = [](const std::string& table,
                           std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
     return {"SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000),
-            "UPDATE " + table + "_epoch SET epoch = LAST_INSERT_ID(epoch + 1) WHERE NOT EXISTS (SELECT 1 FROM " +
-                table + "_alive)",
-            "INSERT IGNORE INTO " + table + "_alive SELECT 1, LAST_INSERT_ID() FROM DUAL WHERE LAST_INSERT_ID() > 0",
-            "SET @corolock_epoch = (SELECT epoch FROM " + table + "_alive)"};
+            "UPDATE " + object(table, "_epoch") +
+                " SET epoch = LAST_INSERT_ID(epoch + 1) WHERE NOT EXISTS (SELECT 1 FROM " + object(table, "_alive") + ")",
+            "INSERT IGNORE INTO " + object(table, "_alive") +
+                " SELECT 1, LAST_INSERT_ID() FROM DUAL WHERE LAST_INSERT_ID() > 0",
+            "SET @corolock_epoch = (SELECT epoch FROM " + object(table, "_alive") + ")"};
   };
   d.unlock_statement = [](const std::string& key, bool) -> std::string {
     return "SELECT RELEASE_LOCK(" + key + ")";
@@ -68,10 +74,10 @@ detail::sql_dialect dialect(config cfg) {
   d.lock_statement = [](const std::string& table, const std::string& key, const std::string& hashed_hex,
                         bool, bool wait, bool check) -> std::string {
     const std::string lock = "GET_LOCK(" + key + (wait ? ", 3600)" : ", 0)");
-    const std::string token = "@corolock_epoch << " + std::to_string(counter_bits) + " | NEXTVAL(" + table + "_seq)";
+    const std::string token = "@corolock_epoch << " + std::to_string(counter_bits) + " | NEXTVAL(" + object(table, "_seq") + ")";
     if (!check)
       return "SELECT CASE " + lock + " WHEN 1 THEN " + token + " WHEN 0 THEN 0 END";
-    return "INSERT INTO " + table + " (lock_key, name, token) SELECT " + key + ", X'" + hashed_hex +
+    return "INSERT INTO " + object(table) + " (lock_key, name, token) SELECT " + key + ", X'" + hashed_hex +
            "', LAST_INSERT_ID(" + token + ") FROM DUAL WHERE " + lock +
            " = 1 ON DUPLICATE KEY UPDATE token = IF(name = VALUES(name), LAST_INSERT_ID(VALUES(token)), "
            "token + LAST_INSERT_ID(0))";
@@ -93,17 +99,17 @@ detail::sql_dialect dialect(config cfg) {
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
     std::vector<std::string> out;
     if (const auto dot = table.find('.'); dot != std::string::npos)
-      out.push_back("CREATE DATABASE IF NOT EXISTS " + table.substr(0, dot));
-    out.push_back("CREATE TABLE IF NOT EXISTS " + table +
+      out.push_back("CREATE DATABASE IF NOT EXISTS `" + table.substr(0, dot) + "`");
+    out.push_back("CREATE TABLE IF NOT EXISTS " + object(table) +
                   " (lock_key VARBINARY(64) NOT NULL PRIMARY KEY, name VARBINARY(1400) NOT NULL,"
                   " token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
-    out.push_back("CREATE TABLE IF NOT EXISTS " + table +
-                  "_epoch (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
-    out.push_back("INSERT IGNORE INTO " + table + "_epoch SELECT 1, COALESCE(MAX(token), 0) >> " +
-                  std::to_string(counter_bits) + " FROM " + table);
-    out.push_back("CREATE TABLE IF NOT EXISTS " + table +
-                  "_alive (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=MEMORY");
-    out.push_back("CREATE SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max) +
+    out.push_back("CREATE TABLE IF NOT EXISTS " + object(table, "_epoch") +
+                  " (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
+    out.push_back("INSERT IGNORE INTO " + object(table, "_epoch") + " SELECT 1, COALESCE(MAX(token), 0) >> " +
+                  std::to_string(counter_bits) + " FROM " + object(table));
+    out.push_back("CREATE TABLE IF NOT EXISTS " + object(table, "_alive") +
+                  " (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=MEMORY");
+    out.push_back("CREATE SEQUENCE IF NOT EXISTS " + object(table, "_seq") + " MAXVALUE " + std::to_string(counter_max) +
                   " CACHE 1000 ENGINE=InnoDB");
     return out;
   };

@@ -21,16 +21,21 @@ core::backend_traits postgresql_traits() {
   return t; // no fixed lease, no semaphore, no fifo promise, no replicas
 }
 
+// An object of the fence table `table` (`suffix`: "", "_epoch", …), quoted.
+std::string object(const std::string& table, std::string_view suffix = {}) {
+  return detail::fence_identifier(table, suffix, '"');
+}
+
 // The lock statement's text of one form (see dialect's lock_statement for what it does).
 std::string lock_form_text(const std::string& table, bool shared, bool wait, bool check) {
   const std::string suffix = shared ? "_shared($1::bigint)" : "($1::bigint)";
   const std::string lock = wait ? "SELECT true AS got FROM pg_advisory_lock" + suffix
                                 : "SELECT pg_try_advisory_lock" + suffix + " AS got";
-  const std::string token = "(SELECT epoch FROM " + table + "_alive) << " + std::to_string(counter_bits) +
-                            " | nextval('" + table + "_seq')";
+  const std::string token = "(SELECT epoch FROM " + object(table, "_alive") + ") << " +
+                            std::to_string(counter_bits) + " | nextval('" + object(table, "_seq") + "')";
   std::string sql = "WITH l AS MATERIALIZED (" + lock + ")";
   if (check)
-    sql += ", b AS (INSERT INTO " + table + " AS f (lock_key, name, token) SELECT $1::bigint, $2::bytea, 0"
+    sql += ", b AS (INSERT INTO " + object(table) + " AS f (lock_key, name, token) SELECT $1::bigint, $2::bytea, 0"
            " FROM l WHERE l.got ON CONFLICT (lock_key) DO UPDATE SET token = f.token"
            " WHERE f.name = EXCLUDED.name RETURNING 1)";
   sql += " SELECT l.got, CASE WHEN NOT l.got THEN NULL";
@@ -76,8 +81,9 @@ detail::sql_dialect dialect(config cfg) {
     // session, not at each of their first five executions).
     return {"SET idle_session_timeout = " + std::to_string(session_timeout.count()) +
                 "; SET default_transaction_isolation = 'read committed'; SET plan_cache_mode = force_generic_plan",
-            "WITH e AS (UPDATE " + table + "_epoch SET epoch = epoch + 1 WHERE NOT EXISTS (SELECT FROM " + table +
-                "_alive) RETURNING epoch) INSERT INTO " + table + "_alive SELECT true, epoch FROM e ON CONFLICT DO NOTHING"};
+            "WITH e AS (UPDATE " + object(table, "_epoch") + " SET epoch = epoch + 1 WHERE NOT EXISTS (SELECT FROM " +
+                object(table, "_alive") + ") RETURNING epoch) INSERT INTO " + object(table, "_alive") +
+                " SELECT true, epoch FROM e ON CONFLICT DO NOTHING"};
   };
   // The hot path's statements are prepared (once per session): the key is their parameter $1.
   d.unlock_statement = [](const std::string& key, bool shared) -> detail::sql_statement {
@@ -136,16 +142,16 @@ detail::sql_dialect dialect(config cfg) {
   // for this run of the server and the counter: unlogged (PostgreSQL 15; before it, a logged
   // sequence, whose values a crash may take back, which the epoch covers as well).
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
-    return {"CREATE TABLE IF NOT EXISTS " + table +
+    return {"CREATE TABLE IF NOT EXISTS " + object(table) +
                 " (lock_key BIGINT NOT NULL PRIMARY KEY, name BYTEA NOT NULL, token BIGINT NOT NULL)",
-            "CREATE TABLE IF NOT EXISTS " + table +
-                "_epoch (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
-            "INSERT INTO " + table + "_epoch SELECT true, COALESCE(MAX(token), 0) >> " +
-                std::to_string(counter_bits) + " FROM " + table + " ON CONFLICT DO NOTHING",
-            "CREATE UNLOGGED TABLE IF NOT EXISTS " + table +
-                "_alive (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
-            "CREATE UNLOGGED SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max),
-            "CREATE SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max)};
+            "CREATE TABLE IF NOT EXISTS " + object(table, "_epoch") +
+                " (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
+            "INSERT INTO " + object(table, "_epoch") + " SELECT true, COALESCE(MAX(token), 0) >> " +
+                std::to_string(counter_bits) + " FROM " + object(table) + " ON CONFLICT DO NOTHING",
+            "CREATE UNLOGGED TABLE IF NOT EXISTS " + object(table, "_alive") +
+                " (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
+            "CREATE UNLOGGED SEQUENCE IF NOT EXISTS " + object(table, "_seq") + " MAXVALUE " + std::to_string(counter_max),
+            "CREATE SEQUENCE IF NOT EXISTS " + object(table, "_seq") + " MAXVALUE " + std::to_string(counter_max)};
   };
   d.missing_table = [](const detail::sql_words& w) -> bool { return w.sqlstate == "42P01"; };
   return d;

@@ -3,6 +3,7 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <openssl/evp.h>
 
@@ -69,12 +70,62 @@ std::string hex(const unsigned char* p, std::size_t n) {
   return out;
 }
 
+// A value as words can show it: bytes outside printable ASCII as \xHH.
+std::string printable(std::string_view value) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : value) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += digits[b >> 4];
+      out += digits[b & 15];
+    }
+  }
+  return out;
+}
+
 } // namespace
+
+std::string fence_table_refusal(const std::string& table) {
+  const auto dot = table.find('.');
+  const std::string_view parts[2] = {std::string_view(table).substr(0, dot),
+                                     dot == std::string::npos ? std::string_view{} : std::string_view(table).substr(dot + 1)};
+  for (std::size_t i = 0; i < (dot == std::string::npos ? 1 : 2); ++i) {
+    const auto part = parts[i];
+    if (part.empty() || part.size() > max_fence_part_length)
+      return "each part (table, or schema.table) must be 1 to " + std::to_string(max_fence_part_length) +
+             " characters long";
+    if (part[0] >= '0' && part[0] <= '9')
+      return "a part must not start with a digit";
+    for (const char c : part)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+        return c == '.' ? "at most one dot (schema.table)"
+                        : "only ASCII letters, digits and _ (and one dot: schema.table) may name it";
+  }
+  return {};
+}
+
+std::string fence_identifier(const std::string& table, std::string_view suffix, char quote) {
+  const auto dot = table.find('.');
+  const std::string q(1, quote);
+  const std::string schema = dot == std::string::npos ? "" : q + table.substr(0, dot) + q + ".";
+  return schema + q + table.substr(dot == std::string::npos ? 0 : dot + 1) + std::string(suffix) + q;
+}
 
 sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, sql_dialect dialect, sql::lock_pool_options options)
     : executor_(std::move(ex)), dialect_(std::move(dialect)), traits_(dialect_.traits), options_(std::move(options)),
       fence_table_(options_.fence_table.empty() ? dialect_.default_fence_table : options_.fence_table),
       random_(std::random_device{}()) {
+  // The name goes into statements (and PostgreSQL runs a setup text of several statements): one
+  // that is not a plain identifier is refused here, at the client's creation, before any session.
+  if (const auto why = fence_table_refusal(fence_table_); !why.empty())
+    throw boost::system::system_error(make_error_code(error::invalid_argument),
+                                      "corolock::" + std::string(traits_.store) +
+                                          "::lock_client: lock_pool_options::fence_table '" + printable(fence_table_) +
+                                          "' refused: " + why);
   options_.session_timeout = std::max(options_.session_timeout, std::chrono::milliseconds(3000));
   options_.max_sessions = std::max<std::size_t>(options_.max_sessions, 1);
 }

@@ -110,10 +110,24 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 namespace corolock::detail {
+
+/// The fence table's name (lock_pool_options::fence_table) as the statements write it: each part
+/// (`table`, or `schema.table`) quoted with `quote` (PostgreSQL ", MariaDB/MySQL `), `suffix`
+/// appended to the table part (`corolock_fence` + `_seq` → "corolock_fence_seq"). The name was
+/// checked at the backend's construction (fence_table_refusal): letters, digits and _ only, so
+/// the quotes need no escaping and nothing in it can end the identifier.
+std::string fence_identifier(const std::string& table, std::string_view suffix, char quote);
+
+/// Why `table` cannot name the fence table (empty: it can): one or two parts joined by a dot, each
+/// 1..max_fence_part_length ASCII letters, digits or underscores, not starting with a digit —
+/// room left in the database's identifier limit (63 bytes on PostgreSQL) for the suffixes.
+std::string fence_table_refusal(const std::string& table);
+constexpr std::size_t max_fence_part_length = 56;
 
 /// A database's part: its statements and how to read their answers, filled by each database
 /// (src/backends/mysql/lock_backend.cpp, src/backends/postgresql/lock_backend.cpp).
