@@ -63,6 +63,10 @@ struct mariadb {
     return s.sql("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" + table.substr(0, dot) +
                  "' AND TABLE_NAME = '" + table.substr(dot + 1) + "'") == "1";
   }
+  /// As an admin would: the fence's counter (every version's), or all its objects (its database).
+  static void drop_fence(server_type& s, bool everything) {
+    s.sql(everything ? "DROP DATABASE corolock" : "DROP SEQUENCE IF EXISTS corolock.fence_seq, corolock.fence_tokens");
+  }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock.fence SET name = X'00' WHERE lock_key = " + key);
   }
@@ -87,6 +91,7 @@ COROLOCK_SQL_LOCK_CASE(a_session_lost_while_a_bid_waits_for_a_releasing_one_is_n
 COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, mariadb)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_one_works, mariadb)
+COROLOCK_SQL_LOCK_CASE(tokens_rise_after_an_admin_drops_the_fence_objects, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, mariadb)

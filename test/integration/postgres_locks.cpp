@@ -73,6 +73,12 @@ struct postgres {
         dot == std::string::npos ? '"' + table + '"' : '"' + table.substr(0, dot) + "\".\"" + table.substr(dot + 1) + '"';
     return s.sql("SELECT to_regclass('" + quoted + "') IS NOT NULL") == "t";
   }
+  /// As an admin would: the fence's counter (every version's), or all its objects, dropped.
+  static void drop_fence(server_type& s, bool everything) {
+    s.sql("DROP SEQUENCE IF EXISTS corolock_fence_seq, corolock_fence_tokens");
+    if (everything)
+      s.sql("DROP TABLE IF EXISTS corolock_fence, corolock_fence_epoch, corolock_fence_alive, corolock_fence_run");
+  }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock_fence SET name = '\\x00'::bytea WHERE lock_key = " + key);
   }
@@ -108,6 +114,7 @@ COROLOCK_SQL_LOCK_CASE(a_session_lost_while_a_bid_waits_for_a_releasing_one_is_n
 COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, postgres)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
 COROLOCK_SQL_LOCK_CASE(a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_one_works, postgres)
+COROLOCK_SQL_LOCK_CASE(tokens_rise_after_an_admin_drops_the_fence_objects, postgres)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, postgres)

@@ -1072,4 +1072,41 @@ void a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_on
   });
 }
 
+// An admin drops the fence's objects between two acquisitions (a cleanup script, a migration, a
+// restored dump): the first time the counter only, the second time everything. They are created
+// again on the next use, and the tokens go on rising — from a client whose sessions outlived the
+// drop and from a new client alike: a re-created counter starts from the server's clock in
+// microseconds, above every token handed out before (before the fix: 8796093022209 after
+// 8796093022214, the counter restarting from zero in its epoch).
+template <typename Db>
+void tokens_rise_after_an_admin_drops_the_fence_objects() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server);
+    const auto lock = a.spec("dropped");
+    std::uint64_t highest = 0;
+    const auto take = [&](client<Db>& c, const char* when) -> asio::awaitable<void> {
+      bidder b(ex);
+      c.bid(b, lock);
+      co_await b.done.wait();
+      BOOST_REQUIRE_MESSAGE(b.grant, when << ": no grant: " << b.ec.message() << ": " << b.words);
+      BOOST_TEST(b.grant->token > highest, when << ": token " << b.grant->token << " after " << highest);
+      BOOST_TEST_MESSAGE(when << ": token " << b.grant->token);
+      highest = std::max(highest, b.grant->token);
+      co_await c.release(b, lock);
+    };
+    for (int i = 0; i < 3; ++i)
+      co_await take(a, "before the drops");
+    for (const bool everything : {false, true}) {
+      Db::drop_fence(server, everything);
+      co_await take(a, everything ? "everything dropped, a session from before" : "counter dropped, a session from before");
+      co_await take(a, "then");
+      client<Db> b(ex, server);
+      co_await take(b, "a new client");
+      co_await b.close();
+    }
+    co_await a.close();
+  });
+}
+
 } // namespace corolock::test::sql_locks
