@@ -10,6 +10,7 @@ namespace {
 constexpr unsigned er_bad_db = 1049;        // ER_BAD_DB_ERROR
 constexpr unsigned er_no_such_table = 1146; // ER_NO_SUCH_TABLE
 constexpr unsigned er_unknown_sequences = 4091; // ER_UNKNOWN_SEQUENCES
+constexpr unsigned er_lock_deadlock = 1213;     // ER_LOCK_DEADLOCK
 
 // Tokens: one sequence's values, never below the fence's floor (fence_floor). corolock before
 // the floor drew epoch << 43 | counter: the floor stays above every token of that scheme.
@@ -126,6 +127,9 @@ detail::sql_dialect dialect(config cfg) {
   d.missing_table = [](const detail::sql_words& w) -> bool {
     return w.code == er_no_such_table || w.code == er_bad_db || w.code == er_unknown_sequences;
   };
+  // Two first uses of names inserting their fence rows at once (InnoDB's gap locks): one is
+  // chosen to fail and rolled back.
+  d.lost_race = [](const detail::sql_words& w) -> bool { return w.code == er_lock_deadlock; };
   return d;
 }
 

@@ -168,6 +168,12 @@ detail::sql_dialect dialect(config cfg) {
             "CREATE SEQUENCE IF NOT EXISTS " + counter + set_to_floor};
   };
   d.missing_table = [](const detail::sql_words& w) -> bool { return w.sqlstate == "42P01"; };
+  // A deadlock or serialization failure between first uses; a CREATE … IF NOT EXISTS racing
+  // another session's (unique_violation in the catalog, duplicate_table, duplicate_object).
+  d.lost_race = [](const detail::sql_words& w) -> bool {
+    return w.sqlstate == "40P01" || w.sqlstate == "40001" || w.sqlstate == "23505" || w.sqlstate == "42P07" ||
+           w.sqlstate == "42710";
+  };
   return d;
 }
 

@@ -228,7 +228,7 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
                 create_fence_table(l, ec, r, created, [this, st, l] {
                   if (st->events != nullptr)
                     try_on(st, l, true);
-                }))
+                }, st.get()))
               return;
             if (a == answer::granted && !l->dead) {
               l->held[st->key] = shared;
@@ -290,7 +290,7 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
                     return wait_on(st, l, true);
                   l->blocking = false;
                   freed(l);
-                }))
+                }, st.get()))
               return;
             if (a == answer::granted && !l->dead) { // also after a cancel that came too late
               l->held[st->key] = shared;
@@ -361,10 +361,25 @@ std::string sql_lock_backend::lock_words(const sql_result& r) const {
 // The fence table is missing (created on first use): creates it, then `then` runs the statement
 // again. A creator racing ours may make our CREATE fail (PostgreSQL: a unique violation in its
 // catalog): the table is there then, so the statement is tried again whatever the CREATE said,
-// and its own failure is the one reported. False: not that failure (or already tried).
+// and its own failure is the one reported. Or the statement lost a race with another session's
+// on the fence's rows or objects (dialect's lost_race: a deadlock between two first uses of names,
+// a CREATE racing another): it is run again — a lock statement (`bid`) after its lock is given
+// back, since the lock may have been taken before the failure and a rollback does not undo it.
+// False: neither failure (or the table already created once).
 bool sql_lock_backend::create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r,
-                                          bool created, std::function<void()> then) {
-  if (ec != error::database_error || created || l->dead || !dialect_.missing_table(r.words))
+                                          bool created, std::function<void()> then, const bid_state* bid) {
+  if (ec != error::database_error || l->dead)
+    return false;
+  if (dialect_.lost_race(r.words)) {
+    if (bid == nullptr) {
+      then();
+      return true;
+    }
+    run(l, {dialect_.unlock_statement(bid->key, bid->b.shared), options_.session_timeout / 3, false,
+            [then](error_code, sql_result, steady::time_point) { then(); }});
+    return true;
+  }
+  if (created || !dialect_.missing_table(r.words))
     return false;
   auto statements = dialect_.create_fence_table(fence_table_);
   auto remaining = std::make_shared<std::size_t>(statements.size());

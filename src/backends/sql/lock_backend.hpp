@@ -165,6 +165,9 @@ struct sql_dialect {
   std::string unlock_all_statement;
   std::function<std::vector<std::string>(const std::string& table)> create_fence_table;
   std::function<bool(const sql_words& w)> missing_table;
+  /// A failure of a statement on the fence that lost a race with another session's (a deadlock, a
+  /// CREATE racing another): run again (create_fence_table).
+  std::function<bool(const sql_words& w)> lost_race;
 };
 
 class sql_lock_backend : public core::backend {
@@ -227,7 +230,7 @@ private:
                  core::steady::time_point from);
   void date_lease(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token);
   bool create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r, bool created,
-                          std::function<void()> then);
+                          std::function<void()> then, const bid_state* bid = nullptr);
   void fenced(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token,
               core::steady::time_point from);
   void give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared);
