@@ -81,12 +81,13 @@ struct postgres {
     if (everything)
       s.sql("DROP TABLE IF EXISTS corolock_fence, corolock_fence_epoch, corolock_fence_alive, corolock_fence_run");
   }
-  /// The next insert into the fence table fails once as a deadlock would (a trigger; the counter
-  /// of inserts tried is a sequence: a rollback does not undo it).
-  static void inject_race(server_type& s) {
-    s.sql("CREATE SEQUENCE IF NOT EXISTS race_inserts; SELECT setval('race_inserts', 1, false);"
+  /// The next insert into the fence table fails once (or every time) as a deadlock would (a
+  /// trigger; the counter of inserts tried is a sequence: a rollback does not undo it).
+  static void inject_race(server_type& s, bool every_time = false) {
+    s.sql(std::string("CREATE SEQUENCE IF NOT EXISTS race_inserts; SELECT setval('race_inserts', 1, false);"
           "CREATE OR REPLACE FUNCTION race() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-          "IF nextval('race_inserts') = 1 THEN RAISE EXCEPTION 'deadlock detected (injected)' USING ERRCODE = '40P01';"
+          "IF nextval('race_inserts') = 1 OR ") + (every_time ? "true" : "false") +
+          " THEN RAISE EXCEPTION 'deadlock detected (injected)' USING ERRCODE = '40P01';"
           " END IF; RETURN NEW; END $$;"
           "DROP TRIGGER IF EXISTS race ON corolock_fence;"
           "CREATE TRIGGER race BEFORE INSERT ON corolock_fence FOR EACH ROW EXECUTE FUNCTION race()");

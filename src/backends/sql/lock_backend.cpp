@@ -30,6 +30,7 @@ struct sql_lock_backend::link {
   asio::cancellation_signal cancel;
   asio::steady_timer ping;
   bool pinging = false;
+  unsigned lost_races = 0; // its setup's statements run again for a lost race (create_fence_table)
 };
 
 struct sql_lock_backend::bid_state {
@@ -39,6 +40,7 @@ struct sql_lock_backend::bid_state {
   bool answered = false;                    // its one event is on its way
   std::string key;
   std::shared_ptr<link> waiting_on;         // its blocking statement runs there
+  unsigned lost_races = 0;                  // its lock statements run again for a lost race
 };
 
 class sql_lock_backend::contender_impl final : public core::contender {
@@ -367,10 +369,13 @@ std::string sql_lock_backend::lock_words(const sql_result& r) const {
 // back, since the lock may have been taken before the failure and a rollback does not undo it.
 // False: neither failure (or the table already created once).
 bool sql_lock_backend::create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r,
-                                          bool created, std::function<void()> then, const bid_state* bid) {
+                                          bool created, std::function<void()> then, bid_state* bid) {
   if (ec != error::database_error || l->dead)
     return false;
-  if (dialect_.lost_race(r.words)) {
+  // A race is lost a few times at most (one winner each time); one that comes back more often is
+  // not a race: its failure is reported.
+  constexpr unsigned max_lost_races = 8;
+  if (dialect_.lost_race(r.words) && ++(bid != nullptr ? bid->lost_races : l->lost_races) <= max_lost_races) {
     if (bid == nullptr) {
       then();
       return true;

@@ -230,7 +230,7 @@ private:
                  core::steady::time_point from);
   void date_lease(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token);
   bool create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r, bool created,
-                          std::function<void()> then, const bid_state* bid = nullptr);
+                          std::function<void()> then, bid_state* bid = nullptr);
   void fenced(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token,
               core::steady::time_point from);
   void give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared);
