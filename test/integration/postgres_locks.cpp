@@ -60,6 +60,39 @@ struct postgres {
     return s.sql("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted LIMIT 1");
   }
   static void kill(server_type& s, const std::string& pid) { s.sql("SELECT pg_terminate_backend(" + pid + ")"); }
+  /// A table of someone else's (in the search path's schema), and its name.
+  static std::string make_canary(server_type& s) {
+    s.sql("CREATE TABLE canary (x INT)");
+    return "canary";
+  }
+  static void make_schema(server_type& s, const std::string& schema) { s.sql("CREATE SCHEMA " + schema); }
+  /// A fence table of that name (in the search path's schema).
+  static std::string fence_table_named(const std::string& name) { return name; }
+  /// Whether `table` (schema.table, each part as written: quoted) exists.
+  static bool table_exists(server_type& s, const std::string& table) {
+    const auto dot = table.find('.');
+    const std::string quoted =
+        dot == std::string::npos ? '"' + table + '"' : '"' + table.substr(0, dot) + "\".\"" + table.substr(dot + 1) + '"';
+    return s.sql("SELECT to_regclass('" + quoted + "') IS NOT NULL") == "t";
+  }
+  /// As an admin would: the fence's counter (every version's), or all its objects, dropped.
+  static void drop_fence(server_type& s, bool everything) {
+    s.sql("DROP SEQUENCE IF EXISTS corolock_fence_seq, corolock_fence_tokens");
+    if (everything)
+      s.sql("DROP TABLE IF EXISTS corolock_fence, corolock_fence_epoch, corolock_fence_alive, corolock_fence_run");
+  }
+  /// The next insert into the fence table fails once (or every time) as a deadlock would (a
+  /// trigger; the counter of inserts tried is a sequence: a rollback does not undo it).
+  static void inject_race(server_type& s, bool every_time = false) {
+    s.sql(std::string("CREATE SEQUENCE IF NOT EXISTS race_inserts; SELECT setval('race_inserts', 1, false);"
+          "CREATE OR REPLACE FUNCTION race() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+          "IF nextval('race_inserts') = 1 OR ") + (every_time ? "true" : "false") +
+          " THEN RAISE EXCEPTION 'deadlock detected (injected)' USING ERRCODE = '40P01';"
+          " END IF; RETURN NEW; END $$;"
+          "DROP TRIGGER IF EXISTS race ON corolock_fence;"
+          "CREATE TRIGGER race BEFORE INSERT ON corolock_fence FOR EACH ROW EXECUTE FUNCTION race()");
+  }
+  static bool race_met(server_type& s) { return s.sql("SELECT is_called FROM race_inserts") == "t"; }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock_fence SET name = '\\x00'::bytea WHERE lock_key = " + key);
   }
@@ -94,6 +127,10 @@ COROLOCK_SQL_LOCK_CASE(at_the_pool_limit_a_bid_waits_for_a_freed_session, postgr
 COROLOCK_SQL_LOCK_CASE(a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin, postgres)
 COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, postgres)
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
+COROLOCK_SQL_LOCK_CASE(a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_one_works, postgres)
+COROLOCK_SQL_LOCK_CASE(tokens_rise_after_an_admin_drops_the_fence_objects, postgres)
+COROLOCK_SQL_LOCK_CASE(many_clients_using_a_new_name_and_fence_table_at_once_all_get_it, postgres)
+COROLOCK_SQL_LOCK_CASE(a_lock_statement_that_loses_a_race_on_the_fence_is_run_again, postgres)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, postgres)
 COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, postgres)

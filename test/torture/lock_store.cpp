@@ -210,10 +210,8 @@ public:
   }
   std::string fence_counter() override {
     try {
-      // The token is the epoch << 43 | the sequence's value; the sequence says only where its
-      // cache ends.
-      return server_.sql("SELECT CONCAT('epoch ', (SELECT epoch FROM corolock.fence_alive), ', sequence cached to ', "
-                         "next_not_cached_value) FROM corolock.fence_seq");
+      // The token is the sequence's value; the sequence says only where its cache ends.
+      return server_.sql("SELECT CONCAT('sequence cached to ', next_not_cached_value) FROM corolock.fence_tokens");
     } catch (const std::runtime_error&) {
       return "no fence table";
     }
@@ -257,8 +255,8 @@ public:
   }
   std::string fence_counter() override {
     try {
-      // The last token drawn: the epoch << 43 | the sequence's last value.
-      return server_.sql("SELECT (SELECT epoch FROM corolock_fence_alive) << 43 | last_value FROM corolock_fence_seq");
+      // The last token drawn: the sequence's last value.
+      return server_.sql("SELECT last_value FROM corolock_fence_tokens");
     } catch (const std::runtime_error&) {
       return "no fence table";
     }

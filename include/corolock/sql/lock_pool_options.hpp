@@ -28,7 +28,10 @@ struct lock_pool_options {
   std::chrono::milliseconds session_timeout{15000};
   /// The fencing counter table, created on first use when missing. Empty: `corolock.fence` on
   /// MariaDB/MySQL (database `corolock`, created too), `corolock_fence` on PostgreSQL (the
-  /// connection's search path).
+  /// connection's search path). A table name or `schema.table`, each part 1..56 ASCII letters,
+  /// digits or `_`, not starting with a digit; quoted as an identifier (case kept). Anything else
+  /// is refused when the client is made: boost::system::system_error with error::invalid_argument.
+  /// Its objects (`<table>_tokens`, `_epoch`, `_run`) carry the fence's floor: docs/deployment.md.
   std::string fence_table;
 };
 

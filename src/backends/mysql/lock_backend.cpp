@@ -11,10 +11,33 @@ constexpr unsigned er_bad_db = 1049;        // ER_BAD_DB_ERROR
 constexpr unsigned er_no_such_table = 1146; // ER_NO_SUCH_TABLE
 constexpr unsigned er_query_interrupted = 1317; // ER_QUERY_INTERRUPTED (KILL QUERY)
 constexpr unsigned er_statement_timeout = 1969; // ER_STATEMENT_TIMEOUT (max_statement_time)
+constexpr unsigned er_unknown_sequences = 4091; // ER_UNKNOWN_SEQUENCES
+constexpr unsigned er_lock_deadlock = 1213;     // ER_LOCK_DEADLOCK
 
-// A token: the epoch above the counter's 43 bits (2^43 - 1 acquisitions per epoch, 2^20 epochs).
-constexpr int counter_bits = 43;
-constexpr std::uint64_t counter_max = (std::uint64_t{1} << counter_bits) - 1;
+// Tokens: one sequence's values, never below the fence's floor (fence_floor). corolock before
+// the floor drew epoch << 43 | counter: the floor stays above every token of that scheme.
+constexpr int legacy_counter_bits = 43;
+
+// An object of the fence table `table` (`suffix`: "", "_epoch", …), quoted.
+std::string object(const std::string& table, std::string_view suffix = {}) {
+  return detail::fence_identifier(table, suffix, '`');
+}
+
+// The fence's floor: the server's clock in microseconds, and above every token of the former
+// scheme (whose epoch is durable). Every new session moves the counter up to it (SETVAL never
+// moves a sequence down), and a counter created again after an admin dropped it starts there:
+// every token handed out before lies below it as long as the counter did not outrun the clock
+// (draw more than one value per microsecond since it was last moved up; a restart, a crash that
+// took back cached values, ends every session, and the next ones move it up). SETVAL and START
+// WITH take only a number, and EXECUTE IMMEDIATE no subquery: the floor is read into a session
+// variable (floor_assignment), then the statement is written with its value (at_fence_floor).
+std::string floor_assignment(const std::string& table) {
+  return "@corolock_floor = GREATEST(CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS UNSIGNED), COALESCE((SELECT "
+         "(epoch + 1) << " + std::to_string(legacy_counter_bits) + " FROM " + object(table, "_epoch") + "), 0))";
+}
+std::string at_fence_floor(const std::string& before, const std::string& after) {
+  return "EXECUTE IMMEDIATE CONCAT('" + before + "', @corolock_floor, '" + after + "')";
+}
 
 core::backend_traits mysql_traits() {
   core::backend_traits t;
@@ -41,31 +64,23 @@ detail::sql_dialect dialect(config cfg) {
     }
     return out + "'";
   };
-  // The epoch: bumped when the MEMORY table that records it for this run of the server is empty
-  // (its first use, or a restart of any kind, which empties it). The bump commits (flushed, with
-  // innodb_flush_log_at_trx_commit=1) before the value it wrote — this session's, kept by
-  // LAST_INSERT_ID — is recorded there: another session's bump may be visible before it is flushed.
-  // The session keeps the epoch in a variable: a MEMORY table is locked per statement, and a lock
-  // statement that waits in GET_LOCK must not hold it (a new session's INSERT would wait behind it).
+  // The session's idle bound, and the counter moved up to the fence's floor (at_fence_floor).
   d.setup_statements = [](const std::string& table,
                           std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
     // A wait in GET_LOCK is as long as the lock is held: max_statement_time (an operator's, on the
     // server or the account) would cut it, so this session has none.
     return {"SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000) +
-                ", max_statement_time = 0",
-            "UPDATE " + table + "_epoch SET epoch = LAST_INSERT_ID(epoch + 1) WHERE NOT EXISTS (SELECT 1 FROM " +
-                table + "_alive)",
-            "INSERT IGNORE INTO " + table + "_alive SELECT 1, LAST_INSERT_ID() FROM DUAL WHERE LAST_INSERT_ID() > 0",
-            "SET @corolock_epoch = (SELECT epoch FROM " + table + "_alive)"};
+                ", max_statement_time = 0, " + floor_assignment(table),
+            at_fence_floor("SELECT SETVAL(" + object(table, "_tokens") + ", ", ")")};
   };
   d.unlock_statement = [](const std::string& key, bool) -> std::string {
     return "SELECT RELEASE_LOCK(" + key + ")";
   };
   d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "1"; };
   d.unlock_all_statement = "SELECT RELEASE_ALL_LOCKS()";
-  // One statement: GET_LOCK, then only when it said 1, the token: the epoch (high bits) and the
-  // sequence's next value (a write only when the sequence refills its cache). Answers one row: the
-  // token, 0 (not granted) or NULL (GET_LOCK failed, or no epoch). `check` (the first use of a key
+  // One statement: GET_LOCK, then only when it said 1, the token: the counter's next value (a write
+  // only when the sequence refills its cache). Answers one row: the token, 0 (not granted) or NULL
+  // (GET_LOCK failed). `check` (the first use of a key
   // by this client): GET_LOCK in the WHERE of an INSERT … SELECT, which creates the key's fence
   // row or finds it recording this name; answers in the OK packet: the token as the insert id; a
   // row of another name (a collision) is found and left alone: insert id 0, one row (the session
@@ -73,10 +88,10 @@ detail::sql_dialect dialect(config cfg) {
   d.lock_statement = [](const std::string& table, const std::string& key, const std::string& hashed_hex,
                         bool, bool wait, bool check) -> std::string {
     const std::string lock = "GET_LOCK(" + key + (wait ? ", 3600)" : ", 0)");
-    const std::string token = "@corolock_epoch << " + std::to_string(counter_bits) + " | NEXTVAL(" + table + "_seq)";
+    const std::string token = "NEXTVAL(" + object(table, "_tokens") + ")";
     if (!check)
       return "SELECT CASE " + lock + " WHEN 1 THEN " + token + " WHEN 0 THEN 0 END";
-    return "INSERT INTO " + table + " (lock_key, name, token) SELECT " + key + ", X'" + hashed_hex +
+    return "INSERT INTO " + object(table) + " (lock_key, name, token) SELECT " + key + ", X'" + hashed_hex +
            "', LAST_INSERT_ID(" + token + ") FROM DUAL WHERE " + lock +
            " = 1 ON DUPLICATE KEY UPDATE token = IF(name = VALUES(name), LAST_INSERT_ID(VALUES(token)), "
            "token + LAST_INSERT_ID(0))";
@@ -94,30 +109,34 @@ detail::sql_dialect dialect(config cfg) {
     return token > 0 ? answer::granted : answer::not_granted;
   };
   // The fence row of a key records its name (the token column: the last token of a check, and
-  // what the counter rows of corolock before the sequence reached, for the first epoch).
+  // what the counter rows of corolock before the sequence reached, for the first epoch). The
+  // epoch of the former scheme stays durable (the floor reads it). The counter is created at the
+  // floor (one statement: no draw below it).
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
     std::vector<std::string> out;
     if (const auto dot = table.find('.'); dot != std::string::npos)
-      out.push_back("CREATE DATABASE IF NOT EXISTS " + table.substr(0, dot));
-    out.push_back("CREATE TABLE IF NOT EXISTS " + table +
+      out.push_back("CREATE DATABASE IF NOT EXISTS `" + table.substr(0, dot) + "`");
+    out.push_back("CREATE TABLE IF NOT EXISTS " + object(table) +
                   " (lock_key VARBINARY(64) NOT NULL PRIMARY KEY, name VARBINARY(1400) NOT NULL,"
                   " token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
-    out.push_back("CREATE TABLE IF NOT EXISTS " + table +
-                  "_epoch (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
-    out.push_back("INSERT IGNORE INTO " + table + "_epoch SELECT 1, COALESCE(MAX(token), 0) >> " +
-                  std::to_string(counter_bits) + " FROM " + table);
-    out.push_back("CREATE TABLE IF NOT EXISTS " + table +
-                  "_alive (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=MEMORY");
-    out.push_back("CREATE SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max) +
-                  " CACHE 1000 ENGINE=InnoDB");
+    out.push_back("CREATE TABLE IF NOT EXISTS " + object(table, "_epoch") +
+                  " (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
+    out.push_back("INSERT IGNORE INTO " + object(table, "_epoch") + " SELECT 1, COALESCE(MAX(token), 0) >> " +
+                  std::to_string(legacy_counter_bits) + " FROM " + object(table));
+    out.push_back("SET " + floor_assignment(table));
+    out.push_back(at_fence_floor("CREATE SEQUENCE IF NOT EXISTS " + object(table, "_tokens") + " START WITH ",
+                                 " CACHE 1000 ENGINE=InnoDB"));
     return out;
   };
   d.missing_table = [](const detail::sql_words& w) -> bool {
-    return w.code == er_no_such_table || w.code == er_bad_db;
+    return w.code == er_no_such_table || w.code == er_bad_db || w.code == er_unknown_sequences;
   };
   d.wait_cut = [](const detail::sql_words& w) {
     return w.code == er_query_interrupted || w.code == er_statement_timeout;
   };
+  // Two first uses of names inserting their fence rows at once (InnoDB's gap locks): one is
+  // chosen to fail and rolled back.
+  d.lost_race = [](const detail::sql_words& w) -> bool { return w.code == er_lock_deadlock; };
   return d;
 }
 

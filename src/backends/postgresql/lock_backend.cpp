@@ -9,9 +9,9 @@
 namespace corolock::postgresql {
 namespace {
 
-// A token: the epoch above the counter's 43 bits (2^43 - 1 acquisitions per epoch, 2^20 epochs).
-constexpr int counter_bits = 43;
-constexpr std::int64_t counter_max = (std::int64_t{1} << counter_bits) - 1;
+// Tokens: one sequence's values, never below the fence's floor (fence_floor). corolock before
+// the floor drew epoch << 43 | counter: the floor stays above every token of that scheme.
+constexpr int legacy_counter_bits = 43;
 
 core::backend_traits postgresql_traits() {
   core::backend_traits t;
@@ -21,16 +21,30 @@ core::backend_traits postgresql_traits() {
   return t; // no fixed lease, no semaphore, no fifo promise, no replicas
 }
 
+// An object of the fence table `table` (`suffix`: "", "_epoch", …), quoted.
+std::string object(const std::string& table, std::string_view suffix = {}) {
+  return detail::fence_identifier(table, suffix, '"');
+}
+
+// The fence's floor: the server's clock in microseconds, and above every token of the former
+// scheme (whose counter's epoch is durable). A counter that starts over — created again after an
+// admin dropped it, or the unlogged one emptied by a crash — is set there before any draw: every
+// token handed out before lies below it as long as no counter outran the clock (drew more than
+// one value per microsecond since it was set; the Redis backend's fence rests on the same).
+std::string fence_floor(const std::string& table) {
+  return "GREATEST((extract(epoch FROM clock_timestamp()) * 1000000)::bigint, (SELECT (epoch + 1) << " +
+         std::to_string(legacy_counter_bits) + " FROM " + object(table, "_epoch") + "))";
+}
+
 // The lock statement's text of one form (see dialect's lock_statement for what it does).
 std::string lock_form_text(const std::string& table, bool shared, bool wait, bool check) {
   const std::string suffix = shared ? "_shared($1::bigint)" : "($1::bigint)";
   const std::string lock = wait ? "SELECT true AS got FROM pg_advisory_lock" + suffix
                                 : "SELECT pg_try_advisory_lock" + suffix + " AS got";
-  const std::string token = "(SELECT epoch FROM " + table + "_alive) << " + std::to_string(counter_bits) +
-                            " | nextval('" + table + "_seq')";
+  const std::string token = "nextval('" + object(table, "_tokens") + "')";
   std::string sql = "WITH l AS MATERIALIZED (" + lock + ")";
   if (check)
-    sql += ", b AS (INSERT INTO " + table + " AS f (lock_key, name, token) SELECT $1::bigint, $2::bytea, 0"
+    sql += ", b AS (INSERT INTO " + object(table) + " AS f (lock_key, name, token) SELECT $1::bigint, $2::bytea, 0"
            " FROM l WHERE l.got ON CONFLICT (lock_key) DO UPDATE SET token = f.token"
            " WHERE f.name = EXCLUDED.name RETURNING 1)";
   sql += " SELECT l.got, CASE WHEN NOT l.got THEN NULL";
@@ -69,18 +83,21 @@ detail::sql_dialect dialect(config cfg) {
   d.setup_statements = [](const std::string& table,
                           std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
     // Read committed whatever the server's default: the check's snapshot is older than the grant,
-    // and only read committed updates the fence row's newest version then. The epoch: bumped
-    // (committed, so flushed, before anyone reads it) when the unlogged table that records it is
-    // empty — its first use, or after a crash, which empties it and resets the unlogged sequence.
-    // The prepared lock and unlock statements get their generic plan at once (planned once per
+    // and only read committed updates the fence row's newest version then. The counter's floor:
+    // set by the first session of each run of the server whose counter may have started over —
+    // the unlogged table that marks the run is empty (its first use, or after a crash, which
+    // empties it and resets the unlogged sequence). The mark's insert makes the other sessions
+    // of the run wait for the floor (a unique key), and the floor only moves the counter up. The
+    // prepared lock and unlock statements get their generic plan at once (planned once per
     // session, not at each of their first five executions). A wait is as long as the lock is held:
     // statement_timeout and lock_timeout (an operator's, on the server, role or database) would
     // cut it (57014, 55P03), so this session has neither.
     return {"SET idle_session_timeout = " + std::to_string(session_timeout.count()) +
                 "; SET default_transaction_isolation = 'read committed'; SET plan_cache_mode = force_generic_plan"
                 "; SET statement_timeout = 0; SET lock_timeout = 0",
-            "WITH e AS (UPDATE " + table + "_epoch SET epoch = epoch + 1 WHERE NOT EXISTS (SELECT FROM " + table +
-                "_alive) RETURNING epoch) INSERT INTO " + table + "_alive SELECT true, epoch FROM e ON CONFLICT DO NOTHING"};
+            "WITH r AS (INSERT INTO " + object(table, "_run") + " VALUES (true) ON CONFLICT DO NOTHING RETURNING 1) "
+            "SELECT setval('" + object(table, "_tokens") + "', f.v) FROM r, (SELECT " + fence_floor(table) +
+                " AS v) f, " + object(table, "_tokens") + " s WHERE s.last_value < f.v"};
   };
   // The hot path's statements are prepared (once per session): the key is their parameter $1.
   d.unlock_statement = [](const std::string& key, bool shared) -> detail::sql_statement {
@@ -90,11 +107,11 @@ detail::sql_dialect dialect(config cfg) {
   d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "t"; };
   d.unlock_all_statement = "SELECT pg_advisory_unlock_all()";
   // One statement: the lock (a CTE, materialized, so it runs first and once), then, from its row
-  // only when granted, the token: the epoch (high bits) and the next value of the unlogged
-  // sequence, no write to any table, no WAL. `check` (the first use of a key by this client): the
+  // only when granted, the token: the next value of the unlogged counter (above the fence's floor:
+  // fence_floor), no write to any table, no WAL. `check` (the first use of a key by this client): the
   // fence row of the key is also inserted or found recording this name (ON CONFLICT reads its
   // newest version whatever the statement's snapshot; the session runs read committed), token 0
-  // if it records another. Answers: got, the token (NULL: not got, or no epoch), the server's
+  // if it records another. Answers: got, the token (NULL: not got), the server's
   // microseconds from the statement's arrival to the token. Prepared once per session and form
   // (shared, wait, check: 8 names at most); the key is $1, the hashed name $2 (check only).
   // Each form's name and text are built at its first use and kept: a session sends the text only
@@ -127,7 +144,7 @@ detail::sql_dialect dialect(config cfg) {
       const auto text = r.value(0, c).value_or("");
       return std::from_chars(text.data(), text.data() + text.size(), out).ec == std::errc{};
     };
-    if (!r.value(0, 1) || !number(1, token)) // no epoch: the setup did not run
+    if (!number(1, token))
       return answer::failed;
     std::int64_t us = 0;
     waited = std::chrono::microseconds(number(2, us) && us > 0 ? us : 0);
@@ -135,24 +152,33 @@ detail::sql_dialect dialect(config cfg) {
   };
   d.lock_times_wait = true;
   // The fence row of a key records its name (the token column: what the counter rows of corolock
-  // before the sequence reached, for the first epoch). The epoch: durable; the table recording it
-  // for this run of the server and the counter: unlogged (PostgreSQL 15; before it, a logged
-  // sequence, whose values a crash may take back, which the epoch covers as well).
+  // before the sequence reached). The epoch of the former scheme stays durable (the floor reads
+  // it). The run's mark and the counter: unlogged (PostgreSQL 15; before it, a logged sequence,
+  // whose values a crash may take back, which the floor set after it covers as well). A counter
+  // is created and set to the floor in one transaction (one text: visible to others only set).
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
-    return {"CREATE TABLE IF NOT EXISTS " + table +
+    const std::string counter = object(table, "_tokens");
+    const std::string set_to_floor =
+        "; SELECT setval('" + counter + "', " + fence_floor(table) + ") FROM " + counter + " WHERE NOT is_called";
+    return {"CREATE TABLE IF NOT EXISTS " + object(table) +
                 " (lock_key BIGINT NOT NULL PRIMARY KEY, name BYTEA NOT NULL, token BIGINT NOT NULL)",
-            "CREATE TABLE IF NOT EXISTS " + table +
-                "_epoch (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
-            "INSERT INTO " + table + "_epoch SELECT true, COALESCE(MAX(token), 0) >> " +
-                std::to_string(counter_bits) + " FROM " + table + " ON CONFLICT DO NOTHING",
-            "CREATE UNLOGGED TABLE IF NOT EXISTS " + table +
-                "_alive (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
-            "CREATE UNLOGGED SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max),
-            "CREATE SEQUENCE IF NOT EXISTS " + table + "_seq MAXVALUE " + std::to_string(counter_max)};
+            "CREATE TABLE IF NOT EXISTS " + object(table, "_epoch") +
+                " (one BOOLEAN PRIMARY KEY CHECK (one), epoch BIGINT NOT NULL)",
+            "INSERT INTO " + object(table, "_epoch") + " SELECT true, COALESCE(MAX(token), 0) >> " +
+                std::to_string(legacy_counter_bits) + " FROM " + object(table) + " ON CONFLICT DO NOTHING",
+            "CREATE UNLOGGED TABLE IF NOT EXISTS " + object(table, "_run") + " (one BOOLEAN PRIMARY KEY CHECK (one))",
+            "CREATE UNLOGGED SEQUENCE IF NOT EXISTS " + counter + set_to_floor,
+            "CREATE SEQUENCE IF NOT EXISTS " + counter + set_to_floor};
   };
   d.missing_table = [](const detail::sql_words& w) -> bool { return w.sqlstate == "42P01"; };
   // query_canceled (statement_timeout, pg_cancel_backend), lock_not_available (lock_timeout).
   d.wait_cut = [](const detail::sql_words& w) { return w.sqlstate == "57014" || w.sqlstate == "55P03"; };
+  // A deadlock or serialization failure between first uses; a CREATE … IF NOT EXISTS racing
+  // another session's (unique_violation in the catalog, duplicate_table, duplicate_object).
+  d.lost_race = [](const detail::sql_words& w) -> bool {
+    return w.sqlstate == "40P01" || w.sqlstate == "40001" || w.sqlstate == "23505" || w.sqlstate == "42P07" ||
+           w.sqlstate == "42710";
+  };
   return d;
 }
 

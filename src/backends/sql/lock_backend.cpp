@@ -3,6 +3,7 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <openssl/evp.h>
 
@@ -29,6 +30,7 @@ struct sql_lock_backend::link {
   asio::cancellation_signal cancel;
   asio::steady_timer ping;
   bool pinging = false;
+  unsigned lost_races = 0; // its setup's statements run again for a lost race (create_fence_table)
 };
 
 struct sql_lock_backend::bid_state {
@@ -39,6 +41,7 @@ struct sql_lock_backend::bid_state {
   std::string key;
   std::shared_ptr<link> waiting_on;         // its blocking statement runs there
   bool found_taken = false;                 // a one look on a shared session found the lock taken
+  unsigned lost_races = 0;                  // its lock statements run again for a lost race
 };
 
 class sql_lock_backend::contender_impl final : public core::contender {
@@ -70,12 +73,62 @@ std::string hex(const unsigned char* p, std::size_t n) {
   return out;
 }
 
+// A value as words can show it: bytes outside printable ASCII as \xHH.
+std::string printable(std::string_view value) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : value) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += digits[b >> 4];
+      out += digits[b & 15];
+    }
+  }
+  return out;
+}
+
 } // namespace
+
+std::string fence_table_refusal(const std::string& table) {
+  const auto dot = table.find('.');
+  const std::string_view parts[2] = {std::string_view(table).substr(0, dot),
+                                     dot == std::string::npos ? std::string_view{} : std::string_view(table).substr(dot + 1)};
+  for (std::size_t i = 0; i < (dot == std::string::npos ? 1 : 2); ++i) {
+    const auto part = parts[i];
+    if (part.empty() || part.size() > max_fence_part_length)
+      return "each part (table, or schema.table) must be 1 to " + std::to_string(max_fence_part_length) +
+             " characters long";
+    if (part[0] >= '0' && part[0] <= '9')
+      return "a part must not start with a digit";
+    for (const char c : part)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+        return c == '.' ? "at most one dot (schema.table)"
+                        : "only ASCII letters, digits and _ (and one dot: schema.table) may name it";
+  }
+  return {};
+}
+
+std::string fence_identifier(const std::string& table, std::string_view suffix, char quote) {
+  const auto dot = table.find('.');
+  const std::string q(1, quote);
+  const std::string schema = dot == std::string::npos ? "" : q + table.substr(0, dot) + q + ".";
+  return schema + q + table.substr(dot == std::string::npos ? 0 : dot + 1) + std::string(suffix) + q;
+}
 
 sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, sql_dialect dialect, sql::lock_pool_options options)
     : executor_(std::move(ex)), dialect_(std::move(dialect)), traits_(dialect_.traits), options_(std::move(options)),
       fence_table_(options_.fence_table.empty() ? dialect_.default_fence_table : options_.fence_table),
       random_(std::random_device{}()) {
+  // The name goes into statements (and PostgreSQL runs a setup text of several statements): one
+  // that is not a plain identifier is refused here, at the client's creation, before any session.
+  if (const auto why = fence_table_refusal(fence_table_); !why.empty())
+    throw boost::system::system_error(make_error_code(error::invalid_argument),
+                                      "corolock::" + std::string(traits_.store) +
+                                          "::lock_client: lock_pool_options::fence_table '" + printable(fence_table_) +
+                                          "' refused: " + why);
   options_.session_timeout = std::max(options_.session_timeout, std::chrono::milliseconds(3000));
   options_.max_sessions = std::max<std::size_t>(options_.max_sessions, 1);
 }
@@ -178,7 +231,7 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
                 create_fence_table(l, ec, r, created, [this, st, l] {
                   if (st->events != nullptr)
                     try_on(st, l, true);
-                }))
+                }, st.get()))
               return;
             if (a == answer::granted && !l->dead) {
               l->held[st->key] = shared;
@@ -241,7 +294,7 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
                     return wait_on(st, l, true);
                   l->blocking = false;
                   freed(l);
-                }))
+                }, st.get()))
               return;
             if (a == answer::granted && !l->dead) { // also after a cancel that came too late
               l->held[st->key] = shared;
@@ -314,10 +367,28 @@ std::string sql_lock_backend::lock_words(const sql_result& r) const {
 // The fence table is missing (created on first use): creates it, then `then` runs the statement
 // again. A creator racing ours may make our CREATE fail (PostgreSQL: a unique violation in its
 // catalog): the table is there then, so the statement is tried again whatever the CREATE said,
-// and its own failure is the one reported. False: not that failure (or already tried).
+// and its own failure is the one reported. Or the statement lost a race with another session's
+// on the fence's rows or objects (dialect's lost_race: a deadlock between two first uses of names,
+// a CREATE racing another): it is run again — a lock statement (`bid`) after its lock is given
+// back, since the lock may have been taken before the failure and a rollback does not undo it.
+// False: neither failure (or the table already created once).
 bool sql_lock_backend::create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r,
-                                          bool created, std::function<void()> then) {
-  if (ec != error::database_error || created || l->dead || !dialect_.missing_table(r.words))
+                                          bool created, std::function<void()> then, bid_state* bid) {
+  if (ec != error::database_error || l->dead)
+    return false;
+  // A race is lost a few times at most (one winner each time); one that comes back more often is
+  // not a race: its failure is reported.
+  constexpr unsigned max_lost_races = 8;
+  if (dialect_.lost_race(r.words) && ++(bid != nullptr ? bid->lost_races : l->lost_races) <= max_lost_races) {
+    if (bid == nullptr) {
+      then();
+      return true;
+    }
+    run(l, {dialect_.unlock_statement(bid->key, bid->b.shared), options_.session_timeout / 3, false,
+            [then](error_code, sql_result, steady::time_point) { then(); }});
+    return true;
+  }
+  if (created || !dialect_.missing_table(r.words))
     return false;
   auto statements = dialect_.create_fence_table(fence_table_);
   auto remaining = std::make_shared<std::size_t>(statements.size());

@@ -116,10 +116,24 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 namespace corolock::detail {
+
+/// The fence table's name (lock_pool_options::fence_table) as the statements write it: each part
+/// (`table`, or `schema.table`) quoted with `quote` (PostgreSQL ", MariaDB/MySQL `), `suffix`
+/// appended to the table part (`corolock_fence` + `_seq` → "corolock_fence_seq"). The name was
+/// checked at the backend's construction (fence_table_refusal): letters, digits and _ only, so
+/// the quotes need no escaping and nothing in it can end the identifier.
+std::string fence_identifier(const std::string& table, std::string_view suffix, char quote);
+
+/// Why `table` cannot name the fence table (empty: it can): one or two parts joined by a dot, each
+/// 1..max_fence_part_length ASCII letters, digits or underscores, not starting with a digit —
+/// room left in the database's identifier limit (63 bytes on PostgreSQL) for the suffixes.
+std::string fence_table_refusal(const std::string& table);
+constexpr std::size_t max_fence_part_length = 56;
 
 /// A database's part: its statements and how to read their answers, filled by each database
 /// (src/backends/mysql/lock_backend.cpp, src/backends/postgresql/lock_backend.cpp).
@@ -160,6 +174,9 @@ struct sql_dialect {
   /// Whether a blocking lock statement's error says the server cut the wait, not that it failed: a
   /// statement bound, an operator's cancel. The wait goes on (unless the bid was withdrawn).
   std::function<bool(const sql_words& w)> wait_cut;
+  /// A failure of a statement on the fence that lost a race with another session's (a deadlock, a
+  /// CREATE racing another): run again (create_fence_table).
+  std::function<bool(const sql_words& w)> lost_race;
 };
 
 class sql_lock_backend : public core::backend {
@@ -222,7 +239,7 @@ private:
                  core::steady::time_point from);
   void date_lease(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token);
   bool create_fence_table(const std::shared_ptr<link>& l, error_code ec, const sql_result& r, bool created,
-                          std::function<void()> then);
+                          std::function<void()> then, bid_state* bid = nullptr);
   void fenced(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token,
               core::steady::time_point from);
   void give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared);
