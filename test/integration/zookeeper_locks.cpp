@@ -1109,6 +1109,57 @@ BOOST_AUTO_TEST_CASE(try_acquire_while_the_session_is_suspended_fails_at_once_wi
   });
 }
 
+// Issue 42, item 4. The session expired (the link reset, reconnects refused, past its timeout) and
+// the client asks for a new one (`connecting`): it knows it has no connection, so a try answers
+// not_connected at once (docs/api.md), not after the client's session bound (twice the timeout:
+// 3 000 ms here, 20 s by default) — alone, and behind this client's own waiter.
+BOOST_AUTO_TEST_CASE(try_acquire_while_a_new_session_is_asked_for_fails_at_once_with_not_connected) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(1500);
+    session_log log;
+    auto clients = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    auto& b = clients.first; // through the proxy
+    auto& a = clients.second;
+    corolock::mutex mb{*b, "order:42"}, waiting{*b, "order:43"};
+    corolock::semaphore sb{*b, "slots", 2};
+    co_await suspend(proxy, *b);
+    BOOST_REQUIRE(co_await eventually([&] { return log.expired.has_value(); }, milliseconds(5000)));
+    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::connecting; }));
+    attempt behind; // a waiter with a deadline of its own, riding through
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await waiting.acquire_for(milliseconds(1000), as_tuple_awaitable);
+      behind.ec = ec;
+    }, asio::detached);
+    const auto asked = clock_type::now();
+    auto [ec, g] = co_await mb.try_acquire(as_tuple_awaitable);
+    auto [sec, sg] = co_await sb.try_acquire(as_tuple_awaitable);
+    auto [wec, wg] = co_await waiting.try_acquire(as_tuple_awaitable);
+    const auto took = ms_between(asked, clock_type::now());
+    BOOST_TEST((ec == error::not_connected), "mutex: '" << ec.message() << "'");
+    BOOST_TEST((sec == error::not_connected), "semaphore: '" << sec.message() << "'");
+    BOOST_TEST((wec == error::not_connected), "behind a waiter: '" << wec.message() << "'");
+    BOOST_TEST(!g.owns_lock());
+    BOOST_TEST(!sg.owns_lock());
+    BOOST_TEST(took < 500.0);
+    BOOST_TEST_MESSAGE("three try_acquire, the session expired and a new one asked for (state "
+                       << zk::to_string(b->state()) << "): " << ec.message() << " in " << took << " ms");
+    BOOST_REQUIRE(co_await done(behind, milliseconds(5000)));
+    BOOST_TEST((*behind.ec == error::timeout), behind.ec->message());
+
+    proxy.heal();
+    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::connected; },
+                                      milliseconds(10000)));
+    auto again = co_await mb.try_acquire(); // the same handle works once a session is up
+    BOOST_TEST(again.owns_lock());
+    co_await again.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await b->close();
+    co_await a->close();
+  });
+}
+
 const std::string sem_dir = "/corolock/slots";
 
 // Capacity 3: a and b hold 1 each; c asks for all 3 and waits; d's requests for 1 come after it.
