@@ -240,6 +240,11 @@ public:
     /// per_lock stores: a reconnect after which each held lease should be checked at once (a
     /// restarted server may have lost them).
     std::function<void()> reconnected;
+    /// session stores: an earlier session_alive no longer holds — the store now expires the
+    /// session sooner (ZooKeeper: a reconnect negotiated a shorter timeout) — and every lease of
+    /// `session` is surely alive only until `alive_until`, even if told later before. Unset: never
+    /// called by a store whose bound only moves forward.
+    std::function<void(std::uint64_t session, steady::time_point alive_until)> session_shortened;
   };
   virtual void set_hooks(hooks h) = 0;
 };

@@ -33,6 +33,8 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -1157,6 +1159,58 @@ BOOST_AUTO_TEST_CASE(try_acquire_while_a_new_session_is_asked_for_fails_at_once_
     BOOST_TEST(co_await nothing_left(*a));
     co_await b->close();
     co_await a->close();
+  });
+}
+
+// Issue 42, item 1. A client with a 10 s session reconnects to its session on a server whose
+// maxSessionTimeout is now 4 s (an operator lowered it in a restart; the session and its node live
+// on in the data directory). The server expires the session 4 s after its last touch from then
+// on: the holder's lease must follow the new timeout at once, so that when its link freezes it is
+// told before the server drops its node and another client enters.
+BOOST_AUTO_TEST_CASE(a_reconnect_that_negotiates_a_shorter_session_timeout_shortens_the_lease_at_once) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    session_log log;
+    auto [held, other] = co_await through_and_direct(ex, proxy, server.url(), milliseconds(10000), log);
+    corolock::mutex mh{*held, "order:42"}, mo{*other, "order:42"};
+    auto g = co_await mh.acquire();
+    BOOST_TEST(held->negotiated_timeout().count() == 10000);
+    server.stop();
+    {
+      std::ifstream in(server.dir() / "zoo.cfg");
+      std::string cfg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const auto at = cfg.find("maxSessionTimeout=60000");
+      BOOST_REQUIRE(at != std::string::npos);
+      cfg.replace(at, std::string("maxSessionTimeout=60000").size(), "maxSessionTimeout=4000");
+      std::ofstream(server.dir() / "zoo.cfg") << cfg;
+    }
+    server.restart();
+    BOOST_REQUIRE(co_await eventually([&] {
+      return held->state() == zk::session_state::connected && held->negotiated_timeout().count() == 4000;
+    }, milliseconds(10000)));
+    BOOST_TEST(!g.lost());
+    const auto reconnected = clock_type::now();
+    told_lost lost;
+    watch_lost(ex, g, lost);
+    attempt wo;
+    start(ex, mo, wo);
+    BOOST_REQUIRE(co_await count_becomes(*other, dir, 2));
+    const auto t0 = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    BOOST_REQUIRE(co_await done(wo, milliseconds(15000)));
+    BOOST_TEST(!*wo.ec);
+    BOOST_REQUIRE(lost.ec.has_value());
+    BOOST_TEST((lost.at < wo.at));
+    BOOST_TEST(ms_between(t0, lost.at) < 4000.0);
+    BOOST_TEST_MESSAGE("negotiated 4 000 ms (asked 10 000) " << ms_between(reconnected, t0)
+                       << " ms before the link froze: holder told lost at " << ms_between(t0, lost.at)
+                       << " ms, the other client entered at " << ms_between(t0, wo.at) << " ms");
+    proxy.heal();
+    co_await wo.g.unlock();
+    BOOST_TEST(co_await nothing_left(*other));
+    co_await held->close();
+    co_await other->close();
   });
 }
 

@@ -222,6 +222,35 @@ BOOST_AUTO_TEST_CASE(reconnect_to_the_next_member_keeps_the_session_and_resends_
   BOOST_TEST(s.host() == 1u);
 }
 
+// Issue 42, item 1: a 10 s session reconnects to a member whose maxSessionTimeout is 4 s. The
+// server expires the session 4 s after its last touch from then on, so the local deadline (and the
+// leases that follow it) must move back at once, not stay at the old 10 s bound.
+BOOST_AUTO_TEST_CASE(a_reconnect_that_negotiates_a_shorter_timeout_moves_the_deadline_back_at_once) {
+  session s(config(2));
+  connect(s, 10000);
+  s.submit(op::exists, encode_path_watch("/a", false), watch_kind::none, {}, at(5000));
+  s.on_frame(reply(1, 3, zk_error::no_node), at(5001));
+  trace(s);
+  BOOST_TEST((s.alive_until() == at(15000)));
+  s.on_disconnected(at(6000));
+  s.on_connected(at(6010));
+  s.on_frame(connect_reply(4000), at(6020));
+  BOOST_TEST(trace(s) == "state suspended\nconnect 1\nconnect session=0x42 zxid=0x3 timeout=3000\n"
+                         "state connected");
+  BOOST_TEST(s.negotiated_timeout().count() == 4000);
+  BOOST_TEST((s.alive_until() == at(6010 + 4000))); // from the handshake's send, by the new timeout
+  // With nothing heard after it, the session is over for us at that deadline, not at 15 000.
+  s.on_timer(at(10010));
+  BOOST_TEST(trace(s) == "disconnect\nstate expired ZSESSIONEXPIRED");
+  // A longer timeout moves it forward as any proof of life does.
+  session l(config(2));
+  connect(l, 3000);
+  l.on_disconnected(at(100));
+  l.on_connected(at(110));
+  l.on_frame(connect_reply(8000), at(120));
+  BOOST_TEST((l.alive_until() == at(110 + 8000)));
+}
+
 BOOST_AUTO_TEST_CASE(every_member_refusing_pauses_before_the_next_round) {
   session s(config(2));
   connect(s);

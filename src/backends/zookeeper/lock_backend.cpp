@@ -75,6 +75,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   std::set<std::shared_ptr<bid_run>> running; ///< bids not yet over at the store
   std::map<std::string, std::shared_ptr<bid_run>> held; ///< granted and delivered, by owner
   std::int64_t session = 0;
+  std::int64_t told_session = 0;  ///< the session of the last on_alive report
+  steady::time_point told_until = steady::time_point::min(); ///< the bound it told
   bool suspended = false;
 
   milliseconds margin() const { return zk ? zk->negotiated_timeout() / 10 : milliseconds(0); }
@@ -273,8 +275,16 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     if (!zk)
       return;
     session = zk->session_id();
-    if (told.session_alive)
-      told.session_alive(static_cast<std::uint64_t>(session), alive_until - margin());
+    if (std::exchange(told_session, session) != session)
+      told_until = steady::time_point::min(); // a new session: nothing told of it yet
+    const auto until = alive_until - margin();
+    // The client's deadline moves back only when a reconnect negotiated a shorter timeout: the
+    // core must then shorten the leases too (session_alive never moves one back).
+    if (until < told_until && told.session_shortened)
+      told.session_shortened(static_cast<std::uint64_t>(session), until);
+    else if (told.session_alive)
+      told.session_alive(static_cast<std::uint64_t>(session), until);
+    told_until = until;
     const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
     for (const auto& b : all)
       if (b->held_back)

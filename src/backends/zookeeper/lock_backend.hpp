@@ -9,7 +9,9 @@
 // deadline (client::alive_until(): the send of the last answered request plus the negotiated
 // timeout, before which no server can have expired the session); the backend reports
 // session_alive(session, that deadline minus a tenth of the timeout) at each move, the tenth a
-// margin for the server's clock running faster than ours and for telling the holder. While the
+// margin for the server's clock running faster than ours and for telling the holder; a reconnect
+// that negotiates a shorter timeout moves that deadline back, and the backend says so at once
+// (session_shortened: the leases' deadlines move back with it). While the
 // client is suspended (disconnected within the session) no reply comes, the bound stays where it
 // was and the core marks the leases lost when it passes — before any server may expire the
 // session and grant the lock to another. A reconnect in time keeps the session and the locks (the

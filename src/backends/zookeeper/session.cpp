@@ -171,7 +171,12 @@ void session::handle_connect_response(std::string_view body, time_point now) {
   negotiated_ = std::chrono::milliseconds(r->timeout_ms);
   failed_in_round_ = 0;
   phase_ = phase::connected;
-  proof_of_life(handshake_sent_);
+  // The deadline starts again from this handshake, under the timeout it negotiated: a member may
+  // grant less than the last one did (a lower maxSessionTimeout), and from now on the server
+  // expires the session by that shorter timeout, so a deadline kept from the old one would outlive
+  // the session. The handshake is the latest proof (no reply is outstanding across a reconnect),
+  // so with a timeout as long or longer this is the max() that proof_of_life takes.
+  alive_until_ = handshake_sent_ + negotiated_;
   set_state(session_state::connected);
   if (!data_watches_.empty() || !exist_watches_.empty() || !child_watches_.empty()) {
     set_watches sw{.relative_zxid = last_zxid_,

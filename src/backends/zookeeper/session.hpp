@@ -14,7 +14,9 @@
 // - The local deadline (alive_until): the moment we SENT the last request the server answered, plus
 //   the negotiated timeout. The server touched the session after that send, so it cannot expire
 //   it before this deadline; once it passes without a newer proof, the session is expired for us,
-//   whatever a server may still say later. That is the bound a lock's lease follows. A packet read
+//   whatever a server may still say later. That is the bound a lock's lease follows. Each handshake
+//   sets it anew from its own send and the timeout it negotiated: a reconnect to a member that
+//   grants a shorter timeout moves it back at once (the server expires by the new one). A packet read
 //   after it (the process stopped with the packet in its socket; the read may run before the
 //   timer) is that expiry too, not looked at: a reply of a dead session must not grant a lock.
 // - Reconnect within the session: the members in turn from the one after the last, the same
