@@ -357,6 +357,31 @@ BOOST_AUTO_TEST_CASE(no_server_is_connect_failed_with_the_members_named) {
   });
 }
 
+// Issue 42, item 2: a request longer than the server's packet limit (jute.maxbuffer, 1 MiB by
+// default) would make the server drop the connection, and be written again after each reconnect.
+// It is refused before it is sent, with words; the session goes on, untouched.
+BOOST_AUTO_TEST_CASE(a_request_past_the_server_s_packet_limit_is_refused_with_words_and_never_sent) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    co_await c.connect();
+    const auto id = c.session_id();
+    diagnostics why;
+    auto [ec, made] = co_await c.create("/big", std::string(1100 * 1024, 'x'), zk::create_mode::ephemeral,
+                                        bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+    BOOST_TEST_MESSAGE("a create of 1 100 KiB: " << ec.message() << ": " << why.client_message());
+    BOOST_TEST((ec == error::invalid_argument), ec.message());
+    BOOST_TEST(why.client_message().find("packet limit") != std::string::npos, why.client_message());
+    co_await sleep_for(milliseconds(200));
+    BOOST_TEST((c.state() == zk::session_state::connected));
+    BOOST_TEST(c.session_id() == id);
+    BOOST_TEST(!(co_await c.exists("/big", false)).has_value());
+    auto fits = co_await c.create("/fits", std::string(1000 * 1024, 'x'), zk::create_mode::ephemeral);
+    BOOST_TEST(fits.path == "/fits");
+    co_await c.close();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_bad_url_or_path_is_invalid_argument) {
   asio::io_context io;
   for (const char* url : {"redis://127.0.0.1:2181", "zookeeper://", "zookeeper://h:0", "zookeeper://h:x",

@@ -1214,6 +1214,100 @@ BOOST_AUTO_TEST_CASE(a_reconnect_that_negotiates_a_shorter_session_timeout_short
   });
 }
 
+/// The server's count of armed watches (mntr's zk_watch_count), -1 when it does not say.
+long watch_count(std::uint16_t port) {
+  const auto m = four_letter_word(port, "mntr");
+  const auto at = m.find("zk_watch_count");
+  return at == std::string::npos ? -1 : std::stol(m.substr(at + std::string("zk_watch_count").size()));
+}
+
+// Issue 42, item 2 ("many names, many waiters, one reset"). One client (b, through the proxy) waits
+// on 1 000 locks with names of 1 020 bytes, two callers on each (2 000 waiters), behind another
+// client's holds. Its link is reset once: on reconnect it re-arms 1 000 watches of ~1.1 KB paths,
+// more than the server's 1 MiB packet limit in one SetWatches (the server then drops the
+// connection, and did so at every reconnect, for ever). In bounded batches: one reconnect, and
+// when the holder lets go, every waiter is served, on each lock in its order of arrival.
+BOOST_AUTO_TEST_CASE(many_names_many_waiters_one_reset_every_waiter_served_in_order) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    constexpr std::size_t locks = 1000, per_lock = 2;
+    session_log log;
+    auto [b, a] = co_await through_and_direct(ex, proxy, server.url(), milliseconds(6000), log);
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < locks; ++i) {
+      auto n = "many-" + std::to_string(i) + "-";
+      names.push_back(n + std::string(1020 - n.size(), 'x'));
+    }
+    std::deque<corolock::mutex> held_by_a, wanted_by_b;
+    for (const auto& n : names) {
+      held_by_a.emplace_back(*a, n);
+      wanted_by_b.emplace_back(*b, n);
+    }
+    std::vector<guard> a_guards(locks);
+    std::size_t a_holds = 0;
+    for (std::size_t i = 0; i < locks; ++i)
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        a_guards[i] = co_await held_by_a[i].acquire();
+        ++a_holds;
+      }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return a_holds == locks; }, milliseconds(20000)));
+    co_await sleep_for(milliseconds(200)); // the holder's own watches (one per held lock) are set
+    const auto watches_before = watch_count(server.port());
+
+    // b's waiters: each records its place in the order its lock served b (caller k of lock i).
+    std::vector<std::vector<int>> served(locks);
+    std::vector<std::uint64_t> tokens(locks * per_lock);
+    std::size_t ended = 0, failed = 0;
+    for (std::size_t k = 0; k < per_lock; ++k)
+      for (std::size_t i = 0; i < locks; ++i)
+        asio::co_spawn(ex, [&, i, k]() -> asio::awaitable<void> {
+          auto [ec, g] = co_await wanted_by_b[i].acquire_for(milliseconds(30000), as_tuple_awaitable);
+          if (ec) {
+            if (failed++ < 3)
+              BOOST_TEST_MESSAGE("lock " << i << " caller " << k << ": " << ec.message());
+          } else {
+            served[i].push_back(static_cast<int>(k));
+            tokens[i * per_lock + k] = g.fencing_token();
+            co_await g.unlock();
+          }
+          ++ended;
+        }, asio::detached);
+    // Every bid of b waits behind a's node, its watch armed.
+    BOOST_REQUIRE(co_await eventually([&] { return watch_count(server.port()) >= watches_before + long(locks); },
+                                      milliseconds(20000)));
+    const auto accepted = proxy.stats().accepted;
+    const auto t0 = clock_type::now();
+    proxy.reset_all();
+    BOOST_REQUIRE(co_await eventually([&] { return log.back.has_value(); }, milliseconds(5000)));
+    co_await sleep_for(milliseconds(500)); // a SetWatches the server refuses drops the link at once
+    const auto reconnects = proxy.stats().accepted - accepted;
+    BOOST_TEST(reconnects == 1u);
+    BOOST_TEST((b->state() == zk::session_state::connected));
+
+    const auto freed = clock_type::now();
+    for (auto& g : a_guards)
+      asio::co_spawn(ex, g.unlock(asio::use_awaitable), asio::detached);
+    const bool all_ended = co_await eventually([&] { return ended == locks * per_lock; }, milliseconds(20000));
+    std::size_t in_order = 0;
+    for (std::size_t i = 0; i < locks; ++i)
+      if (served[i] == std::vector<int>{0, 1} && tokens[i * per_lock] < tokens[i * per_lock + 1])
+        ++in_order;
+    BOOST_TEST_MESSAGE("1 000 locks of 1 020-byte names, 2 000 waiters of one client, its link reset: "
+                       << reconnects << " reconnect(s) in the first "
+                       << ms_between(t0, clock_type::now()) << " ms; " << ended << " waiters ended ("
+                       << failed << " failed), " << in_order << " locks served in order, in "
+                       << ms_between(freed, clock_type::now()) << " ms after the holder let go");
+    BOOST_TEST(all_ended);
+    BOOST_TEST(failed == 0u);
+    BOOST_TEST(in_order == locks);
+    BOOST_TEST(!log.expired.has_value());
+    co_await b->close();
+    BOOST_TEST(co_await nothing_left(*a, milliseconds(10000)));
+    co_await a->close();
+  });
+}
+
 const std::string sem_dir = "/corolock/slots";
 
 // Capacity 3: a and b hold 1 each; c asks for all 3 and waits; d's requests for 1 come after it.

@@ -251,6 +251,34 @@ BOOST_AUTO_TEST_CASE(a_reconnect_that_negotiates_a_shorter_timeout_moves_the_dea
   BOOST_TEST((l.alive_until() == at(110 + 8000)));
 }
 
+// Issue 42, item 2: the watches re-armed after a reconnect go in packets of a bounded size (here
+// 12 bytes of paths: 4-byte length + path each), each answered apart (xid -8, in order).
+BOOST_AUTO_TEST_CASE(watches_are_re_armed_in_bounded_batches_after_a_reconnect) {
+  auto cfg = config(2);
+  cfg.set_watches_batch = 12;
+  session s(cfg);
+  connect(s);
+  for (const char* p : {"/a", "/b", "/c"})
+    s.submit(op::exists, encode_path_watch(p, true), watch_kind::data, p, at(1));
+  s.submit(op::get_children2, encode_path_watch("/l", true), watch_kind::child, "/l", at(1));
+  s.submit(op::get_children2, encode_path_watch("/long/path", true), watch_kind::child, "/long/path", at(1));
+  for (std::int32_t x = 1; x <= 5; ++x)
+    s.on_frame(reply(x, 0x20, x <= 3 ? zk_error::no_node : zk_error::ok), at(2));
+  trace(s);
+  s.on_disconnected(at(100));
+  s.on_connected(at(110));
+  s.on_frame(connect_reply(3000), at(120));
+  BOOST_TEST(trace(s) == "state suspended\nconnect 1\nconnect session=0x42 zxid=0x20 timeout=3000\n"
+                         "state connected\n"
+                         "setWatches zxid=0x20 data=[] exist=[/a,/b] child=[]\n"
+                         "setWatches zxid=0x20 data=[] exist=[/c] child=[/l]\n"
+                         "setWatches zxid=0x20 data=[] exist=[] child=[/long/path]");
+  for (int i = 0; i < 3; ++i)
+    s.on_frame(reply(-8, 0x20), at(130 + i));
+  BOOST_TEST(trace(s).empty()); // three replies to three packets: no "never sent"
+  BOOST_TEST((s.state() == session_state::connected));
+}
+
 BOOST_AUTO_TEST_CASE(every_member_refusing_pauses_before_the_next_round) {
   session s(config(2));
   connect(s);

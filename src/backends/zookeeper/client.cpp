@@ -117,6 +117,14 @@ public:
       p->finish(ex_, closed_ ? error::closed : error::not_connected, zk_error::ok, {});
       return;
     }
+    if (request_header_size + body.size() > max_request) {
+      diagnostics_access::client(p->diag, std::string("a ZooKeeper ") + to_string(type) + " request of " +
+                                              std::to_string(request_header_size + body.size()) +
+                                              " bytes, past the server's packet limit of " +
+                                              std::to_string(max_request) + " (jute.maxbuffer): not sent");
+      p->finish(ex_, error::invalid_argument, zk_error::ok, {});
+      return;
+    }
     const auto x = fsm_.submit(type, std::move(body), w, std::move(watch_path), session::clock::now());
     auto slot = p->slot;
     pending_.emplace(x, std::move(p));

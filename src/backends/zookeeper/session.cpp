@@ -15,7 +15,8 @@ std::string hex(std::int64_t v) {
   return buf;
 }
 
-std::string joined(const std::set<std::string>& paths) {
+template <typename Paths>
+std::string joined(const Paths& paths) {
   std::string out = "[";
   for (const auto& p : paths)
     out += (out.size() > 1 ? "," : "") + p;
@@ -178,25 +179,48 @@ void session::handle_connect_response(std::string_view body, time_point now) {
   // so with a timeout as long or longer this is the max() that proof_of_life takes.
   alive_until_ = handshake_sent_ + negotiated_;
   set_state(session_state::connected);
-  if (!data_watches_.empty() || !exist_watches_.empty() || !child_watches_.empty()) {
-    set_watches sw{.relative_zxid = last_zxid_,
-                   .data_watches = {data_watches_.begin(), data_watches_.end()},
-                   .exist_watches = {exist_watches_.begin(), exist_watches_.end()},
-                   .child_watches = {child_watches_.begin(), child_watches_.end()}};
-    jute_writer w;
-    write_request_header(w, xid::set_watches, op::set_watches);
-    w.raw(encode(sw));
-    set_watches_sent_.push_back(now);
-    write(w.take_framed(),
-          "setWatches zxid=" + hex(last_zxid_) + " data=" + joined(data_watches_) +
-              " exist=" + joined(exist_watches_) + " child=" + joined(child_watches_),
-          now);
-  }
+  rearm_watches(now);
   while (!unsent_.empty()) {
     auto q = std::move(unsent_.front());
     unsent_.pop_front();
     write_request(std::move(q), now);
   }
+}
+
+void session::rearm_watches(time_point now) {
+  // Bounded batches, each its own SetWatches packet (all answered with xid -8, in order): one
+  // packet for every watch would pass the server's packet limit with a few thousand long paths,
+  // and the server would drop the connection at each reconnect, for ever.
+  set_watches batch;
+  batch.relative_zxid = last_zxid_;
+  std::size_t bytes = 0;
+  const auto flush = [&] {
+    if (bytes == 0)
+      return;
+    jute_writer w;
+    write_request_header(w, xid::set_watches, op::set_watches);
+    w.raw(encode(batch));
+    set_watches_sent_.push_back(now);
+    write(w.take_framed(),
+          "setWatches zxid=" + hex(last_zxid_) + " data=" + joined(batch.data_watches) +
+              " exist=" + joined(batch.exist_watches) + " child=" + joined(batch.child_watches),
+          now);
+    batch = set_watches();
+    batch.relative_zxid = last_zxid_;
+    bytes = 0;
+  };
+  const auto add = [&](const std::set<std::string>& from, std::vector<std::string> set_watches::*to) {
+    for (const auto& path : from) {
+      if (bytes > 0 && bytes + 4 + path.size() > cfg_.set_watches_batch)
+        flush();
+      (batch.*to).push_back(path);
+      bytes += 4 + path.size();
+    }
+  };
+  add(data_watches_, &set_watches::data_watches);
+  add(exist_watches_, &set_watches::exist_watches);
+  add(child_watches_, &set_watches::child_watches);
+  flush();
 }
 
 void session::handle_event(jute_reader& in) {

@@ -23,7 +23,9 @@
 //   session id and password, a short pause after each whole round; requests in flight on the lost
 //   connection fail with connection_loss (their outcome is unknown), requests not yet written wait
 //   for the next connection. After the handshake the watches still armed are re-sent with
-//   SetWatches and the last zxid seen, so the server fires those whose nodes changed meanwhile.
+//   SetWatches and the last zxid seen, so the server fires those whose nodes changed meanwhile: in
+//   packets of at most set_watches_batch bytes of paths each, every one far below the server's
+//   packet limit (max_request), which no request may pass.
 // - Expiry (the server's word, or the local deadline passed): everything in flight or queued fails
 //   with session_expired and the state says `expired`. Then, with new_session_after_expiry, a NEW
 //   session is asked for (session id 0, a zero password; the last zxid seen stays, so no member
@@ -57,7 +59,17 @@ struct session_config {
   std::chrono::milliseconds establish_timeout{10000};
   /// After an expiry: ask for a new session (see above) instead of staying expired.
   bool new_session_after_expiry = false;
+  /// The paths' bytes in one SetWatches packet after a reconnect (the rest go in more packets).
+  std::size_t set_watches_batch = 128 * 1024;
 };
+
+/// The largest packet a server takes by default (jute.maxbuffer, 0xfffff bytes, the length prefix
+/// not counted): a longer one makes it close the connection, and the request would be written
+/// again after each reconnect. The client refuses a request whose packet would be longer, before
+/// submit(); the session's own packets stay far below it (SetWatches in batches).
+inline constexpr std::size_t max_request = 0xfffff;
+/// A request's header: its xid and its op code.
+inline constexpr std::size_t request_header_size = 8;
 
 /// What a request arms when its reply succeeds.
 enum class watch_kind { none, data, child }; // data: exists/getData (an exist watch if no node)
@@ -148,6 +160,7 @@ private:
   void proof_of_life(time_point sent);
   void handle_connect_response(std::string_view body, time_point now);
   void handle_event(jute_reader& in);
+  void rearm_watches(time_point now);
   void arm_watch(const outstanding& o, zk_error err);
 
   session_config cfg_;
