@@ -50,6 +50,13 @@ bool valid_node_name(std::string_view name, std::string& words) {
               (cp < 0 ? "not UTF-8" : "a character ZooKeeper refuses in a path");
       return false;
     }
+    if (cp > 0xFFFF) {
+      // The server checks a path's UTF-16 units, and a character past U+FFFF is two of them
+      // (a surrogate pair, U+D800..U+DFFF), which it refuses with ZBADARGUMENTS.
+      words = "byte " + std::to_string(at) + " of the name starts a character outside the Basic "
+              "Multilingual Plane (past U+FFFF), which ZooKeeper refuses in a path";
+      return false;
+    }
   }
   return true;
 }

@@ -7,7 +7,8 @@
 // too (made on first use), so the tree goes when the last lock under it goes.
 //
 // The server refuses (bad_arguments) a path with an empty segment, "." or "..", a control character
-// or a character of U+007F..U+009F, U+D800..U+F8FF, U+FFF0..U+FFFF, and bytes that are not UTF-8;
+// or a character of U+007F..U+009F, U+D800..U+F8FF, U+FFF0..U+FFFF or past U+FFFF (it checks UTF-16
+// units, and such a character is a surrogate pair), and bytes that are not UTF-8;
 // "/zookeeper" is its own. Those are refused here with words, when the handle is made, instead.
 #pragma once
 
