@@ -309,6 +309,51 @@ BOOST_AUTO_TEST_CASE(the_server_says_the_session_expired) {
   BOOST_TEST(trace(s) == "complete 2 ZSESSIONEXPIRED");
 }
 
+// Issue 42, item 7: a member answering a request for a NEW session with timeout 0 gives none; the
+// start ends (closed, with words), and no new request follows — not even with
+// new_session_after_expiry, which used to ask again as fast as the member answered.
+BOOST_AUTO_TEST_CASE(a_new_session_answered_with_timeout_0_ends_the_start_without_a_loop) {
+  auto cfg = config(2);
+  cfg.new_session_after_expiry = true;
+  session s(cfg);
+  s.start(at(0));
+  s.on_connected(at(1));
+  trace(s);
+  s.on_frame(connect_reply(0, 0), at(2));
+  const auto actions = s.take_actions();
+  BOOST_REQUIRE(actions.size() == 2u);
+  BOOST_TEST((actions[0].what == session::action::kind::disconnect));
+  BOOST_TEST((actions[1].what == session::action::kind::state && actions[1].state == session_state::closed));
+  BOOST_TEST(actions[1].text.find("timeout 0") != std::string::npos, actions[1].text);
+  BOOST_TEST((s.next_timer() == time_point::max()));
+  s.on_timer(at(100));
+  BOOST_TEST(trace(s).empty());
+}
+
+// Issue 42, item 7: before the first session, every member refusing the connection in a row is an
+// answer (nothing listens): closed at once, not after establish_timeout. A member that times out
+// in between starts the count again.
+BOOST_AUTO_TEST_CASE(every_member_refusing_before_the_first_session_ends_the_start_at_once) {
+  session s(config(2));
+  s.start(at(0));
+  trace(s);
+  s.on_disconnected(at(1), true);
+  BOOST_TEST(trace(s) == "connect 1");
+  s.on_disconnected(at(2), true);
+  BOOST_TEST(trace(s) == "state closed ZCONNECTIONLOSS");
+
+  session t(config(2));
+  t.start(at(0));
+  trace(t);
+  t.on_disconnected(at(1), true);
+  t.on_disconnected(at(2), false); // member 1 did not refuse (a timeout, a reset): go on
+  t.on_timer(at(60));
+  t.on_disconnected(at(61), true);
+  BOOST_TEST(trace(t) == "connect 1\nconnect 0\nconnect 1");
+  t.on_disconnected(at(62), true);
+  BOOST_TEST(trace(t) == "state closed ZCONNECTIONLOSS");
+}
+
 BOOST_AUTO_TEST_CASE(no_contact_until_the_local_deadline_is_expiry_for_us) {
   session s(config(1));
   connect(s); // alive until 3000 (connect request sent at 0)

@@ -23,4 +23,8 @@ std::string lock_root(std::string_view prefix, std::string& words);
 /// Whether `name` can be one node's name; else `words` says why.
 bool valid_node_name(std::string_view name, std::string& words);
 
+/// Whether `chroot` ("" or "/a/b") can be a client's root: each segment a node name (no "." or
+/// ".."), and not in "/zookeeper", the server's own; else `words` says why.
+bool valid_chroot(std::string_view chroot, std::string& words);
+
 } // namespace corolock::zookeeper::detail

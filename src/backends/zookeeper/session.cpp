@@ -88,9 +88,17 @@ void session::on_connected(time_point now) {
         now);
 }
 
-void session::on_disconnected(time_point now) {
+void session::on_disconnected(time_point now, bool refused) {
   if (phase_ == phase::closing)
     return end(session_state::closed, zk_error::ok);
+  const bool first_start = !established_ && establish_deadline_ != time_point::max();
+  refused_in_a_row_ = refused && first_start && phase_ == phase::connecting ? refused_in_a_row_ + 1 : 0;
+  if (refused_in_a_row_ >= cfg_.hosts) {
+    phase_ = phase::waiting; // the transport is gone already: no disconnect action
+    return end(session_state::closed, zk_error::connection_loss,
+               cfg_.hosts == 1 ? "the member refused the connection"
+                               : "every member refused the connection");
+  }
   if (phase_ == phase::connecting || phase_ == phase::handshaking || phase_ == phase::connected) {
     phase_ = phase::waiting; // the transport is gone already: no disconnect action
     lost_connection(now, {});
@@ -164,6 +172,13 @@ void session::handle_connect_response(std::string_view body, time_point now) {
   const auto r = decode_connect_response(body);
   if (!r)
     return lost_connection(now, "a malformed ConnectResponse");
+  if (r->timeout_ms <= 0 && session_id_ == 0) {
+    // A new session refused: asking again (after an expiry, without end) would loop as fast as
+    // the member answers. The start ends, closed; the client's connect() fails with words.
+    return end(session_state::closed, zk_error::connection_loss,
+               "member " + std::to_string(host_) + " answered the request for a new session with timeout " +
+                   std::to_string(r->timeout_ms) + " (no session given)");
+  }
   if (r->timeout_ms <= 0)
     return expire(now);
   established_ = true;
@@ -344,7 +359,7 @@ void session::write(std::string bytes, std::string text, time_point now) {
   out_.push_back({.what = action::kind::write, .bytes = std::move(bytes), .text = std::move(text)});
 }
 
-void session::end(session_state s, zk_error why) {
+void session::end(session_state s, zk_error why, std::string text) {
   const auto err = s == session_state::expired ? zk_error::session_expired : zk_error::connection_loss;
   for (auto& o : in_flight_)
     if (o.wanted && o.type != op::close_session)
@@ -359,7 +374,7 @@ void session::end(session_state s, zk_error why) {
       phase_ == phase::closing)
     out_.push_back({.what = action::kind::disconnect});
   phase_ = phase::over;
-  set_state(s, why);
+  set_state(s, why, std::move(text));
 }
 
 void session::expire(time_point now) {
@@ -381,11 +396,11 @@ void session::expire(time_point now) {
   set_state(session_state::connecting);
 }
 
-void session::set_state(session_state s, zk_error why) {
+void session::set_state(session_state s, zk_error why, std::string text) {
   if (s == state_)
     return;
   state_ = s;
-  out_.push_back({.what = action::kind::state, .err = why, .state = s});
+  out_.push_back({.what = action::kind::state, .err = why, .state = s, .text = std::move(text)});
 }
 
 void session::complete(std::int32_t x, zk_error err, std::string body) {

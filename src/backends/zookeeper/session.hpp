@@ -4,7 +4,12 @@
 //
 // What it keeps:
 // - The handshake: ConnectRequest with our session id, password and last zxid (zeros for a new
-//   session); a ConnectResponse with a timeout <= 0 means the session is expired.
+//   session); a ConnectResponse with a timeout <= 0 means the session is expired (to a request
+//   for a new session: none is given, see below).
+// - Before the first session (connect()): the members in turn until establish_timeout, unless every
+//   member refuses the connection in a row (nothing listens: an answer, not a delay), or a member
+//   answers a new-session request with timeout 0 (it will not give us one): then `closed` at once,
+//   with words. Neither loops.
 // - Requests: xids count up from 1; replies come in request order, so a reply whose xid is not the
 //   oldest outstanding one is a broken stream (reconnect). Watch events (xid -1) are delivered
 //   whenever they come, possibly before the reply of the request that caused them; ping replies
@@ -94,7 +99,7 @@ public:
     zk_error err = zk_error::ok;
     session_state state = session_state::connecting;
     std::string bytes{};
-    std::string text{};
+    std::string text{}; ///< write: what it is; disconnect, state: why, when the machine knows
     watch_event event{};
   };
 
@@ -102,7 +107,10 @@ public:
 
   void start(time_point now);
   void on_connected(time_point now);
-  void on_disconnected(time_point now);
+  /// The transport failed or closed; `refused`: the member refused the connection (nothing
+  /// listens there). Before the first session, every member refusing in a row ends the start:
+  /// `closed`, without waiting out establish_timeout.
+  void on_disconnected(time_point now, bool refused = false);
   /// One packet body (the 4-byte length taken off by frame_reader).
   void on_frame(std::string_view body, time_point now);
   void on_timer(time_point now);
@@ -153,9 +161,9 @@ private:
   void write_request(queued q, time_point now);
   void write(std::string bytes, std::string text, time_point now);
   void lost_connection(time_point now, std::string why);
-  void end(session_state s, zk_error why);
+  void end(session_state s, zk_error why, std::string text = {});
   void expire(time_point now);
-  void set_state(session_state s, zk_error why = zk_error::ok);
+  void set_state(session_state s, zk_error why = zk_error::ok, std::string text = {});
   void complete(std::int32_t xid, zk_error err, std::string body = {});
   void proof_of_life(time_point sent);
   void handle_connect_response(std::string_view body, time_point now);
@@ -170,6 +178,7 @@ private:
   bool established_ = false;
   std::size_t host_ = 0;
   std::size_t failed_in_round_ = 0;
+  std::size_t refused_in_a_row_ = 0; ///< before the first session: members that refused, in a row
   time_point attempt_deadline_{};
   time_point retry_at_{};
   time_point establish_deadline_{};
