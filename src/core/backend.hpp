@@ -245,6 +245,9 @@ public:
     /// `session` is surely alive only until `alive_until`, even if told later before. Unset: never
     /// called by a store whose bound only moves forward.
     std::function<void(std::uint64_t session, steady::time_point alive_until)> session_shortened;
+    /// session stores: the store no longer lists `owner` as holder while its session lives
+    /// (ZooKeeper: someone else deleted its node); its lease is lost at once, nothing to give back.
+    std::function<void(const std::string& owner)> lease_gone;
   };
   virtual void set_hooks(hooks h) = 0;
 };

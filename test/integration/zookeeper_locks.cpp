@@ -1215,6 +1215,54 @@ BOOST_AUTO_TEST_CASE(a_reconnect_that_negotiates_a_shorter_session_timeout_short
   });
 }
 
+// Issue 42, item 6. Someone else (an operator, a cleanup script) deletes the holder's node while
+// its session lives: the next waiter enters, so the holder must be told, by the watch it keeps on
+// its own node (in practice before the waiter, which needs one more round trip); its unlock then
+// says lease_lost.
+BOOST_AUTO_TEST_CASE(a_holder_whose_node_someone_else_deletes_is_told) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url());
+    zk::client operator_client(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    co_await operator_client.connect();
+    auto g = co_await ma.acquire();
+    told_lost lost;
+    watch_lost(ex, g, lost);
+    attempt wb;
+    start(ex, mb, wb);
+    BOOST_REQUIRE(co_await count_becomes(operator_client, dir, 2));
+    std::string first; // a's node, first in line (its name carries a's owner)
+    for (const auto& n : co_await nodes(operator_client, dir))
+      if (n.find(g.owner()) != std::string::npos)
+        first = n;
+    BOOST_REQUIRE(!first.empty());
+    const auto t0 = clock_type::now();
+    co_await operator_client.remove(dir + "/" + first, -1);
+    BOOST_REQUIRE(co_await done(wb, milliseconds(5000)));
+    BOOST_TEST(!*wb.ec);
+    const bool told = co_await eventually([&] { return lost.ec.has_value(); }, milliseconds(2000));
+    BOOST_TEST_MESSAGE("a's node deleted by another client: b entered at " << ms_between(t0, wb.at)
+                       << " ms; a " << (told ? "told lost at " + std::to_string(ms_between(t0, lost.at)) + " ms"
+                                             : std::string("never told (2 s after)")));
+    BOOST_TEST(told);
+    BOOST_TEST(g.lost());
+    if (told) {
+      BOOST_TEST((*lost.ec == error::lease_lost), lost.ec->message());
+      // Not a promise of order: the delete is not ours, and the two clients hear of it on their
+      // own connections (a at once, b after one more getChildren); the figure is in the message.
+      BOOST_TEST(ms_between(wb.at, lost.at) < 1000.0);
+    }
+    auto [uec] = co_await g.unlock(as_tuple_awaitable);
+    BOOST_TEST((uec == error::lease_lost), uec.message());
+    BOOST_TEST((co_await nodes(operator_client, dir)).size() == 1u); // b's, untouched
+    co_await wb.g.unlock();
+    BOOST_TEST(co_await nothing_left(operator_client));
+    co_await operator_client.close();
+    co_await a->close();
+    co_await b->close();
+  });
+}
+
 /// The server's count of armed watches (mntr's zk_watch_count), -1 when it does not say.
 long watch_count(std::uint16_t port) {
   const auto m = four_letter_word(port, "mntr");

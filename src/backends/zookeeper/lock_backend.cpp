@@ -143,6 +143,33 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
                 .from = now,
                 .valid_for = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(until - now)),
                 .session = static_cast<std::uint64_t>(session)});
+    watch_own_node(b);
+  }
+
+  /// A held node can go while its session lives (another client deletes it: an operator, a
+  /// cleanup script); the next waiter then enters. So a holder keeps a watch on its own node (one
+  /// per held lock, re-armed by the session after a reconnect) and its lease is lost when the node
+  /// goes: here, if it is gone already when the watch is set, else in on_watch.
+  void watch_own_node(const std::shared_ptr<bid_run>& b) {
+    if (!zk || b->recipe.node().empty())
+      return;
+    zk->exists(b->recipe.node(), true,
+               [w = weak_from_this(), b](error_code ec, const std::optional<node_stat>& st) {
+                 if (auto self = w.lock(); self && !ec && !st)
+                   self->own_node_gone(b);
+               });
+  }
+
+  /// `b`'s node is gone at the store. Unless this client is deleting it (a release), its lease is
+  /// lost now and the bid over (a later release says lease_lost, touching nothing).
+  void own_node_gone(const std::shared_ptr<bid_run>& b) {
+    if (!b->releases.empty() || held.find(b->recipe.owner()) == held.end())
+      return; // our own release, or over already
+    const auto owner = b->recipe.owner();
+    b->recipe.node_deleted();
+    run(b);
+    if (told.lease_gone)
+      told.lease_gone(owner);
   }
 
   void send(const std::shared_ptr<bid_run>& b, const lock_recipe::action& a) {
@@ -216,6 +243,10 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   void on_watch(const watch_event& e) {
     if (e.type == event_type::none)
       return;
+    if (e.type == event_type::node_deleted)
+      for (const auto& [owner, b] : std::map<std::string, std::shared_ptr<bid_run>>(held))
+        if (b->recipe.node() == e.path)
+          own_node_gone(b);
     const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
     for (const auto& b : all) {
       b->recipe.watch_fired(e.path);

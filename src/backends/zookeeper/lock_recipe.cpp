@@ -315,6 +315,13 @@ void lock_recipe::session_ended() {
   }
 }
 
+void lock_recipe::node_deleted() {
+  if (state_ != state::held)
+    return;
+  node_.clear();
+  finish();
+}
+
 void lock_recipe::withdraw() {
   if (withdrawn_ || state_ == state::over)
     return;
