@@ -1263,6 +1263,64 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_node_someone_else_deletes_is_told) {
   });
 }
 
+// Issue 42, item 5. A waiter with a deadline rides through its session's expiry: its node went
+// with the session, so it queues again under the new one (config::new_session_after_expiry),
+// behind whoever came meanwhile, and ends only by the lock or its deadline. A waiter without a
+// deadline still ends with session_expired at the expiry (its bound is the session's).
+BOOST_AUTO_TEST_CASE(a_waiter_with_a_deadline_queues_again_under_the_new_session_after_an_expiry) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(1500);
+    session_log log;
+    auto [stalled, other] = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    corolock::mutex s42{*stalled, "order:42"}, o42{*other, "order:42"}, s43{*stalled, "order:43"},
+        o43{*other, "order:43"};
+    auto go = co_await o42.acquire();
+    auto go43 = co_await o43.acquire();
+    attempt with_deadline, without;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await s42.acquire_for(milliseconds(15000), as_tuple_awaitable);
+      with_deadline.g = std::move(g);
+      with_deadline.at = clock_type::now();
+      with_deadline.ec = ec;
+    }, asio::detached);
+    start(ex, s43, without);
+    BOOST_REQUIRE(co_await count_becomes(*other, dir, 2));
+    BOOST_REQUIRE(co_await count_becomes(*other, "/corolock/order:43", 2));
+    co_await sleep_for(milliseconds(300)); // both bids wait on their watches
+
+    const auto t0 = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    BOOST_REQUIRE(co_await eventually([&] { return log.expired.has_value(); }, milliseconds(10000)));
+    BOOST_REQUIRE(co_await done(without, milliseconds(3000)));
+    BOOST_TEST((*without.ec == error::session_expired), without.ec->message());
+    co_await sleep_for(milliseconds(500));
+    BOOST_TEST(!with_deadline.ec.has_value(), "the waiter with a deadline ended at "
+                                                  << ms_between(t0, with_deadline.at) << " ms: "
+                                                  << (with_deadline.ec ? with_deadline.ec->message() : ""));
+    proxy.heal();
+    BOOST_REQUIRE(co_await eventually([&] { return stalled->state() == zk::session_state::connected; },
+                                      milliseconds(10000)));
+    BOOST_TEST(co_await count_becomes(*other, dir, 2)); // the holder's, and the waiter's new one
+    const auto token = go.fencing_token();
+    co_await go.unlock();
+    BOOST_REQUIRE(co_await done(with_deadline, milliseconds(5000)));
+    BOOST_TEST(!*with_deadline.ec, with_deadline.ec->message());
+    BOOST_TEST(with_deadline.g.owns_lock());
+    BOOST_TEST(with_deadline.g.fencing_token() > token);
+    BOOST_TEST_MESSAGE("link stalled at 0 ms (session 1.5 s): expired for the client at "
+                       << ms_between(t0, *log.expired) << " ms, the waiter without a deadline ended then ("
+                       << without.ec->message() << "); the one with a 15 s deadline got the lock at "
+                       << ms_between(t0, with_deadline.at) << " ms, under the new session");
+    co_await with_deadline.g.unlock();
+    co_await go43.unlock();
+    BOOST_TEST(co_await nothing_left(*other));
+    co_await stalled->close();
+    co_await other->close();
+  });
+}
+
 /// The server's count of armed watches (mntr's zk_watch_count), -1 when it does not say.
 long watch_count(std::uint16_t port) {
   const auto m = four_letter_word(port, "mntr");

@@ -24,7 +24,14 @@
 // recipe of it ends (lock_recipe::session_ended). With config::new_session_after_expiry the client
 // then opens a new session; grants carry the session id they follow, so that session's
 // session_alive never moves an old lease, and later bids run on it. Until it is up, a bid with
-// ride_through false fails with not_connected after the client's session bound (contract 6).
+// ride_through false fails with not_connected after the client's session bound (contract 6); a
+// bid with ride_through that was waiting (or on its way) when the session expired is not failed:
+// its recipe starts anew under the new session (a new node, behind whoever queued meanwhile), and
+// only the core's withdrawal at its caller's deadline ends it. Without that option the session is
+// over for good and such a bid fails with session_expired.
+//
+// A held node deleted by someone else while the session lives is told too: each held node has an
+// exists watch (one per held lock); its deletion, not ours, → lease_gone(owner).
 //
 // Tokens: the node's czxid, the zxid of the transaction that created it. Zxids are one counter for
 // the whole ensemble (epoch << 32 | counter; a new leader starts a higher epoch, and the leader
