@@ -236,7 +236,10 @@ private:
     if (a.err == zk_error::session_expired)
       ec = error::session_expired;
     else if (a.err == zk_error::connection_loss)
-      ec = closed_ ? error::closed : error::connection_lost;
+      // Once the session is over for good (closed: close(), no member in time at the start, or a
+      // new session refused) no reconnect will come: closed, which ends a caller that would send
+      // the request again after connection_lost (a lock recipe), instead of a loop.
+      ec = closed_ || fsm_.state() == session_state::closed ? error::closed : error::connection_lost;
     p->finish(ex_, ec, a.err, std::move(a.bytes));
   }
 
