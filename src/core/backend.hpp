@@ -183,9 +183,9 @@ public:
   /// connected, or closed; ZooKeeper, no connected session (never connected, closed, suspended or
   /// expired and not yet back); SQL, closing, or no live session and the last connect did not
   /// reach the server. Never true while a working connection exists; cheap, no I/O. The core asks
-  /// it only where it would otherwise answer without the store: a try_acquire behind this client's
-  /// own waiting callers (core/line.hpp) then fails with not_connected, as the store's answer
-  /// would, instead of an empty guard that says "taken".
+  /// it for every try_acquire, which then fails at once with not_connected (docs/api.md: a try
+  /// does not wait for a connection) — also behind this client's own waiting callers, where the
+  /// line would otherwise answer "taken" without the store.
   virtual bool known_unreachable() const noexcept { return false; }
 
   /// What the store calls `lock` when deriving it costs more than a lookup (the SQL backends: a
@@ -240,6 +240,14 @@ public:
     /// per_lock stores: a reconnect after which each held lease should be checked at once (a
     /// restarted server may have lost them).
     std::function<void()> reconnected;
+    /// session stores: an earlier session_alive no longer holds — the store now expires the
+    /// session sooner (ZooKeeper: a reconnect negotiated a shorter timeout) — and every lease of
+    /// `session` is surely alive only until `alive_until`, even if told later before. Unset: never
+    /// called by a store whose bound only moves forward.
+    std::function<void(std::uint64_t session, steady::time_point alive_until)> session_shortened;
+    /// session stores: the store no longer lists `owner` as holder while its session lives
+    /// (ZooKeeper: someone else deleted its node); its lease is lost at once, nothing to give back.
+    std::function<void(const std::string& owner)> lease_gone;
   };
   virtual void set_hooks(hooks h) = 0;
 };

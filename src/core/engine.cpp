@@ -126,6 +126,14 @@ void engine_impl::start() {
     if (auto p = k.lock())
       p->session_alive(session, until);
   };
+  h.session_shortened = [k](std::uint64_t session, steady::time_point until) {
+    if (auto p = k.lock())
+      p->session_shortened(session, until);
+  };
+  h.lease_gone = [k](const std::string& owner) {
+    if (auto p = k.lock())
+      p->lease_gone(owner);
+  };
   h.session_lost = [k](std::uint64_t session, error_code) {
     if (auto p = k.lock())
       p->session_lost(session);

@@ -50,6 +50,28 @@ void keeper::session_alive(std::uint64_t session, steady::time_point until) {
   // The timer may be armed for an earlier deadline: it finds nothing due and re-arms.
 }
 
+void keeper::session_shortened(std::uint64_t session, steady::time_point until) {
+  if (closed_)
+    return;
+  bool moved = false;
+  for (auto& l : leases_)
+    if (l && l->session == session && l->timing.valid_until > until) {
+      l->timing.valid_until = until;
+      moved = true;
+    }
+  if (moved)
+    arm(until); // the timer may be armed for the old, later deadline
+}
+
+void keeper::lease_gone(const std::string& owner) {
+  for (auto& l : leases_)
+    if (l && l->owner == owner) {
+      auto gone = l; // mark_lost removes it from leases_
+      gone->mark_lost(false); // the store freed it: nothing to give back
+      return;
+    }
+}
+
 void keeper::session_lost(std::uint64_t session) {
   std::vector<std::shared_ptr<engine_lease>> lost;
   for (auto& l : leases_)

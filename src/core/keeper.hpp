@@ -6,7 +6,10 @@
 //    reconnect, checked without being extended (check_only). "lost" from the store marks the lease
 //    lost (and gives it back, owner-checked); "unknown" retries within the lease.
 //  - session stores: nothing is renewed. session_alive(session, until) moves valid_until of every
-//    lease of that session (never backwards); session_lost(session) marks them lost at once.
+//    lease of that session (never backwards: a late report changes nothing); only the store's
+//    word that the session now ends sooner, session_shortened(session, until), moves it back, at
+//    once (the timer is armed for it); session_lost(session) marks them lost at once, and
+//    lease_gone(owner) the one lease of an owner the store no longer lists.
 //  - Both: a lease whose local deadline (valid_until) passes is marked lost at that moment, whatever
 //    a renewal in flight or a late session report may still say. Time is the backend's (now(),
 //    its timers), so the testing backend runs all of this on virtual time.
@@ -35,6 +38,11 @@ public:
   void reconnected();
   /// session stores: every lease of `session` is surely alive until `until`.
   void session_alive(std::uint64_t session, steady::time_point until);
+  /// session stores: every lease of `session` is alive only until `until` (an earlier, longer
+  /// bound withdrawn); a lease whose new deadline has passed is lost at the next tick, at once.
+  void session_shortened(std::uint64_t session, steady::time_point until);
+  /// session stores: the lease of `owner` is gone at the store while its session lives.
+  void lease_gone(const std::string& owner);
   /// session stores: the session ended; its leases are lost (the store freed them).
   void session_lost(std::uint64_t session);
 

@@ -22,9 +22,9 @@
 //    ride_through starts, as after a grant.
 //  - Only the first caller can be a one-look caller (try_only, or a deadline already past at
 //    arrival): one arriving behind waiting callers is answered at once (the lock is not free for it:
-//    callers ahead of it want it; the driver, waiting_line, answers not_connected instead when the
-//    backend knows the store unreachable). Its bid has wait false; `taken` gives it an empty guard
-//    (try) or error::timeout (deadline past).
+//    callers ahead of it want it; the driver, waiting_line, answers every try_only caller with
+//    not_connected before it reaches the line while the backend knows the store unreachable). Its
+//    bid has wait false; `taken` gives it an empty guard (try) or error::timeout (deadline past).
 //  - ride_through (contract 6) is true while the first caller has a deadline: the backend then
 //    retries through a reconnect until the line withdraws. So a caller without a deadline waits on
 //    a ride-through bid only while a caller with one is ahead of it, and its wait with the store

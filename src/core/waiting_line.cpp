@@ -69,9 +69,11 @@ void waiting_line::arrive(steady::time_point deadline, bool try_only, diagnostic
         self->cancel(id);
     });
   }
-  if (try_only && line_.callers() > 0 && b_->known_unreachable()) {
-    // The line would answer "taken" for the callers ahead, but nothing is known of the lock: the
-    // store cannot be reached (what a try_acquire asking it would be told).
+  if (try_only && b_->known_unreachable()) {
+    // A try does not wait for a connection (docs/api.md), on any store: while the backend knows
+    // the store cannot be reached, nothing is known of the lock, and asking would wait for a
+    // connection (ZooKeeper: a reconnect or a new session, up to twice the session timeout). Behind
+    // this client's own callers the line would answer "taken", which is not known either.
     deliver(id, error::not_connected, nullptr, {});
     return;
   }

@@ -344,16 +344,49 @@ BOOST_AUTO_TEST_CASE(a_chroot_is_below_the_server_root) {
   });
 }
 
+// Nothing listens on the port: the refusal is the answer (issue 42, item 7), at once, not after
+// the client's bound (twice the session timeout: 8 000 ms here).
 BOOST_AUTO_TEST_CASE(no_server_is_connect_failed_with_the_members_named) {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     const auto port = pick_free_port();
-    zk::client c(ex, zookeeper_config("zookeeper://127.0.0.1:" + std::to_string(port), milliseconds(1000)));
+    zk::client c(ex, zookeeper_config("zookeeper://127.0.0.1:" + std::to_string(port), milliseconds(4000)));
     diagnostics why;
+    const auto asked = std::chrono::steady_clock::now();
     auto [ec] = co_await c.connect(bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+    const auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
+    BOOST_TEST_MESSAGE("connect() to a refused port: " << ec.message() << " in " << took << " ms: "
+                       << why.client_message());
+    BOOST_TEST(took < 1000.0);
+    BOOST_TEST(why.client_message().find("refused") != std::string::npos, why.client_message());
     BOOST_TEST((ec == error::connect_failed));
     BOOST_TEST(why.client_message().find("127.0.0.1:" + std::to_string(port)) != std::string::npos,
                why.client_message());
     BOOST_TEST(ec.message().find("Redis") == std::string::npos, ec.message()); // the code's words name no store
+  });
+}
+
+// Issue 42, item 2: a request longer than the server's packet limit (jute.maxbuffer, 1 MiB by
+// default) would make the server drop the connection, and be written again after each reconnect.
+// It is refused before it is sent, with words; the session goes on, untouched.
+BOOST_AUTO_TEST_CASE(a_request_past_the_server_s_packet_limit_is_refused_with_words_and_never_sent) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    zk::client c(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    co_await c.connect();
+    const auto id = c.session_id();
+    diagnostics why;
+    auto [ec, made] = co_await c.create("/big", std::string(1100 * 1024, 'x'), zk::create_mode::ephemeral,
+                                        bind_diagnostics(why, asio::as_tuple(asio::use_awaitable)));
+    BOOST_TEST_MESSAGE("a create of 1 100 KiB: " << ec.message() << ": " << why.client_message());
+    BOOST_TEST((ec == error::invalid_argument), ec.message());
+    BOOST_TEST(why.client_message().find("packet limit") != std::string::npos, why.client_message());
+    co_await sleep_for(milliseconds(200));
+    BOOST_TEST((c.state() == zk::session_state::connected));
+    BOOST_TEST(c.session_id() == id);
+    BOOST_TEST(!(co_await c.exists("/big", false)).has_value());
+    auto fits = co_await c.create("/fits", std::string(1000 * 1024, 'x'), zk::create_mode::ephemeral);
+    BOOST_TEST(fits.path == "/fits");
+    co_await c.close();
   });
 }
 

@@ -33,6 +33,8 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -548,7 +550,8 @@ BOOST_AUTO_TEST_CASE(bad_names_and_options_are_refused_at_construction) {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     auto a = client_of(ex, server.url());
     co_await a->connect();
-    for (const auto& name : std::vector<std::string>{"a/b", "..", "\xff\xfe", std::string(1, '\0')})
+    for (const auto& name : std::vector<std::string>{"a/b", "..", "\xff\xfe", std::string(1, '\0'),
+                                                     "lock-\xf0\x9f\x94\x92", "\xf0\xa0\x80\x80"})
       BOOST_CHECK_EXCEPTION(corolock::mutex(*a, name), boost::system::system_error, is_invalid_argument);
     BOOST_CHECK_EXCEPTION(corolock::semaphore(*a, "a/b", 3), boost::system::system_error, is_invalid_argument);
     lock_options fixed;
@@ -1105,6 +1108,309 @@ BOOST_AUTO_TEST_CASE(try_acquire_while_the_session_is_suspended_fails_at_once_wi
     co_await back.unlock();
     BOOST_TEST(co_await nothing_left(*a));
     co_await b->close();
+    co_await a->close();
+  });
+}
+
+// Issue 42, item 4. The session expired (the link reset, reconnects refused, past its timeout) and
+// the client asks for a new one (`connecting`): it knows it has no connection, so a try answers
+// not_connected at once (docs/api.md), not after the client's session bound (twice the timeout:
+// 3 000 ms here, 20 s by default) — alone, and behind this client's own waiter.
+BOOST_AUTO_TEST_CASE(try_acquire_while_a_new_session_is_asked_for_fails_at_once_with_not_connected) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(1500);
+    session_log log;
+    auto clients = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    auto& b = clients.first; // through the proxy
+    auto& a = clients.second;
+    corolock::mutex mb{*b, "order:42"}, waiting{*b, "order:43"};
+    corolock::semaphore sb{*b, "slots", 2};
+    co_await suspend(proxy, *b);
+    BOOST_REQUIRE(co_await eventually([&] { return log.expired.has_value(); }, milliseconds(5000)));
+    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::connecting; }));
+    attempt behind; // a waiter with a deadline of its own, riding through
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await waiting.acquire_for(milliseconds(1000), as_tuple_awaitable);
+      behind.ec = ec;
+    }, asio::detached);
+    const auto asked = clock_type::now();
+    auto [ec, g] = co_await mb.try_acquire(as_tuple_awaitable);
+    auto [sec, sg] = co_await sb.try_acquire(as_tuple_awaitable);
+    auto [wec, wg] = co_await waiting.try_acquire(as_tuple_awaitable);
+    const auto took = ms_between(asked, clock_type::now());
+    BOOST_TEST((ec == error::not_connected), "mutex: '" << ec.message() << "'");
+    BOOST_TEST((sec == error::not_connected), "semaphore: '" << sec.message() << "'");
+    BOOST_TEST((wec == error::not_connected), "behind a waiter: '" << wec.message() << "'");
+    BOOST_TEST(!g.owns_lock());
+    BOOST_TEST(!sg.owns_lock());
+    BOOST_TEST(took < 500.0);
+    BOOST_TEST_MESSAGE("three try_acquire, the session expired and a new one asked for (state "
+                       << zk::to_string(b->state()) << "): " << ec.message() << " in " << took << " ms");
+    BOOST_REQUIRE(co_await done(behind, milliseconds(5000)));
+    BOOST_TEST((*behind.ec == error::timeout), behind.ec->message());
+
+    proxy.heal();
+    BOOST_REQUIRE(co_await eventually([&] { return b->state() == zk::session_state::connected; },
+                                      milliseconds(10000)));
+    auto again = co_await mb.try_acquire(); // the same handle works once a session is up
+    BOOST_TEST(again.owns_lock());
+    co_await again.unlock();
+    BOOST_TEST(co_await nothing_left(*a));
+    co_await b->close();
+    co_await a->close();
+  });
+}
+
+// Issue 42, item 1. A client with a 10 s session reconnects to its session on a server whose
+// maxSessionTimeout is now 4 s (an operator lowered it in a restart; the session and its node live
+// on in the data directory). The server expires the session 4 s after its last touch from then
+// on: the holder's lease must follow the new timeout at once, so that when its link freezes it is
+// told before the server drops its node and another client enters.
+BOOST_AUTO_TEST_CASE(a_reconnect_that_negotiates_a_shorter_session_timeout_shortens_the_lease_at_once) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    session_log log;
+    auto [held, other] = co_await through_and_direct(ex, proxy, server.url(), milliseconds(10000), log);
+    corolock::mutex mh{*held, "order:42"}, mo{*other, "order:42"};
+    auto g = co_await mh.acquire();
+    BOOST_TEST(held->negotiated_timeout().count() == 10000);
+    server.stop();
+    {
+      std::ifstream in(server.dir() / "zoo.cfg");
+      std::string cfg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const auto at = cfg.find("maxSessionTimeout=60000");
+      BOOST_REQUIRE(at != std::string::npos);
+      cfg.replace(at, std::string("maxSessionTimeout=60000").size(), "maxSessionTimeout=4000");
+      std::ofstream(server.dir() / "zoo.cfg") << cfg;
+    }
+    server.restart();
+    BOOST_REQUIRE(co_await eventually([&] {
+      return held->state() == zk::session_state::connected && held->negotiated_timeout().count() == 4000;
+    }, milliseconds(10000)));
+    BOOST_TEST(!g.lost());
+    const auto reconnected = clock_type::now();
+    told_lost lost;
+    watch_lost(ex, g, lost);
+    attempt wo;
+    start(ex, mo, wo);
+    BOOST_REQUIRE(co_await count_becomes(*other, dir, 2));
+    const auto t0 = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    BOOST_REQUIRE(co_await done(wo, milliseconds(15000)));
+    BOOST_TEST(!*wo.ec);
+    BOOST_REQUIRE(lost.ec.has_value());
+    BOOST_TEST((lost.at < wo.at));
+    BOOST_TEST(ms_between(t0, lost.at) < 4000.0);
+    BOOST_TEST_MESSAGE("negotiated 4 000 ms (asked 10 000) " << ms_between(reconnected, t0)
+                       << " ms before the link froze: holder told lost at " << ms_between(t0, lost.at)
+                       << " ms, the other client entered at " << ms_between(t0, wo.at) << " ms");
+    proxy.heal();
+    co_await wo.g.unlock();
+    BOOST_TEST(co_await nothing_left(*other));
+    co_await held->close();
+    co_await other->close();
+  });
+}
+
+// Issue 42, item 6. Someone else (an operator, a cleanup script) deletes the holder's node while
+// its session lives: the next waiter enters, so the holder must be told, by the watch it keeps on
+// its own node (in practice before the waiter, which needs one more round trip); its unlock then
+// says lease_lost.
+BOOST_AUTO_TEST_CASE(a_holder_whose_node_someone_else_deletes_is_told) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto [a, b, ma, mb] = co_await two_on(ex, server.url());
+    zk::client operator_client(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    co_await operator_client.connect();
+    auto g = co_await ma.acquire();
+    told_lost lost;
+    watch_lost(ex, g, lost);
+    attempt wb;
+    start(ex, mb, wb);
+    BOOST_REQUIRE(co_await count_becomes(operator_client, dir, 2));
+    std::string first; // a's node, first in line (its name carries a's owner)
+    for (const auto& n : co_await nodes(operator_client, dir))
+      if (n.find(g.owner()) != std::string::npos)
+        first = n;
+    BOOST_REQUIRE(!first.empty());
+    const auto t0 = clock_type::now();
+    co_await operator_client.remove(dir + "/" + first, -1);
+    BOOST_REQUIRE(co_await done(wb, milliseconds(5000)));
+    BOOST_TEST(!*wb.ec);
+    const bool told = co_await eventually([&] { return lost.ec.has_value(); }, milliseconds(2000));
+    BOOST_TEST_MESSAGE("a's node deleted by another client: b entered at " << ms_between(t0, wb.at)
+                       << " ms; a " << (told ? "told lost at " + std::to_string(ms_between(t0, lost.at)) + " ms"
+                                             : std::string("never told (2 s after)")));
+    BOOST_TEST(told);
+    BOOST_TEST(g.lost());
+    if (told) {
+      BOOST_TEST((*lost.ec == error::lease_lost), lost.ec->message());
+      // Not a promise of order: the delete is not ours, and the two clients hear of it on their
+      // own connections (a at once, b after one more getChildren); the figure is in the message.
+      BOOST_TEST(ms_between(wb.at, lost.at) < 1000.0);
+    }
+    auto [uec] = co_await g.unlock(as_tuple_awaitable);
+    BOOST_TEST((uec == error::lease_lost), uec.message());
+    BOOST_TEST((co_await nodes(operator_client, dir)).size() == 1u); // b's, untouched
+    co_await wb.g.unlock();
+    BOOST_TEST(co_await nothing_left(operator_client));
+    co_await operator_client.close();
+    co_await a->close();
+    co_await b->close();
+  });
+}
+
+// Issue 42, item 5. A waiter with a deadline rides through its session's expiry: its node went
+// with the session, so it queues again under the new one (config::new_session_after_expiry),
+// behind whoever came meanwhile, and ends only by the lock or its deadline. A waiter without a
+// deadline still ends with session_expired at the expiry (its bound is the session's).
+BOOST_AUTO_TEST_CASE(a_waiter_with_a_deadline_queues_again_under_the_new_session_after_an_expiry) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto session = milliseconds(1500);
+    session_log log;
+    auto [stalled, other] = co_await through_and_direct(ex, proxy, server.url(), session, log);
+    corolock::mutex s42{*stalled, "order:42"}, o42{*other, "order:42"}, s43{*stalled, "order:43"},
+        o43{*other, "order:43"};
+    auto go = co_await o42.acquire();
+    auto go43 = co_await o43.acquire();
+    attempt with_deadline, without;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await s42.acquire_for(milliseconds(15000), as_tuple_awaitable);
+      with_deadline.g = std::move(g);
+      with_deadline.at = clock_type::now();
+      with_deadline.ec = ec;
+    }, asio::detached);
+    start(ex, s43, without);
+    BOOST_REQUIRE(co_await count_becomes(*other, dir, 2));
+    BOOST_REQUIRE(co_await count_becomes(*other, "/corolock/order:43", 2));
+    co_await sleep_for(milliseconds(300)); // both bids wait on their watches
+
+    const auto t0 = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    BOOST_REQUIRE(co_await eventually([&] { return log.expired.has_value(); }, milliseconds(10000)));
+    BOOST_REQUIRE(co_await done(without, milliseconds(3000)));
+    BOOST_TEST((*without.ec == error::session_expired), without.ec->message());
+    co_await sleep_for(milliseconds(500));
+    BOOST_TEST(!with_deadline.ec.has_value(), "the waiter with a deadline ended at "
+                                                  << ms_between(t0, with_deadline.at) << " ms: "
+                                                  << (with_deadline.ec ? with_deadline.ec->message() : ""));
+    proxy.heal();
+    BOOST_REQUIRE(co_await eventually([&] { return stalled->state() == zk::session_state::connected; },
+                                      milliseconds(10000)));
+    BOOST_TEST(co_await count_becomes(*other, dir, 2)); // the holder's, and the waiter's new one
+    const auto token = go.fencing_token();
+    co_await go.unlock();
+    BOOST_REQUIRE(co_await done(with_deadline, milliseconds(5000)));
+    BOOST_TEST(!*with_deadline.ec, with_deadline.ec->message());
+    BOOST_TEST(with_deadline.g.owns_lock());
+    BOOST_TEST(with_deadline.g.fencing_token() > token);
+    BOOST_TEST_MESSAGE("link stalled at 0 ms (session 1.5 s): expired for the client at "
+                       << ms_between(t0, *log.expired) << " ms, the waiter without a deadline ended then ("
+                       << without.ec->message() << "); the one with a 15 s deadline got the lock at "
+                       << ms_between(t0, with_deadline.at) << " ms, under the new session");
+    co_await with_deadline.g.unlock();
+    co_await go43.unlock();
+    BOOST_TEST(co_await nothing_left(*other));
+    co_await stalled->close();
+    co_await other->close();
+  });
+}
+
+/// The server's count of armed watches (mntr's zk_watch_count), -1 when it does not say.
+long watch_count(std::uint16_t port) {
+  const auto m = four_letter_word(port, "mntr");
+  const auto at = m.find("zk_watch_count");
+  return at == std::string::npos ? -1 : std::stol(m.substr(at + std::string("zk_watch_count").size()));
+}
+
+// Issue 42, item 2 ("many names, many waiters, one reset"). One client (b, through the proxy) waits
+// on 1 000 locks with names of 1 020 bytes, two callers on each (2 000 waiters), behind another
+// client's holds. Its link is reset once: on reconnect it re-arms 1 000 watches of ~1.1 KB paths,
+// more than the server's 1 MiB packet limit in one SetWatches (the server then drops the
+// connection, and did so at every reconnect, for ever). In bounded batches: one reconnect, and
+// when the holder lets go, every waiter is served, on each lock in its order of arrival.
+BOOST_AUTO_TEST_CASE(many_names_many_waiters_one_reset_every_waiter_served_in_order) {
+  zookeeper_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    constexpr std::size_t locks = 1000, per_lock = 2;
+    session_log log;
+    auto [b, a] = co_await through_and_direct(ex, proxy, server.url(), milliseconds(6000), log);
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < locks; ++i) {
+      auto n = "many-" + std::to_string(i) + "-";
+      names.push_back(n + std::string(1020 - n.size(), 'x'));
+    }
+    std::deque<corolock::mutex> held_by_a, wanted_by_b;
+    for (const auto& n : names) {
+      held_by_a.emplace_back(*a, n);
+      wanted_by_b.emplace_back(*b, n);
+    }
+    std::vector<guard> a_guards(locks);
+    std::size_t a_holds = 0;
+    for (std::size_t i = 0; i < locks; ++i)
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        a_guards[i] = co_await held_by_a[i].acquire();
+        ++a_holds;
+      }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return a_holds == locks; }, milliseconds(20000)));
+    co_await sleep_for(milliseconds(200)); // the holder's own watches (one per held lock) are set
+    const auto watches_before = watch_count(server.port());
+
+    // b's waiters: each records its place in the order its lock served b (caller k of lock i).
+    std::vector<std::vector<int>> served(locks);
+    std::vector<std::uint64_t> tokens(locks * per_lock);
+    std::size_t ended = 0, failed = 0;
+    for (std::size_t k = 0; k < per_lock; ++k)
+      for (std::size_t i = 0; i < locks; ++i)
+        asio::co_spawn(ex, [&, i, k]() -> asio::awaitable<void> {
+          auto [ec, g] = co_await wanted_by_b[i].acquire_for(milliseconds(30000), as_tuple_awaitable);
+          if (ec) {
+            if (failed++ < 3)
+              BOOST_TEST_MESSAGE("lock " << i << " caller " << k << ": " << ec.message());
+          } else {
+            served[i].push_back(static_cast<int>(k));
+            tokens[i * per_lock + k] = g.fencing_token();
+            co_await g.unlock();
+          }
+          ++ended;
+        }, asio::detached);
+    // Every bid of b waits behind a's node, its watch armed.
+    BOOST_REQUIRE(co_await eventually([&] { return watch_count(server.port()) >= watches_before + long(locks); },
+                                      milliseconds(20000)));
+    const auto accepted = proxy.stats().accepted;
+    const auto t0 = clock_type::now();
+    proxy.reset_all();
+    BOOST_REQUIRE(co_await eventually([&] { return log.back.has_value(); }, milliseconds(5000)));
+    co_await sleep_for(milliseconds(500)); // a SetWatches the server refuses drops the link at once
+    const auto reconnects = proxy.stats().accepted - accepted;
+    BOOST_TEST(reconnects == 1u);
+    BOOST_TEST((b->state() == zk::session_state::connected));
+
+    const auto freed = clock_type::now();
+    for (auto& g : a_guards)
+      asio::co_spawn(ex, g.unlock(asio::use_awaitable), asio::detached);
+    const bool all_ended = co_await eventually([&] { return ended == locks * per_lock; }, milliseconds(20000));
+    std::size_t in_order = 0;
+    for (std::size_t i = 0; i < locks; ++i)
+      if (served[i] == std::vector<int>{0, 1} && tokens[i * per_lock] < tokens[i * per_lock + 1])
+        ++in_order;
+    BOOST_TEST_MESSAGE("1 000 locks of 1 020-byte names, 2 000 waiters of one client, its link reset: "
+                       << reconnects << " reconnect(s) in the first "
+                       << ms_between(t0, clock_type::now()) << " ms; " << ended << " waiters ended ("
+                       << failed << " failed), " << in_order << " locks served in order, in "
+                       << ms_between(freed, clock_type::now()) << " ms after the holder let go");
+    BOOST_TEST(all_ended);
+    BOOST_TEST(failed == 0u);
+    BOOST_TEST(in_order == locks);
+    BOOST_TEST(!log.expired.has_value());
+    co_await b->close();
+    BOOST_TEST(co_await nothing_left(*a, milliseconds(10000)));
     co_await a->close();
   });
 }

@@ -1,7 +1,10 @@
 // The zookeeper:// URL (include/corolock/zookeeper/config.hpp): what each part becomes, and every
 // malformed part refused with error::invalid_argument and words naming it.
 #include <corolock/error.hpp>
+#include <corolock/zookeeper/client.hpp>
 #include <corolock/zookeeper/config.hpp>
+
+#include <boost/asio/io_context.hpp>
 
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
@@ -62,6 +65,27 @@ BOOST_AUTO_TEST_CASE(malformed_parts_are_named) {
   BOOST_TEST(refusal("zookeeper://h?session_timeout=5m").find("session_timeout") != std::string::npos);
   BOOST_TEST(refusal("zookeeper://h?x=1").find("unknown option 'x'") != std::string::npos);
   BOOST_TEST(refusal("zookeeper://h?new_session_after_expiry=1").find("true or false, not '1'") != std::string::npos);
+}
+
+// Issue 42, item 7: a chroot the server would refuse or that is its own is refused with words,
+// from a URL and from a config made by hand.
+BOOST_AUTO_TEST_CASE(a_chroot_with_dot_segments_or_in_zookeeper_s_own_tree_is_refused) {
+  BOOST_TEST(refusal("zookeeper://h/a/../b").find("chroot '/a/../b'") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h/a/./b").find("cannot name a ZooKeeper node") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h/zookeeper").find("the server's own") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h/zookeeper/quota").find("the server's own") != std::string::npos);
+  BOOST_TEST(refusal("zookeeper://h/zookeepers") == "accepted");
+  BOOST_TEST(refusal("zookeeper://h/app/locks") == "accepted");
+  boost::asio::io_context io;
+  config by_hand;
+  by_hand.hosts.push_back({"127.0.0.1", 2181});
+  by_hand.chroot = "/a/..";
+  BOOST_CHECK_EXCEPTION(corolock::zookeeper::client(io.get_executor(), by_hand), boost::system::system_error,
+                        [](const boost::system::system_error& e) {
+                          BOOST_TEST_MESSAGE(e.what());
+                          return e.code() == corolock::error::invalid_argument &&
+                                 std::string(e.what()).find("chroot '/a/..'") != std::string::npos;
+                        });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

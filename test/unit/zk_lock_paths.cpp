@@ -35,4 +35,19 @@ BOOST_AUTO_TEST_CASE(names_the_server_would_refuse_are_refused_with_words) {
   }
 }
 
+// Issue 42, item 3: the server counts UTF-16 units and refuses a surrogate pair, so a character
+// past U+FFFF (an emoji, U+20000) is refused when the handle is made, not by every acquisition.
+BOOST_AUTO_TEST_CASE(a_character_outside_the_basic_multilingual_plane_is_refused_with_words) {
+  std::string words;
+  for (const char* bad : {"lock-\xf0\x9f\x94\x92", "\xf0\xa0\x80\x80", "a\xf4\x8f\xbf\xbf"}) {
+    words.clear();
+    BOOST_TEST(!valid_node_name(bad, words), bad);
+    BOOST_TEST(words.find("outside the Basic Multilingual Plane") != std::string::npos, words);
+  }
+  words.clear();
+  BOOST_TEST(lock_root("app/\xf0\x9f\x94\x92", words).empty());
+  BOOST_TEST(words.find("Basic Multilingual Plane") != std::string::npos, words);
+  BOOST_TEST(valid_node_name("\xef\xbf\xaf", words)); // U+FFEF, the last one the server takes
+}
+
 BOOST_AUTO_TEST_SUITE_END()

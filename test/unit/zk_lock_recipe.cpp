@@ -9,6 +9,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -185,6 +187,36 @@ BOOST_AUTO_TEST_CASE(missing_containers_are_made_from_the_top_then_the_create_is
   BOOST_TEST(trace(r) == "container /a/b #5");
   r.parent_created(5, ok);
   BOOST_TEST(trace(r) == "create /a/b/mutex-me- #6\nlist /a/b #7");
+}
+
+// Issue 42, item 7: the top folder cannot be made because the client's root (its chroot) is
+// missing: said so at once, not retried until "the lock's container kept vanishing".
+BOOST_AUTO_TEST_CASE(a_missing_chroot_fails_at_once_with_words_that_say_so) {
+  lock_recipe r("/a/b", node_kind::mutex, "me", true);
+  r.start();
+  r.created(1, zk_error::no_node, "", 0);
+  r.listed(2, zk_error::no_node, {});
+  trace(r);
+  r.parent_created(3, zk_error::no_node);
+  const auto actions = r.take_actions();
+  BOOST_REQUIRE(!actions.empty());
+  BOOST_TEST((actions.front().what == lock_recipe::action::kind::failed));
+  BOOST_TEST(actions.front().words.find("client's root is missing") != std::string::npos,
+             actions.front().words);
+}
+
+// A bid ended by its session's expiry carries no words of its own: the code's message says it
+// (the backend joins the words and the message, which said "the session ended" twice).
+BOOST_AUTO_TEST_CASE(a_bid_ended_by_its_session_s_expiry_adds_no_words_to_the_code_s) {
+  lock_recipe r("/a/b", node_kind::mutex, "me", true);
+  r.start();
+  r.created(1, error::session_expired, "", 0);
+  const auto actions = r.take_actions();
+  const auto failed = std::find_if(actions.begin(), actions.end(), [](const auto& a) {
+    return a.what == lock_recipe::action::kind::failed;
+  });
+  BOOST_REQUIRE((failed != actions.end()));
+  BOOST_TEST(failed->words.empty(), failed->words);
 }
 
 // The list sent behind a create counts only if the create succeeded: after a refused create its

@@ -222,6 +222,63 @@ BOOST_AUTO_TEST_CASE(reconnect_to_the_next_member_keeps_the_session_and_resends_
   BOOST_TEST(s.host() == 1u);
 }
 
+// Issue 42, item 1: a 10 s session reconnects to a member whose maxSessionTimeout is 4 s. The
+// server expires the session 4 s after its last touch from then on, so the local deadline (and the
+// leases that follow it) must move back at once, not stay at the old 10 s bound.
+BOOST_AUTO_TEST_CASE(a_reconnect_that_negotiates_a_shorter_timeout_moves_the_deadline_back_at_once) {
+  session s(config(2));
+  connect(s, 10000);
+  s.submit(op::exists, encode_path_watch("/a", false), watch_kind::none, {}, at(5000));
+  s.on_frame(reply(1, 3, zk_error::no_node), at(5001));
+  trace(s);
+  BOOST_TEST((s.alive_until() == at(15000)));
+  s.on_disconnected(at(6000));
+  s.on_connected(at(6010));
+  s.on_frame(connect_reply(4000), at(6020));
+  BOOST_TEST(trace(s) == "state suspended\nconnect 1\nconnect session=0x42 zxid=0x3 timeout=3000\n"
+                         "state connected");
+  BOOST_TEST(s.negotiated_timeout().count() == 4000);
+  BOOST_TEST((s.alive_until() == at(6010 + 4000))); // from the handshake's send, by the new timeout
+  // With nothing heard after it, the session is over for us at that deadline, not at 15 000.
+  s.on_timer(at(10010));
+  BOOST_TEST(trace(s) == "disconnect\nstate expired ZSESSIONEXPIRED");
+  // A longer timeout moves it forward as any proof of life does.
+  session l(config(2));
+  connect(l, 3000);
+  l.on_disconnected(at(100));
+  l.on_connected(at(110));
+  l.on_frame(connect_reply(8000), at(120));
+  BOOST_TEST((l.alive_until() == at(110 + 8000)));
+}
+
+// Issue 42, item 2: the watches re-armed after a reconnect go in packets of a bounded size (here
+// 12 bytes of paths: 4-byte length + path each), each answered apart (xid -8, in order).
+BOOST_AUTO_TEST_CASE(watches_are_re_armed_in_bounded_batches_after_a_reconnect) {
+  auto cfg = config(2);
+  cfg.set_watches_batch = 12;
+  session s(cfg);
+  connect(s);
+  for (const char* p : {"/a", "/b", "/c"})
+    s.submit(op::exists, encode_path_watch(p, true), watch_kind::data, p, at(1));
+  s.submit(op::get_children2, encode_path_watch("/l", true), watch_kind::child, "/l", at(1));
+  s.submit(op::get_children2, encode_path_watch("/long/path", true), watch_kind::child, "/long/path", at(1));
+  for (std::int32_t x = 1; x <= 5; ++x)
+    s.on_frame(reply(x, 0x20, x <= 3 ? zk_error::no_node : zk_error::ok), at(2));
+  trace(s);
+  s.on_disconnected(at(100));
+  s.on_connected(at(110));
+  s.on_frame(connect_reply(3000), at(120));
+  BOOST_TEST(trace(s) == "state suspended\nconnect 1\nconnect session=0x42 zxid=0x20 timeout=3000\n"
+                         "state connected\n"
+                         "setWatches zxid=0x20 data=[] exist=[/a,/b] child=[]\n"
+                         "setWatches zxid=0x20 data=[] exist=[/c] child=[/l]\n"
+                         "setWatches zxid=0x20 data=[] exist=[] child=[/long/path]");
+  for (int i = 0; i < 3; ++i)
+    s.on_frame(reply(-8, 0x20), at(130 + i));
+  BOOST_TEST(trace(s).empty()); // three replies to three packets: no "never sent"
+  BOOST_TEST((s.state() == session_state::connected));
+}
+
 BOOST_AUTO_TEST_CASE(every_member_refusing_pauses_before_the_next_round) {
   session s(config(2));
   connect(s);
@@ -250,6 +307,51 @@ BOOST_AUTO_TEST_CASE(the_server_says_the_session_expired) {
   BOOST_TEST(trace(s) == "complete 1 ZSESSIONEXPIRED\ndisconnect\nstate expired ZSESSIONEXPIRED");
   s.submit(op::exists, encode_path_watch("/y", false), watch_kind::none, {}, at(140));
   BOOST_TEST(trace(s) == "complete 2 ZSESSIONEXPIRED");
+}
+
+// Issue 42, item 7: a member answering a request for a NEW session with timeout 0 gives none; the
+// start ends (closed, with words), and no new request follows — not even with
+// new_session_after_expiry, which used to ask again as fast as the member answered.
+BOOST_AUTO_TEST_CASE(a_new_session_answered_with_timeout_0_ends_the_start_without_a_loop) {
+  auto cfg = config(2);
+  cfg.new_session_after_expiry = true;
+  session s(cfg);
+  s.start(at(0));
+  s.on_connected(at(1));
+  trace(s);
+  s.on_frame(connect_reply(0, 0), at(2));
+  const auto actions = s.take_actions();
+  BOOST_REQUIRE(actions.size() == 2u);
+  BOOST_TEST((actions[0].what == session::action::kind::disconnect));
+  BOOST_TEST((actions[1].what == session::action::kind::state && actions[1].state == session_state::closed));
+  BOOST_TEST(actions[1].text.find("timeout 0") != std::string::npos, actions[1].text);
+  BOOST_TEST((s.next_timer() == time_point::max()));
+  s.on_timer(at(100));
+  BOOST_TEST(trace(s).empty());
+}
+
+// Issue 42, item 7: before the first session, every member refusing the connection in a row is an
+// answer (nothing listens): closed at once, not after establish_timeout. A member that times out
+// in between starts the count again.
+BOOST_AUTO_TEST_CASE(every_member_refusing_before_the_first_session_ends_the_start_at_once) {
+  session s(config(2));
+  s.start(at(0));
+  trace(s);
+  s.on_disconnected(at(1), true);
+  BOOST_TEST(trace(s) == "connect 1");
+  s.on_disconnected(at(2), true);
+  BOOST_TEST(trace(s) == "state closed ZCONNECTIONLOSS");
+
+  session t(config(2));
+  t.start(at(0));
+  trace(t);
+  t.on_disconnected(at(1), true);
+  t.on_disconnected(at(2), false); // member 1 did not refuse (a timeout, a reset): go on
+  t.on_timer(at(60));
+  t.on_disconnected(at(61), true);
+  BOOST_TEST(trace(t) == "connect 1\nconnect 0\nconnect 1");
+  t.on_disconnected(at(62), true);
+  BOOST_TEST(trace(t) == "state closed ZCONNECTIONLOSS");
 }
 
 BOOST_AUTO_TEST_CASE(no_contact_until_the_local_deadline_is_expiry_for_us) {

@@ -8,6 +8,7 @@
 
 #include "backends/zookeeper/lock_access.hpp"
 #include "backends/zookeeper/lock_backend.hpp"
+#include "backends/zookeeper/lock_paths.hpp"
 #include "backends/zookeeper/records.hpp"
 #include "backends/zookeeper/session.hpp"
 #include "core/engine.hpp"
@@ -117,6 +118,14 @@ public:
       p->finish(ex_, closed_ ? error::closed : error::not_connected, zk_error::ok, {});
       return;
     }
+    if (request_header_size + body.size() > max_request) {
+      diagnostics_access::client(p->diag, std::string("a ZooKeeper ") + to_string(type) + " request of " +
+                                              std::to_string(request_header_size + body.size()) +
+                                              " bytes, past the server's packet limit of " +
+                                              std::to_string(max_request) + " (jute.maxbuffer): not sent");
+      p->finish(ex_, error::invalid_argument, zk_error::ok, {});
+      return;
+    }
     const auto x = fsm_.submit(type, std::move(body), w, std::move(watch_path), session::clock::now());
     auto slot = p->slot;
     pending_.emplace(x, std::move(p));
@@ -204,7 +213,7 @@ private:
       case k::disconnect: drop_connection(); break;
       case k::complete: complete(a); break;
       case k::event: deliver(std::move(a.event)); break;
-      case k::state: state_changed(a.state, a.err); break;
+      case k::state: state_changed(a.state, a.err, a.text); break;
       }
     }
     if (locks_.alive && fsm_.alive_until() != alive_told_) {
@@ -227,7 +236,10 @@ private:
     if (a.err == zk_error::session_expired)
       ec = error::session_expired;
     else if (a.err == zk_error::connection_loss)
-      ec = closed_ ? error::closed : error::connection_lost;
+      // Once the session is over for good (closed: close(), no member in time at the start, or a
+      // new session refused) no reconnect will come: closed, which ends a caller that would send
+      // the request again after connection_lost (a lock recipe), instead of a loop.
+      ec = closed_ || fsm_.state() == session_state::closed ? error::closed : error::connection_lost;
     p->finish(ex_, ec, a.err, std::move(a.bytes));
   }
 
@@ -245,7 +257,7 @@ private:
       });
   }
 
-  void state_changed(session_state s, zk_error why) {
+  void state_changed(session_state s, zk_error why, const std::string& because) {
     if (locks_.state)
       asio::post(ex_, [self = shared_from_this(), s] {
         if (self->locks_.state && !self->dead_)
@@ -267,9 +279,11 @@ private:
         for (std::size_t i = 0; i < cfg_.hosts.size(); ++i)
           tried += (i ? "; " : "") + cfg_.hosts[i].host + ":" + std::to_string(cfg_.hosts[i].port) +
                    ": " + (member_errors_[i].empty() ? "no session in time" : member_errors_[i]);
-        diagnostics_access::client(connect_diag_, "no ZooKeeper session within " +
-                                                      std::to_string(cfg_.session_timeout.count() * 2) +
-                                                      " ms: " + tried);
+        diagnostics_access::client(connect_diag_, "no ZooKeeper session" +
+                                                      (because.empty() ? " within " + std::to_string(
+                                                                             cfg_.session_timeout.count() * 2) + " ms"
+                                                                       : ", " + because) +
+                                                      ": " + tried);
         complete_later(ex_, take(connect_h_), asio::cancellation_slot{}, ec);
       }
       if (close_h_)
@@ -304,7 +318,7 @@ private:
       if (g != self->gen_ || self->dead_)
         return;
       if (ec)
-        return self->transport_failed(g, host, ec.message());
+        return self->transport_failed(g, host, ec.message(), ec == asio::error::connection_refused);
       error_code ignored;
       self->socket_.set_option(tcp::no_delay(true), ignored);
       self->fsm_.on_connected(session::clock::now());
@@ -313,13 +327,13 @@ private:
     });
   }
 
-  void transport_failed(std::uint64_t g, std::size_t host, std::string why) {
+  void transport_failed(std::uint64_t g, std::size_t host, std::string why, bool refused = false) {
     if (g != gen_)
       return;
     if (host < member_errors_.size())
       member_errors_[host] = std::move(why);
     drop_connection();
-    fsm_.on_disconnected(session::clock::now());
+    fsm_.on_disconnected(session::clock::now(), refused);
     run_actions();
   }
 
@@ -448,6 +462,8 @@ client::client(executor_type ex, config cfg) {
   if (cfg.hosts.empty())
     throw boost::system::system_error(make_error_code(error::invalid_argument),
                                       "zookeeper::client: no hosts in the config");
+  if (std::string why; !detail::valid_chroot(cfg.chroot, why))
+    throw boost::system::system_error(make_error_code(error::invalid_argument), "zookeeper::client: " + why);
   impl_ = std::make_shared<detail::client_impl>(std::move(ex), std::move(cfg));
 }
 

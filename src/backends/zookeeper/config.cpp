@@ -3,6 +3,8 @@
 #include <corolock/error.hpp>
 #include <corolock/zookeeper/config.hpp>
 
+#include "backends/zookeeper/lock_paths.hpp"
+
 #include <boost/system/system_error.hpp>
 
 #include <charconv>
@@ -95,6 +97,8 @@ config config::from_url(std::string_view url) {
     refuse(url, "an empty segment in the chroot '" + std::string(path) + "'");
   if (path != "/")
     c.chroot = std::string(path);
+  if (std::string why; !detail::valid_chroot(c.chroot, why))
+    refuse(url, why);
   while (!query.empty()) {
     const auto amp = query.find('&');
     const auto item = query.substr(0, amp);

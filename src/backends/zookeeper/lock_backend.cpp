@@ -14,6 +14,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -60,6 +61,11 @@ struct bid_run {
   std::optional<std::uint64_t> held_back; ///< granted with the session's bound passed: its token
   std::unique_ptr<asio::steady_timer> bound; ///< see state::bound_by_session
   std::vector<core::handler<void(error_code, std::string)>> releases;
+  /// A bid with ride_through (its caller has a deadline): its recipe made anew under the next
+  /// session when the session expires while it waits (see state::rides_on).
+  std::function<lock_recipe()> again;
+  /// Counts the recipes of this bid: a reply to a request of an earlier one is dropped.
+  std::uint64_t generation = 0;
 };
 
 } // namespace
@@ -75,11 +81,24 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   std::set<std::shared_ptr<bid_run>> running; ///< bids not yet over at the store
   std::map<std::string, std::shared_ptr<bid_run>> held; ///< granted and delivered, by owner
   std::int64_t session = 0;
+  std::int64_t told_session = 0;  ///< the session of the last on_alive report
+  steady::time_point told_until = steady::time_point::min(); ///< the bound it told
   bool suspended = false;
 
   milliseconds margin() const { return zk ? zk->negotiated_timeout() / 10 : milliseconds(0); }
 
+  /// Whether a bid that failed with session_expired goes on under the next session instead (contract
+  /// 6 of core/backend.hpp: a ride-through bid retries until the core withdraws it). Its node went
+  /// with the old session, so it queues again with a new one, behind whoever came meanwhile: it
+  /// loses its place, not its caller's deadline. Only while a new session is asked for
+  /// (config::new_session_after_expiry); a client expired for good fails it, as before.
+  bool rides_on(const bid_run& b) const {
+    return b.again && b.events && !b.settled && zk && zk->get_config().new_session_after_expiry &&
+           zk->state() != session_state::expired && zk->state() != session_state::closed;
+  }
+
   void run(std::shared_ptr<bid_run> b) {
+    bool anew = false;
     for (auto& a : b->recipe.take_actions()) {
       using k = lock_recipe::action::kind;
       switch (a.what) {
@@ -100,6 +119,10 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         }
         break;
       case k::failed:
+        if (a.ec == error::session_expired && rides_on(*b)) {
+          anew = true; // the old recipe is over: its `done` below leaves the bid running
+          break;
+        }
         if (auto* e = std::exchange(b->events, nullptr)) {
           b->settled = true;
           e->failed(lock_error(a.ec), a.words.empty() ? a.ec.message() : a.words + ": " + a.ec.message());
@@ -110,11 +133,20 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
           complete_later(ex, std::move(h), asio::cancellation_slot{}, a.ec, a.words);
         break;
       case k::done:
+        if (anew)
+          break;
         running.erase(b);
         if (auto it = held.find(b->recipe.owner()); it != held.end() && it->second == b)
           held.erase(it);
         break;
       }
+    }
+    if (anew) {
+      ++b->generation;
+      b->held_back.reset();
+      b->recipe = b->again();
+      b->recipe.start();
+      run(b);
     }
   }
 
@@ -141,11 +173,39 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
                 .from = now,
                 .valid_for = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(until - now)),
                 .session = static_cast<std::uint64_t>(session)});
+    watch_own_node(b);
+  }
+
+  /// A held node can go while its session lives (another client deletes it: an operator, a
+  /// cleanup script); the next waiter then enters. So a holder keeps a watch on its own node (one
+  /// per held lock, re-armed by the session after a reconnect) and its lease is lost when the node
+  /// goes: here, if it is gone already when the watch is set, else in on_watch.
+  void watch_own_node(const std::shared_ptr<bid_run>& b) {
+    if (!zk || b->recipe.node().empty())
+      return;
+    zk->exists(b->recipe.node(), true,
+               [w = weak_from_this(), b](error_code ec, const std::optional<node_stat>& st) {
+                 if (auto self = w.lock(); self && !ec && !st)
+                   self->own_node_gone(b);
+               });
+  }
+
+  /// `b`'s node is gone at the store. Unless this client is deleting it (a release), its lease is
+  /// lost now and the bid over (a later release says lease_lost, touching nothing).
+  void own_node_gone(const std::shared_ptr<bid_run>& b) {
+    if (!b->releases.empty() || held.find(b->recipe.owner()) == held.end())
+      return; // our own release, or over already
+    const auto owner = b->recipe.owner();
+    b->recipe.node_deleted();
+    run(b);
+    if (told.lease_gone)
+      told.lease_gone(owner);
   }
 
   void send(const std::shared_ptr<bid_run>& b, const lock_recipe::action& a) {
     using k = lock_recipe::action::kind;
     const auto id = a.id;
+    const auto gen = b->generation; // a reply to an earlier recipe of the bid is dropped
     auto self = shared_from_this();
     if (!zk) { // detached: every request fails as on a closed client, never inline
       asio::post(ex, [self, b, id, what = a.what] { self->feed(b, what, id, error::closed); });
@@ -153,33 +213,43 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     }
     switch (a.what) {
     case k::create_parent:
-      zk->create(a.path, "", create_mode::container, [self, b, id](error_code ec, const created&) {
+      zk->create(a.path, "", create_mode::container, [self, b, id, gen](error_code ec, const created&) {
+        if (b->generation != gen)
+          return;
         b->recipe.parent_created(id, ec);
         self->run(b);
       });
       break;
     case k::create:
-      zk->create(a.path, "", create_mode::ephemeral_sequential, [self, b, id](error_code ec, const created& c) {
+      zk->create(a.path, "", create_mode::ephemeral_sequential, [self, b, id, gen](error_code ec, const created& c) {
+        if (b->generation != gen)
+          return;
         b->recipe.created(id, ec, c.path, c.node.czxid);
         self->run(b);
       });
       break;
     case k::list:
     case k::list_watch:
-      zk->get_children(a.path, a.what == k::list_watch, [self, b, id](error_code ec, const children& c) {
+      zk->get_children(a.path, a.what == k::list_watch, [self, b, id, gen](error_code ec, const children& c) {
+        if (b->generation != gen)
+          return;
         b->recipe.listed(id, ec, c.names);
         self->run(b);
       });
       break;
     case k::watch:
     case k::stat:
-      zk->exists(a.path, a.what == k::watch, [self, b, id](error_code ec, const std::optional<node_stat>& st) {
+      zk->exists(a.path, a.what == k::watch, [self, b, id, gen](error_code ec, const std::optional<node_stat>& st) {
+        if (b->generation != gen)
+          return;
         b->recipe.looked(id, ec, st.has_value(), st ? st->czxid : 0);
         self->run(b);
       });
       break;
     case k::remove:
-      zk->remove(a.path, -1, [self, b, id](error_code ec) {
+      zk->remove(a.path, -1, [self, b, id, gen](error_code ec) {
+        if (b->generation != gen)
+          return;
         b->recipe.removed(id, ec);
         self->run(b);
       });
@@ -214,6 +284,10 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   void on_watch(const watch_event& e) {
     if (e.type == event_type::none)
       return;
+    if (e.type == event_type::node_deleted)
+      for (const auto& [owner, b] : std::map<std::string, std::shared_ptr<bid_run>>(held))
+        if (b->recipe.node() == e.path)
+          own_node_gone(b);
     const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
     for (const auto& b : all) {
       b->recipe.watch_fired(e.path);
@@ -273,8 +347,16 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     if (!zk)
       return;
     session = zk->session_id();
-    if (told.session_alive)
-      told.session_alive(static_cast<std::uint64_t>(session), alive_until - margin());
+    if (std::exchange(told_session, session) != session)
+      told_until = steady::time_point::min(); // a new session: nothing told of it yet
+    const auto until = alive_until - margin();
+    // The client's deadline moves back only when a reconnect negotiated a shorter timeout: the
+    // core must then shorten the leases too (session_alive never moves one back).
+    if (until < told_until && told.session_shortened)
+      told.session_shortened(static_cast<std::uint64_t>(session), until);
+    else if (told.session_alive)
+      told.session_alive(static_cast<std::uint64_t>(session), until);
+    told_until = until;
     const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
     for (const auto& b : all)
       if (b->held_back)
@@ -383,11 +465,14 @@ std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string 
     // Redis answers a try_acquire without a connection.
     return answered(node_kind_of(b), error::not_connected,
                     "ZooKeeper: the session is suspended (its connection lost, not yet back)");
-  auto run = std::make_shared<bid_run>(
-      b.lock->kind == core::lock_kind::semaphore
-          ? lock_recipe(dir, std::move(owner), b.wait, b.permits, b.lock->capacity)
-          : lock_recipe(dir, node_kind_of(b), std::move(owner), b.wait),
-      &events);
+  auto make = [dir, kind = node_kind_of(b), owner, b]() {
+    return b.lock->kind == core::lock_kind::semaphore
+               ? lock_recipe(dir, owner, b.wait, b.permits, b.lock->capacity)
+               : lock_recipe(dir, kind, owner, b.wait);
+  };
+  auto run = std::make_shared<bid_run>(make(), &events);
+  if (b.ride_through)
+    run->again = make;
   s_->running.insert(run);
   run->recipe.start();
   s_->run(run);

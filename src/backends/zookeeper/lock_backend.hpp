@@ -9,7 +9,9 @@
 // deadline (client::alive_until(): the send of the last answered request plus the negotiated
 // timeout, before which no server can have expired the session); the backend reports
 // session_alive(session, that deadline minus a tenth of the timeout) at each move, the tenth a
-// margin for the server's clock running faster than ours and for telling the holder. While the
+// margin for the server's clock running faster than ours and for telling the holder; a reconnect
+// that negotiates a shorter timeout moves that deadline back, and the backend says so at once
+// (session_shortened: the leases' deadlines move back with it). While the
 // client is suspended (disconnected within the session) no reply comes, the bound stays where it
 // was and the core marks the leases lost when it passes — before any server may expire the
 // session and grant the lock to another. A reconnect in time keeps the session and the locks (the
@@ -22,7 +24,14 @@
 // recipe of it ends (lock_recipe::session_ended). With config::new_session_after_expiry the client
 // then opens a new session; grants carry the session id they follow, so that session's
 // session_alive never moves an old lease, and later bids run on it. Until it is up, a bid with
-// ride_through false fails with not_connected after the client's session bound (contract 6).
+// ride_through false fails with not_connected after the client's session bound (contract 6); a
+// bid with ride_through that was waiting (or on its way) when the session expired is not failed:
+// its recipe starts anew under the new session (a new node, behind whoever queued meanwhile), and
+// only the core's withdrawal at its caller's deadline ends it. Without that option the session is
+// over for good and such a bid fails with session_expired.
+//
+// A held node deleted by someone else while the session lives is told too: each held node has an
+// exists watch (one per held lock); its deletion, not ours, → lease_gone(owner).
 //
 // Tokens: the node's czxid, the zxid of the transaction that created it. Zxids are one counter for
 // the whole ensemble (epoch << 32 | counter; a new leader starts a higher epoch, and the leader

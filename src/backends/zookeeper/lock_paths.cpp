@@ -50,6 +50,49 @@ bool valid_node_name(std::string_view name, std::string& words) {
               (cp < 0 ? "not UTF-8" : "a character ZooKeeper refuses in a path");
       return false;
     }
+    if (cp > 0xFFFF) {
+      // The server checks a path's UTF-16 units, and a character past U+FFFF is two of them
+      // (a surrogate pair, U+D800..U+DFFF), which it refuses with ZBADARGUMENTS.
+      words = "byte " + std::to_string(at) + " of the name starts a character outside the Basic "
+              "Multilingual Plane (past U+FFFF), which ZooKeeper refuses in a path";
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+/// Whether each segment of `path` (absolute, not "/") is a node name; else `words` says which not.
+bool valid_segments(std::string_view path, std::string& words) {
+  for (std::size_t from = 1; from <= path.size();) {
+    auto to = path.find('/', from);
+    if (to == std::string_view::npos)
+      to = path.size();
+    if (!valid_node_name(path.substr(from, to - from), words))
+      return false;
+    from = to + 1;
+  }
+  return true;
+}
+
+bool zookeepers_own(std::string_view path) {
+  return path == "/zookeeper" || path.starts_with("/zookeeper/");
+}
+
+} // namespace
+
+bool valid_chroot(std::string_view chroot, std::string& words) {
+  if (chroot.empty())
+    return true;
+  std::string why;
+  if (!chroot.starts_with('/') || chroot == "/" || !valid_segments(chroot, why)) {
+    words = "the chroot '" + std::string(chroot) + "' is not a path of nodes" + (why.empty() ? "" : ": " + why);
+    return false;
+  }
+  if (zookeepers_own(chroot)) {
+    words = "the chroot '" + std::string(chroot) + "' is in /zookeeper, the server's own";
+    return false;
   }
   return true;
 }
@@ -62,18 +105,11 @@ std::string lock_root(std::string_view prefix, std::string& words) {
     words = "the prefix names no ZooKeeper folder for the locks (e.g. \"corolock:\" is /corolock)";
     return {};
   }
-  for (std::size_t from = 1; from <= root.size();) {
-    auto to = root.find('/', from);
-    if (to == std::string::npos)
-      to = root.size();
-    std::string why;
-    if (!valid_node_name(std::string_view(root).substr(from, to - from), why)) {
-      words = "the prefix's path " + root + ": " + why;
-      return {};
-    }
-    from = to + 1;
+  if (std::string why; !valid_segments(root, why)) {
+    words = "the prefix's path " + root + ": " + why;
+    return {};
   }
-  if (root == "/zookeeper" || root.starts_with("/zookeeper/")) {
+  if (zookeepers_own(root)) {
     words = "the prefix's path " + root + " is ZooKeeper's own";
     return {};
   }

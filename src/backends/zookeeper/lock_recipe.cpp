@@ -71,6 +71,12 @@ std::vector<std::string> containers_of(const std::string& dir) {
   return out;
 }
 
+/// The words of a bid ended with its session: none for session_expired, whose own message says it
+/// all (the backend adds the code's message to the words: "ended: expired" said it twice).
+std::string ended_words(error_code ec) {
+  return ec == error::session_expired ? std::string() : "the ZooKeeper session ended";
+}
+
 // A container that keeps vanishing between our creates (the server's reaper) is retried this often.
 constexpr int max_create_rounds = 5;
 
@@ -170,7 +176,7 @@ void lock_recipe::created(std::uint64_t id, error_code ec, std::string_view path
     send(action::kind::create_parent, parents_.front());
     return;
   }
-  fail(ec, session_over(ec) ? "the ZooKeeper session ended" : "cannot create a node under " + dir_);
+  fail(ec, session_over(ec) ? ended_words(ec) : "cannot create a node under " + dir_);
 }
 
 void lock_recipe::parent_created(std::uint64_t id, error_code ec) {
@@ -182,12 +188,17 @@ void lock_recipe::parent_created(std::uint64_t id, error_code ec) {
     parents_.erase(parents_.begin());
     if (parents_.empty())
       return create();
+  } else if (ec == zk_error::no_node && parents_.size() == containers_of(dir_).size()) {
+    // The top folder's parent is the client's root: with a chroot, the chroot's node, which is
+    // missing (the server makes no chroot; nothing we create brings it back).
+    return fail(ec, "cannot create " + parents_.front() + ": the client's root is missing on the "
+                    "server (a chroot that was never created?)");
   } else if (ec == zk_error::no_node) { // one above was reaped meanwhile: from the top again
     if (++create_rounds_ > max_create_rounds)
       return fail(ec, "the lock's container " + dir_ + " kept vanishing");
     parents_ = containers_of(dir_);
   } else if (ec != error::connection_lost) {
-    return fail(ec, session_over(ec) ? "the ZooKeeper session ended"
+    return fail(ec, session_over(ec) ? ended_words(ec)
                                      : "cannot create the container " + parents_.front());
   }
   send(action::kind::create_parent, parents_.front());
@@ -202,7 +213,7 @@ void lock_recipe::listed(std::uint64_t id, error_code ec, const std::vector<std:
   if (ec && ec != zk_error::no_node) { // no_node: the container is gone, so is every node in it
     if (withdrawn_ && session_over(ec))
       return finish();
-    return fail(ec, session_over(ec) ? "the ZooKeeper session ended"
+    return fail(ec, session_over(ec) ? ended_words(ec)
                                      : "cannot list the nodes of " + dir_);
   }
   if (state_ == state::finding) {
@@ -266,7 +277,7 @@ void lock_recipe::looked(std::uint64_t id, error_code ec, bool exists, std::int6
   if (ec == error::connection_lost)
     return list(state::listing);
   if (ec)
-    return fail(ec, session_over(ec) ? "the ZooKeeper session ended"
+    return fail(ec, session_over(ec) ? ended_words(ec)
                                      : "cannot look at " + (state_ == state::stating ? node_ : watched_));
   if (state_ == state::stating) {
     if (!exists) {
@@ -297,11 +308,18 @@ void lock_recipe::reconnected() {
 
 void lock_recipe::session_ended() {
   if (state_ == state::watching || state_ == state::watching_line)
-    fail(error::session_expired, "the ZooKeeper session ended");
+    fail(error::session_expired, ended_words(error::session_expired));
   else if (state_ == state::held) { // the node went with the session; a later release says lease_lost
     node_.clear();
     finish();
   }
+}
+
+void lock_recipe::node_deleted() {
+  if (state_ != state::held)
+    return;
+  node_.clear();
+  finish();
 }
 
 void lock_recipe::withdraw() {

@@ -115,6 +115,10 @@ public:
   /// by that request's own session_expired. A held one is over (done): the lease keeper tells its
   /// holder, and a release finds nothing (lease_lost), never a node of a later session.
   void session_ended();
+  /// Held, our node is gone while the session lives (someone else deleted it: an operator, a
+  /// cleanup script): over (done), as after the session's end; a release finds nothing (lease_lost).
+  /// The backend learns it by the watch it keeps on a held node. Not held: nothing.
+  void node_deleted();
 
   void withdraw();
   /// After `granted`: delete our node.

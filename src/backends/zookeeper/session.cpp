@@ -15,7 +15,8 @@ std::string hex(std::int64_t v) {
   return buf;
 }
 
-std::string joined(const std::set<std::string>& paths) {
+template <typename Paths>
+std::string joined(const Paths& paths) {
   std::string out = "[";
   for (const auto& p : paths)
     out += (out.size() > 1 ? "," : "") + p;
@@ -87,9 +88,17 @@ void session::on_connected(time_point now) {
         now);
 }
 
-void session::on_disconnected(time_point now) {
+void session::on_disconnected(time_point now, bool refused) {
   if (phase_ == phase::closing)
     return end(session_state::closed, zk_error::ok);
+  const bool first_start = !established_ && establish_deadline_ != time_point::max();
+  refused_in_a_row_ = refused && first_start && phase_ == phase::connecting ? refused_in_a_row_ + 1 : 0;
+  if (refused_in_a_row_ >= cfg_.hosts) {
+    phase_ = phase::waiting; // the transport is gone already: no disconnect action
+    return end(session_state::closed, zk_error::connection_loss,
+               cfg_.hosts == 1 ? "the member refused the connection"
+                               : "every member refused the connection");
+  }
   if (phase_ == phase::connecting || phase_ == phase::handshaking || phase_ == phase::connected) {
     phase_ = phase::waiting; // the transport is gone already: no disconnect action
     lost_connection(now, {});
@@ -163,6 +172,13 @@ void session::handle_connect_response(std::string_view body, time_point now) {
   const auto r = decode_connect_response(body);
   if (!r)
     return lost_connection(now, "a malformed ConnectResponse");
+  if (r->timeout_ms <= 0 && session_id_ == 0) {
+    // A new session refused: asking again (after an expiry, without end) would loop as fast as
+    // the member answers. The start ends, closed; the client's connect() fails with words.
+    return end(session_state::closed, zk_error::connection_loss,
+               "member " + std::to_string(host_) + " answered the request for a new session with timeout " +
+                   std::to_string(r->timeout_ms) + " (no session given)");
+  }
   if (r->timeout_ms <= 0)
     return expire(now);
   established_ = true;
@@ -171,27 +187,55 @@ void session::handle_connect_response(std::string_view body, time_point now) {
   negotiated_ = std::chrono::milliseconds(r->timeout_ms);
   failed_in_round_ = 0;
   phase_ = phase::connected;
-  proof_of_life(handshake_sent_);
+  // The deadline starts again from this handshake, under the timeout it negotiated: a member may
+  // grant less than the last one did (a lower maxSessionTimeout), and from now on the server
+  // expires the session by that shorter timeout, so a deadline kept from the old one would outlive
+  // the session. The handshake is the latest proof (no reply is outstanding across a reconnect),
+  // so with a timeout as long or longer this is the max() that proof_of_life takes.
+  alive_until_ = handshake_sent_ + negotiated_;
   set_state(session_state::connected);
-  if (!data_watches_.empty() || !exist_watches_.empty() || !child_watches_.empty()) {
-    set_watches sw{.relative_zxid = last_zxid_,
-                   .data_watches = {data_watches_.begin(), data_watches_.end()},
-                   .exist_watches = {exist_watches_.begin(), exist_watches_.end()},
-                   .child_watches = {child_watches_.begin(), child_watches_.end()}};
-    jute_writer w;
-    write_request_header(w, xid::set_watches, op::set_watches);
-    w.raw(encode(sw));
-    set_watches_sent_.push_back(now);
-    write(w.take_framed(),
-          "setWatches zxid=" + hex(last_zxid_) + " data=" + joined(data_watches_) +
-              " exist=" + joined(exist_watches_) + " child=" + joined(child_watches_),
-          now);
-  }
+  rearm_watches(now);
   while (!unsent_.empty()) {
     auto q = std::move(unsent_.front());
     unsent_.pop_front();
     write_request(std::move(q), now);
   }
+}
+
+void session::rearm_watches(time_point now) {
+  // Bounded batches, each its own SetWatches packet (all answered with xid -8, in order): one
+  // packet for every watch would pass the server's packet limit with a few thousand long paths,
+  // and the server would drop the connection at each reconnect, for ever.
+  set_watches batch;
+  batch.relative_zxid = last_zxid_;
+  std::size_t bytes = 0;
+  const auto flush = [&] {
+    if (bytes == 0)
+      return;
+    jute_writer w;
+    write_request_header(w, xid::set_watches, op::set_watches);
+    w.raw(encode(batch));
+    set_watches_sent_.push_back(now);
+    write(w.take_framed(),
+          "setWatches zxid=" + hex(last_zxid_) + " data=" + joined(batch.data_watches) +
+              " exist=" + joined(batch.exist_watches) + " child=" + joined(batch.child_watches),
+          now);
+    batch = set_watches();
+    batch.relative_zxid = last_zxid_;
+    bytes = 0;
+  };
+  const auto add = [&](const std::set<std::string>& from, std::vector<std::string> set_watches::*to) {
+    for (const auto& path : from) {
+      if (bytes > 0 && bytes + 4 + path.size() > cfg_.set_watches_batch)
+        flush();
+      (batch.*to).push_back(path);
+      bytes += 4 + path.size();
+    }
+  };
+  add(data_watches_, &set_watches::data_watches);
+  add(exist_watches_, &set_watches::exist_watches);
+  add(child_watches_, &set_watches::child_watches);
+  flush();
 }
 
 void session::handle_event(jute_reader& in) {
@@ -315,7 +359,7 @@ void session::write(std::string bytes, std::string text, time_point now) {
   out_.push_back({.what = action::kind::write, .bytes = std::move(bytes), .text = std::move(text)});
 }
 
-void session::end(session_state s, zk_error why) {
+void session::end(session_state s, zk_error why, std::string text) {
   const auto err = s == session_state::expired ? zk_error::session_expired : zk_error::connection_loss;
   for (auto& o : in_flight_)
     if (o.wanted && o.type != op::close_session)
@@ -330,7 +374,7 @@ void session::end(session_state s, zk_error why) {
       phase_ == phase::closing)
     out_.push_back({.what = action::kind::disconnect});
   phase_ = phase::over;
-  set_state(s, why);
+  set_state(s, why, std::move(text));
 }
 
 void session::expire(time_point now) {
@@ -352,11 +396,11 @@ void session::expire(time_point now) {
   set_state(session_state::connecting);
 }
 
-void session::set_state(session_state s, zk_error why) {
+void session::set_state(session_state s, zk_error why, std::string text) {
   if (s == state_)
     return;
   state_ = s;
-  out_.push_back({.what = action::kind::state, .err = why, .state = s});
+  out_.push_back({.what = action::kind::state, .err = why, .state = s, .text = std::move(text)});
 }
 
 void session::complete(std::int32_t x, zk_error err, std::string body) {

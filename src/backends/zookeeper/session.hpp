@@ -4,7 +4,12 @@
 //
 // What it keeps:
 // - The handshake: ConnectRequest with our session id, password and last zxid (zeros for a new
-//   session); a ConnectResponse with a timeout <= 0 means the session is expired.
+//   session); a ConnectResponse with a timeout <= 0 means the session is expired (to a request
+//   for a new session: none is given, see below).
+// - Before the first session (connect()): the members in turn until establish_timeout, unless every
+//   member refuses the connection in a row (nothing listens: an answer, not a delay), or a member
+//   answers a new-session request with timeout 0 (it will not give us one): then `closed` at once,
+//   with words. Neither loops.
 // - Requests: xids count up from 1; replies come in request order, so a reply whose xid is not the
 //   oldest outstanding one is a broken stream (reconnect). Watch events (xid -1) are delivered
 //   whenever they come, possibly before the reply of the request that caused them; ping replies
@@ -14,14 +19,18 @@
 // - The local deadline (alive_until): the moment we SENT the last request the server answered, plus
 //   the negotiated timeout. The server touched the session after that send, so it cannot expire
 //   it before this deadline; once it passes without a newer proof, the session is expired for us,
-//   whatever a server may still say later. That is the bound a lock's lease follows. A packet read
+//   whatever a server may still say later. That is the bound a lock's lease follows. Each handshake
+//   sets it anew from its own send and the timeout it negotiated: a reconnect to a member that
+//   grants a shorter timeout moves it back at once (the server expires by the new one). A packet read
 //   after it (the process stopped with the packet in its socket; the read may run before the
 //   timer) is that expiry too, not looked at: a reply of a dead session must not grant a lock.
 // - Reconnect within the session: the members in turn from the one after the last, the same
 //   session id and password, a short pause after each whole round; requests in flight on the lost
 //   connection fail with connection_loss (their outcome is unknown), requests not yet written wait
 //   for the next connection. After the handshake the watches still armed are re-sent with
-//   SetWatches and the last zxid seen, so the server fires those whose nodes changed meanwhile.
+//   SetWatches and the last zxid seen, so the server fires those whose nodes changed meanwhile: in
+//   packets of at most set_watches_batch bytes of paths each, every one far below the server's
+//   packet limit (max_request), which no request may pass.
 // - Expiry (the server's word, or the local deadline passed): everything in flight or queued fails
 //   with session_expired and the state says `expired`. Then, with new_session_after_expiry, a NEW
 //   session is asked for (session id 0, a zero password; the last zxid seen stays, so no member
@@ -55,7 +64,17 @@ struct session_config {
   std::chrono::milliseconds establish_timeout{10000};
   /// After an expiry: ask for a new session (see above) instead of staying expired.
   bool new_session_after_expiry = false;
+  /// The paths' bytes in one SetWatches packet after a reconnect (the rest go in more packets).
+  std::size_t set_watches_batch = 128 * 1024;
 };
+
+/// The largest packet a server takes by default (jute.maxbuffer, 0xfffff bytes, the length prefix
+/// not counted): a longer one makes it close the connection, and the request would be written
+/// again after each reconnect. The client refuses a request whose packet would be longer, before
+/// submit(); the session's own packets stay far below it (SetWatches in batches).
+inline constexpr std::size_t max_request = 0xfffff;
+/// A request's header: its xid and its op code.
+inline constexpr std::size_t request_header_size = 8;
 
 /// What a request arms when its reply succeeds.
 enum class watch_kind { none, data, child }; // data: exists/getData (an exist watch if no node)
@@ -80,7 +99,7 @@ public:
     zk_error err = zk_error::ok;
     session_state state = session_state::connecting;
     std::string bytes{};
-    std::string text{};
+    std::string text{}; ///< write: what it is; disconnect, state: why, when the machine knows
     watch_event event{};
   };
 
@@ -88,7 +107,10 @@ public:
 
   void start(time_point now);
   void on_connected(time_point now);
-  void on_disconnected(time_point now);
+  /// The transport failed or closed; `refused`: the member refused the connection (nothing
+  /// listens there). Before the first session, every member refusing in a row ends the start:
+  /// `closed`, without waiting out establish_timeout.
+  void on_disconnected(time_point now, bool refused = false);
   /// One packet body (the 4-byte length taken off by frame_reader).
   void on_frame(std::string_view body, time_point now);
   void on_timer(time_point now);
@@ -139,13 +161,14 @@ private:
   void write_request(queued q, time_point now);
   void write(std::string bytes, std::string text, time_point now);
   void lost_connection(time_point now, std::string why);
-  void end(session_state s, zk_error why);
+  void end(session_state s, zk_error why, std::string text = {});
   void expire(time_point now);
-  void set_state(session_state s, zk_error why = zk_error::ok);
+  void set_state(session_state s, zk_error why = zk_error::ok, std::string text = {});
   void complete(std::int32_t xid, zk_error err, std::string body = {});
   void proof_of_life(time_point sent);
   void handle_connect_response(std::string_view body, time_point now);
   void handle_event(jute_reader& in);
+  void rearm_watches(time_point now);
   void arm_watch(const outstanding& o, zk_error err);
 
   session_config cfg_;
@@ -155,6 +178,7 @@ private:
   bool established_ = false;
   std::size_t host_ = 0;
   std::size_t failed_in_round_ = 0;
+  std::size_t refused_in_a_row_ = 0; ///< before the first session: members that refused, in a row
   time_point attempt_deadline_{};
   time_point retry_at_{};
   time_point establish_deadline_{};
