@@ -18,6 +18,8 @@ struct mariadb {
   /// A server whose commits outlive its process (the fixture's flush nothing at commit: a SIGKILL
   /// loses them, the epoch's bump too): written to the OS at each commit.
   static mariadb_server_options crash_safe() { return {{"--innodb-flush-log-at-trx-commit=2"}}; }
+  /// The fixture's graceful stop (SIGTERM, after a SIGCONT: also after a pause()) ends every session.
+  static constexpr bool graceful_stop_ends_sessions = true;
 
   static std::unique_ptr<backend_type> make_for(asio::any_io_executor ex, std::string url, sql::lock_pool_options o) {
     return std::make_unique<backend_type>(ex, mysql::config::from_url(url), o);

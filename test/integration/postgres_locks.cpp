@@ -20,6 +20,9 @@ struct postgres {
   /// may lose the last ones, the epoch's bump too): WAL written to the OS at each commit (fsync
   /// stays off: the OS does not crash here).
   static postgres_server_options crash_safe() { return {{"synchronous_commit=on"}}; }
+  /// Not after a pause(): the graceful stop (SIGINT) continues the postmaster only, the backends
+  /// that pause() stopped stay stopped, and the next start finds their shared memory still in use.
+  static constexpr bool graceful_stop_ends_sessions = false;
 
   static std::unique_ptr<backend_type> make_for(asio::any_io_executor ex, std::string url, sql::lock_pool_options o) {
     return std::make_unique<backend_type>(ex, postgresql::config::from_url(url), o);
