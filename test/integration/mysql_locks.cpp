@@ -18,6 +18,8 @@ struct mariadb {
   /// A server whose commits outlive its process (the fixture's flush nothing at commit: a SIGKILL
   /// loses them, the epoch's bump too): written to the OS at each commit.
   static mariadb_server_options crash_safe() { return {{"--innodb-flush-log-at-trx-commit=2"}}; }
+  /// The fixture's graceful stop (SIGTERM, after a SIGCONT: also after a pause()) ends every session.
+  static constexpr bool graceful_stop_ends_sessions = true;
 
   static std::unique_ptr<backend_type> make_for(asio::any_io_executor ex, std::string url, sql::lock_pool_options o) {
     return std::make_unique<backend_type>(ex, mysql::config::from_url(url), o);
@@ -102,6 +104,7 @@ COROLOCK_SQL_LOCK_CASE(many_clients_using_a_new_name_and_fence_table_at_once_all
 // a collision): the trigger, not the retry, changes the answer, so the check cannot run there.
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_crash_restart_at_each_point_of_a_holder_s_life_tells_the_holder, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, mariadb)
 COROLOCK_SQL_LOCK_CASE(tokens_rise_across_a_crash_of_the_server, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_grant_read_after_a_stop_past_the_session_s_bound_is_not_handed_over, mariadb)

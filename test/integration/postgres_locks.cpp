@@ -20,6 +20,9 @@ struct postgres {
   /// may lose the last ones, the epoch's bump too): WAL written to the OS at each commit (fsync
   /// stays off: the OS does not crash here).
   static postgres_server_options crash_safe() { return {{"synchronous_commit=on"}}; }
+  /// Not after a pause(): the graceful stop (SIGINT) continues the postmaster only, the backends
+  /// that pause() stopped stay stopped, and the next start finds their shared memory still in use.
+  static constexpr bool graceful_stop_ends_sessions = false;
 
   static std::unique_ptr<backend_type> make_for(asio::any_io_executor ex, std::string url, sql::lock_pool_options o) {
     return std::make_unique<backend_type>(ex, postgresql::config::from_url(url), o);
@@ -133,6 +136,7 @@ COROLOCK_SQL_LOCK_CASE(many_clients_using_a_new_name_and_fence_table_at_once_all
 COROLOCK_SQL_LOCK_CASE(a_lock_statement_that_loses_a_race_on_the_fence_is_run_again, postgres)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)
 COROLOCK_SQL_LOCK_CASE(a_restarted_server_tells_the_holder_before_another_gets_the_lock, postgres)
+COROLOCK_SQL_LOCK_CASE(a_crash_restart_at_each_point_of_a_holder_s_life_tells_the_holder, postgres)
 COROLOCK_SQL_LOCK_CASE(a_grant_after_a_long_wait_is_valid_for_its_lease, postgres)
 COROLOCK_SQL_LOCK_CASE(tokens_rise_across_a_crash_of_the_server, postgres)
 COROLOCK_SQL_LOCK_CASE(a_grant_read_after_a_stop_past_the_session_s_bound_is_not_handed_over, postgres)

@@ -985,6 +985,157 @@ void a_restarted_server_tells_the_holder_before_another_gets_the_lock() {
   }, std::chrono::seconds(120));
 }
 
+// The server is killed (SIGKILL), and in a second round (where Db::graceful_stop_ends_sessions)
+// stopped gracefully (its last words to each session), and started again on its port and data at each point of a holder's
+// life, the clients' thread blocked meanwhile (so that on resuming the old sessions' end of file,
+// the riding-through waiter's retry on the new server and everything else are all ready at once):
+// (1) holding, idle, another client waiting on the server; (2) holding two locks on one session,
+// one of them being released (the server stopped first, so after a kill the unlock is surely
+// unanswered), the other idle and awaited; (3) holding, with a waiter of its own client on a
+// second session of that client; (4) granted, the answer unread. A session that comes back is a
+// new session: every lock of the old one is lost. Each holder is told (session_lost names its
+// session) before anyone gets the lock again, its unlock then says lease_lost, the unlock in
+// flight is never `ok` after a kill, and the server lists only the new holder. Holders' pings are
+// 10 s apart: only the sockets can tell in time.
+template <typename Db>
+void a_crash_restart_at_each_point_of_a_holder_s_life_tells_the_holder() {
+  typename Db::server_type server(Db::crash_safe()); // else the kill may take the fence's sequence row
+  bool graceful = false; // each point twice: a kill (SIGKILL), then a graceful stop (its last words)
+  const auto crash_and_restart = [&server, &graceful] {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!graceful)
+      server.kill();
+    server.restart();
+    BOOST_TEST_MESSAGE("server " << (graceful ? "stopped" : "killed") << " and started again in " << ms_since(t0)
+                                 << " ms, the clients stopped meanwhile");
+  };
+  // `holder` of `lock` on client `a` was told before `got`'s grant, and its unlock says so.
+  const auto told_first = [](client<Db>& a, bidder& holder, bidder& got, const char* point) {
+    const auto s = holder.grant->session;
+    const auto it = std::find(a.lost.begin(), a.lost.end(), s);
+    BOOST_TEST_REQUIRE((it != a.lost.end()), point << ": the holder's session " << s << " was never reported lost");
+    const auto at = a.lost_at[static_cast<std::size_t>(it - a.lost.begin())];
+    BOOST_TEST((at <= got.told_at), point << ": the lock granted again " << ms_between(got.told_at, at)
+                                         << " ms before its holder was told");
+    BOOST_TEST_MESSAGE(point << ": holder told " << ms_between(at, got.told_at)
+                             << " ms before the lock was granted again");
+  };
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto o = client<Db>::options();
+    o.session_timeout = std::chrono::seconds(30);
+    // A bid that rides through; a failure is told with words, then a fresh bid must get the lock.
+    const auto granted_again = [&](client<Db>& c, bidder& first, bidder& again,
+                                   const std::shared_ptr<const core::lock_spec>& lock) -> asio::awaitable<bidder*> {
+      co_await first.done.wait();
+      if (first.grant)
+        co_return &first;
+      BOOST_TEST_MESSAGE("the waiter failed: " << first.ec.message() << ": " << first.words);
+      BOOST_TEST(!first.words.empty());
+      c.bid(again, lock, true, false, true);
+      co_await again.done.wait();
+      BOOST_REQUIRE_MESSAGE(again.grant, again.ec.message() << ": " << again.words);
+      co_return &again;
+    };
+    for (const bool stop_gracefully : {false, true}) {
+      if (stop_gracefully && !Db::graceful_stop_ends_sessions)
+        break;
+      graceful = stop_gracefully;
+      {
+        // (1) Holding, idle; another client waits on the server.
+        client<Db> a(ex, server, o), b(ex, server);
+        const auto lock = a.spec("crash:idle");
+        bidder holder(ex), waiter(ex), again(ex);
+        co_await a.hold(holder, lock);
+        b.bid(waiter, lock, true, false, true);
+        BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+        crash_and_restart();
+        bidder* got = co_await granted_again(b, waiter, again, lock);
+        told_first(a, holder, *got, "holding idle");
+        BOOST_TEST(got->grant->token > holder.grant->token);
+        auto [ec, words] = co_await a.release(holder, lock);
+        BOOST_TEST((ec == error::lease_lost), "holding idle: the unlock said " << ec.message() << ": " << words);
+        BOOST_TEST(Db::holder(server, a.backend->key_of(*lock)) != "0");
+        co_await a.close();
+        co_await b.close();
+      }
+      {
+        // (2) Two locks on one session; one's unlock sent to a stopped server, which is then killed.
+        client<Db> a(ex, server, o), b(ex, server);
+        const auto lock = a.spec("crash:released"), other = a.spec("crash:kept");
+        bidder holder(ex), kept(ex), waiter(ex), again(ex);
+        co_await a.hold(holder, lock);
+        co_await a.hold(kept, other);
+        BOOST_REQUIRE(holder.grant->session == kept.grant->session);
+        b.bid(waiter, other, true, false, true);
+        BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+        server.pause();
+        error_code unlocked = make_error_code(error::invalid_argument); // not answered yet
+        a.send_release(holder, lock, unlocked);
+        co_await sleep_for(std::chrono::milliseconds(50)); // the statement is on its way
+        crash_and_restart();
+        bidder* got = co_await granted_again(b, waiter, again, other);
+        told_first(a, kept, *got, "unlock in flight beside a held lock");
+        BOOST_TEST(co_await eventually([&] { return unlocked != error::invalid_argument; }));
+        // A graceful stop resumes the server first (SIGCONT), which may run the unlock and answer it.
+        BOOST_TEST((graceful || unlocked), "unlock in flight: said ok for an unlock the server never ran");
+        BOOST_TEST_MESSAGE("unlock in flight: " << unlocked.message());
+        auto [ec, words] = co_await a.release(kept, other);
+        BOOST_TEST((ec == error::lease_lost), "the lock beside it: the unlock said " << ec.message() << ": " << words);
+        BOOST_TEST(Db::holder(server, a.backend->key_of(*lock)) == "0");
+        co_await a.close();
+        co_await b.close();
+      }
+      {
+        // (3) Holding, and a waiter of the same client on a second session of it.
+        client<Db> a(ex, server, o);
+        const auto lock = a.spec("crash:own waiter");
+        bidder holder(ex), waiter(ex), again(ex);
+        co_await a.hold(holder, lock);
+        a.bid(waiter, lock, true, false, true);
+        BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+        crash_and_restart();
+        bidder* got = co_await granted_again(a, waiter, again, lock);
+        BOOST_TEST(got->grant->session != holder.grant->session);
+        told_first(a, holder, *got, "own waiter");
+        auto [ec, words] = co_await a.release(holder, lock);
+        BOOST_TEST((ec == error::lease_lost), "own waiter: the unlock said " << ec.message() << ": " << words);
+        auto [ec2, words2] = co_await a.release(*got, lock);
+        BOOST_TEST(!ec2, ec2.message() << ": " << words2);
+        co_await a.close();
+      }
+      {
+        // (4) Granted, the answer unread: a's wait is granted when c's holding session is killed on
+        // the server, and the server dies with the grant in a's socket; b waits too. a's grant is
+        // either not handed over, or handed over and then told lost, before b gets the lock.
+        client<Db> a(ex, server, o), b(ex, server), c(ex, server);
+        const auto lock = a.spec("crash:grant in flight");
+        const auto key = a.backend->key_of(*lock);
+        bidder first(ex), holder(ex), waiter(ex), again(ex);
+        co_await c.hold(first, lock);
+        a.bid(holder, lock);
+        BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "1"; }));
+        b.bid(waiter, lock, true, false, true);
+        BOOST_REQUIRE(co_await eventually([&] { return Db::waiting(server) == "2"; }));
+        Db::kill(server, Db::holder(server, key)); // one of the waits is granted, its answer unread
+        std::this_thread::sleep_for(std::chrono::milliseconds(100)); // nothing of the clients runs
+        crash_and_restart();
+        bidder* got = co_await granted_again(b, waiter, again, lock);
+        co_await holder.done.wait();
+        if (holder.grant) {
+          told_first(a, holder, *got, "grant in flight");
+          auto [ec, words] = co_await a.release(holder, lock);
+          BOOST_TEST((ec == error::lease_lost), "grant in flight: the unlock said " << ec.message() << ": " << words);
+        } else {
+          BOOST_TEST_MESSAGE("grant in flight: the bid failed: " << holder.ec.message() << ": " << holder.words);
+        }
+        co_await a.close();
+        co_await b.close();
+        co_await c.close();
+      }
+    }
+  }, std::chrono::seconds(90));
+}
+
 template <typename Db>
 void kinds_the_database_lacks_are_refused() {
   boost::asio::io_context io;
