@@ -219,9 +219,13 @@ asio::awaitable<bool> grant_held_back(zk::client& b, guard& held, const attempt&
 }
 
 /// The server at `port` lists no ephemeral node of session `id` (its `dump`, printed when it does).
+/// Only the dump's ephemeral nodes count: the connections listed after them (ZooKeeper 3.8's
+/// "Connections dump") may still name an expired session whose socket the server has not yet
+/// closed (a blackholed proxy keeps it open), which is no node.
 bool no_node_of_session(std::uint16_t port, std::int64_t id) {
   const auto dump = four_letter_word(port, "dump");
-  const auto ephemerals = dump.substr(std::min(dump.find("ephemeral nodes dump"), dump.size()));
+  const auto from = std::min(dump.find("ephemeral nodes dump"), dump.size());
+  const auto ephemerals = dump.substr(from, dump.find("Connections dump", from) - from);
   std::ostringstream hex_id;
   hex_id << "0x" << std::hex << id;
   if (ephemerals.find(hex_id.str()) == std::string::npos)
