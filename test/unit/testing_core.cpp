@@ -274,4 +274,40 @@ BOOST_AUTO_TEST_CASE(close_fails_waiters_and_gives_everything_back) {
   BOOST_TEST(after.ec == error::closed);
 }
 
+// On the steady clock the store's timers are real ones on the caller's io_context: once every
+// client is closed and what they held is given back, nothing may be left for io.run() to wait for
+// (it waited out each lock's full lease and each session's timeout before), in both lease modes.
+BOOST_AUTO_TEST_CASE(after_close_the_io_context_has_no_work_left) {
+  for (auto mode : {ct::lease_mode::per_lock, ct::lease_mode::session}) {
+    BOOST_TEST_CONTEXT((mode == ct::lease_mode::session ? "session" : "per_lock")) {
+      asio::io_context io;
+      ct::store_options o;
+      o.leases = mode;
+      o.session_timeout = 60s;
+      ct::store s(io.get_executor(), o);
+      ct::client a{io.get_executor(), s}, b{io.get_executor(), s};
+      lock_options long_lease;
+      long_lease.lease = 60s;
+      mutex held{a, "held", long_lease}, released{b, "released", long_lease};
+      std::optional<guard> kept, given;
+      held.acquire([&](error_code ec, guard g) {
+        BOOST_TEST(!ec);
+        kept = std::move(g);
+        released.acquire([&](error_code ec2, guard g2) {
+          BOOST_TEST(!ec2);
+          given = std::move(g2);
+          given->unlock([&](error_code) {
+            a.close([](error_code) {}); // with `held` still held
+            b.close([](error_code) {});
+          });
+        });
+      });
+      io.run_for(5s);
+      BOOST_TEST(io.stopped(), "io.run() still had work 5 s after both clients closed");
+      BOOST_TEST(s.holders("held").empty());
+      BOOST_TEST(kept->lost());
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -153,9 +153,9 @@ private:
 /// semaphore are made from it as from a Redis client. Connected at construction.
 ///
 /// Traits: mutex, shared_mutex and semaphore (with set_permits / status); FIFO across clients;
-/// fixed leases (lock_options::watchdog = false) in per_lock mode only; lock_options::min_replicas
-/// is refused (error::invalid_argument at the handle's construction). Other Redis-only options are
-/// ignored.
+/// fixed leases (lock_options::watchdog = false) in per_lock mode only. Another store's own options
+/// (lock_options::store, e.g. redis::lock_tuning) are refused (error::invalid_argument at the
+/// handle's construction).
 /// Not thread-safe: use it from its executor.
 class client : public lock_source {
 public:

@@ -74,8 +74,10 @@ public:
   void disarm() override {
     if (off_)
       *off_ = true;
-    if (entry_)
+    if (entry_) {
       *entry_ = true;
+      st_->prune(); // a closed client leaves the io_context no timer of its own to wait for
+    }
     off_.reset();
     entry_.reset();
   }
@@ -96,7 +98,6 @@ backend::backend(asio::any_io_executor ex, std::shared_ptr<state> st)
   traits_.read_write = true;
   traits_.semaphore = true;
   traits_.fifo = true;
-  traits_.replicas = false;
   traits_.run_time_permits = true;
   client_ = st_->connect(*this);
   id_ = "client-" + std::to_string(client_);
@@ -123,10 +124,6 @@ std::unique_ptr<core::timer> backend::make_timer() {
 std::string backend::new_owner() { return id_ + ":" + std::to_string(++owners_); }
 
 error_code backend::check(const core::lock_spec& lock, std::string& words) const {
-  if (lock.options.min_replicas > 0) {
-    words = "the testing store has no replicas (lock_options::min_replicas must be 0)";
-    return error::invalid_argument;
-  }
   if (!lock.options.watchdog && !traits_.fixed_lease) {
     words = "the testing store in session mode has no fixed lease (lock_options::watchdog = false)";
     return error::invalid_argument;

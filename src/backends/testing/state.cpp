@@ -62,9 +62,36 @@ std::optional<steady::time_point> state::next_due() const {
   return std::nullopt;
 }
 
-void state::rearm_steady() {
-  if (timers_.empty())
+std::shared_ptr<void> state::cancel_on_last_copy(std::shared_ptr<bool> cancelled) {
+  return std::shared_ptr<void>(nullptr, [cancelled = std::move(cancelled),
+                                         w = weak_from_this()](void*) {
+    *cancelled = true;
+    if (auto self = w.lock())
+      self->prune();
+  });
+}
+
+void state::prune() {
+  if (options.clock != clock_mode::steady)
+    return; // virtual time: the test moves the clock; a cancelled timer costs nothing there
+  if (timers_.empty() || !*timers_.begin()->second.cancelled)
     return;
+  rearm_steady();
+}
+
+void state::rearm_steady() {
+  while (!timers_.empty() && *timers_.begin()->second.cancelled)
+    timers_.erase(timers_.begin());
+  if (timers_.empty()) {
+    // Nothing live to wait for: no work left on the io_context for it.
+    if (steady_armed_ != steady::time_point::max()) {
+      steady_armed_ = steady::time_point::max();
+      steady_timer_->cancel();
+    }
+    return;
+  }
+  if (timers_.begin()->first == steady_armed_)
+    return; // armed for it already
   steady_armed_ = timers_.begin()->first;
   steady_timer_->expires_at(steady_armed_);
   steady_timer_->async_wait([w = weak_from_this()](error_code ec) {
@@ -125,7 +152,7 @@ void state::watch_session(std::uint64_t id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end())
     return;
-  at(it->second.heard + options.session_timeout, [this, id] {
+  it->second.watch = cancel_on_last_copy(at(it->second.heard + options.session_timeout, [this, id] {
     auto s = sessions_.find(id);
     if (s == sessions_.end())
       return;
@@ -133,7 +160,7 @@ void state::watch_session(std::uint64_t id) {
       end_session(id, true);
     else
       watch_session(id);
-  });
+  }));
 }
 
 bool state::ping(std::uint64_t session) {
@@ -249,8 +276,8 @@ void state::forget_if_empty(const lock_key& k) {
     locks_.erase(it);
 }
 
-void state::watch_expiry(const lock_key& k, const entry& holder) {
-  at(holder.expires, [this, k, owner = holder.owner] {
+void state::watch_expiry(const lock_key& k, entry& holder) {
+  holder.expiry_watch = cancel_on_last_copy(at(holder.expires, [this, k, owner = holder.owner] {
     auto it = locks_.find(k);
     if (it == locks_.end())
       return;
@@ -260,7 +287,7 @@ void state::watch_expiry(const lock_key& k, const entry& holder) {
       return; // released, or renewed (a later timer watches it)
     hs.erase(h);
     grant_waiters(k);
-  });
+  }));
 }
 
 void state::remove(const lock_key& k, const std::string& owner) {

@@ -66,6 +66,9 @@ struct entry {
   std::uint64_t token = 0;            // holders
   steady::time_point since{};         // holders: when granted
   steady::time_point expires = steady::time_point::max(); // holders, per_lock
+  /// Holders, per_lock: the store's timer watching `expires`, cancelled when the last copy of the
+  /// entry goes (released, given back, purged, renewed: a new watch replaces it).
+  std::shared_ptr<void> expiry_watch;
 };
 
 struct lock_state {
@@ -95,6 +98,9 @@ public:
   /// Runs `fn` (synchronously, on the store's side: it must post anything meant for a client) at
   /// `at` on the store's clock. Cancel by setting *cancelled.
   std::shared_ptr<bool> at(steady::time_point at, std::function<void()> fn);
+  /// After a timer of at() was cancelled (its flag set): drops the cancelled timers due first and
+  /// re-arms the steady timer for the next live one, or stops it (no work left on the executor).
+  void prune();
   /// Manual clock: runs what falls due up to now + d, each at its moment. Steady clock: nothing.
   void advance(std::chrono::milliseconds d);
   std::optional<steady::time_point> next_due() const;
@@ -159,6 +165,7 @@ private:
   struct session {
     std::uint64_t client = 0;
     steady::time_point heard{};
+    std::shared_ptr<void> watch; ///< its expiry timer, cancelled when the session goes
   };
 
   void grant(const lock_key& k, lock_state& l, entry e);
@@ -166,7 +173,11 @@ private:
   /// Removes every holder and queued bid matching `gone`; grants who fits next.
   void purge(const std::function<bool(const entry&)>& gone);
   void forget_if_empty(const lock_key& k);
-  void watch_expiry(const lock_key& k, const entry& holder);
+  void watch_expiry(const lock_key& k, entry& holder);
+  /// A handle on the timer `cancelled` belongs to: its last copy gone, the timer is cancelled and,
+  /// if it was the next one due, dropped at once (so that a closed store's io_context has no work
+  /// left for a lease or session nobody holds any more).
+  std::shared_ptr<void> cancel_on_last_copy(std::shared_ptr<bool> cancelled);
   void watch_session(std::uint64_t id);
   void rearm_steady();
   void fire_due_steady();
