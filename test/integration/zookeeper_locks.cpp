@@ -218,19 +218,14 @@ asio::awaitable<bool> grant_held_back(zk::client& b, guard& held, const attempt&
   co_return held_back;
 }
 
-/// The server at `port` lists no ephemeral node of session `id` (its `dump`, printed when it does).
-/// Only the dump's ephemeral nodes count: the connections listed after them (ZooKeeper 3.8's
-/// "Connections dump") may still name an expired session whose socket the server has not yet
-/// closed (a blackholed proxy keeps it open), which is no node.
+/// The server at `port` lists no ephemeral node of session `id` (its nodes printed when it does).
 bool no_node_of_session(std::uint16_t port, std::int64_t id) {
-  const auto dump = four_letter_word(port, "dump");
-  const auto from = std::min(dump.find("ephemeral nodes dump"), dump.size());
-  const auto ephemerals = dump.substr(from, dump.find("Connections dump", from) - from);
-  std::ostringstream hex_id;
-  hex_id << "0x" << std::hex << id;
-  if (ephemerals.find(hex_id.str()) == std::string::npos)
+  const auto all = ephemerals_by_session(port);
+  const auto it = all.find(id);
+  if (it == all.end() || it->second.empty())
     return true;
-  BOOST_TEST_MESSAGE(dump);
+  for (const auto& path : it->second)
+    BOOST_TEST_MESSAGE("session " << id << " still holds " << path);
   return false;
 }
 

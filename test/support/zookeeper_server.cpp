@@ -117,16 +117,31 @@ std::string four_letter_word(std::uint16_t port, const std::string& word,
   return out;
 }
 
-std::vector<std::string> ephemeral_nodes(std::uint16_t port) {
-  // dump lists each session with ephemerals, then its nodes one a line, indented by a tab.
+std::map<std::int64_t, std::vector<std::string>> ephemerals_by_session(std::uint16_t port) {
+  // The ephemeral section lists each session with ephemerals ("0x<id>:"), then its nodes one a
+  // line, indented by a tab; a section of another kind ("Connections dump") may follow.
   const auto text = four_letter_word(port, "dump");
-  if (text.find("ephemeral nodes dump") == std::string::npos)
+  const auto from = text.find("ephemeral nodes dump");
+  if (from == std::string::npos)
     throw std::runtime_error(fmt::format("zookeeper_server: no dump from port {}: '{}'", port, text));
+  std::map<std::int64_t, std::vector<std::string>> out;
+  std::istringstream in(text.substr(from, text.find("Connections dump", from) - from));
+  std::vector<std::string>* session = nullptr;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("0x") && line.ends_with(":"))
+      session = &out[static_cast<std::int64_t>(std::stoull(line.substr(2), nullptr, 16))];
+    else if (line.starts_with("\t/") && session)
+      session->push_back(line.substr(1));
+  }
+  for (auto& [_, paths] : out)
+    std::sort(paths.begin(), paths.end());
+  return out;
+}
+
+std::vector<std::string> ephemeral_nodes(std::uint16_t port) {
   std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("\t/"))
-      out.push_back(line.substr(1));
+  for (auto& [_, paths] : ephemerals_by_session(port))
+    out.insert(out.end(), paths.begin(), paths.end());
   std::sort(out.begin(), out.end());
   return out;
 }
