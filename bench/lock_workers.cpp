@@ -68,7 +68,8 @@ auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
   switch (p) {
   case primitive::mutex: {
     corolock::lock_options o;
-    o.fair = fair;
+    if (!fair) // Redis's own option: another store refuses it
+      o.store = corolock::redis::lock_tuning{.fair = false};
     return corolock::mutex(c, name, o);
   }
   case primitive::semaphore:

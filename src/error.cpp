@@ -33,7 +33,7 @@ public:
     case error::not_master:
       return "the server the Sentinels named is not a master (a failover may be under way)";
     case error::not_replicated:
-      return "too few replicas acknowledged the lock in time (lock_options::min_replicas); "
+      return "too few replicas acknowledged the lock in time (redis::lock_tuning::min_replicas); "
              "it was given back";
     case error::tls_failed:
       return "TLS with the server failed (CA, certificate or key file unusable, server "

@@ -8,6 +8,7 @@
 #include <corolock/redis/client.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/redis/connection.hpp>
+#include <corolock/redis/lock_tuning.hpp>
 #include <corolock/redis/request.hpp>
 #include <corolock/redis/script.hpp>
 #include <corolock/redis/subscription.hpp>
@@ -19,3 +20,4 @@
 #include <corolock/lock/segmented_lock.hpp>
 #include <corolock/lock/semaphore.hpp>
 #include <corolock/lock/shared_mutex.hpp>
+#include <corolock/lock/store_options.hpp>

@@ -35,7 +35,7 @@ enum class error {
   no_master,            ///< the Sentinels reached know no master by that name
   not_master,           ///< the server the Sentinels named is not a master (a failover under way)
   // The lock layer again (appended: the numbers above stay as they were).
-  not_replicated,       ///< fewer replicas than lock_options::min_replicas acknowledged in time
+  not_replicated,       ///< fewer replicas than redis::lock_tuning::min_replicas acknowledged in time
   // Talking to Redis, added later (at the end, so the numbers above stay as they were).
   tls_failed,           ///< TLS could not be set up: a CA/cert/key file unusable, the handshake
                         ///< failed, the server's certificate was not trusted or named another

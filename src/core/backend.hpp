@@ -66,9 +66,6 @@ struct backend_traits {
   bool read_write = false;              ///< shared_mutex
   bool semaphore = false;               ///< semaphore
   bool fifo = false;                    ///< waiters of different processes served in arrival order
-  bool barging = false;                 ///< lock_options::fair = false (a mutex): a release may
-                                        ///< pass its own client's waiter ahead, within the bound
-  bool replicas = false;                ///< lock_options::min_replicas
   bool run_time_permits = false;        ///< semaphore::set_permits / status: a count the store keeps
   std::size_t max_name = lock_options::max_name;
 };
@@ -82,6 +79,10 @@ struct lock_spec {
   /// backend::store_key of this lock, filled once when the handle is made (empty if the backend
   /// keeps none): what the store calls the lock, so that no bid or release derives it again.
   std::string store_key{};
+  /// backend::line_tag of this lock, filled once when the handle is made: the store's options'
+  /// part of the identity of the lock's waiting line (two handles of one name whose store options
+  /// differ wait in separate lines, each bidding as its options say).
+  std::string line_tag{};
 };
 
 /// What one contender asks the store for.
@@ -193,6 +194,14 @@ public:
   /// derived per bid and per release). The core calls it once per handle, after check(), and keeps
   /// it in lock_spec::store_key; the backend reads it from there. Default: none.
   virtual std::string store_key(const lock_spec& lock) const {
+    static_cast<void>(lock);
+    return {};
+  }
+
+  /// What the store's own options of `lock` (lock_options::store) change in its bids, as a string
+  /// equal for two locks exactly when they bid alike; kept in lock_spec::line_tag, after check().
+  /// Default: none (a store without options of its own).
+  virtual std::string line_tag(const lock_spec& lock) const {
     static_cast<void>(lock);
     return {};
   }

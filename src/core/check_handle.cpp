@@ -1,6 +1,7 @@
 // The handle's argument checks that hold for every store (core/handle.hpp): the name's length by
 // the store's traits, the lease's bounds, and each option or kind the store's traits lack
-// (contract 7 of core/backend.hpp). The store's own rules (a charset, …) follow in backend::check.
+// (contract 7 of core/backend.hpp), and options of another store (lock_options::store). The store's
+// own rules (a charset, its own options' ranges, …) follow in backend::check.
 #include "core/handle.hpp"
 
 #include <corolock/error.hpp>
@@ -29,19 +30,13 @@ void check_handle(const backend_traits& traits, const lock_spec& spec, const cha
     refuse(what, lock + "the " + store +
                      " store cannot serve a fixed lease (watchdog = false): its leases are " +
                      (traits.leases == lease_model::session ? "the session's" : "renewed"));
-  if (o.min_replicas != 0 && !traits.replicas)
-    refuse(what, lock + "the " + store + " store has no replica acknowledgement (min_replicas)");
   if (spec.kind == lock_kind::read_write && !traits.read_write)
     refuse(what, lock + "the " + store + " store has no read-write lock (shared_mutex)");
   if (spec.kind == lock_kind::semaphore && !traits.semaphore)
     refuse(what, lock + "the " + store + " store has no semaphore");
-  if (!o.fair && !traits.barging)
-    refuse(what, lock + "the " + store +
-                     " store serves its waiters in its own order only: fair = false needs redis");
-  if (!o.fair && spec.kind != lock_kind::mutex)
-    refuse(what, lock + "fair = false is a mutex's option (a semaphore and a shared_mutex are fair)");
-  if (!o.fair && (o.max_passed_over < 1 || o.max_passed_over > lock_options::max_passes))
-    refuse(what, lock + "max_passed_over must be 1.." + std::to_string(lock_options::max_passes));
+  if (!o.store.empty() && o.store.store() != traits.store)
+    refuse(what, lock + "options of the " + std::string(o.store.store()) + " store (lock_options::store) "
+                 "given to a lock of the " + store + " store");
   if (spec.capacity < 1)
     refuse(what, lock + "a lock has at least one permit");
 }

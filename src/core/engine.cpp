@@ -158,14 +158,14 @@ std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string nam
   if (auto ec = b_->check(*spec, words))
     throw boost::system::system_error(ec, std::string(what) + " '" + spec->name + "': " + words);
   spec->store_key = b_->store_key(*spec);
+  spec->line_tag = b_->line_tag(*spec);
   return std::make_shared<engine_handle>(shared_from_this(), std::move(spec));
 }
 
 engine_impl::line_key engine_impl::key_of(const lock_spec& spec, std::int64_t permits, bool shared) {
   const auto& o = spec.options;
   return {spec.kind, o.prefix, spec.name, spec.capacity, permits, shared, o.lease.count(),
-          o.watchdog, o.min_replicas, o.replica_timeout.count(), o.grant_lease.count(),
-          o.waiter_ttl.count(), o.fair, o.fair ? 0 : o.max_passed_over};
+          o.watchdog, spec.line_tag};
 }
 
 std::shared_ptr<waiting_line> engine_impl::line_of(const std::shared_ptr<const lock_spec>& spec,

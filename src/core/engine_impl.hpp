@@ -62,14 +62,14 @@ private:
   // A lock of one kind and name, with the lease its handle asked for (two handles of one name with
   // other leases wait in two lines), and what each caller of the line takes.
   /// A line serves one lock as the store knows it (kind, prefix, name, a semaphore's count) and one
-  /// shape of bid and lease (lease, watchdog, replicas and their timeout, queue timings): handles
-  /// of one client that agree on all of it share a line (one bid at a time, contract 2); any
-  /// difference is another line. Without the prefix, two handles of one name under different
-  /// prefixes shared the first one's line and took the first one's lock; without min_replicas, a
-  /// handle asking for 1 replica right after one asking for 2 had its bid made with 2.
+  /// shape of bid and lease (lease, watchdog, and the store's options as its backend names them:
+  /// lock_spec::line_tag): handles of one client that agree on all of it share a line (one bid at
+  /// a time, contract 2); any difference is another line. Without the prefix, two handles of one
+  /// name under different prefixes shared the first one's line and took the first one's lock;
+  /// without the store's part (Redis: min_replicas), a handle asking for 1 replica right after one
+  /// asking for 2 had its bid made with 2.
   using line_key = std::tuple<lock_kind, std::string, std::string, std::int64_t, std::int64_t,
-                              bool, std::int64_t, bool, int, std::int64_t, std::int64_t,
-                              std::int64_t, bool, int>;
+                              bool, std::int64_t, bool, std::string>;
   static line_key key_of(const lock_spec& spec, std::int64_t permits, bool shared);
 
   std::shared_ptr<backend> b_;

@@ -477,14 +477,29 @@ asio::awaitable<void> a_lacking_trait_is_refused(F& f, asio::any_io_executor ex)
   }
 }
 
-// fair = false: served by a store that can pass its own client's waiter ahead (traits.barging;
-// its fixture says `static constexpr bool barging = true`), as a working mutex that excludes;
-// refused by every other store when the handle is made, before anything reaches the store.
+/// The options of a store no client is of (lock_options::store).
+struct nowhere_options {
+  static constexpr std::string_view store = "nowhere";
+};
+
+// A store's own options (lock_options::store): Redis' (redis::lock_tuning, fair = false) are
+// served by Redis (its fixture says `static constexpr bool barging = true`) as a working mutex that
+// excludes, and refused by every other store when the handle is made, with words naming both
+// stores; options of a store no client is of are refused by every store.
 template <typename F>
-asio::awaitable<void> non_fair_is_served_or_refused(F& f, asio::any_io_executor ex) {
+asio::awaitable<void> a_store_s_own_options_are_served_or_refused(F& f, asio::any_io_executor ex) {
   auto a = co_await f.connect(ex);
-  lock_options o;
-  o.fair = false;
+  const auto refused = [&](const lock_options& o, const std::string& words) {
+    try {
+      mutex m{*a, "store-options", o};
+      BOOST_ERROR("constructed");
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST(e.code() == error::invalid_argument);
+      BOOST_TEST(std::string(e.what()).find(words) != std::string::npos, e.what());
+    }
+  };
+  refused({.store = nowhere_options{}}, "options of the nowhere store");
+  const lock_options o{.store = redis::lock_tuning{.fair = false}};
   if constexpr (requires { F::barging; }) {
     auto b = co_await f.connect(ex);
     mutex m{*a, "nonfair", o}, mb{*b, "nonfair", o};
@@ -494,13 +509,7 @@ asio::awaitable<void> non_fair_is_served_or_refused(F& f, asio::any_io_executor 
     BOOST_TEST(!other.owns_lock());
     co_await g.unlock();
   } else {
-    try {
-      mutex m{*a, "nonfair", o};
-      BOOST_ERROR("constructed");
-    } catch (const boost::system::system_error& e) {
-      BOOST_TEST(e.code() == error::invalid_argument);
-      BOOST_TEST(std::string(e.what()).find("fair = false") != std::string::npos, e.what());
-    }
+    refused(o, "options of the redis store");
   }
   BOOST_TEST(co_await clean(f));
 }
@@ -816,7 +825,7 @@ asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor 
   COROLOCK_CONFORMANCE_CASE(F, cancelled_unlock_still_releases)                                   \
   COROLOCK_CONFORMANCE_CASE(F, bad_names_and_options_are_refused)                                 \
   COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)                                       \
-  COROLOCK_CONFORMANCE_CASE(F, non_fair_is_served_or_refused)                                   \
+  COROLOCK_CONFORMANCE_CASE(F, a_store_s_own_options_are_served_or_refused)                                   \
   COROLOCK_CONFORMANCE_CASE(F, a_service_of_many_callers)                                        \
   COROLOCK_CONFORMANCE_CASE(F, many_locks_held_at_once)
 

@@ -46,10 +46,10 @@ struct sql_fixture {
   }
   std::size_t queued(const std::string&) { return std::stoul(Db::waiting(server)); }
   bool clean() { return Db::waiting(server) == "0" && Db::held(server) == "0"; }
-  /// Nothing to wait for but the session: no replicas.
+  /// A lock lives as long as its session: no fixed lease.
   static std::optional<lock_options> lacking() {
     lock_options o;
-    o.min_replicas = 1;
+    o.watchdog = false;
     return o;
   }
 };

@@ -8,8 +8,7 @@
 // semaphore's sem-<owner>-<permits>-<capacity>-<seq>: the permit cases keep one holder, so the same).
 //
 // The session is the lease: lost_by_the_local_deadline uses session_lease (the client's session
-// timeout) as its bound. Traits it lacks: a fixed lease, min_replicas (a quorum commits every
-// write); a_lacking_trait_is_refused asks for min_replicas.
+// timeout) as its bound. Traits it lacks: a fixed lease; a_lacking_trait_is_refused asks for one.
 #include "cases.hpp"
 #include "proxied.hpp"
 
@@ -55,7 +54,7 @@ struct zookeeper_fixture {
   }
   static std::optional<corolock::lock_options> lacking() {
     corolock::lock_options o;
-    o.min_replicas = 1; // a quorum already commits every write
+    o.watchdog = false; // a lock lives as long as its session
     return o;
   }
 };

@@ -51,8 +51,13 @@ client_config config_of(redis_cluster& cluster) {
   return cfg;
 }
 
-asio::awaitable<std::unique_ptr<client>> connected_client(redis_cluster& cluster) {
-  auto c = std::make_unique<client>(co_await asio::this_coro::executor, config_of(cluster));
+/// `waiter_ttl`: the client's queue places' (client_config::locks), 0 for the default.
+asio::awaitable<std::unique_ptr<client>> connected_client(
+    redis_cluster& cluster, std::chrono::milliseconds waiter_ttl = std::chrono::milliseconds(0)) {
+  auto cfg = config_of(cluster);
+  if (waiter_ttl.count() > 0)
+    cfg.locks.waiter_ttl = waiter_ttl;
+  auto c = std::make_unique<client>(co_await asio::this_coro::executor, cfg);
   co_await c->connect();
   co_return c;
 }
@@ -65,16 +70,14 @@ BOOST_AUTO_TEST_CASE(each_lock_lives_on_its_slots_master_and_waiters_wake_by_sha
   redis_cluster cluster;
   const auto locks = one_lock_per_master(cluster, "spread");
   run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
-    auto a_owner = co_await connected_client(cluster);
+    // A waiter whose queue place is refreshed only every 10 s can only be woken by a message.
+    auto a_owner = co_await connected_client(cluster, std::chrono::seconds(30));
     client& a = *a_owner;
-    auto b_owner = co_await connected_client(cluster);
+    auto b_owner = co_await connected_client(cluster, std::chrono::seconds(30));
     client& b = *b_owner;
     BOOST_TEST(a.is_connected());
     for (const auto& [owner, name] : locks) {
-      // A waiter whose queue place is refreshed only every 10 s can only be woken by a message.
-      lock_options o;
-      o.waiter_ttl = std::chrono::seconds(30);
-      mutex ma(a, name, o), mb(b, name, o);
+      mutex ma(a, name), mb(b, name);
       auto held = co_await ma.acquire();
       for (std::size_t i = 0; i < cluster.size(); ++i)
         BOOST_TEST(sync_list(cluster.node(i), "KEYS", key_of(name)).size() == (i == owner ? 1u : 0u),
@@ -685,7 +688,7 @@ BOOST_AUTO_TEST_CASE(clusterdown_is_retried_within_the_deadline_until_the_cluste
     if (owner != dead)
       live.push_back(name);
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    auto a_owner = co_await connected_client(cluster);
+    auto a_owner = co_await connected_client(cluster, ms(600)); // its places refreshed every 200 ms
     client& a = *a_owner;
     auto b_owner = co_await connected_client(cluster);
     client& b = *b_owner;
@@ -693,9 +696,7 @@ BOOST_AUTO_TEST_CASE(clusterdown_is_retried_within_the_deadline_until_the_cluste
     // place refreshed every 200 ms, so it meets the cluster's failure while queued.
     mutex holder(b, live[0], lease_of(std::chrono::seconds(30)));
     auto held = co_await holder.acquire();
-    lock_options waiting;
-    waiting.waiter_ttl = ms(600);
-    mutex queued(a, live[0], waiting);
+    mutex queued(a, live[0]);
     std::optional<error_code> waiter_ended;
     guard waiter_guard;
     auto waiter = [&]() -> asio::awaitable<void> {

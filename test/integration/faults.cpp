@@ -57,12 +57,12 @@ BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_nothin
       run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
         auto cfg = limited;
         cfg.protocol = protocol;
-        client a(ex, config_for(server)), u(ex, cfg);
+        auto waits = config_for(server);
+        waits.locks.waiter_ttl = std::chrono::milliseconds(600); // a's places refreshed every 200 ms
+        client a(ex, waits), u(ex, cfg);
         co_await a.connect();
         co_await u.connect();
-        lock_options waits;
-        waits.waiter_ttl = std::chrono::milliseconds(600); // refreshed every 200 ms
-        corolock::mutex ma(a, "acl", waits), mu(u, "acl");
+        corolock::mutex ma(a, "acl"), mu(u, "acl");
         auto g = co_await ma.acquire();
         diagnostics why;
         auto [ec, none] = co_await mu.acquire_for(std::chrono::seconds(2),
@@ -860,8 +860,11 @@ BOOST_AUTO_TEST_CASE(a_wait_with_a_deadline_rides_through_a_restart) {
     cfg.reconnect_max = std::chrono::milliseconds(100);
     auto holder_cfg = cfg;
     holder_cfg.request_timeout = std::chrono::seconds(5);
-    client w(ex, cfg), h(ex, holder_cfg);
+    auto refreshed = cfg; // the queued waiters' client: places refreshed every 200 ms
+    refreshed.locks.waiter_ttl = std::chrono::milliseconds(600);
+    client w(ex, cfg), wq(ex, refreshed), h(ex, holder_cfg);
     co_await w.connect();
+    co_await wq.connect();
     co_await h.connect();
     const auto outage = std::chrono::seconds(2), wait = std::chrono::seconds(6);
     auto one = [&](auto& queued_w, auto& queued_h, auto& arriving_w, auto& arriving_h,
@@ -910,12 +913,10 @@ BOOST_AUTO_TEST_CASE(a_wait_with_a_deadline_rides_through_a_restart) {
       co_await queued_g.unlock(tuple_awaitable);
       co_await arriving_g.unlock(tuple_awaitable);
     };
-    lock_options refreshed;
-    refreshed.waiter_ttl = std::chrono::milliseconds(600);
-    corolock::mutex mq(w, "restart-queued", refreshed), hq(h, "restart-queued"),
+    corolock::mutex mq(wq, "restart-queued"), hq(h, "restart-queued"),
         ma(w, "restart-arriving"), ha(h, "restart-arriving");
     co_await one(mq, hq, ma, ha, "corolock:{restart-queued}:q", "mutex");
-    corolock::semaphore sq(w, "restart-queued", 1, refreshed), tq(h, "restart-queued", 1),
+    corolock::semaphore sq(wq, "restart-queued", 1), tq(h, "restart-queued", 1),
         sa(w, "restart-arriving", 1), ta(h, "restart-arriving", 1);
     co_await one(sq, tq, sa, ta, "corolock:{restart-queued}:sem:q", "semaphore");
   });

@@ -20,8 +20,7 @@ namespace {
 
 lock_options unfair_options(int max_passed_over = 8) {
   lock_options o;
-  o.fair = false;
-  o.max_passed_over = max_passed_over;
+  o.store = redis::lock_tuning{.fair = false, .max_passed_over = max_passed_over};
   return o;
 }
 
@@ -230,7 +229,7 @@ BOOST_AUTO_TEST_CASE(fair_false_is_refused_where_it_cannot_be_served) {
                error::invalid_argument);
     BOOST_TEST(!code_of([&] { corolock::mutex m(c, "m", unfair_options(1000)); }));
     lock_options ignored; // read only when fair is false
-    ignored.max_passed_over = 0;
+    ignored.store = redis::lock_tuning{.max_passed_over = 0};
     BOOST_TEST(!code_of([&] { corolock::mutex m(c, "m", ignored); }));
     co_return;
   });

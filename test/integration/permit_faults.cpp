@@ -32,14 +32,14 @@ BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_leaves
   redis_server server;
   const auto cfg = user_without_channel_rights(server);
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    client a(ex, config_for(server)), u(ex, cfg);
+    auto quick_refresh = config_for(server);
+    quick_refresh.locks.waiter_ttl = ms(600); // a's waiters refresh their places every 200 ms
+    client a(ex, quick_refresh), u(ex, cfg);
     co_await a.connect();
     co_await u.connect();
-    lock_options quick_refresh;
-    quick_refresh.waiter_ttl = ms(600); // a waiter refreshes its place every 200 ms
 
     // Semaphore: a wait for permits in use.
-    corolock::semaphore sa(a, "acl-sem", 2, quick_refresh), su(u, "acl-sem", 2);
+    corolock::semaphore sa(a, "acl-sem", 2), su(u, "acl-sem", 2);
     auto both = co_await sa.acquire(2);
     diagnostics why;
     auto [ec, none] = co_await su.acquire_for(1, std::chrono::seconds(2),
@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(a_user_without_channel_rights_gets_a_clear_error_and_leaves
     co_await (waiter() && holder());
 
     // Read-write lock: a reader behind a writer, then a writer behind a reader.
-    corolock::shared_mutex ra(a, "acl-rw", quick_refresh), ru(u, "acl-rw");
+    corolock::shared_mutex ra(a, "acl-rw"), ru(u, "acl-rw");
     auto w = co_await ra.acquire();
     auto [e1, r1] = co_await ru.acquire_shared_for(std::chrono::seconds(2), tuple_awaitable);
     BOOST_TEST(e1 == error::redis_error);

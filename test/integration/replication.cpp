@@ -50,9 +50,13 @@ constexpr auto healthy_timeout = 5s;
 
 lock_options replicated(int replicas, std::chrono::milliseconds timeout) {
   lock_options o;
-  o.min_replicas = replicas;
-  o.replica_timeout = timeout;
+  o.store = redis::lock_tuning{.min_replicas = replicas, .replica_timeout = timeout};
   return o;
+}
+
+/// The Redis tuning's own check, with the lock's lease.
+error_code tuning_check(const lock_options& o) {
+  return o.store.get<redis::lock_tuning>()->validate(o.lease);
 }
 
 /// The owner a lock key names ('<token> <owner>'), or "(nil)".
@@ -404,13 +408,13 @@ BOOST_AUTO_TEST_CASE(bad_replica_options_are_invalid_argument) {
       return o;
     };
     const std::vector<lock_options> wrong{
-        bad(-1, 1s),        bad(lock_options::max_replicas + 1, 1s), bad(1, 0ms),
+        bad(-1, 1s),        bad(redis::lock_tuning::max_replicas + 1, 1s), bad(1, 0ms),
         bad(1, -5ms),       bad(0, 25h),                             bad(1, 2s, 3s),
         bad(0, 0ms), // a timeout that makes no sense is refused even while unused
     };
     for (std::size_t i = 0; i < wrong.size(); ++i) {
       BOOST_TEST_CONTEXT("case " << i) {
-        BOOST_TEST(wrong[i].validate() == error::invalid_argument);
+        BOOST_TEST(tuning_check(wrong[i]) == error::invalid_argument);
         auto code_of = [&](auto make) {
           try {
             make();
@@ -428,9 +432,9 @@ BOOST_AUTO_TEST_CASE(bad_replica_options_are_invalid_argument) {
       }
     }
     // The bounds themselves are fine; so is a long timeout while nothing waits for replicas.
-    BOOST_TEST(!bad(lock_options::max_replicas, 1ms).validate());
-    BOOST_TEST(!bad(1, 1500ms, 3s).validate());
-    BOOST_TEST(!bad(0, 10s, 3s).validate());
+    BOOST_TEST(!tuning_check(bad(redis::lock_tuning::max_replicas, 1ms)));
+    BOOST_TEST(!tuning_check(bad(1, 1500ms, 3s)));
+    BOOST_TEST(!tuning_check(bad(0, 10s, 3s)));
     // No replica at all: a valid request for one fails cleanly, nothing left behind.
     corolock::mutex lonely(c, "lonely", replicated(1, 100ms));
     auto [ec, g] = co_await lonely.acquire(tuple_awaitable);

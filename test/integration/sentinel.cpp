@@ -477,13 +477,13 @@ BOOST_AUTO_TEST_CASE(give_ups_sent_during_a_failover_reach_the_promoted_master) 
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     auto cfg = config_for(deployment);
     cfg.request_timeout = std::chrono::milliseconds(1000);
+    auto& waits = cfg.locks; // c1's waiters:
+    waits.waiter_ttl = std::chrono::seconds(30);
+    waits.grant_lease = std::chrono::seconds(3); // what a place left behind costs the next acquirer
     client c1(ex, cfg), c2(ex, config_for(deployment)), c3(ex, config_for(deployment));
     co_await c1.connect();
     co_await c2.connect();
     co_await c3.connect();
-    lock_options waits;
-    waits.waiter_ttl = std::chrono::seconds(30);
-    waits.grant_lease = std::chrono::seconds(3); // what a place left behind costs the next acquirer
     const std::vector<std::string> names{"gu:line", "gu:terminal", "gu:partial", "gu:total"};
     const auto types = std::vector<asio::cancellation_type>{
         asio::cancellation_type::terminal, asio::cancellation_type::partial,
@@ -500,7 +500,7 @@ BOOST_AUTO_TEST_CASE(give_ups_sent_during_a_failover_reach_the_promoted_master) 
     std::vector<std::unique_ptr<corolock::mutex>> mine, theirs;
     std::vector<guard> held;
     for (const auto& name : names) {
-      mine.push_back(std::make_unique<corolock::mutex>(c1, name, waits));
+      mine.push_back(std::make_unique<corolock::mutex>(c1, name));
       theirs.push_back(std::make_unique<corolock::mutex>(c2, name, lease_of(std::chrono::seconds(20))));
       held.push_back(co_await acquire_replicated(*theirs.back(), promoted));
     }

@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(paused_holders_and_a_restart_are_fenced_off) {
   tt::expect_judged(r, "untold holders never overlapped");
 }
 
-// The same faults on a non-fair mutex (lock_options::fair = false): with 4 coroutines a process,
+// The same faults on a non-fair mutex (redis::lock_tuning::fair = false): with 4 coroutines a process,
 // most releases hand the lock to the releasing process's own next caller past the others'
 // waiters; exclusion, fencing and the lost signal must hold all the same.
 BOOST_AUTO_TEST_CASE(a_non_fair_mutex_under_every_fault_is_fenced_off) {

@@ -645,9 +645,6 @@ BOOST_AUTO_TEST_CASE(names_and_options_the_store_cannot_serve_are_refused_with_w
     auto fixed = named("x");
     fixed.options.watchdog = false;
     refused(fixed, "fixed_lease");
-    auto replicas = named("x");
-    replicas.options.min_replicas = 1;
-    refused(replicas, "replicas");
     auto prefix = named("x");
     prefix.options.prefix = "/zookeeper:";
     refused(prefix, "ZooKeeper's own");

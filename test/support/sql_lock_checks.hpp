@@ -1153,9 +1153,6 @@ void kinds_the_database_lacks_are_refused() {
   BOOST_TEST((backend->check(s, words) == error::invalid_argument));
   BOOST_TEST(words.find("fixed_lease") != std::string::npos);
   s.options.watchdog = true;
-  s.options.min_replicas = 1;
-  BOOST_TEST((backend->check(s, words) == error::invalid_argument));
-  s.options.min_replicas = 0;
   s.kind = core::lock_kind::read_write;
   words.clear();
   BOOST_TEST((backend->check(s, words) == error::invalid_argument) == !backend->traits().read_write);

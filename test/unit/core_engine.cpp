@@ -287,6 +287,14 @@ const error_code aborted = asio::error::operation_aborted;
 
 } // namespace
 
+namespace {
+/// Another store's own options (lock_options::store), given to a scripted store's lock.
+struct other_store_options {
+  static constexpr std::string_view store = "other";
+  int replicas = 1;
+};
+} // namespace
+
 BOOST_AUTO_TEST_SUITE(core_engine)
 
 // ---- the line end to end ----------------------------------------------------------------------
@@ -752,10 +760,11 @@ BOOST_AUTO_TEST_CASE(bad_handles_are_refused_naming_the_store_and_the_trait) {
   lock_options short_lease;
   short_lease.lease = 5ms;
   BOOST_TEST(refused("a", short_lease, core::lock_kind::mutex).find("10 ms") != std::string::npos);
-  lock_options replicas;
-  replicas.min_replicas = 1;
-  BOOST_TEST(refused("a", replicas, core::lock_kind::mutex).find("scripted store has no replica") !=
-             std::string::npos);
+  lock_options other;
+  other.store = other_store_options{};
+  BOOST_TEST(refused("a", other, core::lock_kind::mutex)
+                 .find("options of the other store (lock_options::store) given to a lock of the "
+                       "scripted store") != std::string::npos);
   BOOST_TEST(refused("a", {}, core::lock_kind::semaphore).find("no semaphore") !=
              std::string::npos);
   BOOST_TEST(refused("a/b", {}, core::lock_kind::mutex).find("scripted: no '/'") !=

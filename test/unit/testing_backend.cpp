@@ -545,9 +545,6 @@ BOOST_AUTO_TEST_CASE(checks_refuse_what_the_store_lacks) {
   std::string words;
   auto s = std::make_shared<core::lock_spec>(*spec("L"));
   BOOST_TEST(!a.be->check(*s, words));
-  s->options.min_replicas = 1;
-  BOOST_TEST(a.be->check(*s, words) == error::invalid_argument);
-  BOOST_TEST(words.find("min_replicas") != std::string::npos);
   fixture g(ct::lease_mode::session);
   proc z(g.io.get_executor(), g.s);
   auto fixed = std::make_shared<core::lock_spec>(*spec("L"));

@@ -642,7 +642,8 @@ public:
   corolock::lock_options options(const settings& s) override {
     corolock::lock_options opts;
     opts.lease = s.lease;
-    opts.fair = s.fair;
+    if (!s.fair)
+      opts.store = corolock::redis::lock_tuning{.fair = false};
     return opts;
   }
 

@@ -60,7 +60,7 @@ class handle;
 ///   its outcome unknown, given back if it had won), error::redis_error (the server refused: a
 ///   WRONGTYPE key under the name, an ACL's NOPERM; the server's text in a bound diagnostics),
 ///   error::unexpected_reply (a reply of the wrong shape), error::not_replicated (fewer than
-///   lock_options::min_replicas acknowledged the win in time; nothing is held), error::lease_lost
+///   redis::lock_tuning::min_replicas acknowledged the win in time; nothing is held), error::lease_lost
 ///   (three grants in a row arrived after their lease had run out by this process's clock — a
 ///   process stalled for longer than the lease each time; each was given back; a single such grant
 ///   is given back and the wait goes on in its place). Other stores add their own

@@ -17,6 +17,7 @@
 #include <corolock/lock_source.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/redis/connection.hpp>
+#include <corolock/redis/lock_tuning.hpp>
 #include <corolock/redis/request.hpp>
 #include <corolock/redis/subscription.hpp>
 

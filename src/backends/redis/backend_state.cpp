@@ -33,16 +33,18 @@ backend_state::~backend_state() {
     ch->drop();
 }
 
-queue_timings queue_timings_of(const client_impl* c, const core::lock_spec& lock) {
+const lock_tuning& tuning_of(const core::lock_spec& lock) noexcept {
+  static const lock_tuning defaults{};
+  const auto* t = lock.options.store.get<lock_tuning>();
+  return t ? *t : defaults;
+}
+
+queue_timings queue_timings_of(const client_impl* c, const core::lock_spec&) {
   queue_timings t{std::chrono::milliseconds(2000), std::chrono::milliseconds(10000)};
   if (c) {
     t.grant_lease = c->cfg.locks.grant_lease;
     t.waiter_ttl = c->cfg.locks.waiter_ttl;
   }
-  if (lock.options.grant_lease.count() > 0)
-    t.grant_lease = lock.options.grant_lease;
-  if (lock.options.waiter_ttl.count() > 0)
-    t.waiter_ttl = lock.options.waiter_ttl;
   return t;
 }
 

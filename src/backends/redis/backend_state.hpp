@@ -14,6 +14,8 @@
 #include "core/backend.hpp"
 #include "redis/client_impl.hpp"
 
+#include <corolock/redis/lock_tuning.hpp>
+
 #include <boost/asio/steady_timer.hpp>
 
 #include <map>
@@ -39,6 +41,8 @@ struct queue_timings {
 };
 
 /// `lock`'s queue timings on client `c` (null: the defaults).
+/// A lock's redis::lock_tuning (lock_options::store), or the defaults when it has none.
+const lock_tuning& tuning_of(const core::lock_spec& lock) noexcept;
 queue_timings queue_timings_of(const client_impl* c, const core::lock_spec& lock);
 /// `owner` (a fresh '<client id>:<number>') as Redis records it on client `c`: with the lock's
 /// grant lease.

@@ -31,7 +31,7 @@ corolock::detail::contender_machine::config config_of(const backend_state& s, co
     cfg.pubsub_ordered = c->lock_pubsub_ordered();
   cfg.waiter_ttl = waiter_ttl;
   cfg.lease = b.lock->options.lease;
-  cfg.replicas = b.lock->options.min_replicas > 0;
+  cfg.replicas = tuning_of(*b.lock).min_replicas > 0;
   cfg.renew_on_confirm = b.lock->options.watchdog;
   return cfg;
 }
@@ -283,8 +283,9 @@ void bid_run::confirm(std::uint64_t token) {
     s_->acks = std::make_shared<corolock::detail::replica_acks>(*c);
   s_->track(names_, owner_); // a closing client releases it
   const auto& o = bid_.lock->options;
+  const auto& t = tuning_of(*bid_.lock);
   s_->acks->confirm(names_, owner_, token, o.watchdog ? o.lease : std::chrono::milliseconds(0),
-                    o.min_replicas, o.replica_timeout,
+                    t.min_replicas, t.replica_timeout,
                     [w = weak_from_this()](const corolock::detail::replica_ack& r) {
                       auto self = w.lock();
                       if (!self)

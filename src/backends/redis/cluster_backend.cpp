@@ -459,7 +459,11 @@ bool cluster_backend::known_unreachable() const noexcept {
 }
 
 error_code cluster_backend::check(const core::lock_spec& lock, std::string& words) const {
-  return check_redis_lock(lock.name, lock.options, words);
+  return check_redis_lock(lock, words);
+}
+
+std::string cluster_backend::line_tag(const core::lock_spec& lock) const {
+  return redis_line_tag(lock);
 }
 
 std::unique_ptr<core::contender> cluster_backend::contend(core::bid b, std::string owner,

@@ -33,8 +33,6 @@ constexpr core::backend_traits redis_traits{
     .read_write = true,
     .semaphore = true,
     .fifo = true,
-    .barging = true,
-    .replicas = true,
     .run_time_permits = true,
 };
 
@@ -162,19 +160,34 @@ struct permits_op : std::enable_shared_from_this<permits_op> {
 
 } // namespace
 
-error_code check_redis_lock(std::string_view name, const corolock::lock_options& o,
-                            std::string& words) {
-  if (corolock::lock_options::validate_name(name)) {
+error_code check_redis_lock(const core::lock_spec& lock, std::string& words) {
+  if (corolock::lock_options::validate_name(lock.name)) {
     words = "a lock name is 1 to 1024 bytes without '{' or '}'";
     return error::invalid_argument;
   }
-  if (auto ec = o.validate()) {
-    words = "lease 10 ms..24 h, grant_lease 0 or >= 10 ms, waiter_ttl 0 or 100 ms..24 h, "
-            "prefix <= 256 bytes without '{' or '}', min_replicas 0..1000, "
-            "replica_timeout 1 ms..24 h and <= lease/2 when min_replicas > 0";
+  if (auto ec = lock.options.validate()) {
+    words = "lease 10 ms..24 h, prefix <= 256 bytes without '{' or '}'";
     return ec;
   }
+  if (!lock.options.store.empty() && !lock.options.store.get<lock_tuning>()) {
+    words = "lock_options::store holds another type than redis::lock_tuning";
+    return error::invalid_argument;
+  }
+  const auto& t = tuning_of(lock);
+  if (auto ec = t.validate(lock.options.lease, &words))
+    return ec;
+  if (!t.fair && lock.kind != core::lock_kind::mutex) {
+    words = "fair = false is a mutex's option (a semaphore and a shared_mutex are fair)";
+    return error::invalid_argument;
+  }
   return {};
+}
+
+std::string redis_line_tag(const core::lock_spec& lock) {
+  const auto& t = tuning_of(lock);
+  // What changes a bid: the replicas asked for and their wait; fairness and its bound.
+  return std::to_string(t.min_replicas) + '/' + std::to_string(t.replica_timeout.count()) + '/' +
+         (t.fair ? std::string("fair") : std::to_string(t.max_passed_over));
 }
 
 const core::backend_traits& redis_lock_traits() noexcept { return redis_traits; }
@@ -221,7 +234,11 @@ bool lock_backend::known_unreachable() const noexcept {
 }
 
 error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
-  return check_redis_lock(lock.name, lock.options, words);
+  return check_redis_lock(lock, words);
+}
+
+std::string lock_backend::line_tag(const core::lock_spec& lock) const {
+  return redis_line_tag(lock);
 }
 
 std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
@@ -245,10 +262,10 @@ void lock_backend::release(const core::held& lease,
   if (auto it = s_->open.find(op->names->key); it != s_->open.end())
     if (auto run = it->second.lock(); run && run->offer_handoff())
       op->handoff = std::move(run);
-  if (!lease.lock->options.fair) {
+  if (const auto& t = tuning_of(*lease.lock); !t.fair) {
     auto passed = s_->passed_over.find(op->names->key);
     const bool counted = passed != s_->passed_over.end();
-    op->pass = op->handoff && (!counted || passed->second < lease.lock->options.max_passed_over);
+    op->pass = op->handoff && (!counted || passed->second < t.max_passed_over);
     if (!op->pass && counted) // a fair release: the first waiter gets the lock, the count restarts
       s_->passed_over.erase(passed);
   }

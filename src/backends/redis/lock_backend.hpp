@@ -55,6 +55,7 @@ public:
   std::string new_owner(const core::lock_spec& lock) override;
   bool known_unreachable() const noexcept override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
+  std::string line_tag(const core::lock_spec& lock) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
@@ -86,8 +87,10 @@ private:
 /// What a Redis client's locks can do (a standalone, Sentinel or cluster client alike).
 const core::backend_traits& redis_lock_traits() noexcept;
 
-/// The Redis rules for a lock's name and options: error::invalid_argument with `words`, or success.
-error_code check_redis_lock(std::string_view name, const corolock::lock_options& o,
-                            std::string& words);
+/// The Redis rules for a lock's name and options (its redis::lock_tuning among them):
+/// error::invalid_argument with `words`, or success.
+error_code check_redis_lock(const core::lock_spec& lock, std::string& words);
+/// The lock's line_tag (core::backend::line_tag): its tuning's part of the line's identity.
+std::string redis_line_tag(const core::lock_spec& lock);
 
 } // namespace corolock::redis::detail

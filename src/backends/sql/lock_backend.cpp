@@ -161,10 +161,6 @@ error_code sql_lock_backend::check(const core::lock_spec& lock, std::string& wor
     words = store + " cannot serve a shared_mutex (trait read_write: GET_LOCK has no shared mode)";
     return make_error_code(error::invalid_argument);
   }
-  if (lock.options.min_replicas > 0) {
-    words = store + " cannot wait for replicas (trait replicas): min_replicas must be 0";
-    return make_error_code(error::invalid_argument);
-  }
   if (!lock.options.watchdog) {
     words = store + " has no fixed lease (trait fixed_lease): a lock lives as long as its session";
     return make_error_code(error::invalid_argument);

@@ -34,7 +34,6 @@ constexpr core::backend_traits zookeeper_traits{
     .read_write = true,
     .semaphore = true,
     .fifo = true,
-    .replicas = false,
 };
 
 node_kind node_kind_of(const core::bid& b) {
@@ -430,8 +429,6 @@ error_code lock_backend::check(const core::lock_spec& lock, std::string& words) 
   };
   if (!lock.options.watchdog)
     return refuse("no fixed lease: a lock lives as long as its session (trait fixed_lease: false)");
-  if (lock.options.min_replicas > 0)
-    return refuse("min_replicas does not apply: a write is committed by a quorum (trait replicas: false)");
   std::string why;
   if (lock_root(lock.options.prefix, why).empty())
     return refuse(why);
