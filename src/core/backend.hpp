@@ -70,7 +70,7 @@ struct backend_traits {
                                         ///< pass its own client's waiter ahead, within the bound
   bool replicas = false;                ///< lock_options::min_replicas
   bool run_time_permits = false;        ///< semaphore::set_permits / status: a count the store keeps
-  std::size_t max_name = lock_options::max_name;
+  std::size_t max_name = lock_options::max_name; ///< the same on every store: leave it
 };
 
 /// One lock as a handle names it; immutable, shared by the handle, its bids and its leases.
@@ -197,8 +197,8 @@ public:
     return {};
   }
 
-  /// The store's own rules for a lock (name charset, a kind or option it cannot serve):
-  /// error::invalid_argument with `words`, or success. Called when a handle is constructed.
+  /// The store's own rules for a lock, when its handle is made (a kind, option or prefix it cannot
+  /// serve; never a name's bytes: it encodes what it cannot hold): invalid_argument and `words`.
   virtual error_code check(const lock_spec& lock, std::string& words) const = 0;
 
   /// Starts a bid in `owner`'s name; exactly one event of `events` follows unless withdraw() comes

@@ -1,6 +1,7 @@
 // The handle's argument checks that hold for every store (core/handle.hpp): the name's length by
 // the store's traits, the lease's bounds, and each option or kind the store's traits lack
-// (contract 7 of core/backend.hpp). The store's own rules (a charset, …) follow in backend::check.
+// (contract 7 of core/backend.hpp). The store's own rules (a prefix, …) follow in backend::check;
+// a name's bytes are never refused (a store encodes what it cannot hold).
 #include "core/handle.hpp"
 
 #include <corolock/error.hpp>
