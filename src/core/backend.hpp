@@ -75,7 +75,7 @@ struct backend_traits {
 
 /// One lock as a handle names it; immutable, shared by the handle, its bids and its leases.
 struct lock_spec {
-  std::string name;       ///< checked by the core (1..max_name bytes) and by backend::check
+  std::string name;       ///< any 1..max_name bytes (the core checks); the store encodes it
   lock_kind kind = lock_kind::mutex;
   std::int64_t capacity = 1; ///< semaphore: the permits when none was set at run time
   lock_options options{}; ///< as the handle was given them (backends read what they serve)
