@@ -29,6 +29,7 @@
 // Lost anyway (a reconnect; a master configured otherwise), it costs the fallback retry_delay.
 #include <corolock/lock/redlock.hpp>
 
+#include "backends/redis/lock_names.hpp"
 #include "core/lost_waiters.hpp"
 #include "core/run_locked.hpp"
 #include "detail/completion.hpp"
@@ -249,7 +250,7 @@ public:
       clients.push_back(&c.get());
     }
     // Beside the mutex's own channel ({name}:ch, its grants), which a redlock never uses.
-    const auto key = opts.lock.prefix + "{" + name + "}"; // the mutex's key on every master
+    const auto key = detail::lock_key(opts.lock.prefix, name); // the mutex's key on every master
     wakeups = std::make_shared<redlock_wakeups>(ex, clients, key + ":redlock", key,
                                                 opts.keyspace_events, quorum);
   }
@@ -817,7 +818,8 @@ redlock::redlock(std::vector<std::reference_wrapper<client>> masters, std::strin
                                " are the same client; each master needs a client of its own");
   if (lock_options::validate_name(name))
     throw system_error(error::invalid_argument,
-                       std::string(what) + ": a lock name is 1 to 1024 bytes without '{' or '}'");
+                       std::string(what) + ": a lock name is 1 to " +
+                           std::to_string(lock_options::max_name) + " bytes");
   if (auto ec = options.validate())
     throw system_error(
         ec, std::string(what) +

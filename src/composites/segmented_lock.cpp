@@ -1,5 +1,6 @@
 #include <corolock/lock/segmented_lock.hpp>
 
+#include "backends/redis/lock_names.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
@@ -70,7 +71,8 @@ class segmented_state : public std::enable_shared_from_this<segmented_state> {
 public:
   segmented_state(corolock::client& c, std::string n, std::size_t k, segmented_lock_options o)
       : client(client_access::shared(c)), ex(client_access::shared(c)->ex), name(std::move(n)),
-        opts(std::move(o)), empty_key(opts.lock.prefix + "{" + name + "}:empty"), empty(k, 0),
+        opts(std::move(o)), empty_key(detail::lock_key(opts.lock.prefix, name) + ":empty"),
+        empty(k, 0),
         adds_in_flight(k, 0), busy(k, 0), waiting(k, 0), acquiring(k, 0), followers(k),
         refresh_done(ex, seg_clock::time_point::max()),
         rng(std::random_device{}()) {

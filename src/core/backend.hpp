@@ -67,12 +67,12 @@ struct backend_traits {
   bool semaphore = false;               ///< semaphore
   bool fifo = false;                    ///< waiters of different processes served in arrival order
   bool run_time_permits = false;        ///< semaphore::set_permits / status: a count the store keeps
-  std::size_t max_name = lock_options::max_name;
+  std::size_t max_name = lock_options::max_name; ///< the same on every store: leave it
 };
 
 /// One lock as a handle names it; immutable, shared by the handle, its bids and its leases.
 struct lock_spec {
-  std::string name;       ///< checked by the core (1..max_name bytes) and by backend::check
+  std::string name;       ///< any 1..max_name bytes (the core checks); the store encodes it
   lock_kind kind = lock_kind::mutex;
   std::int64_t capacity = 1; ///< semaphore: the permits when none was set at run time
   lock_options options{}; ///< as the handle was given them (backends read what they serve)
@@ -206,8 +206,8 @@ public:
     return {};
   }
 
-  /// The store's own rules for a lock (name charset, a kind or option it cannot serve):
-  /// error::invalid_argument with `words`, or success. Called when a handle is constructed.
+  /// The store's own rules for a lock, when its handle is made (a kind, option or prefix it cannot
+  /// serve; never a name's bytes: it encodes what it cannot hold): invalid_argument and `words`.
   virtual error_code check(const lock_spec& lock, std::string& words) const = 0;
 
   /// Starts a bid in `owner`'s name; exactly one event of `events` follows unless withdraw() comes

@@ -1,7 +1,8 @@
 // The handle's argument checks that hold for every store (core/handle.hpp): the name's length by
 // the store's traits, the lease's bounds, and each option or kind the store's traits lack
 // (contract 7 of core/backend.hpp), and options of another store (lock_options::store). The store's
-// own rules (a charset, its own options' ranges, …) follow in backend::check.
+// own rules (a prefix, its own options' ranges, …) follow in backend::check; a name's bytes are
+// never refused (a store encodes what it cannot hold).
 #include "core/handle.hpp"
 
 #include <corolock/error.hpp>

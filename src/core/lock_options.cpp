@@ -16,7 +16,8 @@ boost::system::error_code lock_options::validate() const {
 }
 
 boost::system::error_code lock_options::validate_name(std::string_view name) {
-  bool ok = !name.empty() && name.size() <= max_name && name.find_first_of("{}") == name.npos;
+  // Any bytes: each store encodes what it cannot hold (docs/api.md, lock names).
+  bool ok = !name.empty() && name.size() <= max_name;
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }
 

@@ -12,7 +12,7 @@
 //   std::size_t queued(const std::string& name);        bids the store has queued for a lock
 //   bool clean();                                       nothing held or queued at the store
 //   static std::optional<lock_options> lacking();       options asking for a trait it lacks
-//   static constexpr bool barging = true;               only if it serves fair = false
+//   static constexpr bool barging = true;               only if it serves lock_tuning{.fair = false}
 #pragma once
 
 #include <support/async_test.hpp>
@@ -310,7 +310,6 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   auto gx = co_await x.acquire();
   auto gy = co_await y.acquire();
   error_code waiting_ec;
-  diagnostics waiting_why;
   test::event done(ex);
   asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
     auto [ec, g] = co_await z.acquire(bind_diagnostics(waiting_why, tuple_awaitable));
@@ -393,6 +392,7 @@ asio::awaitable<void> close_while_unreachable(F& f, asio::any_io_executor ex) {
   auto gy = co_await y.acquire();
   auto gb = co_await xb.acquire();
   error_code waiting_ec;
+  diagnostics waiting_why;
   test::event done(ex);
   asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
     auto [ec, g] = co_await x.acquire(tuple_awaitable);
@@ -458,6 +458,87 @@ asio::awaitable<void> bad_names_and_options_are_refused(F& f, asio::any_io_execu
   BOOST_TEST(refused("ok", short_lease));
   BOOST_TEST(!refused("ok", {}));
   co_return;
+}
+
+/// Names every store takes alike (issue 44 item 6): any bytes, 1..max_name of them. A store
+/// encodes what it cannot hold (ZooKeeper: '/', '.', '..', control characters, text past the BMP,
+/// bytes that are not UTF-8; Redis: the hash tag's '{' and '}'), and no two names meet in one lock.
+inline std::vector<std::string> odd_names() {
+  std::vector<std::string> names = {
+      "a/b", "..", ".", "x{y}", "{", "}", "%", "%2F", "/",
+      "\xF0\x9F\x94\x92",           // U+1F512, past the Basic Multilingual Plane
+      std::string("a\0b", 3),       // a NUL byte inside
+      "tab\there\x7F\x01",          // control characters
+      "\xC3\x28\xFF\xFE\xC0\xAF",   // not UTF-8: a broken pair, bytes it never has, an overlong '/'
+  };
+  std::string long_one; // 1000 bytes of what a store escapes, one after the other
+  const std::string odd = "/{}%.\x01\xFF";
+  while (long_one.size() < 1000)
+    long_one += odd[long_one.size() % odd.size()];
+  names.push_back(long_one);
+  names.push_back(std::string(lock_options::max_name, '/')); // the longest, all escaped
+  return names;
+}
+
+/// A name as a message shows it: printable ASCII as is, any other byte as \xNN, at most 40 bytes.
+inline std::string printable(const std::string& name) {
+  std::string out;
+  for (const unsigned char c : name.substr(0, 40)) {
+    if (c >= 0x20 && c < 0x7F) {
+      out += static_cast<char>(c);
+    } else {
+      const char* hex = "0123456789ABCDEF";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return "'" + out + (name.size() > 40 ? "...' (" + std::to_string(name.size()) + " bytes)" : "'");
+}
+
+/// Each odd name of odd_names(): its handle is made, a client acquires it, a second client's
+/// try_acquire of that name is refused and its try_acquire of every other odd name is granted
+/// meanwhile (no two names share a lock), and the releases leave nothing behind.
+template <typename F>
+asio::awaitable<void> odd_names_work_on_every_store(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  const auto names = odd_names();
+  std::vector<std::unique_ptr<mutex>> ma(names.size()), mb(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    try {
+      ma[i] = std::make_unique<mutex>(*a, names[i]);
+      mb[i] = std::make_unique<mutex>(*b, names[i]);
+      BOOST_TEST(ma[i]->name() == names[i]);
+    } catch (const boost::system::system_error& e) {
+      ma[i].reset();
+      BOOST_ERROR(f.backend << " refuses the lock name " << printable(names[i]) << ": " << e.what());
+    }
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!ma[i])
+      continue;
+    auto [ec, g] = co_await ma[i]->try_acquire(tuple_awaitable);
+    BOOST_TEST(!ec, f.backend << " " << printable(names[i]) << ": " << ec.message());
+    BOOST_TEST(g.owns_lock(), f.backend << " " << printable(names[i]) << " is free, yet not granted");
+    if (!g.owns_lock())
+      continue;
+    for (std::size_t j = 0; j < names.size(); ++j) {
+      if (!mb[j] || !ma[j])
+        continue;
+      auto [ecj, gj] = co_await mb[j]->try_acquire(tuple_awaitable);
+      BOOST_TEST(!ecj, f.backend << " " << printable(names[j]) << ": " << ecj.message());
+      if (i == j)
+        BOOST_TEST(!gj.owns_lock(), f.backend << " two owners of " << printable(names[i]));
+      else
+        BOOST_TEST(gj.owns_lock(), f.backend << " " << printable(names[j]) << " meets "
+                                             << printable(names[i]) << " in one lock");
+      if (gj.owns_lock())
+        co_await gj.unlock();
+    }
+    co_await g.unlock();
+  }
+  BOOST_TEST(co_await clean(f));
 }
 
 template <typename F>
@@ -827,7 +908,8 @@ asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor 
   COROLOCK_CONFORMANCE_CASE(F, a_lacking_trait_is_refused)                                       \
   COROLOCK_CONFORMANCE_CASE(F, a_store_s_own_options_are_served_or_refused)                                   \
   COROLOCK_CONFORMANCE_CASE(F, a_service_of_many_callers)                                        \
-  COROLOCK_CONFORMANCE_CASE(F, many_locks_held_at_once)
+  COROLOCK_CONFORMANCE_CASE(F, many_locks_held_at_once)                                          \
+  COROLOCK_CONFORMANCE_CASE(F, odd_names_work_on_every_store)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \

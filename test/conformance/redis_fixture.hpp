@@ -4,6 +4,8 @@
 // looks of cases.hpp. A fixture derives from it with its `source`, connect() and close().
 #pragma once
 
+#include "backends/redis/lock_names.hpp"
+
 #include <support/fault_proxy.hpp>
 #include <support/leftovers.hpp>
 #include <support/redis_server.hpp>
@@ -34,10 +36,10 @@ struct redis_store_fixture {
     p.blackhole(corolock::test::direction::both, off);
   }
   std::size_t queued(const std::string& name) {
-    return std::stoul(server.command({"ZCARD", "corolock:{" + name + "}:q"}));
+    return std::stoul(server.command({"ZCARD", detail::lock_key("corolock:", name) + ":q"}));
   }
   std::size_t queued_permits(const std::string& name) {
-    return std::stoul(server.command({"ZCARD", "corolock:{" + name + "}:sem:q"}));
+    return std::stoul(server.command({"ZCARD", detail::lock_key("corolock:", name) + ":sem:q"}));
   }
   bool clean() { return corolock::test::leftovers(server, std::chrono::milliseconds(0)).empty(); }
   static std::optional<corolock::lock_options> lacking() { return std::nullopt; } // has them all

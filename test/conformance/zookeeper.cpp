@@ -12,6 +12,8 @@
 #include "cases.hpp"
 #include "proxied.hpp"
 
+#include "backends/zookeeper/lock_paths.hpp"
+
 #include <support/zookeeper_config.hpp>
 #include <support/zookeeper_server.hpp>
 
@@ -40,7 +42,7 @@ struct zookeeper_fixture {
   void cut_off(source& c, bool off) { proxies.cut_off(c, off); }
   /// A mutex's nodes under its folder but the first (the holder's).
   std::size_t queued(const std::string& name) {
-    const auto dir = "/corolock/" + name + "/";
+    const auto dir = "/corolock/" + corolock::zookeeper::detail::node_name(name) + "/";
     const auto all = corolock::test::ephemeral_nodes(server.port());
     const auto n = static_cast<std::size_t>(
         std::count_if(all.begin(), all.end(), [&](const std::string& p) { return p.starts_with(dir); }));

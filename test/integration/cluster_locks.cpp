@@ -343,6 +343,45 @@ BOOST_AUTO_TEST_CASE(semaphores_shared_mutexes_and_segments_spread_over_the_mast
   expect_no_lock_keys(cluster);
 }
 
+// Issue 44 item 6: a name's '{' and '}' are escaped inside the hash tag ("{(", "{)"), so every key
+// of its lock stays in one slot: each script touching several of them runs (no CROSSSLOT), the
+// waiter is woken by the sharded message on that slot's master, and each name is its own lock.
+BOOST_AUTO_TEST_CASE(names_with_braces_keep_each_lock_in_one_slot) {
+  redis_cluster cluster;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto a_owner = co_await connected_client(cluster);
+    auto b_owner = co_await connected_client(cluster);
+    client &a = *a_owner, &b = *b_owner;
+    for (const std::string name : {"x{y}", "{", "}", "}{", "a}b{c", "{}"}) {
+      lock_options o;
+      o.waiter_ttl = std::chrono::seconds(30); // woken by the grant message only
+      mutex ma(a, name, o), mb(b, name, o), other(b, name + "}", o);
+      auto held = co_await ma.acquire();
+      auto [oec, free] = co_await other.try_acquire(tuple_awaitable);
+      BOOST_TEST(free.owns_lock(), name);
+      co_await free.unlock();
+      bool woken = false;
+      asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+        auto g = co_await mb.acquire_for(ms(5000));
+        woken = true;
+        co_await g.unlock();
+      }, asio::detached);
+      co_await sleep_for(ms(100));
+      BOOST_TEST(!woken, name);
+      co_await held.unlock();
+      BOOST_TEST(co_await eventually([&] { return woken; }, ms(2000)), name);
+
+      semaphore s(a, name, 2);
+      co_await (co_await s.acquire(2)).unlock();
+      shared_mutex rw(b, name);
+      co_await (co_await rw.acquire_shared()).unlock();
+    }
+    co_await a.shutdown();
+    co_await b.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
 BOOST_AUTO_TEST_CASE(a_stalled_master_costs_only_its_own_leases) {
   redis_cluster cluster({.masters = 3, .replicas_per_master = 0, .node_timeout = ms(15000)});
   const auto locks = one_lock_per_master(cluster, "iso");

@@ -602,8 +602,8 @@ BOOST_AUTO_TEST_CASE(bad_names_foreign_values_and_unnoticed_losses) {
       }
       return false;
     };
-    BOOST_TEST(refused("a{b}"));
-    BOOST_TEST(refused("a}b"));
+    BOOST_TEST(!refused("a{b}")); // any bytes: escaped inside the hash tag (lock_names.hpp)
+    BOOST_TEST(!refused("a}b"));
     BOOST_TEST(refused(""));
     BOOST_TEST(refused(std::string(1025, 'x')));
     BOOST_TEST(!refused(std::string(1024, 'x')));

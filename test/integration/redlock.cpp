@@ -269,7 +269,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_throw_invalid_argument) {
   expect_invalid([&] { corolock::redlock r(list{}, "x"); }, "at least one master");
   expect_invalid([&] { corolock::redlock r(list{a, b, a}, "x"); }, "same client");
   expect_invalid([&] { corolock::redlock r(list{a, b}, ""); }, "lock name");
-  expect_invalid([&] { corolock::redlock r(list{a, b}, "a{b}"); }, "lock name");
+  expect_invalid([&] { corolock::redlock r(list{a, b}, std::string(1025, 'n')); }, "lock name");
   expect_invalid(with([](redlock_options& o) { o.lock.lease = std::chrono::milliseconds(5); }),
                  "lease 10 ms");
   expect_invalid(with([](redlock_options& o) { o.clock_drift_factor = 0.5; }), "clock_drift_factor");

@@ -31,13 +31,14 @@ struct lock_options {
   store_options store{};
 
   static constexpr std::size_t max_prefix = 256; ///< the longest prefix, in bytes
-  /// The longest lock name, in bytes. Names are any bytes but '{' and '}', which would change the
-  /// Redis Cluster hash tag that keeps a lock's keys in one slot.
+  /// The longest lock name, in bytes. A name is any 1..max_name bytes (NUL, '/', '{', '}' and text
+  /// that is not UTF-8 included), the same on every store: a store encodes what it cannot hold,
+  /// and two names are never one lock (docs/api.md, lock names).
   static constexpr std::size_t max_name = 1024;
 
   /// error::invalid_argument when an option makes no sense.
   boost::system::error_code validate() const;
-  /// error::invalid_argument for an empty or too long name, or one holding '{' or '}'.
+  /// error::invalid_argument for an empty or too long name (more than max_name bytes).
   static boost::system::error_code validate_name(std::string_view name);
 };
 

@@ -162,7 +162,7 @@ struct permits_op : std::enable_shared_from_this<permits_op> {
 
 error_code check_redis_lock(const core::lock_spec& lock, std::string& words) {
   if (corolock::lock_options::validate_name(lock.name)) {
-    words = "a lock name is 1 to 1024 bytes without '{' or '}'";
+    words = "a lock name is 1 to " + std::to_string(corolock::lock_options::max_name) + " bytes";
     return error::invalid_argument;
   }
   if (auto ec = lock.options.validate()) {

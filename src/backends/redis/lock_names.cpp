@@ -2,12 +2,36 @@
 
 namespace corolock::detail {
 
+std::string hash_tag_of(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (const char c : name) {
+    if (c == '{')
+      out += "{(";
+    else if (c == '}')
+      out += "{)";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string lock_key(std::string_view prefix, std::string_view name) {
+  std::string key;
+  key.reserve(prefix.size() + name.size() + 2);
+  key += prefix;
+  key += '{';
+  key += hash_tag_of(name);
+  key += '}';
+  return key;
+}
+
 lock_names::lock_names(const std::string& prefix, std::string lock_name)
-    : name(std::move(lock_name)), key(prefix + "{" + name + "}") {}
+    : name(std::move(lock_name)), key(lock_key(prefix, name)) {}
 
 lock_names::lock_names(const std::string& prefix, std::string lock_name, std::string_view suffix,
                        std::int64_t permits)
-    : name(std::move(lock_name)), key(prefix + "{" + name + "}"), kind(lock_kind::permits),
+    : name(std::move(lock_name)), key(lock_key(prefix, name)), kind(lock_kind::permits),
       default_permits(permits) {
   key += suffix;
 }

@@ -1,5 +1,11 @@
 // Private: the Redis names of one lock — its key and the keys and channel around it. Every name
 // shares the hash tag {name}, so one Cluster slot holds all of a lock.
+//
+// A lock name is any bytes (lock_options::max_name). Inside the tag, '{' is written "{(" and '}'
+// is written "{)": a '}' there would end the tag early (another slot for a lock's other keys, and
+// "x}" and "x}y" would share one). The tag never holds a '}', '{' is always followed by '(' or
+// ')', and every other byte stands for itself, so two names never share a key; a name without
+// '{' or '}' (every name before they were allowed) keeps its key.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +14,12 @@
 #include <vector>
 
 namespace corolock::detail {
+
+/// The text of a lock's hash tag: `name` with '{' written "{(" and '}' written "{)".
+std::string hash_tag_of(std::string_view name);
+
+/// A lock's key: prefix{hash_tag_of(name)}. Its other keys and its channel add a suffix.
+std::string lock_key(std::string_view prefix, std::string_view name);
 
 /// What a lock's Redis data is: a mutex (one holder), or permits (a semaphore, a shared_mutex).
 enum class lock_kind : std::uint8_t { mutex, permits };

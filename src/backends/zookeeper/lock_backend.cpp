@@ -432,15 +432,17 @@ error_code lock_backend::check(const core::lock_spec& lock, std::string& words) 
   std::string why;
   if (lock_root(lock.options.prefix, why).empty())
     return refuse(why);
-  if (!valid_node_name(lock.name, why))
-    return refuse("lock name '" + lock.name + "': " + why);
-  return {};
+  return {}; // any name: node_name() escapes what a node cannot hold
+}
+
+std::string lock_backend::store_key(const core::lock_spec& lock) const {
+  std::string why;
+  return lock_root(lock.options.prefix, why) + "/" + node_name(lock.name); // check() passed
 }
 
 std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
                                                        core::contender_events& events) {
-  std::string why;
-  const auto dir = lock_root(b.lock->options.prefix, why) + "/" + b.lock->name; // check() passed
+  const auto dir = b.lock->store_key.empty() ? store_key(*b.lock) : b.lock->store_key;
   // A bid answered at once, before any node is made (posted, as every event): nothing is left.
   const auto answered = [&](node_kind kind, error_code ec, std::string words) {
     auto run = std::make_shared<bid_run>(lock_recipe(dir, kind, owner, false), &events);

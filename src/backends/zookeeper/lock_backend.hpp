@@ -71,6 +71,8 @@ public:
   /// connected again (a request sent now waits for a connection or fails).
   bool known_unreachable() const noexcept override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
+  /// The lock's folder: the prefix's root, then node_name(lock.name) (lock_paths.hpp).
+  std::string store_key(const core::lock_spec& lock) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;

@@ -33,6 +33,37 @@ bool refused_by_server(long cp) {
 
 } // namespace
 
+std::string node_name(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  const auto escape = [&](std::string_view bytes) {
+    for (const char c : bytes) {
+      const auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += "0123456789ABCDEF"[b >> 4];
+      out += "0123456789ABCDEF"[b & 15];
+    }
+  };
+  for (std::size_t i = 0; i < name.size();) {
+    const auto at = i;
+    const auto cp = next_code_point(name, i);
+    if (cp < 0) {
+      i = at + 1; // one byte that starts no well-formed character; the next may start one
+      escape(name.substr(at, 1));
+    } else if (cp == '/' || cp == '%' || refused_by_server(cp) || cp > 0xFFFF) {
+      escape(name.substr(at, i - at));
+    } else {
+      out += name.substr(at, i - at);
+    }
+  }
+  if (out == "." || out == "..") {
+    const auto dots = out.size();
+    out.clear();
+    escape(std::string_view("..").substr(0, dots));
+  }
+  return out;
+}
+
 bool valid_node_name(std::string_view name, std::string& words) {
   if (name.empty() || name == "." || name == "..") {
     words = "'" + std::string(name) + "' cannot name a ZooKeeper node";

@@ -9,7 +9,20 @@
 // The server refuses (bad_arguments) a path with an empty segment, "." or "..", a control character
 // or a character of U+007F..U+009F, U+D800..U+F8FF, U+FFF0..U+FFFF or past U+FFFF (it checks UTF-16
 // units, and such a character is a surrogate pair), and bytes that are not UTF-8;
-// "/zookeeper" is its own. Those are refused here with words, when the handle is made, instead.
+// "/zookeeper" is its own. In a prefix or a chroot (paths of folders) those are refused here with
+// words, when the handle or the client is made, instead.
+//
+// A lock name is any bytes (lock_options::max_name), so node_name() escapes what one node's name
+// cannot hold: '/', the escape character '%' itself, each byte of a character the server refuses
+// (control characters, U+007F..U+009F, U+D800..U+F8FF, U+FFF0..U+FFFF, anything past U+FFFF) and
+// each byte that is not part of a well-formed UTF-8 character, as %XX (two upper-case hex digits);
+// a name that would then be "." or ".." has its dots escaped (%2E, %2E%2E). Every other character
+// stands for itself, '%' appears only to start an escape, and an escape reads back as its byte,
+// so the name can be read back from its node: two names never share a node. A name the server
+// took before (every name allowed before names were escaped) keeps its node unless it holds a
+// '%'. The node's name is at most 3 × max_name bytes (every byte escaped), and the lock's deepest
+// path under 3.5 KB: ZooKeeper bounds a path only by its packet limit (jute.maxbuffer, 1 MiB by
+// default), so every name fits.
 #pragma once
 
 #include <string>
@@ -20,7 +33,10 @@ namespace corolock::zookeeper::detail {
 /// The root path for a lock_options::prefix, or "" with `words` saying why it cannot be one.
 std::string lock_root(std::string_view prefix, std::string& words);
 
-/// Whether `name` can be one node's name; else `words` says why.
+/// The node of lock `name` (any bytes) below the root: `name` escaped as above.
+std::string node_name(std::string_view name);
+
+/// Whether `name` can be one node's name as it is; else `words` says why.
 bool valid_node_name(std::string_view name, std::string& words);
 
 /// Whether `chroot` ("" or "/a/b") can be a client's root: each segment a node name (no "." or
