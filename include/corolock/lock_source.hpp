@@ -25,11 +25,8 @@ namespace corolock {
 namespace core {
 class handle;
 enum class lock_kind : std::uint8_t;
-} // namespace core
-
-namespace detail {
 struct source_access;
-}
+} // namespace core
 
 /// The client of a store, as the lock handles see it: mutex, shared_mutex and semaphore are made
 /// from any lock_source. It has no public operations: a store's client (redis::client,
@@ -48,7 +45,7 @@ protected:
   lock_source& operator=(const lock_source&) = default;
 
 private:
-  friend struct detail::source_access;
+  friend struct core::source_access;
   /// The store's handle for one lock; throws system_error(error::invalid_argument) naming `what`.
   virtual std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
                                                          lock_options options,

@@ -1,7 +1,7 @@
 #include <corolock/lock/mutex.hpp>
 
 #include "core/run_locked.hpp"
-#include "detail/source_access.hpp"
+#include "core/source_access.hpp"
 
 #include <corolock/error.hpp>
 
@@ -11,7 +11,7 @@
 namespace corolock {
 
 mutex::mutex(lock_source& source, std::string name, lock_options options)
-    : state_(detail::source_access::make(source, core::lock_kind::mutex, std::move(name),
+    : state_(core::source_access::make(source, core::lock_kind::mutex, std::move(name),
                                          std::move(options), 1, "corolock::mutex")) {}
 
 mutex::~mutex() = default;

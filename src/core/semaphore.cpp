@@ -3,7 +3,7 @@
 #include "core/run_locked.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
-#include "detail/source_access.hpp"
+#include "core/source_access.hpp"
 
 #include <corolock/error.hpp>
 
@@ -26,7 +26,7 @@ semaphore::semaphore(lock_source& source, std::string name, std::int64_t permits
   if (!detail::valid_count(permits, 0))
     throw boost::system::system_error(error::invalid_argument,
                                       "corolock::semaphore: permits 0 .. 2^40");
-  state_ = detail::source_access::make(source, core::lock_kind::semaphore, std::move(name),
+  state_ = core::source_access::make(source, core::lock_kind::semaphore, std::move(name),
                                        std::move(options), permits, "corolock::semaphore");
 }
 

@@ -1,7 +1,7 @@
 #include <corolock/lock/shared_mutex.hpp>
 
 #include "core/run_locked.hpp"
-#include "detail/source_access.hpp"
+#include "core/source_access.hpp"
 
 namespace corolock {
 
@@ -11,7 +11,7 @@ std::int64_t permits_for(bool shared) { return shared ? 1 : shared_mutex::max_re
 } // namespace
 
 shared_mutex::shared_mutex(lock_source& source, std::string name, lock_options options)
-    : state_(detail::source_access::make(source, core::lock_kind::read_write, std::move(name),
+    : state_(core::source_access::make(source, core::lock_kind::read_write, std::move(name),
                                          std::move(options), max_readers,
                                          "corolock::shared_mutex")) {}
 

@@ -1,5 +1,5 @@
-// The URL shape the SQL backends share (src/detail/db_url): split and decoded without a server.
-#include "detail/db_url.hpp"
+// The URL shape the SQL backends share (src/backends/sql/db_url): split and decoded without a server.
+#include "backends/sql/db_url.hpp"
 
 #include <boost/test/unit_test.hpp>
 

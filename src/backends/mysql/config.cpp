@@ -1,6 +1,6 @@
 #include <corolock/mysql/config.hpp>
 
-#include "detail/db_url.hpp"
+#include "backends/sql/db_url.hpp"
 
 namespace corolock::mysql {
 

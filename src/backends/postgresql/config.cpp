@@ -1,6 +1,6 @@
 #include <corolock/postgresql/config.hpp>
 
-#include "detail/db_url.hpp"
+#include "backends/sql/db_url.hpp"
 
 namespace corolock::postgresql {
 namespace {

@@ -1,4 +1,4 @@
-#include "detail/db_url.hpp"
+#include "backends/sql/db_url.hpp"
 
 #include <cctype>
 #include <charconv>

@@ -1,7 +1,7 @@
 #include "backends/sql/session.hpp"
 
 #include "backends/sql/connection.hpp"
-#include "detail/tcp_keepalive.hpp"
+#include "backends/sql/tcp_keepalive.hpp"
 
 #include <boost/asio/execution/context_as.hpp>
 #include <boost/asio/execution_context.hpp>
