@@ -14,8 +14,11 @@
 /// the words travel with the operation instead: bind a diagnostics object to the completion token.
 /// It is cleared when the operation starts and written before its handler runs; like the buffers
 /// of an Asio read, it must outlive the operation. Unbound, an operation keeps no words.
-/// A code that says it all leaves it empty: timeout, not_connected, closed, operation_aborted
-/// (except a redlock's timeout, which says how far its last attempt got).
+/// An acquisition of a mutex, shared_mutex or semaphore always says what and where: the store, the
+/// lock, and what happened (for a timeout, whether its deadline passed or the store did not
+/// answer). Other operations leave it empty for a code that says it all: timeout, not_connected,
+/// closed (a redlock's timeout says how far its last attempt got). A cancellation
+/// (operation_aborted) leaves it empty everywhere.
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -39,8 +42,8 @@ struct diagnostics_access;
 
 /// The words behind one operation's error: bind one to the operation's token
 /// (bind_diagnostics()). Cleared when the operation starts, written before its handler runs; it
-/// must outlive the operation. Left empty by a code that says it all (timeout, not_connected,
-/// closed, operation_aborted).
+/// must outlive the operation. Left empty by a cancellation, and by a code that says it all
+/// (timeout, not_connected, closed) of an operation other than an acquisition.
 class diagnostics {
 public:
   /// The text of the server's error reply that made the operation fail (error::redis_error,

@@ -5,6 +5,7 @@
 #include "core/engine_lease.hpp"
 #include "core/handle.hpp"
 #include "core/permits_admin.hpp"
+#include "core/printable_name.hpp"
 #include "core/waiting_line.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
@@ -46,6 +47,9 @@ public:
                diagnostics* diag, detail::handler<void(error_code, guard)> h) override {
     auto e = eng_.lock();
     if (!e || e->closed()) {
+      detail::diagnostics_access::client(
+          diag, waiting_line::words_for(e ? e->store().traits().store : "", spec->name,
+                                        error::closed, false));
       detail::complete_later(ex, std::move(h), {}, error_code(error::closed), guard{});
       return;
     }
@@ -156,7 +160,7 @@ std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string nam
   check_handle(b_->traits(), *spec, what);
   std::string words;
   if (auto ec = b_->check(*spec, words))
-    throw boost::system::system_error(ec, std::string(what) + " '" + spec->name + "': " + words);
+    throw boost::system::system_error(ec, std::string(what) + " " + printable_name(spec->name) + ": " + words);
   spec->store_key = b_->store_key(*spec);
   spec->line_tag = b_->line_tag(*spec);
   return std::make_shared<engine_handle>(shared_from_this(), std::move(spec));

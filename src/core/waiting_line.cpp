@@ -2,6 +2,7 @@
 
 #include "core/engine_impl.hpp"
 #include "core/engine_lease.hpp"
+#include "core/printable_name.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
 
@@ -175,6 +176,25 @@ void waiting_line::run() {
       e->forget(*this);
 }
 
+std::string waiting_line::words_for(std::string_view store, std::string_view name, error_code ec,
+                                    bool deadline_passed) {
+  std::string where = (store.empty() ? std::string() : std::string(store) + " ") + "lock " +
+                      printable_name(name) + ": ";
+  if (ec == error::not_connected)
+    return where + "no connection to the store (none came within the client's request timeout, "
+                   "or the client knows the store is unreachable now)";
+  if (ec == error::timeout)
+    return where + (deadline_passed
+                        ? "the acquisition's deadline passed before the lock was had"
+                        : "the store did not answer within the client's request timeout");
+  if (ec == error::closed)
+    return where + "the client was closed";
+  if (ec == error::connection_lost)
+    return where + "the connection dropped under the attempt, more times than it is retried "
+                   "(had it won, the lock was given back)";
+  return where + ec.message();
+}
+
 void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engine_lease> won,
                            const std::string& words) {
   auto it = callers_.find(id);
@@ -183,9 +203,13 @@ void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engi
   auto& c = delivering_.emplace(id, std::move(it->second)).first->second;
   callers_.erase(it);
   c.won = std::move(won);
-  // The words are written now, before the caller can read them.
+  // The words are written now, before the caller can read them. A failure the store said nothing
+  // of (a transport code, a deadline, a close) is put in words here, once for every store.
   if (ec)
-    detail::diagnostics_access::failure(c.diag, ec, words);
+    detail::diagnostics_access::acquisition_failure(
+        c.diag, ec,
+        words.empty() ? words_for(b_->traits().store, spec->name, ec, b_->now() >= c.deadline)
+                      : words);
   asio::post(b_->get_executor(), [self = shared_from_this(), id, ec] {
     auto it = self->delivering_.find(id);
     if (it == self->delivering_.end())

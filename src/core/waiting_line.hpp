@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace corolock {
 class diagnostics;
@@ -60,6 +61,11 @@ public:
   /// Grants read after their lease ran out that one caller waits through (see above).
   static constexpr int max_stale_grants = 3;
 
+  /// The words of an acquisition's failure its store left none for: the store, the lock, and
+  /// what happened (`deadline_passed`: a timeout by the caller's deadline, not the store's).
+  static std::string words_for(std::string_view store, std::string_view name, error_code ec,
+                               bool deadline_passed);
+
   const std::shared_ptr<const lock_spec> spec;
   const std::int64_t permits;
   const bool shared;
@@ -83,6 +89,7 @@ private:
   void retire();
   void deliver(std::uint64_t id, error_code ec, std::shared_ptr<engine_lease> won,
                const std::string& words);
+
   void delivered(std::uint64_t id);
 
   std::weak_ptr<engine_impl> eng_;

@@ -35,6 +35,11 @@ struct diagnostics_access {
     return ec == error::timeout || ec == error::not_connected || ec == error::closed ||
            ec == boost::asio::error::operation_aborted;
   }
+  /// An acquisition's failure: always in words (what and where), but a cancellation's.
+  static void acquisition_failure(diagnostics* d, error_code ec, std::string_view text) {
+    if (ec != boost::asio::error::operation_aborted)
+      of(d, ec, text);
+  }
   /// The words of a lock operation's failure, as of(), unless its code says it all.
   static void failure(diagnostics* d, error_code ec, std::string_view text) {
     if (!says_it_all(ec))

@@ -310,6 +310,7 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   auto gx = co_await x.acquire();
   auto gy = co_await y.acquire();
   error_code waiting_ec;
+  diagnostics waiting_why;
   test::event done(ex);
   asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
     auto [ec, g] = co_await z.acquire(bind_diagnostics(waiting_why, tuple_awaitable));
@@ -363,6 +364,9 @@ asio::awaitable<void> deadline_while_unreachable(F& f, asio::any_io_executor ex)
   BOOST_TEST(ec == error::timeout);
   BOOST_TEST(!g.owns_lock());
   BOOST_TEST((took <= 800ms + 400ms));
+  // Said in words, on every store: which lock, and that its deadline passed.
+  BOOST_TEST(why.client_message().find("lock 'down-deadline': ") != std::string::npos, why.message());
+  BOOST_TEST(why.client_message().find("deadline passed") != std::string::npos, why.message());
   f.cut_off(*a, false);
   BOOST_TEST(co_await takes_within(mb, 10s)); // what a's wait left at the store does not hold it
   // And a is back. On Redis it takes 9.2 s here: the cut dropped bytes of a connection that stays
@@ -395,7 +399,7 @@ asio::awaitable<void> close_while_unreachable(F& f, asio::any_io_executor ex) {
   diagnostics waiting_why;
   test::event done(ex);
   asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-    auto [ec, g] = co_await x.acquire(tuple_awaitable);
+    auto [ec, g] = co_await x.acquire(bind_diagnostics(waiting_why, tuple_awaitable));
     waiting_ec = ec;
     done.set();
   }, asio::detached);
@@ -410,6 +414,9 @@ asio::awaitable<void> close_while_unreachable(F& f, asio::any_io_executor ex) {
   BOOST_TEST((took <= 6s)); // the fixtures' close bounds: request_timeout, the SQL close's 5 s
   co_await done.wait();
   BOOST_TEST(waiting_ec == error::closed);
+  BOOST_TEST(waiting_why.client_message().find("lock 'down-close': the client was closed") !=
+                 std::string::npos,
+             waiting_why.message());
   BOOST_TEST(gy.lost());
   co_await gb.unlock();
   f.cut_off(*a, false);

@@ -1,0 +1,24 @@
+#include "core/printable_name.hpp"
+
+namespace corolock::core {
+
+std::string printable_name(std::string_view name) {
+  constexpr std::size_t shown = 64;
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out = "'";
+  for (std::size_t i = 0; i < name.size() && i < shown; ++i) {
+    const auto b = static_cast<unsigned char>(name[i]);
+    if (b < 0x20 || b == 0x7F || b == '\'' || b == '\\') {
+      out += "\\x";
+      out += hex[b >> 4];
+      out += hex[b & 0xF];
+    } else {
+      out += static_cast<char>(b);
+    }
+  }
+  if (name.size() > shown)
+    return out + "…' (" + std::to_string(name.size()) + " bytes)";
+  return out + "'";
+}
+
+} // namespace corolock::core
