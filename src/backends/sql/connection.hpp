@@ -42,6 +42,11 @@ public:
   /// `f(ec, words)` runs once if the session, between statements, finds its connection over (the
   /// server closed it or ended the session, the link reset): at once, on the session's executor.
   void on_lost(std::function<void(error_code, std::string)> f) { session_->on_lost(std::move(f)); }
+  /// The server's id of the session (sql_session::id), and the one read from the server instead.
+  [[nodiscard]] std::uint64_t server_id() const noexcept { return session_->id(); }
+  void use_server_id(std::uint64_t id) noexcept { session_->use_id(id); }
+  /// "host:port" as configured, for words.
+  [[nodiscard]] std::string address() const { return session_->address(); }
   /// Connected, not lost, not closed.
   [[nodiscard]] bool is_open() const noexcept { return session_->is_open(); }
   [[nodiscard]] asio::any_io_executor get_executor() const noexcept { return session_->executor(); }

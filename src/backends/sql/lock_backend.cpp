@@ -589,8 +589,91 @@ void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error
       return then(nullptr, ec ? ec : make_error_code(error::closed), r.words.to_string());
     }
     l->ready = true;
-    set_up(l, 0, false, std::move(then));
+    pin_check(l, std::move(then));
   });
+}
+
+namespace {
+
+std::uint64_t id_value(const sql_result& r) {
+  const auto v = r.value();
+  if (!v || v->empty() || v->find_first_not_of("0123456789") != std::string::npos || v->size() > 19)
+    return 0;
+  return std::stoull(*v);
+}
+
+} // namespace
+
+// Before anything else runs on a new session (nothing of ours is left on a server session we do
+// not keep): is it one server session for the connection's life? Session advisory locks and
+// prepared statements live in the server session; a pooler that hands each transaction or
+// statement to whichever server session is free (pgbouncer in transaction or statement mode) lets
+// two clients' statements meet in one server session, which then counts both as holders.
+// Directly on the server, the id the login reported is the server's own: nothing more is asked.
+// Otherwise (a pooler sends an id of its own) a second connection asks for its server session's id
+// and this one asks again: a pooler that shares server sessions gives the second connection the
+// server session this one just used (pgbouncer reuses the last one freed first), or this one
+// another; a session-mode pool keeps this connection's server session its own, so neither happens.
+void sql_lock_backend::pin_check(const std::shared_ptr<link>& l,
+                                 std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
+  if (dialect_.server_id_statement.empty())
+    return set_up(l, 0, false, std::move(then));
+  auto give_up = [this, l](error_code ec, const std::string& what, const sql_result& r) {
+    drop(l, ec);
+    return "session setup: " + what + (r.words.empty() ? std::string() : ": " + r.words.to_string());
+  };
+  run(l, {dialect_.server_id_statement, options_.session_timeout / 3, false,
+          [this, l, give_up, then = std::move(then)](error_code ec, sql_result r, steady::time_point) mutable {
+            if (ec)
+              return then(nullptr, ec, give_up(ec, "the session's id", r));
+            const std::uint64_t own = id_value(r);
+            if (own != 0 && own == l->conn->server_id())
+              return set_up(l, 0, false, std::move(then));
+            auto side = dialect_.new_connection(executor_);
+            side->async_connect([this, l, side, own, give_up, then = std::move(then),
+                                 w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) mutable {
+              if (w.expired())
+                return side->close();
+              if (ec || l->dead || closing_) {
+                side->close();
+                ec = ec ? ec : make_error_code(error::closed);
+                return then(nullptr, ec, give_up(ec, "a second connection (a pooler's check)", r));
+              }
+              side->async_query(dialect_.server_id_statement, options_.session_timeout / 3,
+                                [this, l, side, own, give_up, then = std::move(then),
+                                 w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) mutable {
+                side->close();
+                if (w.expired())
+                  return;
+                if (ec || l->dead || closing_) {
+                  ec = ec ? ec : make_error_code(error::closed);
+                  return then(nullptr, ec, give_up(ec, "a second connection (a pooler's check)", r));
+                }
+                const std::uint64_t other = id_value(r);
+                run(l, {dialect_.server_id_statement, options_.session_timeout / 3, false,
+                        [this, l, own, other, give_up, then = std::move(then)](error_code ec, sql_result r,
+                                                                               steady::time_point) mutable {
+                          if (ec)
+                            return then(nullptr, ec, give_up(ec, "the session's id", r));
+                          const std::uint64_t again = id_value(r);
+                          if (own != 0 && other != own && again == own) {
+                            l->conn->use_server_id(own);
+                            return set_up(l, 0, false, std::move(then));
+                          }
+                          const std::string where = l->conn->address();
+                          drop(l, make_error_code(error::closed));
+                          then(nullptr, make_error_code(error::invalid_argument),
+                               "corolock::" + std::string(traits_.store) + ": the server at " + where +
+                                   " is reached through a connection pooler that does not keep a client's server "
+                                   "session for the connection's life (pgbouncer pool_mode = transaction or "
+                                   "statement: server session " + std::to_string(own) + ", then " +
+                                   std::to_string(again) + ", and " + std::to_string(other) +
+                                   " for another connection); session advisory locks and prepared statements "
+                                   "need it: connect to the server, or to a pool with pool_mode = session");
+                        }});
+              });
+            });
+          }});
 }
 
 bool sql_lock_backend::known_unreachable() const noexcept {

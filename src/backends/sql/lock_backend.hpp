@@ -145,6 +145,12 @@ struct sql_dialect {
   std::function<std::shared_ptr<sql_connection>(const asio::any_io_executor&)> new_connection;
   /// The key literal of a SHA-256 digest.
   std::function<std::string(const std::array<unsigned char, 32>& digest)> key_literal;
+  /// Run first on each new session, before its setup (empty: not run): one value, the server's own
+  /// id of the session (PostgreSQL: pg_backend_pid()). Where it differs from the id the login
+  /// reported, a proxy or pooler stands in front (pgbouncer sends a number of its own); the session
+  /// is then used only if it is kept on one server session for the connection's life (pin_check),
+  /// and with this id for the cancels.
+  std::string server_id_statement;
   /// Run in order on each new session, before any lock statement: its idle bound on the server,
   /// and the fence's epoch bumped if the server lost its counter (see "Fencing tokens" above).
   std::function<std::vector<std::string>(const std::string& table, std::chrono::milliseconds session_timeout)>
@@ -250,6 +256,7 @@ private:
                std::shared_ptr<link> granted_on = nullptr);
 
   void open_link(std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
+  void pin_check(const std::shared_ptr<link>& l, std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
   void set_up(const std::shared_ptr<link>& l, std::size_t next, bool created,
               std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
   void run(const std::shared_ptr<link>& l, job j);

@@ -63,7 +63,13 @@ public:
   }
 
   /// The server's id of the session (MariaDB connection id, PostgreSQL backend pid); 0 before.
+  /// At first what the login said (libpq's PQbackendPID: a pooler in front says its own number).
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  /// The id the server itself gave (pg_backend_pid() read on the session): the one its side
+  /// connections' cancel and end statements name from now on.
+  void use_id(std::uint64_t id) noexcept { id_ = id; }
+  /// "host:port" as configured, for words.
+  [[nodiscard]] std::string address() const { return host_ + ":" + std::to_string(port_); }
   [[nodiscard]] bool is_open() const noexcept { return (state_ == state::ready || state_ == state::busy) && !closing_; }
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return executor_; }
 
