@@ -1357,4 +1357,46 @@ void many_clients_using_a_new_name_and_fence_table_at_once_all_get_it() {
   BOOST_TEST_MESSAGE(failures << " of " << bids << " first uses failed");
 }
 
+/// close(bound) on a stalled server (paused: it accepts connections and answers nothing) with one
+/// session holding and one waiting: close completes at its bound, and then nothing of the client
+/// keeps the io_context busy (issue 43, item 10: io.run() went on for connect_timeout, 5 s, the
+/// second connections that end the sessions on the server waiting for an answer). The client's
+/// sessions are shut on our side at the bound; the server finds them gone when it resumes.
+template <typename Db>
+void a_bounded_close_on_a_stalled_server_leaves_the_io_context_at_its_bound() {
+  typename Db::server_type server;
+  asio::io_context other, io;
+  client<Db> b(other.get_executor(), server), a(io.get_executor(), server);
+  const auto x = a.spec("close:x"), y = a.spec("close:y");
+  bidder by(other.get_executor()), ax(io.get_executor()), ay(io.get_executor());
+  b.bid(by, y);
+  while (by.events == 0 && other.run_one_for(std::chrono::seconds(10)) > 0) {
+  }
+  BOOST_REQUIRE(by.grant);
+  a.bid(ax, x);
+  while (ax.events == 0 && io.run_one_for(std::chrono::seconds(10)) > 0) {
+  }
+  BOOST_REQUIRE(ax.grant);
+  a.bid(ay, y);
+  for (int i = 0; i < 500 && Db::waiting(server) != "1"; ++i)
+    io.run_for(std::chrono::milliseconds(20));
+  BOOST_REQUIRE(Db::waiting(server) == "1");
+  server.pause();
+  bool closed = false;
+  double closed_after = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  a.backend->close(std::chrono::milliseconds(300), core::handler<void()>([&] {
+                     closed = true;
+                     closed_after = ms_since(t0);
+                   }));
+  io.run_for(std::chrono::seconds(20)); // returns once nothing is left to run
+  const double ran = ms_since(t0);
+  server.resume();
+  BOOST_TEST(closed);
+  BOOST_TEST_MESSAGE("close completed after " << closed_after << " ms, io.run() returned after " << ran << " ms");
+  BOOST_TEST(closed_after < 1500);
+  BOOST_TEST(ran < 1500, "io.run() returned " << ran << " ms after close(300 ms)"); // connect_timeout: 5 s
+  BOOST_TEST(ay.events == 0);
+}
+
 } // namespace corolock::test::sql_locks

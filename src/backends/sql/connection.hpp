@@ -39,6 +39,8 @@ public:
   /// Never blocks; idempotent. A running operation completes with error::closed. `ended`: see
   /// sql_session::close.
   void close(std::function<void()> ended = {}) { session_->close(std::move(ended)); }
+  /// Never blocks: the session's server-side work still under way is given up (sql_session::give_up).
+  void give_up() { session_->give_up(); }
   /// `f(ec, words)` runs once if the session, between statements, finds its connection over (the
   /// server closed it or ended the session, the link reset): at once, on the session's executor.
   void on_lost(std::function<void(error_code, std::string)> f) { session_->on_lost(std::move(f)); }

@@ -902,6 +902,7 @@ void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h)
     std::optional<handler<void()>> h;
     asio::steady_timer timer;
     std::size_t left = 1;
+    std::vector<std::shared_ptr<sql_connection>> conns; // each session's, to give up at the bound
     void one_done() {
       if (--left == 0 && h) {
         timer.cancel();
@@ -914,14 +915,21 @@ void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h)
   auto c = std::make_shared<closing>(executor_);
   c->h.emplace(std::move(h));
   c->timer.expires_after(bound);
+  // At the bound, what still waits on the server (a stalled one) is given up: the second
+  // connections that cancel a statement or end a session would keep the executor busy for
+  // connect_timeout after close() completed. The sessions are shut on our side; the server ends
+  // them when it finds their sockets closed.
   c->timer.async_wait([c](error_code ec) {
     if (!ec) {
+      for (const auto& conn : std::exchange(c->conns, {}))
+        conn->give_up();
       c->left = 1;
       c->one_done();
     }
   });
   const auto links = links_;
   for (const auto& [id, l] : links) {
+    c->conns.push_back(l->conn);
     if (l->ready && !l->blocking && !l->held.empty()) {
       ++c->left;
       run(l, {dialect_.unlock_all_statement, bound, false, [this, l, c](error_code, sql_result, steady::time_point) {

@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace corolock::detail {
 
@@ -56,6 +57,12 @@ public:
   /// or it holds none), else once a second connection ended it there and saw it gone, or gave up
   /// after connect_timeout.
   void close(std::function<void()> ended = {});
+  /// Never blocks. The server-side work this session still waits on — a cancel, or close()'s end of
+  /// the session, each from a second connection — is given up now, and none is started from now
+  /// on: the second connections are closed (a stalled server would keep them, and the executor
+  /// busy, for connect_timeout), and a statement whose cancel is given up ends on its shut socket.
+  /// For a caller whose own bound passed (sql_lock_backend::close).
+  void give_up();
   /// `f` runs (at most once) when the session, between statements, finds its connection over.
   void on_lost(std::function<void(error_code, std::string)> f) {
     on_lost_ = std::move(f);
@@ -116,6 +123,7 @@ protected:
 private:
   friend class sql_session_registry;
   enum class state { fresh, connecting, ready, busy, lost, closed };
+  struct side_job;
 
   void refuse(handler_type h, error e, std::string words);
   std::function<void(error_code)> stopper();
@@ -136,6 +144,8 @@ private:
   sql_statement statement_;
   std::uint64_t id_ = 0;
   std::function<void(error_code, std::string)> on_lost_;
+  std::vector<std::weak_ptr<side_job>> side_jobs_; // on_server's, under way
+  bool given_up_ = false;
   sql_session_registry& registry_;
 };
 
