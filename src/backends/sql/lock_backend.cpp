@@ -728,8 +728,12 @@ void sql_lock_backend::pump(const std::shared_ptr<link>& l) {
     if (w.expired())
       return;
     l->busy = false;
-    if (link_failure(ec))
-      drop(l, ec);
+    // A failed statement whose session is over is the session's end, whatever the code: one that
+    // ran out of its bound and whose cancel could not reach the server had its socket shut (the
+    // server frees the session's locks when it reads that), so its leases are told lost now, not
+    // by the next statement on it. (One cancelled in time was answered: its session goes on.)
+    if (link_failure(ec) || (ec && !closing_ && !l->conn->is_open()))
+      drop(l, link_failure(ec) ? ec : make_error_code(error::connection_lost));
     else if (!l->held.empty() && (!ec || ec == error::database_error))
       alive(l, sent);
     d(ec, std::move(r), sent);
