@@ -84,8 +84,8 @@ detail::sql_dialect dialect(config cfg) {
   // its own. The server's own says whether a pooler stands there (pin_check), and names the
   // session for pg_cancel_backend and pg_terminate_backend.
   d.server_id_statement = "SELECT pg_backend_pid()";
-  d.setup_statements = [](const std::string& table,
-                          std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
+  d.setup_statements = [](const std::string& table, std::chrono::milliseconds session_timeout,
+                          const std::string&) -> std::vector<std::string> {
     // Read committed whatever the server's default: the check's snapshot is older than the grant,
     // and only read committed updates the fence row's newest version then. The counter's floor:
     // set by the first session of each run of the server whose counter may have started over —

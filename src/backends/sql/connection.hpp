@@ -49,6 +49,8 @@ public:
   void use_server_id(std::uint64_t id) noexcept { session_->use_id(id); }
   /// "host:port" as configured, for words.
   [[nodiscard]] std::string address() const { return session_->address(); }
+  /// The lock name only this session holds (sql_session::use_tag).
+  void use_tag(std::string tag) { session_->use_tag(std::move(tag)); }
   /// Connected, not lost, not closed.
   [[nodiscard]] bool is_open() const noexcept { return session_->is_open(); }
   [[nodiscard]] asio::any_io_executor get_executor() const noexcept { return session_->executor(); }

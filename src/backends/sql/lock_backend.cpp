@@ -31,6 +31,7 @@ struct sql_lock_backend::link {
   asio::steady_timer ping;
   bool pinging = false;
   unsigned lost_races = 0; // its setup's statements run again for a lost race (create_fence_table)
+  std::string tag;         // the lock name only this session holds (dialect tags_sessions)
 };
 
 struct sql_lock_backend::bid_state {
@@ -689,7 +690,11 @@ bool sql_lock_backend::known_unreachable() const noexcept {
 // use): created, then the setup runs again from its start, once.
 void sql_lock_backend::set_up(const std::shared_ptr<link>& l, std::size_t next, bool created,
                               std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
-  auto statements = dialect_.setup_statements(fence_table_, options_.session_timeout);
+  if (dialect_.tags_sessions && l->tag.empty()) {
+    l->tag = "corolock-session:" + new_owner(); // 49 characters: under MariaDB's 64
+    l->conn->use_tag(l->tag);
+  }
+  auto statements = dialect_.setup_statements(fence_table_, options_.session_timeout, l->tag);
   if (next == statements.size())
     return then(l, {}, {});
   run(l, {std::move(statements[next]), options_.session_timeout / 3, false,

@@ -153,8 +153,13 @@ struct sql_dialect {
   std::string server_id_statement;
   /// Run in order on each new session, before any lock statement: its idle bound on the server,
   /// and the fence's epoch bumped if the server lost its counter (see "Fencing tokens" above).
-  std::function<std::vector<std::string>(const std::string& table, std::chrono::milliseconds session_timeout)>
+  /// `tag`: a lock name only this session will hold, for its whole life (tags_sessions), else empty.
+  std::function<std::vector<std::string>(const std::string& table, std::chrono::milliseconds session_timeout,
+                                         const std::string& tag)>
       setup_statements;
+  /// Each session's setup takes a lock named after the session (its tag, sql_session::use_tag):
+  /// the side connections' KILL then acts only on a session of the server's current run.
+  bool tags_sessions = false;
   /// The lock statement, blocking (wait) or one look, with the token in it: ONE statement (one
   /// round trip), the token drawn only once the lock is granted. `check`: the key's fence row is
   /// also checked (created if missing, a committed write) to record this name, else token 0.

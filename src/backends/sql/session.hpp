@@ -77,6 +77,11 @@ public:
   void use_id(std::uint64_t id) noexcept { id_ = id; }
   /// "host:port" as configured, for words.
   [[nodiscard]] std::string address() const { return host_ + ":" + std::to_string(port_); }
+  /// A name that only this session holds a lock of (MariaDB: GET_LOCK(tag, 0) in its setup), so
+  /// that a second connection can tell it from a stranger that has its id in a later run of the
+  /// server: the cancel and end statements then act only where the server lists the id as the
+  /// tag's holder. Empty: none (the statements name the id alone).
+  void use_tag(std::string tag) { tag_ = std::move(tag); }
   [[nodiscard]] bool is_open() const noexcept { return (state_ == state::ready || state_ == state::busy) && !closing_; }
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return executor_; }
 
@@ -112,6 +117,7 @@ protected:
 
   [[nodiscard]] const sql_statement& statement() const noexcept { return statement_; }
   [[nodiscard]] const std::string& sql() const noexcept { return statement_.text; }
+  [[nodiscard]] const std::string& tag() const noexcept { return tag_; }
   /// The running operation was cancelled or ran out of time: a backend that runs it in steps
   /// (prepare, then execute) starts no further step.
   [[nodiscard]] bool stopping() const noexcept { return static_cast<bool>(op_.stop_reason()); }
@@ -146,6 +152,7 @@ private:
   std::function<void(error_code, std::string)> on_lost_;
   std::vector<std::weak_ptr<side_job>> side_jobs_; // on_server's, under way
   bool given_up_ = false;
+  std::string tag_;
   sql_session_registry& registry_;
 };
 
