@@ -2,27 +2,12 @@
 
 #include "sql_server_process.hpp"
 
-#include <pwd.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <csignal>
 #include <fstream>
-#include <stdexcept>
-#include <system_error>
 
 #include <fmt/format.h>
 
 namespace corolock::test {
-
-namespace {
-
-std::string psql_program() {
-  const std::string debian = "/usr/lib/postgresql/15/bin/psql";
-  return ::access(debian.c_str(), X_OK) == 0 ? debian : find_program("psql");
-}
-
-} // namespace
 
 // SIGINT: pgbouncer's "safe shutdown" waits for clients; SIGTERM ends it at once.
 pgbouncer_server::pgbouncer_server(postgres_server& server, pgbouncer_options options)
@@ -40,13 +25,7 @@ std::string pgbouncer_server::url() const {
 }
 
 void pgbouncer_server::prepare_dir(const std::filesystem::path& dir) {
-  const passwd* pg = ::getpwnam("postgres");
-  if (pg == nullptr) {
-    throw std::runtime_error("pgbouncer_server: no user 'postgres' (scripts/deps.sh installs postgresql-15)");
-  }
-  if (::chown(dir.c_str(), pg->pw_uid, pg->pw_gid) != 0) {
-    throw std::system_error(errno, std::generic_category(), "chown " + dir.string());
-  }
+  give_to_postgres_user(dir, "pgbouncer_server");
 }
 
 // Nothing to initialise: the ini names the port, which is known only at each start.
@@ -83,7 +62,7 @@ std::vector<std::string> pgbouncer_server::command_line() const {
 }
 
 std::vector<std::string> pgbouncer_server::client(std::string_view statement) const {
-  return {psql_program(), "-X", "-h", host(), "-p", std::to_string(port()), "-U", "postgres",
+  return {pg_program("psql"), "-X", "-h", host(), "-p", std::to_string(port()), "-U", "postgres",
           "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1", "-c", std::string(statement)};
 }
 

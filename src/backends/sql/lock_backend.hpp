@@ -40,7 +40,8 @@
 // GET_LOCK(…) WHEN 1 THEN <token> …), and at a client's first use of a key it also checks the
 // key's fence row (below); plus 1 for a try on a shared session that found the lock taken, plus
 // 1 for a grant read late (MariaDB: after a wait longer than session_timeout/3; below), plus
-// the session's connect and its setup statements when a new session is opened. Release: 1. A statement that fails may have
+// the session's connect, its id read (PostgreSQL: pg_backend_pid(), pin_check) and its setup
+// statements when a new session is opened. Release: 1. A statement that fails may have
 // failed after the grant: its lock is given back (an unlock of a lock not held is harmless).
 // PostgreSQL prepares the lock and unlock statements at their first use on a session (one round
 // trip more, once per statement form and session; sql_statement). Costs: no committed write per
