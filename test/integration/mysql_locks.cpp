@@ -128,6 +128,13 @@ BOOST_AUTO_TEST_CASE(a_kill_after_a_restart_does_not_reach_a_stranger_with_the_s
   mariadb_server server(mariadb::crash_safe());
   std::string stranger_said;
   std::thread stranger;
+  struct joined { // a failure below must not leave the thread joinable (std::terminate)
+    std::thread& t;
+    ~joined() {
+      if (t.joinable())
+        t.join();
+    }
+  } join_at_exit{stranger};
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     sql_locks::client<mariadb> a(ex, server), b(ex, server);
     const auto lock = a.spec("restart:kill");
