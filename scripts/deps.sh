@@ -36,6 +36,9 @@ packages=(
   libmariadb-dev            # Connector/C 3.3 (non-blocking API), pkg-config libmariadb
   postgresql-15             # postgres, initdb, pg_isready (no cluster is created by our fixtures)
   libpq-dev                 # libpq, pkg-config libpq
+  # postgres_pooler's fixture (test/support/pgbouncer_server) starts private pgbouncers in front of
+  # the private PostgreSQL; the package's own service (127.0.0.1:6432) is stopped and disabled below.
+  pgbouncer
   iproute2                  # ss: the SQL suites read our socket's keepalive timer
 )
 bench=0
@@ -95,4 +98,15 @@ apt_opts=(-o DPkg::Lock::Timeout=600)
 "${sudo[@]}" apt-get "${apt_opts[@]}" update
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}"
+# Debian's pgbouncer enables a system service and, where a policy-rc.d does not forbid it, starts it
+# (listening on 127.0.0.1:6432). The tests start their own: the system one is stopped and disabled.
+if [[ " ${missing[*]} " == *" pgbouncer "* ]]; then
+  if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+    "${sudo[@]}" systemctl disable --now pgbouncer.service || true
+  else
+    "${sudo[@]}" rm -f /etc/systemd/system/multi-user.target.wants/pgbouncer.service
+    "${sudo[@]}" invoke-rc.d pgbouncer stop >/dev/null 2>&1 || true
+    "${sudo[@]}" update-rc.d pgbouncer disable >/dev/null 2>&1 || true
+  fi
+fi
 if ((bench)); then npm_peers; fi

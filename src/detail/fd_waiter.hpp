@@ -179,8 +179,13 @@ private:
     if (!ec && ready_ == 0) {
       ready_ |= bit;
       error_code ignored;
+      // The other waits end; the library is called once. The pending read wait ends with them
+      // (cancelled), so it can serve nothing more: a watch_idle() or wait() that comes before
+      // its handler has run (from done_ below, when the library's call ends in this step) arms
+      // a fresh one instead of taking over one that completes cancelled.
+      reading_.reset();
       if (descriptor_.is_open())
-        descriptor_.cancel(ignored);  // the other waits end; the library is called once
+        descriptor_.cancel(ignored);
       timer_.cancel();
     }
     if (--pending_ == 0)

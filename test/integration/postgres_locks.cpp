@@ -147,6 +147,8 @@ COROLOCK_SQL_LOCK_CASE(a_late_grant_closed_while_it_is_dated_is_given_back, post
 COROLOCK_SQL_LOCK_CASE(a_late_grant_whose_link_resets_while_it_is_dated_fails_connection_lost, postgres)
 COROLOCK_SQL_LOCK_CASE(a_late_grant_whose_dating_select_stalls_past_its_deadline_fails_and_is_given_back, postgres)
 COROLOCK_SQL_LOCK_CASE(a_one_look_read_after_a_short_stop_is_answered, postgres)
+COROLOCK_SQL_LOCK_CASE(a_bounded_close_on_a_stalled_server_leaves_the_io_context_at_its_bound, postgres)
+COROLOCK_SQL_LOCK_CASE(a_timed_out_statement_ends_its_session_and_its_holders_are_told_at_once, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait
 // (pg_advisory_lock_shared queues behind a conflicting waiter), so writers do not starve.

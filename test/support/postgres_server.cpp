@@ -18,15 +18,21 @@
 
 namespace corolock::test {
 
-namespace {
-
 // Debian keeps the server binaries off PATH.
 std::string pg_program(const std::string& name) {
   const std::string debian = "/usr/lib/postgresql/15/bin/" + name;
   return ::access(debian.c_str(), X_OK) == 0 ? debian : find_program(name);
 }
 
-} // namespace
+void give_to_postgres_user(const std::filesystem::path& dir, const char* fixture) {
+  const passwd* pg = ::getpwnam("postgres");
+  if (pg == nullptr) {
+    throw std::runtime_error(std::string(fixture) + ": no user 'postgres' (scripts/deps.sh installs postgresql-15)");
+  }
+  if (::chown(dir.c_str(), pg->pw_uid, pg->pw_gid) != 0) {
+    throw std::system_error(errno, std::generic_category(), "chown " + dir.string());
+  }
+}
 
 postgres_server::postgres_server(postgres_server_options options)
     : local_server("corolock-postgres-", SIGINT, options.start_timeout), options_(std::move(options)) {
@@ -43,13 +49,7 @@ std::string postgres_server::url() const {
 
 // The server writes its socket and lock file in the directory, initdb the data directory.
 void postgres_server::prepare_dir(const std::filesystem::path& dir) {
-  const passwd* pg = ::getpwnam("postgres");
-  if (pg == nullptr) {
-    throw std::runtime_error("postgres_server: no user 'postgres' (scripts/deps.sh installs postgresql-15)");
-  }
-  if (::chown(dir.c_str(), pg->pw_uid, pg->pw_gid) != 0) {
-    throw std::system_error(errno, std::generic_category(), "chown " + dir.string());
-  }
+  give_to_postgres_user(dir, "postgres_server");
 }
 
 void postgres_server::make_data_dir(const std::filesystem::path& into) {

@@ -16,11 +16,18 @@
 #include "local_server.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace corolock::test {
+
+/// A PostgreSQL program (postgres, initdb, psql): Debian's, off PATH, else found on PATH.
+[[nodiscard]] std::string pg_program(const std::string& name);
+/// chown `dir` to the user `postgres` (who runs the server and pgbouncer); throws, naming
+/// `fixture`, if there is no such user.
+void give_to_postgres_user(const std::filesystem::path& dir, const char* fixture);
 
 struct postgres_server_options {
   /// Extra settings, "name=value", passed as -c name=value after the fixture's own.

@@ -1354,4 +1354,107 @@ void many_clients_using_a_new_name_and_fence_table_at_once_all_get_it() {
   BOOST_TEST_MESSAGE(failures << " of " << bids << " first uses failed");
 }
 
+/// close(bound) on a stalled server (paused: it accepts connections and answers nothing) with one
+/// session holding and one waiting: close completes at its bound, and then nothing of the client
+/// keeps the io_context busy (issue 43, item 10: io.run() went on for connect_timeout, 5 s, the
+/// second connections that end the sessions on the server waiting for an answer). The client's
+/// sessions are shut on our side at the bound; the server finds them gone when it resumes.
+template <typename Db>
+void a_bounded_close_on_a_stalled_server_leaves_the_io_context_at_its_bound() {
+  typename Db::server_type server;
+  asio::io_context other, io;
+  client<Db> b(other.get_executor(), server), a(io.get_executor(), server);
+  const auto x = a.spec("close:x"), y = a.spec("close:y");
+  bidder by(other.get_executor()), ax(io.get_executor()), ay(io.get_executor());
+  b.bid(by, y);
+  while (by.events == 0 && other.run_one_for(std::chrono::seconds(10)) > 0) {
+  }
+  BOOST_REQUIRE(by.grant);
+  a.bid(ax, x);
+  while (ax.events == 0 && io.run_one_for(std::chrono::seconds(10)) > 0) {
+  }
+  BOOST_REQUIRE(ax.grant);
+  a.bid(ay, y);
+  for (int i = 0; i < 500 && Db::waiting(server) != "1"; ++i)
+    io.run_for(std::chrono::milliseconds(20));
+  BOOST_REQUIRE(Db::waiting(server) == "1");
+  server.pause();
+  bool closed = false;
+  double closed_after = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  a.backend->close(std::chrono::milliseconds(300), core::handler<void()>([&] {
+                     closed = true;
+                     closed_after = ms_since(t0);
+                   }));
+  io.run_for(std::chrono::seconds(20)); // returns once nothing is left to run
+  const double ran = ms_since(t0);
+  server.resume();
+  BOOST_TEST(closed);
+  BOOST_TEST_MESSAGE("close completed after " << closed_after << " ms, io.run() returned after " << ran << " ms");
+  BOOST_TEST(closed_after < 1500);
+  BOOST_TEST(ran < 1500, "io.run() returned " << ran << " ms after close(300 ms)"); // connect_timeout: 5 s
+  BOOST_TEST(ay.events == 0);
+}
+
+/// A statement that runs out of its client's bound, and whose cancel from a second connection
+/// cannot reach the server, ends its session: the socket is shut, and the server frees the
+/// session's locks when it reads the end, so every lease of that session is told lost then — not
+/// when the next statement on the session (a ping, a third of the session timeout away, or the
+/// core's resent release) finds it gone. Here the release of one of two locks held on one session
+/// meets answers that stop coming (a blackhole) and second connections that are refused: the other
+/// lock's holder is told before the release completes with `timeout` (before the fix: after it).
+/// A one look on the holder's session in the same plight: its outcome unknown, the lock is given
+/// back by a statement on that session, which finds it gone and tells the holder before the
+/// look's failure is delivered (so before the fix too).
+template <typename Db>
+void a_timed_out_statement_ends_its_session_and_its_holders_are_told_at_once() {
+  for (const bool release : {true, false}) {
+    typename Db::server_type server;
+    fault_proxy proxy(server.port());
+    run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+      client<Db> a(ex, via(server, proxy));
+      const auto x = a.spec("timed:x"), y = a.spec("timed:y"), z = a.spec("timed:z");
+      bidder hx(ex), hy(ex), look(ex);
+      co_await a.hold(hx, x);
+      co_await a.hold(hy, y);
+      BOOST_REQUIRE(hx.grant->session == hy.grant->session);
+      proxy.refuse(true);
+      proxy.blackhole(direction::server_to_client, true);
+      error_code ec;
+      core::steady::time_point failed_at{};
+      if (release) {
+        core::held h;
+        h.lock = x;
+        h.owner = hx.owner;
+        h.token = hx.grant->token;
+        h.session = hx.grant->session;
+        event done(ex);
+        a.backend->release(h, core::handler<void(error_code, std::string)>([&](error_code e, std::string) {
+          ec = e;
+          failed_at = core::steady::now();
+          done.set();
+        }));
+        co_await done.wait();
+      } else {
+        a.bid(look, z, false); // a one look, on the holders' session
+        co_await look.done.wait();
+        ec = look.ec;
+        failed_at = look.told_at;
+      }
+      BOOST_TEST(ec == error::timeout, ec.message());
+      BOOST_TEST_MESSAGE((release ? "release" : "one look")
+                         << " failed: " << ec.message() << "; the session told lost "
+                         << (a.lost.empty() ? -1.0 : ms_between(failed_at, a.lost_at[0])) << " ms after it");
+      BOOST_REQUIRE_MESSAGE(!a.lost.empty(), "the holders' session was not reported lost");
+      BOOST_TEST((a.lost == std::vector<std::uint64_t>{hy.grant->session}));
+      BOOST_TEST((a.lost_at[0] <= failed_at),
+                 "the holder was told " << ms_between(failed_at, a.lost_at[0]) << " ms after the failure");
+      BOOST_TEST(a.backend->sessions() == 0u);
+      proxy.heal();
+      auto [rec, words] = co_await a.release(hy, y);
+      BOOST_TEST((rec == error::lease_lost), rec.message() << ": " << words);
+    });
+  }
+}
+
 } // namespace corolock::test::sql_locks

@@ -108,6 +108,43 @@ BOOST_AUTO_TEST_CASE(readiness_that_came_while_unwatched_reaches_the_next_watch)
   BOOST_TEST(inputs == 1);
 }
 
+// A wait for writable only whose library call ends at once (the answer already there): the session
+// watches again from the wait's own completion, before the read wait that the wait's end cancelled
+// has run its handler. That cancelled wait must not be taken for the new watch: a server that dies
+// later is still noticed (issue 43: it was not; the watch was dropped with the cancelled wait).
+BOOST_AUTO_TEST_CASE(a_watch_armed_as_a_write_only_wait_ends_still_notices_the_server_leave) {
+  watch_idle();
+  ready = -1;
+  s->w.wait(waiter::writable, std::nullopt, s, [this](unsigned r) {
+    ready = static_cast<int>(r);
+    watch_idle(); // as sql_session::finish does when the statement ended in this step
+  });
+  poll();
+  BOOST_TEST(ready == static_cast<int>(waiter::writable));
+  BOOST_TEST(inputs == 0);
+  ::shutdown(server, SHUT_RDWR);
+  poll();
+  BOOST_TEST(inputs == 1);
+}
+
+// The same after a wait that ended on its timeout (no descriptor event at all).
+BOOST_AUTO_TEST_CASE(a_watch_armed_as_a_timed_wait_ends_still_notices_the_server_leave) {
+  watch_idle();
+  ready = -1;
+  s->w.wait(0, std::chrono::milliseconds(0), s, [this](unsigned r) {
+    ready = static_cast<int>(r);
+    watch_idle();
+  });
+  while (ready < 0)
+    ctx.restart(), ctx.run_one();
+  poll();
+  BOOST_TEST(ready == static_cast<int>(waiter::timed_out));
+  BOOST_TEST(inputs == 0);
+  ::shutdown(server, SHUT_RDWR);
+  poll();
+  BOOST_TEST(inputs == 1);
+}
+
 // A wait that took over the idle watch's read wait still ends, cancelled, at release().
 BOOST_AUTO_TEST_CASE(release_ends_a_wait_that_took_over_the_watch) {
   watch_idle();

@@ -71,8 +71,17 @@ private:
     return std::make_shared<connection>(executor(), cfg_);
   }
 
-  std::string cancel_statement(std::uint64_t id) override { return "KILL QUERY " + std::to_string(id); }
-  std::string end_session_statement(std::uint64_t id) override { return "KILL " + std::to_string(id); }
+  std::string cancel_statement(std::uint64_t id) override { return only_ours(id, "KILL QUERY "); }
+  std::string end_session_statement(std::uint64_t id) override { return only_ours(id, "KILL "); }
+  // A session with a tag (sql_session::use_tag: a lock only it holds) is killed only where the
+  // server lists `id` as the tag's holder: in a later run of the server the id may be a stranger's.
+  // The tag is ours: letters, digits, '-' and ':' only.
+  std::string only_ours(std::uint64_t id, const char* kill) {
+    const std::string n = std::to_string(id);
+    if (tag().empty())
+      return kill + n;
+    return "BEGIN NOT ATOMIC IF IS_USED_LOCK('" + tag() + "') <=> " + n + " THEN " + kill + n + "; END IF; END";
+  }
   std::string session_count_statement(std::uint64_t id) override {
     return "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " + std::to_string(id);
   }

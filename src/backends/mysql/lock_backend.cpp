@@ -65,12 +65,18 @@ detail::sql_dialect dialect(config cfg) {
     return out + "'";
   };
   // The session's idle bound, and the counter moved up to the fence's floor (at_fence_floor).
-  d.setup_statements = [](const std::string& table,
-                          std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
+  // Connection ids start again from 1 when the server restarts: a KILL <id> sent for a session of
+  // an earlier run (a wait withdrawn before its end was read) could end a stranger's. Each session
+  // holds a lock named after it (its tag) for its life; the side connections kill only where the
+  // server lists the id as that lock's holder (mysql/connection.cpp). No round trip more: the
+  // GET_LOCK is part of the setup's SET.
+  d.tags_sessions = true;
+  d.setup_statements = [](const std::string& table, std::chrono::milliseconds session_timeout,
+                          const std::string& tag) -> std::vector<std::string> {
     // A wait in GET_LOCK is as long as the lock is held: max_statement_time (an operator's, on the
     // server or the account) would cut it, so this session has none.
     return {"SET SESSION wait_timeout = " + std::to_string((session_timeout.count() + 999) / 1000) +
-                ", max_statement_time = 0, " + floor_assignment(table),
+                ", max_statement_time = 0, @corolock_session = GET_LOCK('" + tag + "', 0), " + floor_assignment(table),
             at_fence_floor("SELECT SETVAL(" + object(table, "_tokens") + ", ", ")")};
   };
   d.unlock_statement = [](const std::string& key, bool) -> std::string {

@@ -80,8 +80,12 @@ detail::sql_dialect dialect(config cfg) {
       v = (v << 8) | digest[i];
     return std::to_string(static_cast<std::int64_t>(v));
   };
-  d.setup_statements = [](const std::string& table,
-                          std::chrono::milliseconds session_timeout) -> std::vector<std::string> {
+  // libpq's PQbackendPID is what the login said: a pooler in front (pgbouncer) says a number of
+  // its own. The server's own says whether a pooler stands there (pin_check), and names the
+  // session for pg_cancel_backend and pg_terminate_backend.
+  d.server_id_statement = "SELECT pg_backend_pid()";
+  d.setup_statements = [](const std::string& table, std::chrono::milliseconds session_timeout,
+                          const std::string&) -> std::vector<std::string> {
     // Read committed whatever the server's default: the check's snapshot is older than the grant,
     // and only read committed updates the fence row's newest version then. The counter's floor:
     // set by the first session of each run of the server whose counter may have started over —

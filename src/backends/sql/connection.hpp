@@ -39,9 +39,18 @@ public:
   /// Never blocks; idempotent. A running operation completes with error::closed. `ended`: see
   /// sql_session::close.
   void close(std::function<void()> ended = {}) { session_->close(std::move(ended)); }
+  /// Never blocks: the session's server-side work still under way is given up (sql_session::give_up).
+  void give_up() { session_->give_up(); }
   /// `f(ec, words)` runs once if the session, between statements, finds its connection over (the
   /// server closed it or ended the session, the link reset): at once, on the session's executor.
   void on_lost(std::function<void(error_code, std::string)> f) { session_->on_lost(std::move(f)); }
+  /// The server's id of the session (sql_session::id), and the one read from the server instead.
+  [[nodiscard]] std::uint64_t server_id() const noexcept { return session_->id(); }
+  void use_server_id(std::uint64_t id) noexcept { session_->use_id(id); }
+  /// "host:port" as configured, for words.
+  [[nodiscard]] std::string address() const { return session_->address(); }
+  /// The lock name only this session holds (sql_session::use_tag).
+  void use_tag(std::string tag) { session_->use_tag(std::move(tag)); }
   /// Connected, not lost, not closed.
   [[nodiscard]] bool is_open() const noexcept { return session_->is_open(); }
   [[nodiscard]] asio::any_io_executor get_executor() const noexcept { return session_->executor(); }

@@ -31,6 +31,7 @@ struct sql_lock_backend::link {
   asio::steady_timer ping;
   bool pinging = false;
   unsigned lost_races = 0; // its setup's statements run again for a lost race (create_fence_table)
+  std::string tag;         // the lock name only this session holds (dialect tags_sessions)
 };
 
 struct sql_lock_backend::bid_state {
@@ -585,8 +586,91 @@ void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error
       return then(nullptr, ec ? ec : make_error_code(error::closed), r.words.to_string());
     }
     l->ready = true;
-    set_up(l, 0, false, std::move(then));
+    pin_check(l, std::move(then));
   });
+}
+
+namespace {
+
+std::uint64_t id_value(const sql_result& r) {
+  const auto v = r.value();
+  if (!v || v->empty() || v->find_first_not_of("0123456789") != std::string::npos || v->size() > 19)
+    return 0;
+  return std::stoull(*v);
+}
+
+} // namespace
+
+// Before anything else runs on a new session (nothing of ours is left on a server session we do
+// not keep): is it one server session for the connection's life? Session advisory locks and
+// prepared statements live in the server session; a pooler that hands each transaction or
+// statement to whichever server session is free (pgbouncer in transaction or statement mode) lets
+// two clients' statements meet in one server session, which then counts both as holders.
+// Directly on the server, the id the login reported is the server's own: nothing more is asked.
+// Otherwise (a pooler sends an id of its own) a second connection asks for its server session's id
+// and this one asks again: a pooler that shares server sessions gives the second connection the
+// server session this one just used (pgbouncer reuses the last one freed first), or this one
+// another; a session-mode pool keeps this connection's server session its own, so neither happens.
+void sql_lock_backend::pin_check(const std::shared_ptr<link>& l,
+                                 std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
+  if (dialect_.server_id_statement.empty())
+    return set_up(l, 0, false, std::move(then));
+  auto give_up = [this, l](error_code ec, const std::string& what, const sql_result& r) {
+    drop(l, ec);
+    return "session setup: " + what + (r.words.empty() ? std::string() : ": " + r.words.to_string());
+  };
+  run(l, {dialect_.server_id_statement, options_.session_timeout / 3, false,
+          [this, l, give_up, then = std::move(then)](error_code ec, sql_result r, steady::time_point) mutable {
+            if (ec)
+              return then(nullptr, ec, give_up(ec, "the session's id", r));
+            const std::uint64_t own = id_value(r);
+            if (own != 0 && own == l->conn->server_id())
+              return set_up(l, 0, false, std::move(then));
+            auto side = dialect_.new_connection(executor_);
+            side->async_connect([this, l, side, own, give_up, then = std::move(then),
+                                 w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) mutable {
+              if (w.expired())
+                return side->close();
+              if (ec || l->dead || closing_) {
+                side->close();
+                ec = ec ? ec : make_error_code(error::closed);
+                return then(nullptr, ec, give_up(ec, "a second connection (a pooler's check)", r));
+              }
+              side->async_query(dialect_.server_id_statement, options_.session_timeout / 3,
+                                [this, l, side, own, give_up, then = std::move(then),
+                                 w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) mutable {
+                side->close();
+                if (w.expired())
+                  return;
+                if (ec || l->dead || closing_) {
+                  ec = ec ? ec : make_error_code(error::closed);
+                  return then(nullptr, ec, give_up(ec, "a second connection (a pooler's check)", r));
+                }
+                const std::uint64_t other = id_value(r);
+                run(l, {dialect_.server_id_statement, options_.session_timeout / 3, false,
+                        [this, l, own, other, give_up, then = std::move(then)](error_code ec, sql_result r,
+                                                                               steady::time_point) mutable {
+                          if (ec)
+                            return then(nullptr, ec, give_up(ec, "the session's id", r));
+                          const std::uint64_t again = id_value(r);
+                          if (own != 0 && other != own && again == own) {
+                            l->conn->use_server_id(own);
+                            return set_up(l, 0, false, std::move(then));
+                          }
+                          const std::string where = l->conn->address();
+                          drop(l, make_error_code(error::closed));
+                          then(nullptr, make_error_code(error::invalid_argument),
+                               "corolock::" + std::string(traits_.store) + ": the server at " + where +
+                                   " is reached through a connection pooler that does not keep a client's server "
+                                   "session for the connection's life (pgbouncer pool_mode = transaction or "
+                                   "statement: server session " + std::to_string(own) + ", then " +
+                                   std::to_string(again) + ", and " + std::to_string(other) +
+                                   " for another connection); session advisory locks and prepared statements "
+                                   "need it: connect to the server, or to a pool with pool_mode = session");
+                        }});
+              });
+            });
+          }});
 }
 
 bool sql_lock_backend::known_unreachable() const noexcept {
@@ -602,7 +686,11 @@ bool sql_lock_backend::known_unreachable() const noexcept {
 // use): created, then the setup runs again from its start, once.
 void sql_lock_backend::set_up(const std::shared_ptr<link>& l, std::size_t next, bool created,
                               std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
-  auto statements = dialect_.setup_statements(fence_table_, options_.session_timeout);
+  if (dialect_.tags_sessions && l->tag.empty()) {
+    l->tag = "corolock-session:" + new_owner(); // 49 characters: under MariaDB's 64
+    l->conn->use_tag(l->tag);
+  }
+  auto statements = dialect_.setup_statements(fence_table_, options_.session_timeout, l->tag);
   if (next == statements.size())
     return then(l, {}, {});
   run(l, {std::move(statements[next]), options_.session_timeout / 3, false,
@@ -641,8 +729,12 @@ void sql_lock_backend::pump(const std::shared_ptr<link>& l) {
     if (w.expired())
       return;
     l->busy = false;
-    if (link_failure(ec))
-      drop(l, ec);
+    // A failed statement whose session is over is the session's end, whatever the code: one that
+    // ran out of its bound and whose cancel could not reach the server had its socket shut (the
+    // server frees the session's locks when it reads that), so its leases are told lost now, not
+    // by the next statement on it. (One cancelled in time was answered: its session goes on.)
+    if (link_failure(ec) || (ec && !closing_ && !l->conn->is_open()))
+      drop(l, link_failure(ec) ? ec : make_error_code(error::connection_lost));
     else if (!l->held.empty() && (!ec || ec == error::database_error))
       alive(l, sent);
     d(ec, std::move(r), sent);
@@ -815,6 +907,7 @@ void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h)
     std::optional<handler<void()>> h;
     asio::steady_timer timer;
     std::size_t left = 1;
+    std::vector<std::shared_ptr<sql_connection>> conns; // each session's, to give up at the bound
     void one_done() {
       if (--left == 0 && h) {
         timer.cancel();
@@ -827,14 +920,21 @@ void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h)
   auto c = std::make_shared<closing>(executor_);
   c->h.emplace(std::move(h));
   c->timer.expires_after(bound);
+  // At the bound, what still waits on the server (a stalled one) is given up: the second
+  // connections that cancel a statement or end a session would keep the executor busy for
+  // connect_timeout after close() completed. The sessions are shut on our side; the server ends
+  // them when it finds their sockets closed.
   c->timer.async_wait([c](error_code ec) {
     if (!ec) {
+      for (const auto& conn : std::exchange(c->conns, {}))
+        conn->give_up();
       c->left = 1;
       c->one_done();
     }
   });
   const auto links = links_;
   for (const auto& [id, l] : links) {
+    c->conns.push_back(l->conn);
     if (l->ready && !l->blocking && !l->held.empty()) {
       ++c->left;
       run(l, {dialect_.unlock_all_statement, bound, false, [this, l, c](error_code, sql_result, steady::time_point) {

@@ -40,7 +40,8 @@
 // GET_LOCK(…) WHEN 1 THEN <token> …), and at a client's first use of a key it also checks the
 // key's fence row (below); plus 1 for a try on a shared session that found the lock taken, plus
 // 1 for a grant read late (MariaDB: after a wait longer than session_timeout/3; below), plus
-// the session's connect and its setup statements when a new session is opened. Release: 1. A statement that fails may have
+// the session's connect, its id read (PostgreSQL: pg_backend_pid(), pin_check) and its setup
+// statements when a new session is opened. Release: 1. A statement that fails may have
 // failed after the grant: its lock is given back (an unlock of a lock not held is harmless).
 // PostgreSQL prepares the lock and unlock statements at their first use on a session (one round
 // trip more, once per statement form and session; sql_statement). Costs: no committed write per
@@ -145,10 +146,21 @@ struct sql_dialect {
   std::function<std::shared_ptr<sql_connection>(const asio::any_io_executor&)> new_connection;
   /// The key literal of a SHA-256 digest.
   std::function<std::string(const std::array<unsigned char, 32>& digest)> key_literal;
+  /// Run first on each new session, before its setup (empty: not run): one value, the server's own
+  /// id of the session (PostgreSQL: pg_backend_pid()). Where it differs from the id the login
+  /// reported, a proxy or pooler stands in front (pgbouncer sends a number of its own); the session
+  /// is then used only if it is kept on one server session for the connection's life (pin_check),
+  /// and with this id for the cancels.
+  std::string server_id_statement;
   /// Run in order on each new session, before any lock statement: its idle bound on the server,
   /// and the fence's epoch bumped if the server lost its counter (see "Fencing tokens" above).
-  std::function<std::vector<std::string>(const std::string& table, std::chrono::milliseconds session_timeout)>
+  /// `tag`: a lock name only this session will hold, for its whole life (tags_sessions), else empty.
+  std::function<std::vector<std::string>(const std::string& table, std::chrono::milliseconds session_timeout,
+                                         const std::string& tag)>
       setup_statements;
+  /// Each session's setup takes a lock named after the session (its tag, sql_session::use_tag):
+  /// the side connections' KILL then acts only on a session of the server's current run.
+  bool tags_sessions = false;
   /// The lock statement, blocking (wait) or one look, with the token in it: ONE statement (one
   /// round trip), the token drawn only once the lock is granted. `check`: the key's fence row is
   /// also checked (created if missing, a committed write) to record this name, else token 0.
@@ -250,6 +262,7 @@ private:
                std::shared_ptr<link> granted_on = nullptr);
 
   void open_link(std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
+  void pin_check(const std::shared_ptr<link>& l, std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
   void set_up(const std::shared_ptr<link>& l, std::size_t next, bool created,
               std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
   void run(const std::shared_ptr<link>& l, job j);

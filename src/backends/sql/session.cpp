@@ -233,35 +233,48 @@ void sql_session::cancel_on_server() {
 // connect_timeout passed): ending a session only signals it (MariaDB's KILL, PostgreSQL's
 // pg_terminate_backend), and until it is gone a lock another session frees can still go to the
 // dying session's wait (seen: mysql_locks/close_releases_everything, a holder listed after close()).
+struct sql_session::side_job : std::enable_shared_from_this<side_job> {
+  side_job(std::shared_ptr<sql_connection> c, const asio::any_io_executor& ex) : side(std::move(c)), timer(ex) {}
+  std::shared_ptr<sql_connection> side;
+  asio::steady_timer timer;
+  std::function<void(bool)> then;
+  std::string until_zero;
+  std::chrono::milliseconds bound{};
+  std::chrono::steady_clock::time_point give_up_at;
+  bool done = false;
+  void finish(bool ok) {
+    if (std::exchange(done, true))
+      return;
+    timer.cancel();
+    side->close();
+    then(ok);
+  }
+  void poll() {
+    if (done)
+      return;
+    side->async_query(until_zero, bound, [j = shared_from_this()](error_code ec, sql_result r) {
+      if (ec || r.value() == "0" || std::chrono::steady_clock::now() >= j->give_up_at)
+        return j->finish(!ec && r.value() == "0");
+      j->timer.expires_after(std::chrono::milliseconds(5));
+      j->timer.async_wait([j](error_code) { j->poll(); });
+    });
+  }
+};
+
 void sql_session::on_server(std::string statement, std::function<void(bool)> then, std::string until_zero) {
-  struct side_job : std::enable_shared_from_this<side_job> {
-    side_job(std::shared_ptr<sql_connection> c, const asio::any_io_executor& ex) : side(std::move(c)), timer(ex) {}
-    std::shared_ptr<sql_connection> side;
-    asio::steady_timer timer;
-    std::function<void(bool)> then;
-    std::string until_zero;
-    std::chrono::milliseconds bound{};
-    std::chrono::steady_clock::time_point give_up_at;
-    void finish(bool ok) {
-      side->close();
-      then(ok);
-    }
-    void poll() {
-      side->async_query(until_zero, bound, [j = shared_from_this()](error_code ec, sql_result r) {
-        if (ec || r.value() == "0" || std::chrono::steady_clock::now() >= j->give_up_at)
-          return j->finish(!ec && r.value() == "0");
-        j->timer.expires_after(std::chrono::milliseconds(5));
-        j->timer.async_wait([j](error_code) { j->poll(); });
-      });
-    }
-  };
+  if (given_up_) {
+    asio::post(executor_, [then = std::move(then)] { then(false); });
+    return;
+  }
   auto j = std::make_shared<side_job>(side_connection(), executor_);
+  std::erase_if(side_jobs_, [](const auto& w) { return w.expired(); });
+  side_jobs_.push_back(j);
   j->then = std::move(then);
   j->until_zero = std::move(until_zero);
   j->bound = options_.connect_timeout;
   j->give_up_at = std::chrono::steady_clock::now() + options_.connect_timeout;
   j->side->async_connect([j, statement = std::move(statement)](error_code ec, sql_result) mutable {
-    if (ec)
+    if (ec || j->done)
       return j->finish(false);
     j->side->async_query(std::move(statement), j->bound, [j](error_code ec, sql_result) {
       if (ec || j->until_zero.empty())
@@ -269,6 +282,18 @@ void sql_session::on_server(std::string statement, std::function<void(bool)> the
       j->poll();
     });
   });
+}
+
+// The second connections are closed: each one's running connect or query completes (closed) and
+// its job finishes, unsuccessful; a job between two polls finishes here.
+void sql_session::give_up() {
+  given_up_ = true;
+  auto jobs = std::exchange(side_jobs_, {});
+  for (const auto& w : jobs)
+    if (auto j = w.lock()) {
+      j->side->close();
+      j->timer.cancel();
+    }
 }
 
 } // namespace corolock::detail

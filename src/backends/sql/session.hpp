@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace corolock::detail {
 
@@ -56,6 +57,12 @@ public:
   /// or it holds none), else once a second connection ended it there and saw it gone, or gave up
   /// after connect_timeout.
   void close(std::function<void()> ended = {});
+  /// Never blocks. The server-side work this session still waits on — a cancel, or close()'s end of
+  /// the session, each from a second connection — is given up now, and none is started from now
+  /// on: the second connections are closed (a stalled server would keep them, and the executor
+  /// busy, for connect_timeout), and a statement whose cancel is given up ends on its shut socket.
+  /// For a caller whose own bound passed (sql_lock_backend::close).
+  void give_up();
   /// `f` runs (at most once) when the session, between statements, finds its connection over.
   void on_lost(std::function<void(error_code, std::string)> f) {
     on_lost_ = std::move(f);
@@ -63,7 +70,18 @@ public:
   }
 
   /// The server's id of the session (MariaDB connection id, PostgreSQL backend pid); 0 before.
+  /// At first what the login said (libpq's PQbackendPID: a pooler in front says its own number).
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  /// The id the server itself gave (pg_backend_pid() read on the session): the one its side
+  /// connections' cancel and end statements name from now on.
+  void use_id(std::uint64_t id) noexcept { id_ = id; }
+  /// "host:port" as configured, for words.
+  [[nodiscard]] std::string address() const { return host_ + ":" + std::to_string(port_); }
+  /// A name that only this session holds a lock of (MariaDB: GET_LOCK(tag, 0) in its setup), so
+  /// that a second connection can tell it from a stranger that has its id in a later run of the
+  /// server: the cancel and end statements then act only where the server lists the id as the
+  /// tag's holder. Empty: none (the statements name the id alone).
+  void use_tag(std::string tag) { tag_ = std::move(tag); }
   [[nodiscard]] bool is_open() const noexcept { return (state_ == state::ready || state_ == state::busy) && !closing_; }
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return executor_; }
 
@@ -99,6 +117,7 @@ protected:
 
   [[nodiscard]] const sql_statement& statement() const noexcept { return statement_; }
   [[nodiscard]] const std::string& sql() const noexcept { return statement_.text; }
+  [[nodiscard]] const std::string& tag() const noexcept { return tag_; }
   /// The running operation was cancelled or ran out of time: a backend that runs it in steps
   /// (prepare, then execute) starts no further step.
   [[nodiscard]] bool stopping() const noexcept { return static_cast<bool>(op_.stop_reason()); }
@@ -110,6 +129,7 @@ protected:
 private:
   friend class sql_session_registry;
   enum class state { fresh, connecting, ready, busy, lost, closed };
+  struct side_job;
 
   void refuse(handler_type h, error e, std::string words);
   std::function<void(error_code)> stopper();
@@ -130,6 +150,9 @@ private:
   sql_statement statement_;
   std::uint64_t id_ = 0;
   std::function<void(error_code, std::string)> on_lost_;
+  std::vector<std::weak_ptr<side_job>> side_jobs_; // on_server's, under way
+  bool given_up_ = false;
+  std::string tag_;
   sql_session_registry& registry_;
 };
 
