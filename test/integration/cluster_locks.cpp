@@ -349,13 +349,12 @@ BOOST_AUTO_TEST_CASE(semaphores_shared_mutexes_and_segments_spread_over_the_mast
 BOOST_AUTO_TEST_CASE(names_with_braces_keep_each_lock_in_one_slot) {
   redis_cluster cluster;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    auto a_owner = co_await connected_client(cluster);
-    auto b_owner = co_await connected_client(cluster);
+    // Queue places refreshed every 10 s: a waiter is woken by the grant message only.
+    auto a_owner = co_await connected_client(cluster, std::chrono::seconds(30));
+    auto b_owner = co_await connected_client(cluster, std::chrono::seconds(30));
     client &a = *a_owner, &b = *b_owner;
     for (const std::string name : {"x{y}", "{", "}", "}{", "a}b{c", "{}"}) {
-      lock_options o;
-      o.waiter_ttl = std::chrono::seconds(30); // woken by the grant message only
-      mutex ma(a, name, o), mb(b, name, o), other(b, name + "}", o);
+      mutex ma(a, name), mb(b, name), other(b, name + "}");
       auto held = co_await ma.acquire();
       auto [oec, free] = co_await other.try_acquire(tuple_awaitable);
       BOOST_TEST(free.owns_lock(), name);
