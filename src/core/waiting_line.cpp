@@ -204,12 +204,14 @@ void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engi
   callers_.erase(it);
   c.won = std::move(won);
   // The words are written now, before the caller can read them. A failure the store said nothing
-  // of (a transport code, a deadline, a close) is put in words here, once for every store.
+  // of (a transport code, a deadline, a close) is put in words here, once for every store; so is
+  // one whose words only repeat its code's message.
   if (ec)
     detail::diagnostics_access::acquisition_failure(
         c.diag, ec,
-        words.empty() ? words_for(b_->traits().store, spec->name, ec, b_->now() >= c.deadline)
-                      : words);
+        words.empty() || words == ec.message()
+            ? words_for(b_->traits().store, spec->name, ec, b_->now() >= c.deadline)
+            : words);
   asio::post(b_->get_executor(), [self = shared_from_this(), id, ec] {
     auto it = self->delivering_.find(id);
     if (it == self->delivering_.end())

@@ -175,7 +175,7 @@ void bid_run::deliver(contender_action a) {
       break;
     case k::taken: e->taken(); break;
     default:
-      e->failed(a.ec, a.text.empty() ? a.ec.message() : a.text);
+      e->failed(a.ec, a.text); // none: the core says what and where
       break;
     }
   });
