@@ -39,7 +39,7 @@ const lock_tuning& tuning_of(const core::lock_spec& lock) noexcept {
   return t ? *t : defaults;
 }
 
-queue_timings queue_timings_of(const client_impl* c, const core::lock_spec&) {
+queue_timings queue_timings_of(const client_impl* c) {
   queue_timings t{std::chrono::milliseconds(2000), std::chrono::milliseconds(10000)};
   if (c) {
     t.grant_lease = c->cfg.locks.grant_lease;
@@ -48,8 +48,8 @@ queue_timings queue_timings_of(const client_impl* c, const core::lock_spec&) {
   return t;
 }
 
-queue_timings backend_state::timings(const core::lock_spec& lock) const {
-  return queue_timings_of(client().get(), lock);
+queue_timings backend_state::timings() const {
+  return queue_timings_of(client().get());
 }
 
 std::shared_ptr<const lock_names> backend_state::names_of(const core::lock_spec& lock) {
@@ -67,7 +67,7 @@ std::shared_ptr<const lock_names> backend_state::names_of(const core::lock_spec&
 
 std::string redis_owner_of(const std::string& owner, const client_impl* c,
                            const core::lock_spec& lock) {
-  const auto grant_lease = std::min(queue_timings_of(c, lock).grant_lease, lock.options.lease);
+  const auto grant_lease = std::min(queue_timings_of(c).grant_lease, lock.options.lease);
   return owner + ':' + std::to_string(grant_lease.count());
 }
 

@@ -40,10 +40,10 @@ struct queue_timings {
   std::chrono::milliseconds waiter_ttl;
 };
 
-/// `lock`'s queue timings on client `c` (null: the defaults).
 /// A lock's redis::lock_tuning (lock_options::store), or the defaults when it has none.
 const lock_tuning& tuning_of(const core::lock_spec& lock) noexcept;
-queue_timings queue_timings_of(const client_impl* c, const core::lock_spec& lock);
+/// The queue timings of client `c`'s locks (null: the defaults): client_config::locks.
+queue_timings queue_timings_of(const client_impl* c);
 /// `owner` (a fresh '<client id>:<number>') as Redis records it on client `c`: with the lock's
 /// grant lease.
 std::string redis_owner_of(const std::string& owner, const client_impl* c,
@@ -58,7 +58,7 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   /// The client, or null once it is gone.
   std::shared_ptr<client_impl> client() const { return client_.lock(); }
 
-  queue_timings timings(const core::lock_spec& lock) const;
+  queue_timings timings() const;
   /// The lock's Redis names (a mutex: prefix{name}; read-write ":rw", semaphore ":sem").
   static std::shared_ptr<const lock_names> names_of(const core::lock_spec& lock);
   /// `owner` (a fresh '<client id>:<number>') as Redis records it: with the lock's grant lease.

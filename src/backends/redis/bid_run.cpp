@@ -42,7 +42,7 @@ bid_run::bid_run(std::shared_ptr<backend_state> s, core::bid b, std::string redi
                  core::contender_events& events)
     : s_(std::move(s)), bid_(std::move(b)), owner_(std::move(redis_owner)),
       names_(backend_state::names_of(*bid_.lock)),
-      waiter_ttl_(s_->timings(*bid_.lock).waiter_ttl), events_(&events),
+      waiter_ttl_(s_->timings().waiter_ttl), events_(&events),
       channel_(bid_.wait ? s_->channel_if_kept(names_->key) : nullptr),
       machine_(config_of(*s_, bid_, waiter_ttl_, channel_ && channel_->confirmed())) {}
 

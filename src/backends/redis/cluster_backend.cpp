@@ -247,8 +247,7 @@ private:
       auto nodes = s_->nodes();
       std::string words = nodes ? nodes->last_error() : std::string();
       node_ = nullptr;
-      // not_connected leaves a lock operation's diagnostics empty (docs/api.md): which master
-      // cannot be reached, and why, is the client's connect error.
+      // Which master cannot be reached, and why, is also the client's connect error.
       if (auto t = s_->top_client(); t && ec == error::not_connected && !words.empty())
         t->last_connect_error = words;
       // A client that never connected has no map to follow. A try does not wait for a master

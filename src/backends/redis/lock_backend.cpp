@@ -161,10 +161,7 @@ struct permits_op : std::enable_shared_from_this<permits_op> {
 } // namespace
 
 error_code check_redis_lock(const core::lock_spec& lock, std::string& words) {
-  if (corolock::lock_options::validate_name(lock.name)) {
-    words = "a lock name is 1 to " + std::to_string(corolock::lock_options::max_name) + " bytes";
-    return error::invalid_argument;
-  }
+  // The name's length and the lease's range are the core's (check_handle): here, the prefix.
   if (auto ec = lock.options.validate()) {
     words = "lease 10 ms..24 h, prefix <= 256 bytes without '{' or '}'";
     return ec;
