@@ -1,17 +1,17 @@
 #include "core/printable_name.hpp"
 
+#include "detail/hex_byte.hpp"
+
 namespace corolock::core {
 
 std::string printable_name(std::string_view name) {
   constexpr std::size_t shown = 64;
-  static constexpr char hex[] = "0123456789ABCDEF";
   std::string out = "'";
   for (std::size_t i = 0; i < name.size() && i < shown; ++i) {
     const auto b = static_cast<unsigned char>(name[i]);
     if (b < 0x20 || b == 0x7F || b == '\'' || b == '\\') {
       out += "\\x";
-      out += hex[b >> 4];
-      out += hex[b & 0xF];
+      detail::append_hex_byte(out, b);
     } else {
       out += static_cast<char>(b);
     }

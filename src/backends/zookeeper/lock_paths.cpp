@@ -1,6 +1,8 @@
 // Lock paths in ZooKeeper's tree (lock_paths.hpp).
 #include "backends/zookeeper/lock_paths.hpp"
 
+#include "detail/hex_byte.hpp"
+
 #include <cstdint>
 
 namespace corolock::zookeeper::detail {
@@ -40,8 +42,7 @@ std::string node_name(std::string_view name) {
     for (const char c : bytes) {
       const auto b = static_cast<unsigned char>(c);
       out += '%';
-      out += "0123456789ABCDEF"[b >> 4];
-      out += "0123456789ABCDEF"[b & 15];
+      corolock::detail::append_hex_byte(out, b);
     }
   };
   for (std::size_t i = 0; i < name.size();) {
