@@ -62,8 +62,7 @@ std::vector<std::string> pgbouncer_server::command_line() const {
 }
 
 std::vector<std::string> pgbouncer_server::client(std::string_view statement) const {
-  return {pg_program("psql"), "-X", "-h", host(), "-p", std::to_string(port()), "-U", "postgres",
-          "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1", "-c", std::string(statement)};
+  return psql_command(port(), statement);
 }
 
 // A query through it reaches our server (its port, as the server reports it).

@@ -24,6 +24,11 @@ std::string pg_program(const std::string& name) {
   return ::access(debian.c_str(), X_OK) == 0 ? debian : find_program(name);
 }
 
+std::vector<std::string> psql_command(std::uint16_t port, std::string_view statement) {
+  return {pg_program("psql"), "-X", "-h", local_server::host(), "-p", std::to_string(port), "-U", "postgres",
+          "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1", "-c", std::string(statement)};
+}
+
 void give_to_postgres_user(const std::filesystem::path& dir, const char* fixture) {
   const passwd* pg = ::getpwnam("postgres");
   if (pg == nullptr) {
@@ -125,8 +130,7 @@ void postgres_server::before_sweep(const std::filesystem::path& dir) {
 }
 
 std::vector<std::string> postgres_server::client(std::string_view statement) const {
-  return {pg_program("psql"), "-X", "-h", host(), "-p", std::to_string(port()), "-U", "postgres",
-          "-d", "postgres", "-At", "-v", "ON_ERROR_STOP=1", "-c", std::string(statement)};
+  return psql_command(port(), statement);
 }
 
 bool postgres_server::ready() {

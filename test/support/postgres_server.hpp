@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,9 @@ namespace corolock::test {
 
 /// A PostgreSQL program (postgres, initdb, psql): Debian's, off PATH, else found on PATH.
 [[nodiscard]] std::string pg_program(const std::string& name);
+/// psql's command line running `statement` as postgres on 127.0.0.1:port, database postgres,
+/// unaligned and tuples only, stopping at the first error (a server's, or pgbouncer's).
+[[nodiscard]] std::vector<std::string> psql_command(std::uint16_t port, std::string_view statement);
 /// chown `dir` to the user `postgres` (who runs the server and pgbouncer); throws, naming
 /// `fixture`, if there is no such user.
 void give_to_postgres_user(const std::filesystem::path& dir, const char* fixture);
