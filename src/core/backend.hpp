@@ -15,13 +15,14 @@
 //  4. Order per owner. A withdrawal issued after a bid lands after it at the store, so withdraw()
 //     alone undoes an outcome the core no longer wants.
 //  5. What a completion means. granted: the store lists the owner as holder now, with that token.
-//     failed: nothing of the owner is left held or queued. release success: the store no longer
-//     lists the owner. renew "lost": the store no longer lists the owner; "unknown": the local
-//     deadline decides.
-//  6. Deadlines are the core's. A backend knows none; its own transport bound turns into
-//     failed(not_connected | timeout) only for a bid with ride_through false. A bid with
-//     ride_through true (its caller has a deadline) retries the same owner through a reconnect
-//     until the core withdraws it.
+//     failed: nothing of the owner is left held or queued, and bidding again would meet the same
+//     answer. unsure: the store did not answer; the owner may be left queued or holding. release
+//     success: the store no longer lists the owner. renew "lost": the store no longer lists the
+//     owner; "unknown": the local deadline decides.
+//  6. Waiting rules are the core's (core/line.hpp). A backend knows no deadline and retries
+//     nothing on its own: a bid its transport bound ends (no connection within request_timeout, no
+//     reply, a dropped connection, a session that expired under it) ends unsure, once; the core
+//     then bids again in the same owner, gives the owner back (give_back), or fails its callers.
 //  7. Traits decide what a handle may ask: a kind or option the backend cannot serve is refused
 //     when the handle is constructed (error::invalid_argument, words naming store and trait).
 #pragma once
@@ -91,7 +92,6 @@ struct bid {
   std::int64_t permits = 1; ///< semaphore: how many; read_write writer: all of them; else 1
   bool shared = false;      ///< read_write: a reader
   bool wait = true;         ///< false: one look, never queue (try_acquire)
-  bool ride_through = false; ///< see contract 6
 };
 
 /// The store lists the owner as holder.
@@ -135,6 +135,11 @@ public:
   virtual void granted(grant g) = 0;
   virtual void taken() = 0; ///< bid.wait == false and the lock is held by another owner
   virtual void failed(error_code ec, std::string words) = 0; ///< final; nothing of it is left
+  /// The bid ended without the store's answer (contract 6): `ec` not_connected, timeout,
+  /// connection_lost or session_expired, with the backend's words. What the store keeps of the
+  /// owner is unknown; the backend does nothing more for it (the core bids again in the same owner
+  /// or gives it back).
+  virtual void unsure(error_code ec, std::string words) = 0;
 
 protected:
   ~contender_events() = default;
@@ -222,6 +227,14 @@ public:
   /// lock, which then gets granted().
   virtual void release(const held& lease, handler<void(error_code, std::string)> h) = 0;
 
+  /// Leaves nothing of `owner` on `b.lock` at the store — out of its queue, a grant given back —
+  /// after its bid ended unsure and nobody wants it any more. Idempotent (contract 3); the core
+  /// calls it once per owner and sends it again while it completes with a transport error
+  /// (not_connected, timeout, connection_lost), until the engine closes. Completes (posted) with
+  /// success once the store has run it (or nothing of the owner can be left: its session ended).
+  virtual void give_back(const bid& b, const std::string& owner,
+                         handler<void(error_code, std::string)> h) = 0;
+
   /// per_lock stores: extends each lease by lock.options.lease (or, check_only, confirms it), one
   /// outcome each, in order. session stores: never called.
   virtual void renew(std::vector<renewal> leases,
@@ -236,8 +249,15 @@ public:
                        handler<void(error_code, semaphore_status, std::string)> h);
 
   /// The client closes: every held lock and open bid of this backend is given back (or its session
-  /// ended). Completes when done, or once `bound` has passed.
-  virtual void close(std::chrono::milliseconds bound, handler<void()> h) = 0;
+  /// ended). Completes (posted) when done. The backend keeps no bound of its own for it: the core
+  /// bounds a close (engine::close) and calls give_up() when the bound passes.
+  virtual void close(handler<void()> h) = 0;
+
+  /// close()'s bound passed (called at most once, after close()): what still waits on the store
+  /// is abandoned now — requests, side connections and timers of the close — so that nothing of
+  /// this backend keeps the executor busy; what was not given back ends at the store on its own
+  /// (a lease runs out, a session expires). close()'s handler still runs, posted, soon after.
+  virtual void give_up() = 0;
 
   /// Set once by the core, before any other call.
   struct hooks {
@@ -249,6 +269,9 @@ public:
     /// per_lock stores: a reconnect after which each held lease should be checked at once (a
     /// restarted server may have lost them).
     std::function<void()> reconnected;
+    /// Every store: requests can reach the store again (a connection or session is back after
+    /// known_unreachable() was true): owners held back after an unsure end bid again now.
+    std::function<void()> reachable;
     /// session stores: an earlier session_alive no longer holds — the store now expires the
     /// session sooner (ZooKeeper: a reconnect negotiated a shorter timeout) — and every lease of
     /// `session` is surely alive only until `alive_until`, even if told later before. Unset: never

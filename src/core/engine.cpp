@@ -146,6 +146,15 @@ void engine_impl::start() {
     if (auto p = k.lock())
       p->reconnected();
   };
+  h.reachable = [w = weak_from_this()] {
+    if (auto e = w.lock()) {
+      std::vector<std::shared_ptr<waiting_line>> lines;
+      for (auto& [_, l] : e->lines_)
+        lines.push_back(l);
+      for (auto& l : lines)
+        l->reachable();
+    }
+  };
   b_->set_hooks(std::move(h));
 }
 
@@ -196,10 +205,21 @@ std::size_t engine_impl::waiting() const noexcept {
   return n;
 }
 
+void engine_impl::closing::finish(const asio::any_io_executor& ex) {
+  if (bound)
+    bound->disarm();
+  if (h) {
+    auto out = std::move(*h);
+    h.reset();
+    detail::complete_later(ex, std::move(out), {});
+  }
+}
+
 void engine_impl::close(std::chrono::milliseconds bound, handler<void()> h) {
+  const auto ex = b_->get_executor();
   if (closed_) {
     // Idempotent: the backend closes once; a later close waits for nothing more.
-    detail::complete_later(b_->get_executor(), std::move(h), {});
+    detail::complete_later(ex, std::move(h), {});
     return;
   }
   closed_ = true;
@@ -210,9 +230,21 @@ void engine_impl::close(std::chrono::milliseconds bound, handler<void()> h) {
     l->close(error::closed);
   keeper_->close(); // every lease lost, not given back one by one: the backend's close does it
   drop_resends();
-  b_->close(bound, [ex = b_->get_executor(), h = std::move(h)]() mutable {
-    detail::complete_later(ex, std::move(h), {});
-  });
+  // The bound is the core's, on the backend's clock (virtual on the testing store): at it the
+  // backend gives up what it still waits for, and the caller is answered then, not later.
+  auto c = closing_ = std::make_shared<closing>();
+  c->h.emplace(std::move(h));
+  if (bound != std::chrono::milliseconds::max()) {
+    c->bound = b_->make_timer();
+    c->bound->arm(b_->now() + bound, [w = weak_from_this(), ex] {
+      auto self = w.lock();
+      if (!self || !self->closing_ || !self->closing_->h)
+        return;
+      self->b_->give_up();
+      self->closing_->finish(ex);
+    });
+  }
+  b_->close([c, ex] { c->finish(ex); });
 }
 
 } // namespace corolock::core

@@ -39,8 +39,10 @@ public:
                                               const char* what) = 0;
 
   /// Fails every waiting caller with error::closed, marks every lease lost (its guard told), and
-  /// closes the backend within `bound` (which gives back what it holds). Idempotent; later
-  /// acquisitions fail with error::closed. Completes when the backend's close has.
+  /// closes the backend (which gives back what it holds). Idempotent; later acquisitions fail with
+  /// error::closed. Completes when the backend's close has, or once `bound` has passed on the
+  /// backend's clock — then the backend gave up (backend::give_up) and left nothing running; what
+  /// it did not give back ends at the store on its own. milliseconds::max(): no bound.
   virtual void close(std::chrono::milliseconds bound, handler<void()> h) = 0;
 
   /// Leases held and callers waiting (for tests and diagnostics).

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -50,6 +51,9 @@ public:
   /// or the engine closes (whose backend close gives back what is still out): what a holder gave
   /// up, or lost while cut off, does not stay held at a store whose session outlived the cut.
   void send_release(core::held lease, handler<void(error_code, std::string)> h);
+  /// Gives `owner` back at the store (backend::give_back: its bid `b` ended unsure and nobody
+  /// wants it), sent again as a release is, until the store has run it or the engine closes.
+  void send_give_back(core::bid b, std::string owner);
   /// Stops every resend (the engine closes: the backend's close gives back what is still out).
   void drop_resends() noexcept;
   /// Releases still being sent again (for tests).
@@ -78,6 +82,14 @@ private:
   friend struct release_resend;
   std::set<std::shared_ptr<release_resend>> resending_; // waiting for their next try
   bool closed_ = false;
+  /// The close under way: its caller's handler, and the bound's timer (the one close bound of
+  /// every store: at it the backend gives up, whatever it still waits for).
+  struct closing {
+    std::optional<handler<void()>> h;
+    std::unique_ptr<timer> bound;
+    void finish(const asio::any_io_executor& ex);
+  };
+  std::shared_ptr<closing> closing_;
 };
 
 } // namespace corolock::core

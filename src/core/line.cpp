@@ -2,12 +2,21 @@
 
 #include <corolock/error.hpp>
 
+#include <algorithm>
+
 namespace corolock::core {
 
 namespace {
-/// The backend's own transport bound ran out (contract 6): the outcome says nothing of the lock.
-bool transport_bound(error_code ec) noexcept {
-  return ec == error::timeout || ec == error::not_connected || ec == error::connection_lost;
+/// A dropped connection's unknown outcome is asked again at once, in the same name, this often in
+/// a row, whoever waits (the connection is usually back at once: a failover, a proxy's reset).
+constexpr int max_redials = 3;
+
+/// The pause before a held-back owner bids again: 50 ms after the first unsure end, doubling to
+/// 2 s while the store stays away (a backend that fails a bid at once while it knows the store
+/// unreachable is not asked in a loop); backend reachability cuts it short.
+std::chrono::milliseconds pause_after(int unsure_in_a_row) {
+  const int doublings = std::clamp(unsure_in_a_row - 1, 0, 6);
+  return std::min(std::chrono::milliseconds(50) * (1 << doublings), std::chrono::milliseconds(2000));
 }
 } // namespace
 
@@ -47,26 +56,16 @@ void line::drop(std::uint64_t caller, error_code why) {
   auto it = callers_.find(caller);
   if (it == callers_.end())
     return;
-  const bool was_first = it == callers_.begin();
   fail(it, why, {});
-  if (open_.empty())
-    return;
-  if (callers_.empty()) {
+  if (!open_.empty() && callers_.empty())
     withdraw();
-  } else if (was_first && open_ride_ &&
-             callers_.begin()->second.deadline == steady::time_point::max()) {
-    // A ride-through bid has no end but the core's (contract 6): the new first caller, without a
-    // deadline, gets a bid the backend's transport bound ends. Its place is the one it would have
-    // had after a grant to the caller that left.
-    withdraw();
-    start();
-  }
   // Otherwise the open bid goes on for the next one (it keeps the client's place).
 }
 
 void line::granted(const grant& g, steady::time_point) {
-  if (open_.empty() || callers_.empty())
+  if (open_.empty() || held_back_ || callers_.empty())
     return; // not the open contender's: dropped by the driver
+  settled();
   auto first = callers_.begin();
   actions_.push_back({.what = line_action::kind::grant, .caller = first->first,
                       .owner = std::exchange(open_, {}), .given = g});
@@ -76,8 +75,9 @@ void line::granted(const grant& g, steady::time_point) {
 }
 
 void line::taken(steady::time_point) {
-  if (open_.empty() || callers_.empty())
+  if (open_.empty() || held_back_ || callers_.empty())
     return;
+  settled();
   open_.clear();
   auto first = callers_.begin();
   if (first->second.mode == look::try_only) {
@@ -92,29 +92,56 @@ void line::taken(steady::time_point) {
 }
 
 void line::failed(error_code ec, std::string words, steady::time_point) {
-  if (open_.empty())
+  if (open_.empty() || held_back_)
     return;
+  // Final (contract 5): nothing of the owner is left at the store, and a new bid would meet the
+  // same refusal.
+  settled();
   open_.clear();
-  if (!open_ride_ && transport_bound(ec)) {
-    // The backend's bound is the bound of callers without a deadline; the others ride through on a
-    // new bid with ride_through, until their own deadline.
-    for (auto it = callers_.begin(); it != callers_.end();) {
-      auto next = std::next(it);
-      if (it->second.mode != look::wait || it->second.deadline == steady::time_point::max())
-        fail(it, ec, words);
-      it = next;
-    }
-  } else {
-    while (!callers_.empty())
-      fail(callers_.begin(), ec, words);
+  while (!callers_.empty())
+    fail(callers_.begin(), ec, words);
+  after_event();
+}
+
+void line::unsure(error_code ec, std::string words, steady::time_point now) {
+  if (open_.empty() || held_back_)
+    return;
+  ++unsure_in_a_row_;
+  if (ec == error::connection_lost && redials_in_a_row_ < max_redials) {
+    ++redials_in_a_row_;
+    rebid();
+    after_event();
+    return;
   }
-  start();
+  // The client's transport bound was the bound of every caller without a deadline of its own.
+  for (auto it = callers_.begin(); it != callers_.end();) {
+    auto next = std::next(it);
+    if (it->second.mode != look::wait || it->second.deadline == steady::time_point::max())
+      fail(it, ec, words);
+    it = next;
+  }
+  if (callers_.empty()) {
+    actions_.push_back({.what = line_action::kind::give_back, .owner = std::exchange(open_, {})});
+    settled();
+  } else {
+    held_back_ = true;
+    rebid_at_ = now + pause_after(unsure_in_a_row_);
+  }
+  after_event();
+}
+
+void line::reachable(steady::time_point) {
+  if (!held_back_)
+    return;
+  rebid();
   after_event();
 }
 
 void line::timer(steady::time_point now) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now)
     drop(deadlines_.begin()->second, error::timeout);
+  if (held_back_ && rebid_at_ <= now)
+    rebid();
   after_event();
 }
 
@@ -132,13 +159,30 @@ void line::start() {
   const auto& first = callers_.begin()->second;
   open_ = new_owner_();
   open_wait_ = first.mode == look::wait;
-  open_ride_ = open_wait_ && first.deadline != steady::time_point::max();
-  actions_.push_back({.what = line_action::kind::contend, .owner = open_, .wait = open_wait_,
-                      .ride_through = open_ride_});
+  actions_.push_back({.what = line_action::kind::contend, .owner = open_, .wait = open_wait_});
+}
+
+void line::rebid() {
+  // The same owner: the store finds what it kept of it (contract 3). Only waiting callers are left
+  // after an unsure end, but a redial keeps a one look's bid as it was.
+  held_back_ = false;
+  rebid_at_ = steady::time_point::max();
+  if (!callers_.empty() && callers_.begin()->second.mode == look::wait)
+    open_wait_ = true;
+  actions_.push_back({.what = line_action::kind::contend, .owner = open_, .wait = open_wait_});
 }
 
 void line::withdraw() {
-  actions_.push_back({.what = line_action::kind::withdraw, .owner = std::exchange(open_, {})});
+  const auto kind = held_back_ ? line_action::kind::give_back : line_action::kind::withdraw;
+  held_back_ = false;
+  rebid_at_ = steady::time_point::max();
+  settled();
+  actions_.push_back({.what = kind, .owner = std::exchange(open_, {})});
+}
+
+void line::settled() {
+  unsure_in_a_row_ = 0;
+  redials_in_a_row_ = 0;
 }
 
 void line::remove(caller_map::iterator it) {
@@ -154,7 +198,9 @@ void line::fail(caller_map::iterator it, error_code ec, const std::string& words
 }
 
 void line::after_event() {
-  const auto wake = deadlines_.empty() ? steady::time_point::max() : deadlines_.begin()->first;
+  auto wake = deadlines_.empty() ? steady::time_point::max() : deadlines_.begin()->first;
+  if (held_back_)
+    wake = std::min(wake, rebid_at_);
   if (wake != armed_at_) {
     armed_at_ = wake;
     actions_.push_back({.what = line_action::kind::wake_at, .at = wake});

@@ -1,36 +1,41 @@
 // Private and pure: the callers of one client for one lock (one lock, shared, permits), served
-// first come, first served, and the one store-side bid they share. No I/O, no clock of its own.
+// first come, first served, and the one store-side bid they share — the core's bid machine, the one
+// place of the waiting rules every store follows. No I/O, no clock of its own.
 //
 // The line runs at most one contender at a time (contract 2 of core/backend.hpp), each in the name
-// of a fresh owner. The first caller's bid is the contender's: when it is granted the first caller
+// of an owner. The first caller's bid is the contender's: when it is granted the first caller
 // takes the lock, and if more callers wait the next contender starts at once, so this client keeps
 // its place in a store-side queue. It reacts to events and answers with actions:
 //
 //   events                                   actions
-//   arrive(caller, deadline, try_only)       contend(owner, wait, ride_through)  one bid
-//   leave(caller, why)  (cancel)             withdraw(owner)          the bid is no longer wanted
-//   granted(grant) / taken / failed(ec)      grant(caller, owner, grant)  the caller holds the lock
-//   timer(now)  (deadlines)                  empty(caller)            try_only: taken, no lock
+//   arrive(caller, deadline, try_only)       contend(owner, wait)     one bid
+//   leave(caller, why)  (cancel)             withdraw(owner)          the open bid is not wanted
+//   granted(grant) / taken / failed(ec)      give_back(owner)         leave nothing of an owner
+//   unsure(ec)  (the store did not answer)                            whose bid ended unsure
+//   reachable  (the store can be reached)    grant(caller, owner, grant)  the caller holds the lock
+//   timer(now)  (deadlines, re-bids)         empty(caller)            try_only: taken, no lock
 //   close(ec)                                fail(caller, ec, words)
 //                                            wake_at(t)               arm the line's one timer
 //
 // Invariants:
-//  - At most one contender is open, and only while a caller waits: the last caller leaving
-//    withdraws it (the backend gives back a grant that raced the withdrawal). A caller leaving while
-//    others wait leaves the bid, as it was started (wait, ride_through), to the next one — except a
-//    ride-through bid whose new first caller has no deadline: it is withdrawn and a bid without
-//    ride_through starts, as after a grant.
+//  - At most one owner is open, and only while a caller waits: its contender runs at the store, or
+//    (held back) it waits for its next bid after an unsure end. The last caller leaving withdraws
+//    the contender (the backend gives back a grant that raced the withdrawal) or, held back, gives
+//    the owner back. A caller leaving while others wait leaves the bid to the next one.
 //  - Only the first caller can be a one-look caller (try_only, or a deadline already past at
 //    arrival): one arriving behind waiting callers is answered at once (the lock is not free for it:
-//    callers ahead of it want it; the driver, waiting_line, answers every try_only caller with
+//    callers ahead of it want it; the driver, waiting_line, answers every one-look caller with
 //    not_connected before it reaches the line while the backend knows the store unreachable). Its
 //    bid has wait false; `taken` gives it an empty guard (try) or error::timeout (deadline past).
-//  - ride_through (contract 6) is true while the first caller has a deadline: the backend then
-//    retries through a reconnect until the line withdraws. So a caller without a deadline waits on
-//    a ride-through bid only while a caller with one is ahead of it, and its wait with the store
-//    down ends by the latest deadline of those ahead plus the transport bound. A bid without it failing by the
-//    transport (not_connected, timeout, connection_lost) fails only the callers without a deadline;
-//    for the rest a new bid with ride_through starts. Any other failure fails every caller.
+//  - Riding through (contract 6; no backend retries on its own): a bid ended unsure (the store did
+//    not answer: not_connected, timeout, connection_lost, session_expired) may have left its owner
+//    queued or granted at the store. A dropped connection is asked again at once in the same name,
+//    up to 3 times in a row, for every caller. Otherwise the client's transport bound was the bound
+//    of the callers without a deadline and of a one look: they fail with the backend's code and
+//    words. Callers with a deadline ride through: the same owner bids again (contract 3: the store
+//    finds what it kept of it, and its place), after a pause of 50 ms doubling to 2 s while the
+//    store stays away, at once when the backend reports it reachable, until their deadlines. With
+//    no caller left, the owner is given back (the engine sends it until the store has run it).
 //  - Each event is about the open contender (the driver drops events of a withdrawn one).
 #pragma once
 
@@ -46,12 +51,11 @@
 namespace corolock::core {
 
 struct line_action {
-  enum class kind : std::uint8_t { contend, withdraw, grant, empty, fail, wake_at };
+  enum class kind : std::uint8_t { contend, withdraw, give_back, grant, empty, fail, wake_at };
   kind what;
   std::uint64_t caller = 0;   ///< grant, empty, fail
-  std::string owner{};        ///< contend, withdraw, grant
+  std::string owner{};        ///< contend, withdraw, give_back, grant
   bool wait = true;           ///< contend
-  bool ride_through = false;  ///< contend
   core::grant given{};        ///< grant
   error_code ec{};            ///< fail
   std::string words{};        ///< fail: the words behind ec, if any
@@ -72,6 +76,10 @@ public:
   void granted(const grant& g, steady::time_point now);
   void taken(steady::time_point now);
   void failed(error_code ec, std::string words, steady::time_point now);
+  /// The open bid ended without an answer from the store (contender_events::unsure).
+  void unsure(error_code ec, std::string words, steady::time_point now);
+  /// The store can be reached again: a held-back bid goes now.
+  void reachable(steady::time_point now);
   /// Callers whose deadline is at or before `now` fail with error::timeout.
   void timer(steady::time_point now);
   /// Fails every caller with `why` and withdraws the open bid (the client closes).
@@ -82,8 +90,10 @@ public:
   /// No caller and no bid: the line may go.
   bool idle() const noexcept { return callers_.empty() && open_.empty(); }
   std::size_t callers() const noexcept { return callers_.size(); }
-  /// The owner of the open contender, '' if none.
+  /// The open owner (its contender running, or held back for its next bid), '' if none.
   const std::string& open() const noexcept { return open_; }
+  /// The open owner waits for its next bid (after an unsure end): no contender runs.
+  bool held_back() const noexcept { return held_back_; }
 
 private:
   enum class look : std::uint8_t { wait, try_only, past_deadline };
@@ -95,8 +105,10 @@ private:
   using caller_map = std::map<std::uint64_t, caller_entry>;
 
   void start();
+  void rebid();
   void drop(std::uint64_t caller, error_code why);
   void withdraw();
+  void settled(); // the open contender answered for good: the next unsure starts a new count
   void remove(caller_map::iterator it);
   void fail(caller_map::iterator it, error_code ec, const std::string& words);
   void after_event();
@@ -104,9 +116,12 @@ private:
   std::function<std::string()> new_owner_;
   caller_map callers_; // by arrival number: first come, first served
   std::multimap<steady::time_point, std::uint64_t> deadlines_;
-  std::string open_;        // the open contender's owner
+  std::string open_;        // the open owner
   bool open_wait_ = true;   // its bid's wait
-  bool open_ride_ = false;  // its bid's ride_through
+  bool held_back_ = false;  // no contender runs: it bids again at rebid_at_ (or when reachable)
+  steady::time_point rebid_at_ = steady::time_point::max();
+  int unsure_in_a_row_ = 0;     // unsure ends of the open owner's bids since its last answer
+  int redials_in_a_row_ = 0;    // of them, dropped connections asked again at once
   steady::time_point armed_at_ = steady::time_point::max();
   std::vector<line_action> actions_;
 };

@@ -1,8 +1,9 @@
-// A release sent until the store has run it (engine_impl::send_release). Releases are idempotent
-// per owner (contract 3), so sending one again after a reply that never came is always safe; the
-// resend stops at the first answer, or when the engine closes (the backend's close then gives back
-// whatever is still out). While it waits for its next try the engine holds it; its timer holds it
-// only weakly, so closing the engine ends it.
+// A release, or a give-back of an owner whose bid ended unsure, sent until the store has run it
+// (engine_impl::send_release, send_give_back): the one give-back queue of every store. Both are
+// idempotent per owner (contract 3), so sending one again after a reply that never came is always
+// safe; the resend stops at the first answer, or when the engine closes (the backend's close then
+// gives back whatever is still out). While it waits for its next try the engine holds it; its
+// timer holds it only weakly, so closing the engine ends it.
 #include "core/engine_impl.hpp"
 #include "detail/completion.hpp"
 
@@ -11,6 +12,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace corolock::core {
 
@@ -23,15 +25,20 @@ bool unanswered(error_code ec) {
 
 struct release_resend : std::enable_shared_from_this<release_resend> {
   std::weak_ptr<engine_impl> eng;
-  core::held lease;
+  core::held lease;               // a release
+  std::optional<core::bid> given; // or a give-back of lease.owner's bid
   detail::stored_handler<handler<void(error_code, std::string)>> first;
   std::unique_ptr<timer> wait;
   std::chrono::milliseconds delay{50};
 
   void send(engine_impl& e) {
-    e.store().release(lease, [self = shared_from_this()](error_code ec, std::string words) {
+    auto answer = [self = shared_from_this()](error_code ec, std::string words) {
       self->answered(ec, std::move(words));
-    });
+    };
+    if (given)
+      e.store().give_back(*given, lease.owner, std::move(answer));
+    else
+      e.store().release(lease, std::move(answer));
   }
 
   void answered(error_code ec, std::string words) {
@@ -66,6 +73,14 @@ void engine_impl::send_release(core::held lease, handler<void(error_code, std::s
   r->lease = std::move(lease);
   if (h)
     r->first.set(std::move(h));
+  r->send(*this);
+}
+
+void engine_impl::send_give_back(core::bid b, std::string owner) {
+  auto r = std::make_shared<release_resend>();
+  r->eng = weak_from_this();
+  r->lease.owner = std::move(owner);
+  r->given.emplace(std::move(b));
   r->send(*this);
 }
 

@@ -37,6 +37,12 @@ public:
       l->on_event(*this);
     }
   }
+  void unsure(error_code ec, std::string words) override {
+    if (auto* l = live()) {
+      l->line_.unsure(ec, std::move(words), l->b_->now());
+      l->on_event(*this);
+    }
+  }
   waiting_line* line;
   bool active = true;
 
@@ -70,11 +76,12 @@ void waiting_line::arrive(steady::time_point deadline, bool try_only, diagnostic
         self->cancel(id);
     });
   }
-  if (try_only && b_->known_unreachable()) {
-    // A try does not wait for a connection (docs/api.md), on any store: while the backend knows
-    // the store cannot be reached, nothing is known of the lock, and asking would wait for a
-    // connection (ZooKeeper: a reconnect or a new session, up to twice the session timeout). Behind
-    // this client's own callers the line would answer "taken", which is not known either.
+  if ((try_only || deadline <= b_->now()) && b_->known_unreachable()) {
+    // A one look (a try, or a deadline already past) does not wait for a connection (docs/api.md),
+    // on any store: while the backend knows the store cannot be reached, nothing is known of the
+    // lock, and asking would wait for a connection (ZooKeeper: a reconnect or a new session, up to
+    // twice the session timeout). Behind this client's own callers the line would answer "taken",
+    // which is not known either. The one place of this rule: no backend answers it on its own.
     deliver(id, error::not_connected, nullptr, {});
     return;
   }
@@ -84,6 +91,11 @@ void waiting_line::arrive(steady::time_point deadline, bool try_only, diagnostic
 
 void waiting_line::close(error_code why) {
   line_.close(why);
+  run();
+}
+
+void waiting_line::reachable() {
+  line_.reachable(b_->now());
   run();
 }
 
@@ -119,7 +131,7 @@ void waiting_line::run() {
   for (auto& a : line_.take_actions()) {
     switch (a.what) {
     case line_action::kind::contend: {
-      bid b{spec, permits, shared, a.wait, a.ride_through};
+      bid b{spec, permits, shared, a.wait};
       relay_ = std::make_unique<relay>(*this);
       open_ = b_->contend(std::move(b), a.owner, *relay_);
       break;
@@ -128,6 +140,11 @@ void waiting_line::run() {
       if (open_)
         open_->withdraw();
       retire();
+      break;
+    case line_action::kind::give_back:
+      // Its contender is over (retired at its unsure end): the engine's resend queue has it.
+      if (auto e = eng_.lock())
+        e->send_give_back(bid{spec, permits, shared, true}, a.owner);
       break;
     case line_action::kind::grant: {
       auto e = eng_.lock();

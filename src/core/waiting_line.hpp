@@ -54,6 +54,8 @@ public:
               detail::handler<void(error_code, guard)> h);
   /// The engine closes: every caller fails with `why`, the open bid is withdrawn.
   void close(error_code why);
+  /// The store can be reached again (backend hook): a held-back bid goes now.
+  void reachable();
 
   bool idle() const noexcept { return line_.idle() && delivering_.empty(); }
   std::size_t callers() const noexcept { return line_.callers(); }

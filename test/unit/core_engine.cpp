@@ -40,7 +40,8 @@ public:
   struct bid_state {
     core::bid b;
     core::contender_events* events = nullptr;
-    bool withdrawn = false;
+    bool withdrawn = false; // or its contender is gone: no event reaches it
+    int id = 0;             // which contender of the owner (the core bids again in one owner)
   };
 
   scripted(asio::io_context& ioc, core::lease_model leases) : ioc_(ioc) {
@@ -72,11 +73,11 @@ public:
   }
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override {
-    say("contend " + owner + (b.wait ? " wait" : " look") + (b.ride_through ? " ride" : ""));
+    say("contend " + owner + (b.wait ? " wait" : " look"));
     bid_keys.push_back(b.lock->store_key);
-    bids[owner] = {std::move(b), &events, false};
+    bids[owner] = {std::move(b), &events, false, ++contenders_};
     last_owner = owner;
-    return std::make_unique<bidder>(*this, owner);
+    return std::make_unique<bidder>(*this, owner, contenders_);
   }
   void release(const core::held& l, core::handler<void(error_code, std::string)> h) override {
     say("release " + l.owner + " #" + std::to_string(l.token));
@@ -92,9 +93,26 @@ public:
     say(s);
     renewals.emplace_back(std::move(h), now_);
   }
-  void close(milliseconds bound, core::handler<void()> h) override {
-    say("close " + std::to_string(bound.count()));
-    asio::post(ioc_, std::move(h));
+  void give_back(const core::bid&, const std::string& owner,
+                 core::handler<void(error_code, std::string)> h) override {
+    say("give back " + owner);
+    asio::post(ioc_, [h = std::move(h), ec = give_back_answer]() mutable {
+      std::move(h)(ec, std::string());
+    });
+  }
+  void close(core::handler<void()> h) override {
+    say("close");
+    if (close_stalls)
+      stalled_close.emplace(std::move(h)); // a store that never answers: the core's bound ends it
+    else
+      asio::post(ioc_, std::move(h));
+  }
+  void give_up() override {
+    say("give up");
+    if (stalled_close) {
+      asio::post(ioc_, std::move(*stalled_close));
+      stalled_close.reset();
+    }
   }
   void set_hooks(hooks h) override { hooks_ = std::move(h); }
 
@@ -117,6 +135,17 @@ public:
   }
   void fail(const std::string& owner, error_code ec, std::string words) {
     post_event(owner, [ec, words](core::contender_events& e) { e.failed(ec, words); });
+  }
+  /// The store did not answer `owner`'s bid (contract 6).
+  void unsure(const std::string& owner, error_code ec, std::string words) {
+    post_event(owner, [ec, words](core::contender_events& e) { e.unsure(ec, words); });
+  }
+  /// The store can be reached again (the backend's hook, posted as its events are).
+  void reach() {
+    asio::post(ioc_, [this] {
+      if (hooks_.reachable)
+        hooks_.reachable();
+    });
   }
   /// Answers the oldest renewal: every lease `what`.
   void answer_renewal(core::renew_outcome::result what, std::size_t n) {
@@ -155,6 +184,9 @@ public:
   std::vector<std::pair<core::handler<void(std::vector<core::renew_outcome>)>, steady::time_point>>
       renewals;
   error_code release_answer;
+  error_code give_back_answer;
+  bool close_stalls = false;
+  std::optional<core::handler<void()>> stalled_close;
   std::string last_owner;
   mutable int store_keys = 0;          // calls of store_key()
   std::vector<std::string> bid_keys;   // the store key each bid carried
@@ -179,7 +211,11 @@ private:
   };
   class bidder final : public core::contender {
   public:
-    bidder(scripted& s, std::string owner) : s_(s), owner_(std::move(owner)) {}
+    bidder(scripted& s, std::string owner, int id) : s_(s), owner_(std::move(owner)), id_(id) {}
+    ~bidder() override {
+      if (auto& b = s_.bids[owner_]; b.id == id_)
+        b.withdrawn = true; // destroyed by the core after its event: a late event is not sent
+    }
     void withdraw() override {
       auto& b = s_.bids[owner_];
       if (!b.withdrawn)
@@ -190,6 +226,7 @@ private:
   private:
     scripted& s_;
     std::string owner_;
+    int id_;
   };
 
   template <typename F>
@@ -207,6 +244,7 @@ private:
   std::map<int, armed> timers_;
   int timer_ids_ = 0;
   int owners_ = 0;
+  int contenders_ = 0;
   std::string log_;
 };
 
@@ -413,7 +451,7 @@ BOOST_AUTO_TEST_CASE(deadline_on_the_backends_clock_fails_with_timeout_and_withd
   auto m = f.handle();
   // The backend's clock is virtual: the deadline is converted once, as time left from its now.
   auto a = f.acquire(*m, steady::now() + 100ms);
-  BOOST_TEST(f.log() == "contend o1 wait ride");
+  BOOST_TEST(f.log() == "contend o1 wait");
   f.store->advance(90ms);
   BOOST_TEST(!a->done);
   f.store->advance(10ms);
@@ -507,7 +545,7 @@ BOOST_AUTO_TEST_CASE(a_late_grant_past_the_callers_deadline_leaves_it_one_look) 
   fixture f;
   auto m = f.handle();
   auto a = f.acquire(*m, steady::now() + 500ms);
-  BOOST_TEST(f.log() == "contend o1 wait ride");
+  BOOST_TEST(f.log() == "contend o1 wait");
   f.store->grant_from("o1", 7, f.store->now() - 1000ms, 1000ms);
   f.store->stall(600ms);
   BOOST_TEST(f.log() == "release o1 #7; contend o2 look");
@@ -548,6 +586,88 @@ BOOST_AUTO_TEST_CASE(store_failure_reaches_the_caller) {
   f.settle();
   BOOST_TEST(a->ec == error::not_connected);
   BOOST_TEST(f.engine->waiting() == 0u);
+}
+
+// ---- riding through (contract 6: the core's, for every store) ----------------------------------
+
+// A bid the store did not answer ends unsure: callers without a deadline fail with the backend's
+// words; the one with a deadline rides through on the same owner, after 50 ms, then 100 ms, ...,
+// and at once when the backend says the store is reachable again.
+BOOST_AUTO_TEST_CASE(an_unsure_bid_is_made_again_in_the_same_owner_for_a_caller_with_a_deadline) {
+  fixture f;
+  auto m = f.handle();
+  auto a = f.acquire(*m, steady::now() + 5000ms);
+  auto b = f.acquire(*m);
+  BOOST_TEST(f.log() == "contend o1 wait");
+  f.store->unsure("o1", error::not_connected, "scripted: down");
+  f.settle();
+  BOOST_TEST(b->done);
+  BOOST_TEST(b->ec == error::not_connected);
+  BOOST_TEST(!a->done);
+  BOOST_TEST(f.log() == "");
+  f.store->advance(49ms);
+  BOOST_TEST(f.log() == "");
+  f.store->advance(1ms);
+  BOOST_TEST(f.log() == "contend o1 wait"); // the same owner: the store finds its place
+  f.store->unsure("o1", error::timeout, "scripted: no answer");
+  f.store->advance(99ms);
+  BOOST_TEST(f.log() == "");
+  f.store->reach();
+  f.settle();
+  BOOST_TEST(f.log() == "contend o1 wait"); // reachable: at once, not at the pause's end
+  f.store->grant("o1", 4, 30000ms);
+  f.settle();
+  BOOST_TEST(!a->ec);
+  BOOST_TEST(a->g.fencing_token() == 4u);
+  f.store->advance(1000ms);
+  BOOST_TEST(f.log() == ""); // nothing held back any more
+}
+
+// Nobody wants a held-back owner any more: the core gives it back, and sends the give-back again
+// (50 ms, doubling) while the store does not answer it, as it does a release.
+BOOST_AUTO_TEST_CASE(a_held_back_owner_nobody_wants_is_given_back_until_the_store_runs_it) {
+  fixture f;
+  auto m = f.handle();
+  auto a = f.acquire(*m, steady::now() + 100ms);
+  f.log();
+  f.store->unsure("o1", error::not_connected, "scripted: down");
+  f.settle();
+  f.store->advance(50ms);
+  BOOST_TEST(f.log() == "contend o1 wait");
+  f.store->unsure("o1", error::not_connected, "scripted: down");
+  f.settle(); // held back until 150 ms
+  f.store->give_back_answer = error::not_connected;
+  f.store->advance(50ms); // the deadline
+  BOOST_TEST(a->done);
+  BOOST_TEST(a->ec == error::timeout);
+  BOOST_TEST(f.log() == "give back o1"); // no contender runs: nothing to withdraw
+  f.store->give_back_answer = {};
+  f.store->advance(49ms);
+  BOOST_TEST(f.log() == "");
+  f.store->advance(1ms);
+  BOOST_TEST(f.log() == "give back o1"); // sent again: the store did not answer the first
+  f.store->advance(5000ms);
+  BOOST_TEST(f.log() == ""); // run: no more
+  BOOST_TEST(f.engine->waiting() == 0u);
+}
+
+// A dropped connection's unknown outcome is asked again at once in the same name, three times in a
+// row, for every caller; then a caller without a deadline fails and the owner is given back.
+BOOST_AUTO_TEST_CASE(a_dropped_connection_is_asked_again_at_once_three_times) {
+  fixture f;
+  auto m = f.handle();
+  auto a = f.acquire(*m);
+  BOOST_TEST(f.log() == "contend o1 wait");
+  for (int i = 0; i < 3; ++i) {
+    f.store->unsure("o1", error::connection_lost, "scripted: reset");
+    f.settle();
+    BOOST_TEST(f.log() == "contend o1 wait");
+  }
+  f.store->unsure("o1", error::connection_lost, "scripted: reset");
+  f.settle();
+  BOOST_TEST(a->done);
+  BOOST_TEST(a->ec == error::connection_lost);
+  BOOST_TEST(f.log() == "give back o1");
 }
 
 // ---- the keeper: per_lock leases ----------------------------------------------------------------
@@ -687,8 +807,10 @@ BOOST_AUTO_TEST_CASE(close_fails_callers_loses_leases_and_closes_the_backend) {
   BOOST_TEST(f.log() == "contend o2 wait");
   bool closed = false;
   f.engine->close(500ms, [&] { closed = true; });
-  BOOST_TEST(f.log() == "withdraw o2; close 500");
+  BOOST_TEST(f.log() == "withdraw o2; close");
   BOOST_TEST(closed);
+  f.store->advance(1000ms);
+  BOOST_TEST(f.log() == ""); // answered before its bound: the bound's timer is gone, no give-up
   BOOST_TEST(b->ec == error::closed);
   BOOST_TEST(a->g.lost());
   BOOST_TEST(f.engine->held() == 0u);
@@ -703,6 +825,33 @@ BOOST_AUTO_TEST_CASE(close_fails_callers_loses_leases_and_closes_the_backend) {
   f.engine->close(500ms, [&] { again = true; });
   BOOST_TEST(f.log() == ""); // idempotent
   BOOST_TEST(again);
+}
+
+// The close bound is the core's, on the backend's clock, for every store: a backend that does not
+// answer its close is told to give up at the bound, and the caller is answered then.
+BOOST_AUTO_TEST_CASE(a_close_the_store_does_not_answer_ends_at_its_bound_with_a_give_up) {
+  fixture f;
+  auto m = f.handle();
+  auto a = f.acquire(*m);
+  f.store->grant("o1", 1, 30000ms);
+  f.settle();
+  f.log();
+  f.store->close_stalls = true;
+  bool closed = false;
+  f.engine->close(500ms, [&] { closed = true; });
+  BOOST_TEST(f.log() == "close");
+  f.store->advance(499ms);
+  BOOST_TEST(!closed);
+  BOOST_TEST(f.log() == "");
+  f.store->advance(1ms);
+  BOOST_TEST(closed);
+  BOOST_TEST(f.log() == "give up");
+  BOOST_TEST(a->g.lost());
+  bool again = false;
+  f.engine->close(500ms, [&] { again = true; });
+  f.store->advance(1000ms);
+  BOOST_TEST(again);
+  BOOST_TEST(f.log() == ""); // once: no second close, no second give-up
 }
 
 // ---- handles -----------------------------------------------------------------------------------

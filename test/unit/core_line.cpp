@@ -49,9 +49,11 @@ std::string describe(const line_action& a) {
   using k = line_action::kind;
   switch (a.what) {
   case k::contend:
-    return "contend " + a.owner + (a.wait ? " wait" : " look") + (a.ride_through ? " ride" : "");
+    return "contend " + a.owner + (a.wait ? " wait" : " look");
   case k::withdraw:
     return "withdraw " + a.owner;
+  case k::give_back:
+    return "give_back " + a.owner;
   case k::grant:
     return "grant " + std::to_string(a.caller) + " " + a.owner + " #" +
            std::to_string(a.given.token);
@@ -79,6 +81,12 @@ struct fixture {
   int owners = 0;
   core::line m{[this] { return "o" + std::to_string(++owners); }};
 
+  /// Whether the line's timer at `t` bids again (for the pause test).
+  bool acts_contend_at(int t) {
+    m.timer(at(t));
+    const auto s = acts();
+    return s.find("contend") != std::string::npos;
+  }
   /// The actions since the last call, as text.
   std::string acts() {
     std::string s;
@@ -130,14 +138,13 @@ BOOST_AUTO_TEST_CASE(same_caller_arriving_twice_is_counted_once) {
   BOOST_TEST(l.m.callers() == 1u);
 }
 
-BOOST_AUTO_TEST_CASE(a_caller_with_a_deadline_bids_with_ride_through) {
+BOOST_AUTO_TEST_CASE(a_caller_with_a_deadline_bids_as_any_other) {
   fixture l;
   l.m.arrive(1, at(1000), false, at(0));
-  BOOST_TEST(l.acts() == "contend o1 wait ride; wake_at 1000");
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 1000");
   l.m.arrive(2, forever, false, at(1));
   BOOST_TEST(l.acts() == "");
   l.m.granted(token(7), at(10));
-  // The next bid follows its own first caller: no deadline, no ride-through.
   BOOST_TEST(l.acts() == "grant 1 o1 #7; contend o2 wait; wake_at never");
 }
 
@@ -216,7 +223,7 @@ BOOST_AUTO_TEST_CASE(waiter_behind_a_look_that_left_takes_over_the_look_and_then
 BOOST_AUTO_TEST_CASE(deadline_fails_the_caller_and_withdraws_the_bid) {
   fixture l;
   l.m.arrive(1, at(1000), false, at(0));
-  BOOST_TEST(l.acts() == "contend o1 wait ride; wake_at 1000");
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 1000");
   l.m.timer(at(999));
   BOOST_TEST(l.acts() == "");
   l.m.timer(at(1000));
@@ -231,7 +238,7 @@ BOOST_AUTO_TEST_CASE(deadlines_fire_in_their_order_whoever_is_first) {
   l.m.arrive(1, at(3000), false, at(0));
   l.m.arrive(2, at(1000), false, at(1));
   l.m.arrive(3, at(2000), false, at(2));
-  BOOST_TEST(l.acts() == "contend o1 wait ride; wake_at 3000; wake_at 1000");
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 3000; wake_at 1000");
   l.m.timer(at(2500));
   BOOST_TEST(l.acts() == "fail 2 timeout; fail 3 timeout; wake_at 3000");
   BOOST_TEST(l.m.open() == "o1");
@@ -287,52 +294,78 @@ BOOST_AUTO_TEST_CASE(store_failure_fails_every_caller_with_its_words) {
   BOOST_TEST(l.m.idle());
 }
 
-BOOST_AUTO_TEST_CASE(transport_bound_fails_callers_without_deadline_the_rest_ride_through) {
+// ---- riding through (contract 6) ----------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(an_unsure_end_fails_callers_without_deadline_the_rest_ride_through) {
   fixture l;
   l.m.arrive(1, forever, false, at(0));
   l.m.arrive(2, at(5000), false, at(1));
   l.m.arrive(3, forever, false, at(2));
   l.m.arrive(4, at(6000), false, at(3));
   BOOST_TEST(l.acts() == "contend o1 wait; wake_at 5000");
-  l.m.failed(error::not_connected, "no server", at(100));
-  // The backend's bound is theirs only for callers without a deadline (contract 6).
+  l.m.unsure(error::not_connected, "no server", at(100));
+  // The backend's bound is theirs only for callers without a deadline; the rest wait for the same
+  // owner's next bid, 50 ms on.
   BOOST_TEST(l.acts() == "fail 1 not_connected (no server); fail 3 not_connected (no server); "
-                         "contend o2 wait ride");
-  // A ride-through bid that still fails by the transport ends the line: no retry loop.
-  l.m.failed(error::timeout, "", at(200));
-  BOOST_TEST(l.acts() == "fail 2 timeout; fail 4 timeout; wake_at never");
-  BOOST_TEST(l.m.idle());
+                         "wake_at 150");
+  BOOST_TEST(l.m.held_back());
+  BOOST_TEST(l.m.open() == "o1");
+  l.m.timer(at(149));
+  BOOST_TEST(l.acts() == "");
+  l.m.timer(at(150));
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 5000");
+  l.m.unsure(error::timeout, "", at(200));
+  BOOST_TEST(l.acts() == "wake_at 300"); // 100 ms: the pause doubles while the store stays away
+  l.m.reachable(at(250));
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 5000"); // at once
+  l.m.granted(token(5), at(260));
+  BOOST_TEST(l.acts() == "grant 2 o1 #5; contend o2 wait; wake_at 6000");
+  l.m.unsure(error::timeout, "", at(300));
+  BOOST_TEST(l.acts() == "wake_at 350"); // a new count: 50 ms again after an answer
 }
 
-BOOST_AUTO_TEST_CASE(caller_without_deadline_first_after_a_deadline_gets_a_bid_that_can_fail) {
+BOOST_AUTO_TEST_CASE(the_pause_doubles_to_two_seconds) {
+  fixture l;
+  l.m.arrive(1, at(60000), false, at(0));
+  l.acts();
+  int now = 0;
+  std::string pauses;
+  for (int i = 0; i < 8; ++i) {
+    l.m.unsure(error::not_connected, "", at(now));
+    l.acts();
+    const int before = now;
+    while (!l.acts_contend_at(now))
+      ++now;
+    pauses += (pauses.empty() ? "" : " ") + std::to_string(now - before);
+  }
+  BOOST_TEST(pauses == "50 100 200 400 800 1600 2000 2000");
+}
+
+BOOST_AUTO_TEST_CASE(a_caller_without_deadline_left_first_fails_at_the_next_unsure_end) {
   fixture l;
   l.m.arrive(1, at(1000), false, at(0));
   l.m.arrive(2, forever, false, at(1));
-  BOOST_TEST(l.acts() == "contend o1 wait ride; wake_at 1000");
-  // Caller 1's deadline passes (the store may be down): the ride-through bid would leave caller 2
-  // with no bound at all; it gets a bid the backend's transport bound ends (contract 6).
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 1000");
   l.m.timer(at(1000));
-  BOOST_TEST(l.acts() == "fail 1 timeout; withdraw o1; contend o2 wait; wake_at never");
-  l.m.failed(error::not_connected, "no server", at(1200));
-  BOOST_TEST(l.acts() == "fail 2 not_connected (no server)");
+  BOOST_TEST(l.acts() == "fail 1 timeout; wake_at never"); // the bid goes on for caller 2
+  l.m.unsure(error::not_connected, "no server", at(1200));
+  BOOST_TEST(l.acts() == "fail 2 not_connected (no server); give_back o1");
   BOOST_TEST(l.m.idle());
 }
 
-BOOST_AUTO_TEST_CASE(first_caller_cancelled_before_one_without_deadline_same_swap_grant_goes_on) {
+BOOST_AUTO_TEST_CASE(first_caller_cancelled_leaves_the_bid_to_the_next_whoever_it_is) {
   fixture l;
   l.m.arrive(1, at(1000), false, at(0));
   l.m.arrive(2, forever, false, at(1));
   l.m.arrive(3, at(2000), false, at(2));
   l.m.take_actions();
   l.m.leave(1, aborted, at(10));
-  BOOST_TEST(l.acts() == "fail 1 aborted; withdraw o1; contend o2 wait; wake_at 2000");
-  // A grant of o1 that raced the withdrawal is the backend's to give back (the driver drops it);
-  // the new bid's grant goes to caller 2, and caller 3's own bid follows it.
+  BOOST_TEST(l.acts() == "fail 1 aborted; wake_at 2000");
   l.m.granted(token(5), at(20));
-  BOOST_TEST(l.acts() == "grant 2 o2 #5; contend o3 wait ride");
+  BOOST_TEST(l.acts() == "grant 2 o1 #5; contend o2 wait");
 }
 
-BOOST_AUTO_TEST_CASE(ride_through_bid_goes_on_while_the_first_caller_has_a_deadline) {
+BOOST_AUTO_TEST_CASE(the_bid_goes_on_for_the_next_caller_when_the_first_times_out) {
   fixture l;
   l.m.arrive(1, at(1000), false, at(0));
   l.m.arrive(2, at(3000), false, at(1));
@@ -349,7 +382,7 @@ BOOST_AUTO_TEST_CASE(ride_through_bid_goes_on_while_the_first_caller_has_a_deadl
 
 BOOST_AUTO_TEST_CASE(without_deadline_behind_a_look_keeps_the_look) {
   fixture l;
-  l.m.arrive(1, at(0), false, at(0)); // deadline already past: one look, no ride-through
+  l.m.arrive(1, at(0), false, at(0)); // deadline already past: one look
   l.m.arrive(2, forever, false, at(1));
   BOOST_TEST(l.acts() == "contend o1 look");
   l.m.leave(1, aborted, at(2));
@@ -357,13 +390,58 @@ BOOST_AUTO_TEST_CASE(without_deadline_behind_a_look_keeps_the_look) {
   BOOST_TEST(l.m.open() == "o1");
 }
 
-BOOST_AUTO_TEST_CASE(failed_look_fails_only_the_look_and_the_unbounded) {
+BOOST_AUTO_TEST_CASE(an_unsure_look_fails_the_look_and_the_rest_wait_in_its_name) {
   fixture l;
   l.m.arrive(1, forever, true, at(0));
   l.m.arrive(2, at(900), false, at(1));
   l.m.take_actions();
-  l.m.failed(error::connection_lost, "", at(2));
-  BOOST_TEST(l.acts() == "fail 1 connection_lost; contend o2 wait ride");
+  l.m.unsure(error::not_connected, "", at(2));
+  BOOST_TEST(l.acts() == "fail 1 not_connected; wake_at 52");
+  l.m.timer(at(52));
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 900"); // the look's owner, now waiting
+}
+
+BOOST_AUTO_TEST_CASE(a_dropped_connection_is_redialled_at_once_three_times_then_decided) {
+  fixture l;
+  l.m.arrive(1, forever, true, at(0));
+  BOOST_TEST(l.acts() == "contend o1 look");
+  for (int i = 0; i < 3; ++i) {
+    l.m.unsure(error::connection_lost, "reset", at(i));
+    BOOST_TEST(l.acts() == "contend o1 look"); // the same look, in the same name
+  }
+  l.m.unsure(error::connection_lost, "reset", at(4));
+  BOOST_TEST(l.acts() == "fail 1 connection_lost (reset); give_back o1");
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(a_held_back_owner_is_given_back_when_its_last_caller_leaves_or_at_close) {
+  fixture l;
+  l.m.arrive(1, at(1000), false, at(0));
+  l.m.take_actions();
+  l.m.unsure(error::timeout, "", at(10));
+  BOOST_TEST(l.acts() == "wake_at 60");
+  l.m.leave(1, aborted, at(20));
+  BOOST_TEST(l.acts() == "fail 1 aborted; give_back o1; wake_at never"); // no contender runs
+  BOOST_TEST(l.m.idle());
+  l.m.granted(token(3), at(30)); // nothing open: ignored
+  BOOST_TEST(l.acts() == "");
+  l.m.arrive(2, at(1000), false, at(40));
+  l.m.take_actions();
+  l.m.unsure(error::timeout, "", at(50));
+  l.m.take_actions();
+  l.m.close(error::closed);
+  BOOST_TEST(l.acts() == "fail 2 closed; give_back o2; wake_at never");
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_is_final_for_every_caller) {
+  fixture l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, at(900), false, at(1));
+  l.m.take_actions();
+  l.m.failed(error::not_connected, "never connected", at(2));
+  BOOST_TEST(l.acts() == "fail 1 not_connected (never connected); "
+                         "fail 2 not_connected (never connected); wake_at never");
+  BOOST_TEST(l.m.idle());
 }
 
 // ---- close ----------------------------------------------------------------------------------

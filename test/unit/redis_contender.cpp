@@ -56,6 +56,7 @@ std::string describe(const contender_action& a) {
            std::to_string(a.px.count());
   case k::taken: return "taken";
   case k::failed: return "failed " + name(a.ec) + (a.text.empty() ? "" : " (" + a.text + ")");
+  case k::unsure: return "unsure " + name(a.ec) + (a.text.empty() ? "" : " (" + a.text + ")");
   case k::wake_at: return "wake_at " + ms(a.at);
   }
   return "?";
@@ -90,10 +91,9 @@ check_outcome check_failed(error e, std::string text = {}) {
 }
 
 // waiter_ttl 9000: the queue entry is refreshed every 3000 ms. The lease: 30000 ms.
-machine::config cfg(bool wait = true, bool ride_through = false) {
+machine::config cfg(bool wait = true) {
   machine::config c;
   c.wait = wait;
-  c.ride_through = ride_through;
   c.waiter_ttl = milliseconds(9000);
   c.lease = milliseconds(30000);
   return c;
@@ -262,15 +262,28 @@ BOOST_AUTO_TEST_CASE(a_claim_refused_gives_the_grant_back_and_fails) {
   BOOST_TEST(b.m.over());
 }
 
-BOOST_AUTO_TEST_CASE(a_claim_unanswered_rides_through_when_asked) {
-  bid b(cfg(true, true));
+// Contract 6: what Redis did with the claim is unknown (the grant may be ours still): nothing is
+// given up here; the core bids again in the same name or gives the owner back.
+BOOST_AUTO_TEST_CASE(a_claim_unanswered_ends_the_bid_unsure_without_a_give_up) {
+  bid b(cfg());
   b.queue();
   b.m.grant_heard(9, at(100), milliseconds(2000), at(1200));
   b.m.take_actions();
   b.m.claimed(check_failed(error::timeout), at(3200));
-  // Given back first, then queued again: one connection keeps the order.
-  BOOST_TEST(b.acts() == "give_up; attempt queue");
-  BOOST_TEST(!b.m.over());
+  BOOST_TEST(b.acts() == "unsure timeout");
+  BOOST_TEST(b.m.over());
+}
+
+BOOST_AUTO_TEST_CASE(an_acknowledgement_unanswered_ends_the_bid_unsure) {
+  auto c = cfg();
+  c.replicas = true;
+  bid b(c);
+  b.m.start(at(0));
+  b.m.take_actions();
+  b.m.attempt_done(acquired(3, milliseconds(30000), at(0)), at(4));
+  b.m.take_actions();
+  b.m.confirmed(check_failed(error::connection_lost), at(500));
+  BOOST_TEST(b.acts() == "unsure connection_lost");
 }
 
 BOOST_AUTO_TEST_CASE(with_replicas_a_short_grant_is_claimed_then_acknowledged) {
@@ -313,34 +326,33 @@ BOOST_AUTO_TEST_CASE(a_fixed_lease_keeps_its_grant_time_through_the_acknowledgem
 
 // ---- faults ---------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(a_dropped_connection_asks_again_in_the_same_name) {
+// The machine retries nothing and gives nothing up after an attempt Redis did not answer or lost
+// with its connection (contract 6: the core's line asks again in the same name, or gives it back).
+BOOST_AUTO_TEST_CASE(a_dropped_connection_ends_the_bid_unsure) {
   bid b(cfg());
   b.m.start(at(0));
   b.m.take_actions();
   b.m.attempt_done(failed(error::connection_lost), at(3));
-  BOOST_TEST(b.acts() == "attempt try");
-  b.m.attempt_done(acquired(5, milliseconds(30000), at(3)), at(6));
-  BOOST_TEST(b.acts() == "granted #5 @3+30000");
+  BOOST_TEST(b.acts() == "unsure connection_lost");
+  BOOST_TEST(b.m.over());
 }
 
-BOOST_AUTO_TEST_CASE(an_unanswered_attempt_fails_without_ride_through_and_is_given_back) {
+BOOST_AUTO_TEST_CASE(an_unanswered_attempt_ends_the_bid_unsure_without_a_give_up) {
   bid b(cfg());
   b.m.start(at(0));
   b.m.take_actions();
   b.m.attempt_done(failed(error::timeout), at(5000));
-  BOOST_TEST(b.acts() == "give_up; failed timeout");
+  BOOST_TEST(b.acts() == "unsure timeout");
 }
 
-BOOST_AUTO_TEST_CASE(an_unanswered_attempt_is_sent_again_with_ride_through) {
-  bid b(cfg(true, true));
+BOOST_AUTO_TEST_CASE(an_unanswered_refresh_of_a_queued_bid_ends_it_unsure) {
+  bid b(cfg());
   b.queue();
   b.m.timer(at(3005));
   b.m.take_actions();
   b.m.attempt_done(failed(error::not_connected), at(8005));
-  BOOST_TEST(b.acts() == "attempt queue");
-  b.m.attempt_done(failed(error::timeout), at(13005));
-  BOOST_TEST(b.acts() == "attempt queue");
-  BOOST_TEST(!b.m.over());
+  BOOST_TEST(b.acts() == "unsure not_connected");
+  BOOST_TEST(b.m.over());
 }
 
 BOOST_AUTO_TEST_CASE(a_script_refused_before_queueing_fails_without_a_give_up) {

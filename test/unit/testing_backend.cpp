@@ -55,6 +55,9 @@ struct recorder final : core::contender_events {
   void failed(error_code ec, std::string words) override {
     events.push_back("failed " + name(ec) + (words.empty() ? "" : " (" + words + ")"));
   }
+  void unsure(error_code ec, std::string words) override {
+    events.push_back("unsure " + name(ec) + (words.empty() ? "" : " (" + words + ")"));
+  }
   std::string str() const {
     std::string s;
     for (const auto& e : events)
@@ -75,13 +78,12 @@ std::shared_ptr<const core::lock_spec> spec(std::string n, lock_kind k = lock_ki
 }
 
 core::bid bid_of(std::shared_ptr<const core::lock_spec> s, std::int64_t permits = 1,
-                 bool shared = false, bool wait = true, bool ride_through = false) {
+                 bool shared = false, bool wait = true) {
   core::bid b;
   b.lock = std::move(s);
   b.permits = permits;
   b.shared = shared;
   b.wait = wait;
-  b.ride_through = ride_through;
   return b;
 }
 
@@ -114,6 +116,18 @@ struct proc {
     auto& slot = bids[label];
     slot = {std::move(c), std::move(r)};
     return *slot.second;
+  }
+  /// The core's next bid of `label`'s owner after an unsure end (contract 6): the same owner.
+  recorder& contend_again(const std::string& label, core::bid b) {
+    auto r = std::make_unique<recorder>();
+    auto c = be->contend(std::move(b), owners.at(label), *r);
+    auto& slot = bids[label];
+    slot = {std::move(c), std::move(r)};
+    return *slot.second;
+  }
+  /// The core's give-back of `label`'s owner; the outcome into `out`.
+  void give_back(const std::string& label, const core::bid& b, std::string& out) {
+    be->give_back(b, owners.at(label), [&out](error_code ec, std::string) { out = name(ec); });
   }
   recorder& events(const std::string& label) { return *bids.at(label).second; }
   void withdraw(const std::string& label) { bids.at(label).first->withdraw(); }
@@ -361,28 +375,59 @@ BOOST_AUTO_TEST_CASE(timers_fire_on_the_manual_clock_in_order) {
   BOOST_TEST(fired.back() == "past");
 }
 
-BOOST_AUTO_TEST_CASE(lost_reply_fails_a_bid_without_deadline_and_leaves_nothing) {
+// Contract 6: the backend retries nothing and gives nothing back on its own after a reply that
+// never came; the core's give-back leaves nothing.
+BOOST_AUTO_TEST_CASE(lost_reply_ends_the_bid_unsure_and_a_give_back_leaves_nothing) {
   fixture f;
   proc a(f.io.get_executor(), f.s);
   a.be->lose_replies(1);
-  a.contend("1", bid_of(spec("L")));
+  auto L = bid_of(spec("L"));
+  a.contend("1", L);
   f.run();
   BOOST_TEST(f.holders("L") == "client-1:1#1"); // applied at the store
   f.run(999ms);
   BOOST_TEST(a.events("1").str() == "");
   f.run(1ms);
-  BOOST_TEST(a.events("1").str() == "failed timeout (no reply from the testing store in time)");
+  BOOST_TEST(a.events("1").str() == "unsure timeout (no reply from the testing store in time)");
+  BOOST_TEST(f.holders("L") == "client-1:1#1"); // the core decides
+  std::string out;
+  a.give_back("1", L, out);
+  f.run();
+  BOOST_TEST(out == "ok");
   BOOST_TEST(f.s.empty());
 }
 
-BOOST_AUTO_TEST_CASE(lost_reply_sends_a_bid_with_deadline_again_same_owner) {
+BOOST_AUTO_TEST_CASE(lost_reply_then_the_same_owner_bids_again_and_gets_the_same_grant) {
   fixture f;
   proc a(f.io.get_executor(), f.s);
   a.be->lose_replies(1);
-  a.contend("1", bid_of(spec("L"), 1, false, true, /*ride_through*/ true));
+  auto L = bid_of(spec("L"));
+  a.contend("1", L);
   f.run(1000ms);
+  BOOST_TEST(a.events("1").str() == "unsure timeout (no reply from the testing store in time)");
+  a.contend_again("1", L);
+  f.run();
   BOOST_TEST(a.events("1").str() == "granted #1"); // the same grant again, not a second token
   BOOST_TEST(f.s.token("L") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(give_back_while_unreachable_says_not_connected_and_leaves_it_to_a_resend) {
+  fixture f;
+  proc a(f.io.get_executor(), f.s);
+  auto L = bid_of(spec("L"));
+  a.contend("1", L);
+  f.run();
+  a.be->set_reachable(false);
+  std::string out;
+  a.give_back("1", L, out);
+  f.run();
+  BOOST_TEST(out == "not_connected");
+  BOOST_TEST(f.holders("L") == "client-1:1#1");
+  a.be->set_reachable(true);
+  a.give_back("1", L, out);
+  f.run();
+  BOOST_TEST(out == "ok");
+  BOOST_TEST(f.holders("L") == "");
 }
 
 BOOST_AUTO_TEST_CASE(lost_reply_of_a_release_is_a_timeout_but_applied) {
@@ -422,25 +467,26 @@ BOOST_AUTO_TEST_CASE(delayed_grant_is_overtaken_and_counts_from_the_store) {
   BOOST_TEST((b.events("L").last.from == released)); // the lease runs from the store's grant
 }
 
-BOOST_AUTO_TEST_CASE(dropped_connection_fails_bids_without_deadline_rides_others) {
+BOOST_AUTO_TEST_CASE(dropped_connection_ends_open_bids_unsure_and_leaves_them_at_the_store) {
   fixture f;
   proc a(f.io.get_executor(), f.s), b(f.io.get_executor(), f.s);
   auto L = bid_of(spec("L"));
   a.contend("1", L);
-  b.contend("plain", L);
-  b.contend("deadline", bid_of(spec("L"), 1, false, true, true));
+  b.contend("2", L);
   f.run();
   b.be->drop_connection();
   f.run();
-  BOOST_TEST(b.events("plain").str() ==
-             "failed connection_lost (the connection to the testing store dropped)");
-  BOOST_TEST(b.events("deadline").str() == "");
+  BOOST_TEST(b.events("2").str() ==
+             "unsure connection_lost (the connection to the testing store dropped)");
   BOOST_TEST(b.hooks == (std::vector<std::string>{"reconnected"}));
-  BOOST_TEST(f.queue("L") == "client-2:2"); // the plain bid left nothing
+  BOOST_TEST(f.queue("L") == "client-2:1"); // the core decides: the same owner again keeps it
+  b.contend_again("2", L);
+  f.run();
+  BOOST_TEST(f.queue("L") == "client-2:1"); // its place, not a second entry
   std::string out;
   a.release("1", L, out);
   f.run();
-  BOOST_TEST(b.events("deadline").str() == "granted #2");
+  BOOST_TEST(b.events("2").str() == "granted #2");
 }
 
 BOOST_AUTO_TEST_CASE(dropped_connection_fails_a_release_in_flight) {
@@ -458,7 +504,7 @@ BOOST_AUTO_TEST_CASE(dropped_connection_fails_a_release_in_flight) {
   BOOST_TEST(f.s.empty()); // it had landed
 }
 
-BOOST_AUTO_TEST_CASE(store_down_fails_or_holds_requests) {
+BOOST_AUTO_TEST_CASE(store_down_ends_bids_unsure_and_fails_other_requests) {
   fixture f;
   proc a(f.io.get_executor(), f.s), b(f.io.get_executor(), f.s);
   auto L = bid_of(spec("L"));
@@ -466,27 +512,23 @@ BOOST_AUTO_TEST_CASE(store_down_fails_or_holds_requests) {
   b.contend("queued", L);
   f.run();
   f.s.set_down(true);
-  b.contend("plain", bid_of(spec("M")));
-  b.contend("deadline", bid_of(spec("M"), 1, false, true, true));
+  b.contend("new", bid_of(spec("M")));
   std::string out;
   a.release("1", L, out);
   std::vector<core::renew_outcome> got;
   a.be->renew({core::renewal{a.held_of("1", L), false}},
               [&](std::vector<core::renew_outcome> o) { got = std::move(o); });
   f.run();
-  BOOST_TEST(b.events("plain").str() == "failed not_connected (the testing store is unreachable)");
+  BOOST_TEST(b.events("new").str() == "unsure not_connected (the testing store is unreachable)");
   BOOST_TEST(out == "not_connected");
   BOOST_REQUIRE_EQUAL(got.size(), 1u);
   BOOST_TEST((got[0].what == core::renew_outcome::result::unknown));
   BOOST_TEST(b.events("queued").str() == "");
-  f.run(1000ms); // the transport bound: a queued bid without deadline gives up
-  BOOST_TEST(b.events("queued").str() == "failed not_connected (the testing store is unreachable)");
-  BOOST_TEST(b.events("deadline").str() == "");
-  BOOST_TEST(f.queue("L") == "client-2:1"); // still at the store: it cannot be told yet
+  f.run(1000ms); // the transport bound: a queued bid ends unsure
+  BOOST_TEST(b.events("queued").str() == "unsure not_connected (the testing store is unreachable)");
+  BOOST_TEST(f.queue("L") == "client-2:1"); // still at the store: the core's to give back or keep
   f.s.set_down(false);
   f.run();
-  BOOST_TEST(b.events("deadline").str() == "granted #1");
-  BOOST_TEST(f.queue("L") == ""); // removed once reachable
   BOOST_TEST(a.hooks == (std::vector<std::string>{"reconnected"}));
 }
 
@@ -510,7 +552,7 @@ BOOST_AUTO_TEST_CASE(close_gives_back_everything) {
   a.contend("M", bid_of(spec("M")));
   f.run();
   bool done = false;
-  a.be->close(1000ms, [&] { done = true; });
+  a.be->close([&] { done = true; });
   f.run();
   BOOST_TEST(done);
   BOOST_TEST(a.events("L").str() == ""); // the core fails its callers, not the backend
@@ -522,17 +564,18 @@ BOOST_AUTO_TEST_CASE(close_gives_back_everything) {
   BOOST_TEST(a.events("N").str() == "failed closed (the testing client is closed)");
 }
 
-BOOST_AUTO_TEST_CASE(close_while_unreachable_completes_at_its_bound) {
+BOOST_AUTO_TEST_CASE(close_while_unreachable_waits_for_the_link_or_a_give_up) {
   fixture f;
   proc a(f.io.get_executor(), f.s);
   a.contend("L", bid_of(spec("L", lock_kind::mutex, 1, 5000ms)));
   f.run();
   a.be->set_reachable(false);
   bool done = false;
-  a.be->close(200ms, [&] { done = true; });
-  f.run(199ms);
-  BOOST_TEST(!done);
-  f.run(1ms);
+  a.be->close([&] { done = true; });
+  f.run(1000ms);
+  BOOST_TEST(!done); // the bound is the core's: the backend waits for the link
+  a.be->give_up();
+  f.run();
   BOOST_TEST(done);
   BOOST_TEST(f.holders("L") == "client-1:1#1"); // expires at the store on its own
   f.run(4800ms);
@@ -570,15 +613,14 @@ BOOST_AUTO_TEST_CASE(session_lives_by_pings_and_holds_its_locks) {
   BOOST_TEST(a.hooks.back() == "alive " + std::to_string(a.be->session()));
 }
 
-BOOST_AUTO_TEST_CASE(expired_session_frees_its_locks_and_fails_its_bids) {
+BOOST_AUTO_TEST_CASE(expired_session_frees_its_locks_and_ends_its_bids_unsure) {
   fixture f(ct::lease_mode::session);
   proc a(f.io.get_executor(), f.s), b(f.io.get_executor(), f.s);
   auto L = bid_of(spec("L")), M = bid_of(spec("M"));
   b.contend("M", M);
   f.run();
   a.contend("L", L);
-  a.contend("M plain", M);
-  a.contend("M deadline", bid_of(spec("M"), 1, false, true, true));
+  a.contend("M", M);
   b.contend("L", L);
   f.run();
   auto old = a.be->session();
@@ -587,10 +629,12 @@ BOOST_AUTO_TEST_CASE(expired_session_frees_its_locks_and_fails_its_bids) {
   BOOST_TEST(a.be->session() != old);
   BOOST_TEST(a.hooks.back() == "lost " + std::to_string(old) + " session_expired");
   BOOST_TEST(b.events("L").str() == "granted #2"); // a's lock went with its session
-  BOOST_TEST(a.events("M plain").str() ==
-             "failed session_expired (the session with the testing store ended)");
-  BOOST_TEST(a.events("M deadline").str() == ""); // queued again on the new session
-  BOOST_TEST(f.queue("M") == a.owners["M deadline"]);
+  BOOST_TEST(a.events("M").str() ==
+             "unsure session_expired (the session with the testing store ended)");
+  BOOST_TEST(f.queue("M") == ""); // gone with the session
+  a.contend_again("M", M); // the core's next bid: on the new session
+  f.run();
+  BOOST_TEST(f.queue("M") == a.owners["M"]);
 }
 
 BOOST_AUTO_TEST_CASE(session_expires_at_the_store_while_cut_off) {

@@ -446,6 +446,21 @@ BOOST_AUTO_TEST_CASE(close_sends_close_session_and_ends_on_its_reply) {
   BOOST_TEST(trace(s) == "complete 1 ZNONODE\ndisconnect\nstate closed");
 }
 
+// A close whose bound passed (the core's, engine::close) does not wait for the server's answer:
+// the connection drops at once and the requests still out end with connection loss.
+BOOST_AUTO_TEST_CASE(give_up_during_a_close_drops_the_connection_at_once) {
+  session s(config());
+  connect(s);
+  s.submit(op::exists, encode_path_watch("/a", false), watch_kind::none, {}, at(1));
+  s.close(at(2));
+  BOOST_TEST(trace(s) == "exists xid=1\ncloseSession xid=2");
+  s.give_up();
+  BOOST_TEST(trace(s) == "complete 1 ZCONNECTIONLOSS\ndisconnect\nstate closed ZCONNECTIONLOSS");
+  BOOST_TEST((s.next_timer() == session::time_point::max()));
+  s.give_up(); // over: nothing more
+  BOOST_TEST(trace(s).empty());
+}
+
 BOOST_AUTO_TEST_CASE(no_member_reachable_gives_up_after_the_establish_timeout) {
   session s(config(1));
   s.start(at(0));

@@ -5,6 +5,9 @@
 
 #include <corolock/error.hpp>
 
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
+
 namespace corolock::redis::detail {
 
 namespace {
@@ -114,6 +117,40 @@ void backend_state::give_up(std::shared_ptr<const lock_names> names, std::string
     // nobody. Each try waits for a connection up to request_timeout.
     if (!c->closed && !self->closed && unsettled_reply(*c, ec, r))
       self->give_up(names, redis_owner, tries + 1);
+  });
+}
+
+void backend_state::give_back(std::shared_ptr<const lock_names> names, std::string redis_owner,
+                              core::handler<void(error_code, std::string)> h) {
+  if (auto it = unsure_owners.find(redis_owner); it != unsure_owners.end()) {
+    const bool reached = it->second;
+    unsure_owners.erase(it);
+    if (!reached) {
+      asio::post(ex, asio::append(std::move(h), error_code{}, std::string()));
+      return; // nothing of it ever left the process
+    }
+  }
+  auto c = client();
+  if (!c || c->closed || closed) {
+    asio::post(ex, asio::append(std::move(h), error_code(error::closed), std::string()));
+    return; // close() released everything still unsettled
+  }
+  track(names, redis_owner);
+  corolock::request req;
+  corolock::detail::push_release(req, *names, redis_owner, true, nullptr, {}, c->publish_verb());
+  c->locks->exec(std::move(req), [weak = weak_from_this(), redis_owner, ex = ex,
+                                  h = std::move(h)](error_code ec, corolock::response r) mutable {
+    auto self = weak.lock();
+    auto c = self ? self->client() : nullptr;
+    error_code out;
+    if (!c) {
+      out = error::closed;
+    } else {
+      self->untrack(redis_owner);
+      if (unsettled_reply(*c, ec, r))
+        out = ec ? transport_error(*c, ec) : error_code(error::connection_lost); // READONLY: a failover
+    }
+    asio::post(ex, asio::append(std::move(h), out, std::string()));
   });
 }
 

@@ -70,6 +70,11 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   /// hold. Sent again while its outcome is unknown (a drop, a stall, a failover), for the
   /// client's life; close() releases it if still unanswered.
   void give_up(std::shared_ptr<const lock_names> names, std::string redis_owner, int tries = 0);
+  /// release.lua for `redis_owner`, once, for the core's give-back (core::backend::give_back):
+  /// success once a master has run it; not_connected, timeout or connection_lost while its
+  /// outcome is unknown (the core sends it again); closed once the client is.
+  void give_back(std::shared_ptr<const lock_names> names, std::string redis_owner,
+                 core::handler<void(error_code, std::string)> h);
 
   /// The lock channel of `names`, made on first use; kept a linger period after its last bid
   /// once it subscribed, dropped with its last bid if it never did (forget_channel).
@@ -103,6 +108,11 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   std::unordered_map<std::string, std::shared_ptr<const core::lock_spec>> held;
   /// Give-ups and releases in flight, by Redis owner (close() sends them once more).
   std::unordered_map<std::string, std::pair<std::shared_ptr<const lock_names>, int>> unsettled;
+  /// Owners whose bid ended unsure (contract 6), and whether a request of theirs may have reached
+  /// Redis in any bid of the owner so far. The core's give-back of one never written sends nothing
+  /// (nothing of it can be in Redis, and a closing client waits for no connection for it); the
+  /// core's next bid in the owner carries the flag on. Cleared by that bid or the give-back.
+  std::unordered_map<std::string, bool> unsure_owners;
   void track(const std::shared_ptr<const lock_names>& names, const std::string& redis_owner);
   void untrack(const std::string& redis_owner);
 

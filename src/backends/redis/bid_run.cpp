@@ -25,7 +25,6 @@ corolock::detail::contender_machine::config config_of(const backend_state& s, co
                                                       bool subscribed) {
   corolock::detail::contender_machine::config cfg;
   cfg.wait = b.wait;
-  cfg.ride_through = b.ride_through;
   cfg.subscribed = subscribed;
   if (auto c = s.client())
     cfg.pubsub_ordered = c->lock_pubsub_ordered();
@@ -74,6 +73,10 @@ void bid_run::start() {
                                          : error_code(error::not_connected);
     deliver(std::move(a));
     return;
+  }
+  if (auto it = s_->unsure_owners.find(owner_); it != s_->unsure_owners.end()) {
+    reached_ = it->second; // the core bids again in this owner: what its earlier bids may have left
+    s_->unsure_owners.erase(it);
   }
   s_->running[owner_] = self;
   if (channel_) {
@@ -130,7 +133,8 @@ void bid_run::run() {
       case k::confirm: confirm(a.token); break;
       case k::granted:
       case k::taken:
-      case k::failed: deliver(std::move(a)); break;
+      case k::failed:
+      case k::unsure: deliver(std::move(a)); break;
       case k::wake_at: arm(a.at); break;
       }
     }
@@ -156,6 +160,8 @@ bool bid_run::may_have_reached() {
 void bid_run::deliver(contender_action a) {
   if (a.what == contender_action::kind::granted)
     s_->held[owner_] = bid_.lock;
+  if (a.what == contender_action::kind::unsure)
+    s_->unsure_owners[owner_] = may_have_reached(); // for the core's next bid or give-back
   forget(); // over: the next bid of the lock may open
   // Never inline from the call that caused it (contract 1), and not after a withdrawal.
   asio::post(s_->ex, [self = shared_from_this(), a = std::move(a)]() mutable {
@@ -174,6 +180,7 @@ void bid_run::deliver(contender_action a) {
       e->granted({.token = a.token, .from = a.at, .valid_for = a.px});
       break;
     case k::taken: e->taken(); break;
+    case k::unsure: e->unsure(a.ec, a.text); break;
     default:
       e->failed(a.ec, a.text); // none: the core says what and where
       break;

@@ -4,6 +4,7 @@
 
 #include "backends/redis/backend_state.hpp"
 #include "backends/redis/lock_backend.hpp"
+#include "backends/redis/script_requests.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
 #include "redis/cluster/cluster_nodes.hpp"
@@ -77,6 +78,10 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
       h.reconnected = [w = weak_from_this()] {
         if (auto s = w.lock(); s && s->hooks.reconnected)
           s->hooks.reconnected(); // a restarted master may have lost its leases: check them all
+      };
+      h.reachable = [w = weak_from_this()] {
+        if (auto s = w.lock(); s && s->hooks.reachable)
+          s->hooks.reachable();
       };
       n->backend.set_hooks(std::move(h));
       std::erase_if(by_tag, [](const auto& kv) { return kv.second.expired(); });
@@ -170,8 +175,7 @@ public:
               core::contender_events& e)
       : s_(std::move(s)), b_(std::move(b)), owner_(std::move(owner)), events_(&e),
         slot_(slot_of(*b_.lock)),
-        window_(b_.ride_through ? std::optional(steady::time_point::max()) : std::nullopt,
-                s_->patience()),
+        window_(std::nullopt, s_->patience()),
         pause_(s_->ex) {}
 
   void start() { route(); }
@@ -206,6 +210,13 @@ public:
     over_ = true;
     if (auto* e = std::exchange(events_, nullptr))
       e->taken();
+  }
+  void unsure(error_code ec, std::string words) override {
+    auto self = shared_from_this();
+    retire_node();
+    if (over_)
+      return;
+    next(ec, std::move(words), reroute::if_owner_changed); // a failover may have promoted another
   }
   void failed(error_code ec, std::string words) override {
     auto self = shared_from_this();
@@ -266,14 +277,11 @@ private:
 
   void next(error_code ec, std::string words, reroute why) {
     if (why == reroute::no || s_->stopped())
-      return fail(ec, std::move(words));
+      return fail(ec, std::move(words), true); // the store's answer, no map, or closing
     auto nodes = s_->nodes();
     const bool hop = why == reroute::refresh_map || why == reroute::if_owner_changed;
-    if (hop && (++hops_ >= max_hops || steady::now() >= window_.end())) {
-      if (!b_.ride_through)
-        return fail(ec, std::move(words));
-      why = reroute::refresh_later; // a caller with a deadline keeps trying, at a slower pace
-    }
+    if (hop && (++hops_ >= max_hops || steady::now() >= window_.end()))
+      return fail(ec, std::move(words));
     if (!hop || why == reroute::refresh_later) {
       const auto pause = window_.next(steady::now());
       if (!pause)
@@ -290,7 +298,7 @@ private:
       return;
     }
     if (!nodes)
-      return fail(ec, std::move(words));
+      return fail(ec, std::move(words), true);
     const shard* before = nodes->map().owner(slot_);
     const node_address was = before ? before->master : node_address{};
     auto go_on = [self = shared_from_this(), why, was, ec, words]() mutable {
@@ -318,16 +326,23 @@ private:
                    [nodes, f = std::move(f)](std::exception_ptr, error_code) mutable { f(); });
   }
 
-  void fail(error_code ec, std::string words) {
+  /// `final`: whatever the transport said, bidding again cannot help (no map, closed).
+  void fail(error_code ec, std::string words, bool final = false) {
     over_ = true;
     if (ec == error::redis_error)
       if (auto t = s_->top_client())
         t->last_server_error = words;
     // Posted: a failure found inline (a client closed before the bid) must not reach the core
-    // from its own call; a withdrawal meanwhile silences it.
-    asio::post(s_->ex, [self = shared_from_this(), ec, words = std::move(words)]() mutable {
-      if (auto* e = std::exchange(self->events_, nullptr))
-        e->failed(ec, std::move(words));
+    // from its own call; a withdrawal meanwhile silences it. No master answered in the window:
+    // unsure (contract 6), the core bids again or gives the owner back.
+    const bool unanswered = !final && corolock::detail::unreachable(ec);
+    asio::post(s_->ex, [self = shared_from_this(), ec, unanswered, words = std::move(words)]() mutable {
+      if (auto* e = std::exchange(self->events_, nullptr)) {
+        if (unanswered)
+          e->unsure(ec, std::move(words));
+        else
+          e->failed(ec, std::move(words));
+      }
     });
   }
 
@@ -493,6 +508,19 @@ void cluster_backend::release(const core::held& lease,
   op->start(std::move(first));
 }
 
+void cluster_backend::give_back(const core::bid& b, const std::string& owner,
+                                core::handler<void(error_code, std::string)> h) {
+  auto op = std::make_shared<routed_op<>>();
+  op->s = s_;
+  op->slot = slot_of(*b.lock);
+  op->call = [b, owner](lock_backend& node, core::handler<void(error_code, std::string)> done) {
+    node.give_back(b, owner, std::move(done));
+  };
+  op->h.set(std::move(h));
+  auto nodes = s_->nodes();
+  op->start(nodes ? nodes->connected_node_for(op->slot) : nullptr);
+}
+
 void cluster_backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                               core::handler<void(error_code, semaphore_status, std::string)> h) {
   auto op = std::make_shared<routed_op<semaphore_status>>();
@@ -576,7 +604,7 @@ void cluster_backend::renew(std::vector<core::renewal> leases,
   asio::post(s_->ex, one_done); // never inline (contract 1)
 }
 
-void cluster_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+void cluster_backend::close(core::handler<void()> h) {
   auto done = std::make_shared<std::pair<std::size_t, core::handler<void()>>>(1, std::move(h));
   auto one_done = [done] {
     if (--done->first == 0)
@@ -585,9 +613,13 @@ void cluster_backend::close(std::chrono::milliseconds bound, core::handler<void(
   if (!std::exchange(s_->closed, true))
     s_->each_node([&](node_locks& n) {
       ++done->first;
-      n.backend.close(bound, one_done);
+      n.backend.close(one_done);
     });
   asio::post(s_->ex, one_done);
+}
+
+void cluster_backend::give_up() {
+  s_->each_node([](node_locks& n) { n.backend.give_up(); });
 }
 
 void cluster_backend::set_hooks(hooks h) { s_->hooks = std::move(h); }

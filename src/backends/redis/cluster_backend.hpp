@@ -8,9 +8,9 @@
 //    may connect a master met for the first time, otherwise). A MOVED refreshes the map and tries
 //    the new owner; ASK and TRYAGAIN (a migrating slot) and CLUSTERDOWN pause and try again; a
 //    master that cannot be reached tries again if a failover moved the slot. Hops are bounded, and
-//    pauses by request_timeout from the first failure for a bid without a deadline; a bid whose
-//    caller has one (ride_through) keeps trying until the core withdraws it. The owner stays the
-//    same through every hop: a bid's failure leaves nothing of it at the node it left.
+//    pauses by request_timeout from the first failure; then a bid no master answered ends unsure
+//    (contract 6: the core bids again for a caller with a deadline). The owner stays the same
+//    through every hop: a bid's failure leaves nothing of it at the node it left.
 //  - a lease is renewed and released on the master serving its slot when they are sent
 //    (grant::session carries the lock's slot and the tag of the node that granted it). A live
 //    migration moves a lock's keys with their owner, token and expiry, so the new master renews
@@ -59,11 +59,14 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void give_back(const core::bid& b, const std::string& owner,
+                 core::handler<void(error_code, std::string)> h) override;
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                core::handler<void(error_code, semaphore_status, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
-  void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
+  void close(core::handler<void()> h) override;
+  void give_up() override;
   void set_hooks(hooks h) override;
 
   /// Over every node: lock channels kept, and owners remembered (for tests).

@@ -30,9 +30,19 @@ void contender_machine::give_up() {
 }
 
 void contender_machine::fail(error_code ec, std::string_view text) {
+  end(contender_action::kind::failed, ec, text);
+}
+
+void contender_machine::unsure(error_code ec, std::string_view text) {
+  // What Redis did is unknown, and stays: no give-up (the core bids again in the same name, or
+  // gives the owner back).
+  end(contender_action::kind::unsure, ec, text);
+}
+
+void contender_machine::end(contender_action::kind how, error_code ec, std::string_view text) {
   step_ = step::over;
   queued_ = false;
-  contender_action a{contender_action::kind::failed};
+  contender_action a{how};
   a.ec = ec;
   a.text = text;
   actions_.push_back(std::move(a));
@@ -43,17 +53,10 @@ void contender_machine::attempt_done(const attempt_outcome& r, steady::time_poin
   flight_ = false;
   if (step_ != step::looking && step_ != step::waiting)
     return; // granted meanwhile (a message, a hand-off), or over: its outcome is settled
-  if (r.ec == error::connection_lost && ++unknown_outcomes_ <= cfg_.max_unknown_outcomes) {
-    send(mode_); // the outcome is unknown; asking again in the same name is safe
-    after_event();
-    return;
-  }
-  unknown_outcomes_ = 0;
-  if (cfg_.ride_through && unreachable(r.ec)) {
-    // Redis did not answer within request_timeout (stalled, down, failing over): the caller's
-    // deadline is the bound, not this. Sent now, so written as soon as the link can take it.
-    send(mode_);
-    after_event();
+  if (unreachable(r.ec)) {
+    // Redis did not answer within request_timeout (stalled, down, failing over), or the
+    // connection dropped under the attempt: its outcome is unknown.
+    unsure(r.ec, r.text);
     return;
   }
   if (r.ec) {
@@ -165,11 +168,12 @@ void contender_machine::claimed(const check_outcome& r, steady::time_point) {
     requeue(); // the grant ran out before it was claimed
     return;
   }
-  give_up(); // whatever it holds, given back (before the queue attempt below, on one connection)
-  if (cfg_.ride_through && unreachable(r.ec))
-    requeue(); // Redis did not answer: the bid waits on, until the core withdraws it
-  else
-    fail(r.ec, r.text);
+  if (unreachable(r.ec)) {
+    unsure(r.ec, r.text); // Redis did not answer: the grant may be ours still, or not
+    return;
+  }
+  give_up(); // whatever it holds, given back
+  fail(r.ec, r.text);
 }
 
 void contender_machine::confirmed(const check_outcome& r, steady::time_point) {
@@ -177,6 +181,10 @@ void contender_machine::confirmed(const check_outcome& r, steady::time_point) {
     return;
   if (!r.ec && !r.held) {
     requeue(); // the grant ran out before it was acknowledged
+    return;
+  }
+  if (unreachable(r.ec)) {
+    unsure(r.ec, r.text);
     return;
   }
   if (r.ec) {

@@ -16,18 +16,19 @@
 //   subscribed / refused                      give_up                release.lua for our owner:
 //   offer_handoff / handed / handoff_declined                        out of the queue, a grant back
 //   claimed / confirmed                       granted(token, from, px) | taken | failed(ec, words)
+//                                             | unsure(ec, words)  Redis did not answer
 //   timer(now)                                wake_at(time)          arm the bid's one timer
 //   withdraw
 //
 // Invariants:
-//  - Exactly one of granted / taken / failed, then the bid is over; none after withdraw().
+//  - Exactly one of granted / taken / failed / unsure, then the bid is over; none after withdraw().
 //  - Every step is idempotent per owner, and the driver sends a bid's requests on one connection,
 //    so a give_up sent after an attempt, claim or acknowledgement lands after it: withdraw() and a
 //    failure undo whatever the owner got by that alone.
-//  - ride_through (contract 6): an attempt Redis did not answer in time (stalled, down, failing
-//    over) is sent again in the same name until the core withdraws the bid; without it, it fails
-//    the bid (not_connected, timeout). A dropped connection's unknown outcome is asked again, in
-//    the same name, a few times either way.
+//  - Contract 6: an attempt, claim or acknowledgement Redis did not answer in time (stalled, down,
+//    failing over) or lost with its connection ends the bid unsure, with nothing given up: the
+//    core's line bids again in the same name (the queue keeps the owner's place) or gives it back.
+//    A refusal (a script error, a subscription refused) fails it, its owner given up.
 //  - While a hand-off is offered (this client's own release may grant the lock to our owner), the
 //    bid refreshes nothing: the release's reply settles it first.
 #pragma once
@@ -50,21 +51,20 @@ struct check_outcome {
 };
 
 struct contender_action {
-  enum class kind { attempt, subscribe, give_up, claim, confirm, granted, taken, failed, wake_at };
+  enum class kind { attempt, subscribe, give_up, claim, confirm, granted, taken, failed, unsure, wake_at };
   kind what;
   attempt_mode mode{};             ///< attempt
   std::uint64_t token = 0;         ///< claim, confirm, granted
   steady::time_point at{};         ///< granted: the lease runs `px` from here; wake_at: when
   std::chrono::milliseconds px{0}; ///< granted
-  error_code ec{};                 ///< failed
-  std::string text{};              ///< failed: the words behind ec
+  error_code ec{};                 ///< failed, unsure
+  std::string text{};              ///< failed, unsure: the words behind ec
 };
 
 class contender_machine {
 public:
   struct config {
     bool wait = true;           ///< false: one look (try_acquire), never queue
-    bool ride_through = false;  ///< see above (contract 6)
     bool subscribed = false;    ///< the lock's channel is confirmed already: queue at once
     /// The subscription and the attempts travel on one connection: an attempt sent after the
     /// SUBSCRIBE reaches the server after it, so it need not wait for the confirmation.
@@ -75,7 +75,6 @@ public:
     /// A confirmed grant's lease: restarted by the acknowledgement's renewal (a watchdog lease),
     /// or as the grant set it (a fixed lease, only checked).
     bool renew_on_confirm = true;
-    int max_unknown_outcomes = 3;
   };
 
   explicit contender_machine(config cfg) : cfg_(cfg) {}
@@ -122,6 +121,8 @@ private:
   void send(attempt_mode mode);
   void give_up();
   void fail(error_code ec, std::string_view text);
+  void unsure(error_code ec, std::string_view text);
+  void end(contender_action::kind how, error_code ec, std::string_view text);
   /// A grant of `px` from `from`: claimed, acknowledged or ours, as its lease and options want.
   void take(std::uint64_t token, steady::time_point from, std::chrono::milliseconds px,
             steady::time_point now);
@@ -140,7 +141,6 @@ private:
   bool queued_ = false;
   bool offered_ = false;
   bool sent_ = false;            // something of the owner may have reached Redis
-  int unknown_outcomes_ = 0;
   std::uint64_t token_ = 0;      // claiming, confirming: the grant's
   steady::time_point from_{};    //   and its lease
   std::chrono::milliseconds px_{0};

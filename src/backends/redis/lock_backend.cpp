@@ -201,6 +201,8 @@ lock_backend::~lock_backend() {
 void lock_backend::on_reconnect() {
   if (s_->hooks.reconnected)
     s_->hooks.reconnected();
+  if (s_->hooks.reachable)
+    s_->hooks.reachable();
 }
 
 const core::backend_traits& lock_backend::traits() const noexcept { return redis_traits; }
@@ -243,6 +245,11 @@ std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string 
   auto run = std::make_shared<bid_run>(s_, std::move(b), std::move(owner), events);
   run->start();
   return std::make_unique<redis_contender>(std::move(run));
+}
+
+void lock_backend::give_back(const core::bid& b, const std::string& owner,
+                             core::handler<void(error_code, std::string)> h) {
+  s_->give_back(backend_state::names_of(*b.lock), owner, std::move(h));
 }
 
 void lock_backend::release(const core::held& lease,
@@ -356,18 +363,21 @@ bool lock_backend::shut(request& req) {
 
 void lock_backend::close_into(request& last) { shut(last); }
 
-void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+void lock_backend::close(core::handler<void()> h) {
   auto c = s_->client();
   request req;
   if (!shut(req) || !c || c->closed || req.empty()) {
     complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
     return;
   }
-  req.opts().timeout = std::max(bound, milliseconds(1));
+  // Bounded by the client's request_timeout, as every request on its lock connection: give_up()
+  // has nothing of its own to stop (the connection is the client's, closed by its own close()).
   c->locks->exec(std::move(req), [h = std::move(h), ex = s_->ex](error_code, response) mutable {
     complete_later(ex, std::move(h), asio::cancellation_slot{});
   });
 }
+
+void lock_backend::give_up() {}
 
 void lock_backend::set_hooks(hooks h) { s_->hooks = std::move(h); }
 

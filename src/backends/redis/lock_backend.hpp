@@ -59,11 +59,14 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void give_back(const core::bid& b, const std::string& owner,
+                 core::handler<void(error_code, std::string)> h) override;
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                core::handler<void(error_code, semaphore_status, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
-  void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
+  void close(core::handler<void()> h) override;
+  void give_up() override;
   void set_hooks(hooks h) override;
 
   /// A cluster node's: a held lock of `redis_owner` is now kept by another node (its slot moved),

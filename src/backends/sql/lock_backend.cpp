@@ -480,24 +480,27 @@ void sql_lock_backend::withdraw(const std::shared_ptr<bid_state>& st) {
     l->cancel.emit(asio::cancellation_type::terminal); // the server stops the wait (or it raced)
 }
 
-// The session the bid worked on is gone, and with it anything the bid had there. Only a failure
-// of the transport rides through (contract 6): a server that answered — a refused account, an
-// unknown database, no rights on the fence tables, a read-only server — answers the same again,
-// so the bid fails at once with its code and the server's words, not at its deadline without them.
+// The session the bid worked on is gone, and with it anything the bid had there. A failure of the
+// transport ends the bid unsure (contract 6: the core bids again for a caller with a deadline); a
+// server that answered — a refused account, an unknown database, no rights on the fence tables, a
+// read-only server — answers the same again, so the bid fails at once with its code and the
+// server's words, not at its deadline without them.
 void sql_lock_backend::lost_during(const std::shared_ptr<bid_state>& st, error_code ec, std::string words) {
-  if (!st->b.ride_through || closing_ || !transport_failure(ec))
-    return fail(st, ec, std::move(words));
-  auto retry = std::make_shared<asio::steady_timer>(executor_, std::chrono::milliseconds(200));
-  retry->async_wait([this, st, retry, w = std::weak_ptr<int>(life_)](error_code) {
-    if (w.expired() || st->events == nullptr)
-      return;
-    if (closing_)
-      return fail(st, make_error_code(error::closed), "the client is closing");
-    start(st);
-  });
+  fail(st, ec, std::move(words));
+}
+
+void sql_lock_backend::give_back(const core::bid&, const std::string&,
+                                 handler<void(error_code, std::string)> h) {
+  // A bid ends unsure only with its session gone (lost_during), and the server freed what the
+  // session had: nothing of the owner can be left.
+  asio::post(executor_, asio::append(std::move(h), error_code{}, std::string()));
 }
 
 void sql_lock_backend::fail(const std::shared_ptr<bid_state>& st, error_code ec, std::string words) {
+  // The transport's end is unsure, not final (contract 6); a statement that ran out of its time
+  // ended its session too (run()), so here as well nothing of the bid is left at the server.
+  if (!closing_ && transport_failure(ec))
+    return deliver(st, [ec, words = std::move(words)](core::contender_events& e) { e.unsure(ec, words); });
   deliver(st, [ec, words = std::move(words)](core::contender_events& e) { e.failed(ec, words); });
 }
 
@@ -895,49 +898,22 @@ void sql_lock_backend::renew(std::vector<core::renewal> leases, handler<void(std
   asio::post(executor_, asio::append(std::move(h), std::vector<core::renew_outcome>(leases.size())));
 }
 
-void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h) {
+void sql_lock_backend::close(handler<void()> h) {
   closing_ = true;
   for (auto& w : bids_)
     if (auto st = w.lock())
       withdraw(st);
   bids_.clear();
   pending_.clear();
-  struct closing {
-    explicit closing(const asio::any_io_executor& ex) : timer(ex) {}
-    std::optional<handler<void()>> h;
-    asio::steady_timer timer;
-    std::size_t left = 1;
-    std::vector<std::shared_ptr<sql_connection>> conns; // each session's, to give up at the bound
-    void one_done() {
-      if (--left == 0 && h) {
-        timer.cancel();
-        auto done = std::move(*h);
-        h.reset();
-        std::move(done)();
-      }
-    }
-  };
-  auto c = std::make_shared<closing>(executor_);
+  auto c = closing_state_ = std::make_shared<closing>();
   c->h.emplace(std::move(h));
-  c->timer.expires_after(bound);
-  // At the bound, what still waits on the server (a stalled one) is given up: the second
-  // connections that cancel a statement or end a session would keep the executor busy for
-  // connect_timeout after close() completed. The sessions are shut on our side; the server ends
-  // them when it finds their sockets closed.
-  c->timer.async_wait([c](error_code ec) {
-    if (!ec) {
-      for (const auto& conn : std::exchange(c->conns, {}))
-        conn->give_up();
-      c->left = 1;
-      c->one_done();
-    }
-  });
   const auto links = links_;
   for (const auto& [id, l] : links) {
     c->conns.push_back(l->conn);
     if (l->ready && !l->blocking && !l->held.empty()) {
       ++c->left;
-      run(l, {dialect_.unlock_all_statement, bound, false, [this, l, c](error_code, sql_result, steady::time_point) {
+      run(l, {dialect_.unlock_all_statement, options_.session_timeout / 3, false,
+              [this, l, c](error_code, sql_result, steady::time_point) {
                 l->held.clear();
                 drop(l, make_error_code(error::closed));
                 c->one_done();
@@ -951,6 +927,31 @@ void sql_lock_backend::close(std::chrono::milliseconds bound, handler<void()> h)
     }
   }
   asio::post(executor_, [c] { c->one_done(); });
+}
+
+void sql_lock_backend::closing::one_done() {
+  if (--left == 0 && h) {
+    auto done = std::move(*h);
+    h.reset();
+    std::move(done)();
+  }
+}
+
+void sql_lock_backend::give_up() {
+  // What still waits on the server (a stalled one) is given up: the second connections that
+  // cancel a statement or end a session would keep the executor busy for connect_timeout after
+  // close() completed. The sessions are shut on our side; the server ends them when it finds
+  // their sockets closed.
+  auto c = std::exchange(closing_state_, nullptr);
+  if (!c)
+    return;
+  for (const auto& conn : std::exchange(c->conns, {}))
+    conn->give_up();
+  if (c->h) {
+    auto done = std::move(*c->h);
+    c->h.reset();
+    asio::post(executor_, std::move(done));
+  }
 }
 
 } // namespace corolock::detail

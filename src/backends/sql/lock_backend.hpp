@@ -89,11 +89,12 @@
 // wait == false: the non-blocking form → taken.
 // A grant whose session ended between the statement's answer and its delivery (a stalled server
 // that resumes answers the statement, then ends the session for its idle bound) is not delivered:
-// the bid starts over or fails as for a session lost during it.
+// the bid ends as for a session lost during it.
 // withdraw: a queued bid is dropped; a blocking wait is cancelled on the server (KILL QUERY /
 // pg_cancel_backend, by the session's operation), and a grant that raced it is given back in that
 // session, as is a grant that arrived after the withdrawal. A session lost during a bid: the server
-// freed whatever it had, so the bid starts over on another session (ride_through) or fails.
+// freed whatever it had, so the bid ends unsure (the core bids again on another session for a caller
+// with a deadline; contract 6) — or fails, when the server answered (a refusal).
 // release: the unlock statement in the holding session; 0/false, or the session gone: lease_lost.
 // close: waiting sessions are closed (which kills their statement on the server), holding sessions
 // release everything (RELEASE_ALL_LOCKS / pg_advisory_unlock_all) and close; done when all have
@@ -204,9 +205,12 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, handler<void(error_code, std::string)> h) override;
+  void give_back(const core::bid& b, const std::string& owner,
+                 handler<void(error_code, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              handler<void(std::vector<core::renew_outcome>)> h) override;
-  void close(std::chrono::milliseconds bound, handler<void()> h) override;
+  void close(handler<void()> h) override;
+  void give_up() override;
   void set_hooks(hooks h) override { hooks_ = std::move(h); }
   /// Closing or closed; or no session connected and the last connect that completed did not reach
   /// the server (connect_failed, timeout): a statement now needs a new connection, and the last
@@ -294,6 +298,15 @@ private:
   static constexpr std::size_t max_verified = 100000;
   std::uint64_t next_link_ = 1;
   bool closing_ = false;
+  /// The close under way: its handler, run once every session is given back or shut, and each
+  /// session's connection, to give up when the core's bound passes.
+  struct closing {
+    std::optional<handler<void()>> h;
+    std::size_t left = 1;
+    std::vector<std::shared_ptr<sql_connection>> conns;
+    void one_done();
+  };
+  std::shared_ptr<closing> closing_state_;
   bool connect_failed_ = false; // the last connect that completed did not reach the server
   std::mt19937_64 random_;
   std::uint64_t owners_ = 0;

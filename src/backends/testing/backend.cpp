@@ -26,7 +26,7 @@ struct backend::bid_state {
   bool done = false;    // its event was delivered, or it was withdrawn: nothing more reaches the core
   bool decided = false; // its event is on its way: it is not sent again
   bool queued = false; // the store queued it: a grant message (or a look after a reconnect) follows
-  bool resend = false; // ride_through: to be sent again once the store is reachable
+  bool resend = false; // a grant message lost on the way: looked for again once the link is back
 };
 
 class backend::contender_impl final : public core::contender {
@@ -211,13 +211,8 @@ void backend::submit(const std::shared_ptr<bid_state>& b) {
   b->resend = false;
   if (closed_)
     return finish_failed(b, error::closed, "the testing client is closed");
-  if (!reachable()) {
-    if (b->b.ride_through)
-      b->resend = true; // waits for the store
-    else
-      finish_failed(b, error::not_connected, unreachable_words);
-    return;
-  }
+  if (!reachable())
+    return finish_unsure(b, error::not_connected, unreachable_words); // the core bids again
   if (st_->refusals > 0) {
     --st_->refusals;
     return finish_failed(b, st_->refusal_ec, st_->refusal_words);
@@ -259,14 +254,8 @@ void backend::on_bid_reply(const std::shared_ptr<bid_state>& b, state::bid_outco
 void backend::on_bid_error(const std::shared_ptr<bid_state>& b, error_code ec) {
   if (b->done || b->decided)
     return;
-  if (b->b.ride_through && !closed_) {
-    b->resend = true;
-    if (reachable())
-      submit(b); // the same owner: the store keeps its place or grants it again
-    return;
-  }
-  remove_at_store(b->key, b->owner); // the bid may have landed: leave nothing
-  finish_failed(b, ec,
+  // The bid may have landed: the core bids again in the same owner or gives it back.
+  finish_unsure(b, ec,
                 ec == error::timeout ? "no reply from the testing store in time"
                 : ec == error::connection_lost ? "the connection to the testing store dropped"
                                                : unreachable_words);
@@ -312,6 +301,25 @@ void backend::finish(const std::shared_ptr<bid_state>& b,
 void backend::finish_failed(const std::shared_ptr<bid_state>& b, error_code ec,
                             std::string words) {
   finish(b, [ec, words = std::move(words)](core::contender_events& ev) { ev.failed(ec, words); });
+}
+
+void backend::finish_unsure(const std::shared_ptr<bid_state>& b, error_code ec,
+                            std::string words) {
+  finish(b, [ec, words = std::move(words)](core::contender_events& ev) { ev.unsure(ec, words); });
+}
+
+void backend::give_back(const core::bid& b, const std::string& owner,
+                        core::handler<void(error_code, std::string)> h) {
+  auto hp = std::make_shared<core::handler<void(error_code, std::string)>>(std::move(h));
+  const auto answer = [this, hp](error_code ec, std::string words) {
+    run_at(st_->now(), [hp, ec, words = std::move(words)] { std::move(*hp)(ec, words); });
+  };
+  if (closed_)
+    return answer(error::closed, "the testing client is closed");
+  if (!reachable())
+    return answer(error::not_connected, unreachable_words);
+  st_->remove(key_of(*b.lock), owner);
+  answer({}, {});
 }
 
 void backend::grant_message(const lock_key& k, const std::string& owner, std::uint64_t token,
@@ -415,7 +423,7 @@ void backend::give_back_all() {
     st_->end_session(session_, false);
 }
 
-void backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+void backend::close(core::handler<void()> h) {
   auto hp = std::make_shared<core::handler<void()>>(std::move(h));
   if (closed_) {
     run_at(st_->now(), [hp] { asio::dispatch(std::move(*hp)); });
@@ -437,13 +445,14 @@ void backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
     run_at(st_->now(), [hp] { asio::dispatch(std::move(*hp)); });
     return;
   }
-  // Unreachable: give back once the link is back, or leave it to the store's expiry at `bound`.
+  // Unreachable: give back once the link is back, or leave it to the store's expiry when the
+  // core's bound passes (give_up).
   closing_ = hp;
-  close_timer_ = make_timer();
-  close_timer_->arm(st_->now() + bound, [this] {
-    if (auto c = std::exchange(closing_, nullptr))
-      asio::dispatch(std::move(*c));
-  });
+}
+
+void backend::give_up() {
+  if (auto c = std::exchange(closing_, nullptr))
+    run_at(st_->now(), [c] { asio::dispatch(std::move(*c)); });
 }
 
 // --- the link ---------------------------------------------------------------------------------
@@ -465,8 +474,8 @@ void backend::link_changed() {
 }
 
 void backend::link_down() {
-  // Replies under way are lost (send() sees it); bids without a caller's deadline fail after the
-  // transport bound if the store is still away then.
+  // Replies under way are lost (send() sees it); open bids end unsure after the transport bound if
+  // the store is still away then (the core bids again for callers with a deadline).
   if (closed_)
     return;
   if (!down_timer_)
@@ -474,14 +483,11 @@ void backend::link_down() {
   down_timer_->arm(st_->now() + st_->options.request_timeout, [this] {
     if (reachable())
       return;
-    std::vector<std::shared_ptr<bid_state>> fail;
+    std::vector<std::shared_ptr<bid_state>> open;
     for (auto& [owner, b] : open_)
-      if (!b->b.ride_through)
-        fail.push_back(b);
-    for (auto& b : fail) {
-      pending_removals_.emplace_back(b->key, b->owner);
-      finish_failed(b, error::not_connected, unreachable_words);
-    }
+      open.push_back(b);
+    for (auto& b : open)
+      finish_unsure(b, error::not_connected, unreachable_words); // the core decides
   });
 }
 
@@ -493,7 +499,6 @@ void backend::link_up() {
   if (closed_) {
     if (auto c = std::exchange(closing_, nullptr)) {
       give_back_all();
-      close_timer_->disarm();
       run_at(st_->now(), [c] { asio::dispatch(std::move(*c)); });
     }
     return;
@@ -504,6 +509,8 @@ void backend::link_up() {
   }
   if (traits_.leases == core::lease_model::per_lock && hooks_.reconnected)
     run_at(st_->now(), [this] { hooks_.reconnected(); });
+  if (hooks_.reachable)
+    run_at(st_->now(), [this] { hooks_.reachable(); });
   // Grant messages may have been lost meanwhile: look again, same owners.
   std::vector<std::shared_ptr<bid_state>> again;
   for (auto& [owner, b] : open_)
@@ -518,7 +525,7 @@ void backend::drop_connection() {
   inflight_.clear();
   for (auto& [op, fail] : inflight)
     run_at(st_->now(), [fail = std::move(fail)] { fail(error::connection_lost); });
-  // Open bids lose their connection too: a caller's deadline rides it through, others fail.
+  // Open bids lose their connection too: they end unsure (the core asks again in the same name).
   std::vector<std::shared_ptr<bid_state>> open;
   for (auto& [owner, b] : open_)
     open.push_back(b);
@@ -526,12 +533,7 @@ void backend::drop_connection() {
     for (auto& b : open) {
       if (b->done || closed_)
         continue;
-      if (b->b.ride_through) {
-        b->resend = true;
-        continue;
-      }
-      remove_at_store(b->key, b->owner);
-      finish_failed(b, error::connection_lost, "the connection to the testing store dropped");
+      finish_unsure(b, error::connection_lost, "the connection to the testing store dropped");
     }
     // Reconnected at once.
     if (reachable() && !closed_) {
@@ -591,7 +593,8 @@ void backend::new_session(std::uint64_t ended, error_code why) {
   alive_until_ = st_->now() + st_->options.session_timeout;
   if (hooks_.session_lost)
     run_at(st_->now(), [this, ended, why] { hooks_.session_lost(ended, why); });
-  // The store dropped the old session's bids: ride them through on the new one, fail the rest.
+  // The store dropped the old session's bids: they end unsure (the core bids again, under the new
+  // session, for callers with a deadline).
   std::vector<std::shared_ptr<bid_state>> open;
   for (auto& [owner, b] : open_)
     open.push_back(b);
@@ -599,10 +602,7 @@ void backend::new_session(std::uint64_t ended, error_code why) {
     if (b->done)
       continue;
     b->queued = false;
-    if (b->b.ride_through)
-      submit(b);
-    else
-      finish_failed(b, why, "the session with the testing store ended");
+    finish_unsure(b, why, "the session with the testing store ended");
   }
 }
 

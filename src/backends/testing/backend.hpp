@@ -5,10 +5,11 @@
 // later: posted on the client's executor, or `latency` later on the store's clock. Between the two
 // the request is "in flight", which is what the link faults act on: a lost reply leaves it in
 // flight until request_timeout (error::timeout), a dropped connection fails it at once
-// (error::connection_lost), an unreachable store loses it. A bid whose caller has a deadline
-// (ride_through) is sent again with the same owner instead (the store is idempotent per owner:
-// a holder gets its grant again, a queued owner keeps its place). Grants of queued bids come as
-// messages, which an unreachable link loses too: a reconnect therefore sends every open bid again.
+// (error::connection_lost), an unreachable store loses it. A bid without an answer ends unsure, and
+// the core decides (contract 6: it bids again in the same owner — the store is idempotent per
+// owner: a holder gets its grant again, a queued owner keeps its place — or gives the owner back).
+// Grants of queued bids come as messages, which an unreachable link loses too: a reconnect
+// therefore sends every open queued bid again.
 //
 // Nothing of a bid that failed or was withdrawn stays at the store: it is removed there at once, or
 // — the store unreachable — as soon as the link is back (the store drops a closed client's queued
@@ -40,11 +41,14 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void give_back(const core::bid& b, const std::string& owner,
+                 core::handler<void(error_code, std::string)> h) override;
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                core::handler<void(error_code, semaphore_status, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
-  void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
+  void close(core::handler<void()> h) override;
+  void give_up() override;
   void set_hooks(hooks h) override { hooks_ = std::move(h); }
 
   // faults of this link (testing::client)
@@ -88,6 +92,7 @@ private:
                          std::chrono::milliseconds lease) const;
   void finish(const std::shared_ptr<bid_state>& b, std::function<void(core::contender_events&)> ev);
   void finish_failed(const std::shared_ptr<bid_state>& b, error_code ec, std::string words);
+  void finish_unsure(const std::shared_ptr<bid_state>& b, error_code ec, std::string words);
 
   void link_down();
   void link_up();
@@ -116,7 +121,6 @@ private:
   std::vector<std::pair<lock_key, std::string>> pending_removals_;
   std::unique_ptr<core::timer> ping_timer_;
   std::unique_ptr<core::timer> down_timer_;
-  std::unique_ptr<core::timer> close_timer_;
   std::shared_ptr<core::handler<void()>> closing_;
 };
 

@@ -148,6 +148,13 @@ public:
     run_actions();
   }
 
+  /// close() stops waiting for the server (its bound passed).
+  void give_up() {
+    closed_ = true;
+    fsm_.give_up();
+    run_actions();
+  }
+
   /// The client object is gone: everything pending ends with error::closed, the connection drops.
   void abandon() {
     closed_ = true;
@@ -622,5 +629,7 @@ std::chrono::milliseconds detail::lock_access::session_bound(const client& c) {
 void detail::lock_access::close_session(client& c, handler<void(error_code)> h) {
   c.impl_->close(std::move(h));
 }
+
+void detail::lock_access::give_up_session(client& c) { c.impl_->give_up(); }
 
 } // namespace corolock::zookeeper

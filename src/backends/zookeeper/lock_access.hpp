@@ -23,6 +23,9 @@ struct lock_access {
   static void listen(client& c, listeners l);
   /// client::close() without the lock layer's part.
   static void close_session(client& c, corolock::detail::handler<void(error_code)> h);
+  /// A close_session that no longer waits: the connection drops now (session::give_up), the
+  /// close's handler runs posted; the server expires the session.
+  static void give_up_session(client& c);
   /// How long the client tries the members for a session before connect() gives up: the transport
   /// bound of a bid without a deadline while the client has no session (contract 6).
   static std::chrono::milliseconds session_bound(const client& c);

@@ -60,11 +60,11 @@ struct bid_run {
   std::optional<std::uint64_t> held_back; ///< granted with the session's bound passed: its token
   std::unique_ptr<asio::steady_timer> bound; ///< see state::bound_by_session
   std::vector<core::handler<void(error_code, std::string)>> releases;
-  /// A bid with ride_through (its caller has a deadline): its recipe made anew under the next
-  /// session when the session expires while it waits (see state::rides_on).
-  std::function<lock_recipe()> again;
-  /// Counts the recipes of this bid: a reply to a request of an earlier one is dropped.
-  std::uint64_t generation = 0;
+  /// Dropped at the session bound (an unsure end): replies to its requests are not followed (the
+  /// core's next bid or give-back of the owner finds by owner what they made).
+  bool dropped = false;
+  /// A give-back (core::backend::give_back): completed once the recipe is done.
+  std::optional<core::handler<void(error_code, std::string)>> given_back;
 };
 
 } // namespace
@@ -86,18 +86,18 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
 
   milliseconds margin() const { return zk ? zk->negotiated_timeout() / 10 : milliseconds(0); }
 
-  /// Whether a bid that failed with session_expired goes on under the next session instead (contract
-  /// 6 of core/backend.hpp: a ride-through bid retries until the core withdraws it). Its node went
-  /// with the old session, so it queues again with a new one, behind whoever came meanwhile: it
-  /// loses its place, not its caller's deadline. Only while a new session is asked for
-  /// (config::new_session_after_expiry); a client expired for good fails it, as before.
-  bool rides_on(const bid_run& b) const {
-    return b.again && b.events && !b.settled && zk && zk->get_config().new_session_after_expiry &&
-           zk->state() != session_state::expired && zk->state() != session_state::closed;
+  /// Whether a session comes after an expiry (config::new_session_after_expiry, and the client not
+  /// expired for good nor closed): only then is a bid the expiry ended unsure, not failed.
+  bool session_follows() const {
+    return zk && zk->get_config().new_session_after_expiry && zk->state() != session_state::expired &&
+           zk->state() != session_state::closed;
   }
 
+  /// Owners whose bid ended unsure (contract 6): a node of theirs may live. The core's next bid of
+  /// one (the same owner) or its give-back looks the node up by owner before making one.
+  std::set<std::string> unsure_owners;
+
   void run(std::shared_ptr<bid_run> b) {
-    bool anew = false;
     for (auto& a : b->recipe.take_actions()) {
       using k = lock_recipe::action::kind;
       switch (a.what) {
@@ -118,13 +118,17 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         }
         break;
       case k::failed:
-        if (a.ec == error::session_expired && rides_on(*b)) {
-          anew = true; // the old recipe is over: its `done` below leaves the bid running
-          break;
-        }
         if (auto* e = std::exchange(b->events, nullptr)) {
           b->settled = true;
-          e->failed(lock_error(a.ec), a.words.empty() ? a.ec.message() : a.words + ": " + a.ec.message());
+          auto words = a.words.empty() ? a.ec.message() : a.words + ": " + a.ec.message();
+          if (a.ec == error::session_expired && session_follows()) {
+            // Its node went with the session; the core bids again under the next one (the same
+            // owner) for a caller with a deadline (contract 6).
+            unsure_owners.insert(b->recipe.owner());
+            e->unsure(error::session_expired, std::move(words));
+          } else {
+            e->failed(lock_error(a.ec), std::move(words));
+          }
         }
         break;
       case k::released:
@@ -132,20 +136,16 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
           complete_later(ex, std::move(h), asio::cancellation_slot{}, a.ec, a.words);
         break;
       case k::done:
-        if (anew)
-          break;
         running.erase(b);
         if (auto it = held.find(b->recipe.owner()); it != held.end() && it->second == b)
           held.erase(it);
+        if (b->given_back) {
+          auto h = std::move(*b->given_back);
+          b->given_back.reset();
+          complete_later(ex, std::move(h), asio::cancellation_slot{}, error_code{}, std::string());
+        }
         break;
       }
-    }
-    if (anew) {
-      ++b->generation;
-      b->held_back.reset();
-      b->recipe = b->again();
-      b->recipe.start();
-      run(b);
     }
   }
 
@@ -204,7 +204,6 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   void send(const std::shared_ptr<bid_run>& b, const lock_recipe::action& a) {
     using k = lock_recipe::action::kind;
     const auto id = a.id;
-    const auto gen = b->generation; // a reply to an earlier recipe of the bid is dropped
     auto self = shared_from_this();
     if (!zk) { // detached: every request fails as on a closed client, never inline
       asio::post(ex, [self, b, id, what = a.what] { self->feed(b, what, id, error::closed); });
@@ -212,16 +211,16 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     }
     switch (a.what) {
     case k::create_parent:
-      zk->create(a.path, "", create_mode::container, [self, b, id, gen](error_code ec, const created&) {
-        if (b->generation != gen)
+      zk->create(a.path, "", create_mode::container, [self, b, id](error_code ec, const created&) {
+        if (b->dropped)
           return;
         b->recipe.parent_created(id, ec);
         self->run(b);
       });
       break;
     case k::create:
-      zk->create(a.path, "", create_mode::ephemeral_sequential, [self, b, id, gen](error_code ec, const created& c) {
-        if (b->generation != gen)
+      zk->create(a.path, "", create_mode::ephemeral_sequential, [self, b, id](error_code ec, const created& c) {
+        if (b->dropped)
           return;
         b->recipe.created(id, ec, c.path, c.node.czxid);
         self->run(b);
@@ -229,8 +228,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       break;
     case k::list:
     case k::list_watch:
-      zk->get_children(a.path, a.what == k::list_watch, [self, b, id, gen](error_code ec, const children& c) {
-        if (b->generation != gen)
+      zk->get_children(a.path, a.what == k::list_watch, [self, b, id](error_code ec, const children& c) {
+        if (b->dropped)
           return;
         b->recipe.listed(id, ec, c.names);
         self->run(b);
@@ -238,16 +237,16 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       break;
     case k::watch:
     case k::stat:
-      zk->exists(a.path, a.what == k::watch, [self, b, id, gen](error_code ec, const std::optional<node_stat>& st) {
-        if (b->generation != gen)
+      zk->exists(a.path, a.what == k::watch, [self, b, id](error_code ec, const std::optional<node_stat>& st) {
+        if (b->dropped)
           return;
         b->recipe.looked(id, ec, st.has_value(), st ? st->czxid : 0);
         self->run(b);
       });
       break;
     case k::remove:
-      zk->remove(a.path, -1, [self, b, id, gen](error_code ec) {
-        if (b->generation != gen)
+      zk->remove(a.path, -1, [self, b, id](error_code ec) {
+        if (b->dropped)
           return;
         b->recipe.removed(id, ec);
         self->run(b);
@@ -300,6 +299,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     case session_state::connected:
       if (std::exchange(suspended, false)) // a watch may have been missed meanwhile: look again
         for_each_running(&lock_recipe::reconnected);
+      if (told.reachable)
+        told.reachable(); // bids the core held back go now
       break;
     case session_state::expired:
       if (session && told.session_lost)
@@ -308,8 +309,12 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         if (b->held_back)
           if (auto* e = std::exchange(b->events, nullptr)) {
             b->settled = true;
-            e->failed(error::session_expired, "the ZooKeeper session ended before its grant could be "
-                                              "handed over (the lease's bound had passed)");
+            std::string words = "the ZooKeeper session ended before its grant could be handed over "
+                                "(the lease's bound had passed)";
+            if (session_follows())
+              e->unsure(error::session_expired, std::move(words));
+            else
+              e->failed(error::session_expired, std::move(words));
           }
       // A bid waiting on its watch hears nothing more from a session that is gone.
       for_each_running(&lock_recipe::session_ended);
@@ -318,11 +323,10 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     }
   }
 
-  /// Contract 6: a bid without a deadline (ride_through false) made while the client has no
-  /// session — a new one being asked for after an expiry, which has no give-up time — fails with
-  /// not_connected once the client's own session bound (connect()'s) passes without one. Its
-  /// recipe is withdrawn: a create that lands on the new session is deleted. A bid with
-  /// ride_through waits on, until the core withdraws it at its caller's deadline.
+  /// Contract 6: a bid made while the client has no session — a new one being asked for after an
+  /// expiry, which has no give-up time — ends unsure (not_connected) once the client's own session
+  /// bound (connect()'s) passes without one. Its recipe is dropped, not withdrawn: a create of it
+  /// that lands on the new session is found by owner by the core's next bid or give-back.
   void bound_by_session(const std::shared_ptr<bid_run>& b) {
     const auto bound = lock_access::session_bound(*zk);
     b->bound = std::make_unique<asio::steady_timer>(ex, bound);
@@ -335,9 +339,10 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       if (!e)
         return; // settled or withdrawn meanwhile
       b->settled = true;
-      b->recipe.withdraw();
-      self->run(b);
-      e->failed(error::not_connected, "no ZooKeeper session within " + std::to_string(bound.count()) +
+      b->dropped = true; // its replies, if any, are not followed
+      self->running.erase(b);
+      self->unsure_owners.insert(b->recipe.owner());
+      e->unsure(error::not_connected, "no ZooKeeper session within " + std::to_string(bound.count()) +
                                           " ms (a new one is asked for after the last expired)");
     });
   }
@@ -440,6 +445,14 @@ std::string lock_backend::store_key(const core::lock_spec& lock) const {
   return lock_root(lock.options.prefix, why) + "/" + node_name(lock.name); // check() passed
 }
 
+namespace {
+lock_recipe recipe_of(const std::string& dir, const core::bid& b, const std::string& owner) {
+  return b.lock->kind == core::lock_kind::semaphore
+             ? lock_recipe(dir, owner, b.wait, b.permits, b.lock->capacity)
+             : lock_recipe(dir, node_kind_of(b), owner, b.wait);
+}
+} // namespace
+
 std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
                                                        core::contender_events& events) {
   const auto dir = b.lock->store_key.empty() ? store_key(*b.lock) : b.lock->store_key;
@@ -458,26 +471,31 @@ std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string 
     return answered(node_kind::permits, error::invalid_argument,
                     "the bid asks for more permits than semaphore '" + b.lock->name + "' has (" +
                         std::to_string(b.lock->capacity) + ")");
-  if (!b.wait && !b.ride_through && s_->zk && s_->zk->state() == session_state::suspended)
-    // A one look (try_acquire) while the session has lost its server: nothing is known of the
-    // lock, and the look would wait for a reconnect or the session's expiry. Answered now, as
-    // Redis answers a try_acquire without a connection.
-    return answered(node_kind_of(b), error::not_connected,
-                    "ZooKeeper: the session is suspended (its connection lost, not yet back)");
-  auto make = [dir, kind = node_kind_of(b), owner, b]() {
-    return b.lock->kind == core::lock_kind::semaphore
-               ? lock_recipe(dir, owner, b.wait, b.permits, b.lock->capacity)
-               : lock_recipe(dir, kind, owner, b.wait);
-  };
-  auto run = std::make_shared<bid_run>(make(), &events);
-  if (b.ride_through)
-    run->again = make;
+  auto run = std::make_shared<bid_run>(recipe_of(dir, b, owner), &events);
   s_->running.insert(run);
-  run->recipe.start();
+  // An owner whose last bid ended unsure may have a node: found by owner, not made twice.
+  if (s_->unsure_owners.erase(owner))
+    run->recipe.resume();
+  else
+    run->recipe.start();
   s_->run(run);
-  if (!b.ride_through && s_->zk && s_->zk->state() == session_state::connecting)
+  if (s_->zk && s_->zk->state() == session_state::connecting)
     s_->bound_by_session(run);
   return std::make_unique<zk_contender>(s_, run);
+}
+
+void lock_backend::give_back(const core::bid& b, const std::string& owner,
+                             core::handler<void(error_code, std::string)> h) {
+  // A recipe of the owner that finds its node by owner and deletes it; done when nothing is left
+  // (its session's end counts: the node went with it).
+  const auto dir = b.lock->store_key.empty() ? store_key(*b.lock) : b.lock->store_key;
+  s_->unsure_owners.erase(owner);
+  auto run = std::make_shared<bid_run>(recipe_of(dir, b, owner), nullptr);
+  run->given_back.emplace(std::move(h));
+  s_->running.insert(run);
+  run->recipe.resume();
+  run->recipe.withdraw();
+  s_->run(run);
 }
 
 void lock_backend::release(const core::held& lease, core::handler<void(error_code, std::string)> h) {
@@ -499,31 +517,18 @@ void lock_backend::renew(std::vector<core::renewal> leases,
                  std::vector<core::renew_outcome>(leases.size()));
 }
 
-void lock_backend::close(std::chrono::milliseconds bound, core::handler<void()> h) {
+void lock_backend::close(core::handler<void()> h) {
   // Closing the session deletes every node of ours at once; bids still open fail with closed.
-  struct once {
-    std::optional<core::handler<void()>> h;
-    asio::steady_timer timer;
-    void done(const asio::any_io_executor& ex) {
-      timer.cancel();
-      if (h) {
-        auto out = std::move(*h);
-        h.reset();
-        complete_later(ex, std::move(out), asio::cancellation_slot{});
-      }
-    }
-  };
-  auto o = std::make_shared<once>(once{std::nullopt, asio::steady_timer(s_->ex)});
-  o->h.emplace(std::move(h));
-  auto ex = s_->ex;
-  o->timer.expires_after(bound);
-  o->timer.async_wait([o, ex](error_code ec) {
-    if (!ec)
-      o->done(ex);
-  });
   if (!s_->zk)
-    return o->done(ex);
-  lock_access::close_session(*s_->zk, [o, ex](error_code) { o->done(ex); });
+    return complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
+  lock_access::close_session(*s_->zk, [h = std::move(h), ex = s_->ex](error_code) mutable {
+    complete_later(ex, std::move(h), asio::cancellation_slot{});
+  });
+}
+
+void lock_backend::give_up() {
+  if (s_->zk)
+    lock_access::give_up_session(*s_->zk);
 }
 
 void lock_backend::set_hooks(hooks h) { s_->told = std::move(h); }

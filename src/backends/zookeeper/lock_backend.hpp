@@ -23,12 +23,11 @@
 // session_lost(session, session_expired): every lease of it is gone, its nodes with it, and every
 // recipe of it ends (lock_recipe::session_ended). With config::new_session_after_expiry the client
 // then opens a new session; grants carry the session id they follow, so that session's
-// session_alive never moves an old lease, and later bids run on it. Until it is up, a bid with
-// ride_through false fails with not_connected after the client's session bound (contract 6); a
-// bid with ride_through that was waiting (or on its way) when the session expired is not failed:
-// its recipe starts anew under the new session (a new node, behind whoever queued meanwhile), and
-// only the core's withdrawal at its caller's deadline ends it. Without that option the session is
-// over for good and such a bid fails with session_expired.
+// session_alive never moves an old lease, and later bids run on it. Until it is up, a bid ends
+// unsure (not_connected) after the client's session bound; a bid that was waiting (or on its way)
+// when the session expired ends unsure (session_expired): the core bids again in the same owner for
+// a caller with a deadline (contract 6) — a new node under the new session, behind whoever queued
+// meanwhile, looked up by owner first (lock_recipe::resume) — or gives the owner back.
 //
 // A held node deleted by someone else while the session lives is told too: each held node has an
 // exists watch (one per held lock); its deletion, not ours, → lease_gone(owner).
@@ -76,9 +75,12 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void give_back(const core::bid& b, const std::string& owner,
+                 core::handler<void(error_code, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
-  void close(std::chrono::milliseconds bound, core::handler<void()> h) override;
+  void close(core::handler<void()> h) override;
+  void give_up() override;
   void set_hooks(hooks h) override;
 
   struct state;

@@ -114,6 +114,11 @@ void lock_recipe::start() {
     create();
 }
 
+void lock_recipe::resume() {
+  if (state_ == state::idle && !withdrawn_)
+    list(state::finding);
+}
+
 void lock_recipe::create() {
   state_ = state::creating;
   const auto id = send(action::kind::create, dir_ + "/" + node_prefix());

@@ -100,6 +100,9 @@ public:
   lock_recipe(std::string dir, std::string owner, bool wait, std::int64_t permits, std::int64_t capacity);
 
   void start();
+  /// start() for an owner whose earlier bid ended unsure (a node of it may live): looks it up by
+  /// owner first, as after a create whose reply was lost; makes one only if none is found.
+  void resume();
   void created(std::uint64_t id, error_code ec, std::string_view path, std::int64_t czxid);
   void parent_created(std::uint64_t id, error_code ec);
   void listed(std::uint64_t id, error_code ec, const std::vector<std::string>& names);

@@ -346,6 +346,11 @@ void session::close(time_point now) {
   close_deadline_ = now + cfg_.connect_timeout;
 }
 
+void session::give_up() {
+  if (phase_ != phase::over)
+    end(session_state::closed, zk_error::connection_loss);
+}
+
 void session::write_request(queued q, time_point now) {
   jute_writer w;
   write_request_header(w, q.xid, q.type);

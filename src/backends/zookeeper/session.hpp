@@ -121,6 +121,10 @@ public:
   /// Forgets a request: no completion will come for it (its reply, if any, is matched and dropped).
   void cancel(std::int32_t xid);
   void close(time_point now);
+  /// Stops waiting for the session's end (a close's bound passed, or the server never answers):
+  /// the connection drops and the machine is over (closed); every request still out completes with
+  /// connection_loss. The server expires the session on its own. Nothing if already over.
+  void give_up();
 
   /// The actions since the last take, in order.
   std::vector<action> take_actions() { return std::exchange(out_, {}); }
