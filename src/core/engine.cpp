@@ -123,24 +123,42 @@ engine_impl::~engine_impl() {
   drop_resends();
 }
 
+template <typename F>
+void engine_impl::tell_parked(F f) {
+  if (parked_.empty())
+    return;
+  const auto lines = std::exchange(parked_, {});
+  for (const auto& l : lines) {
+    f(*l);
+    if (l->holds_back())
+      parked_.insert(l);
+  }
+}
+
 void engine_impl::start() {
   backend::hooks h;
   std::weak_ptr<keeper> k = keeper_;
-  h.session_alive = [k](std::uint64_t session, steady::time_point until) {
+  h.session_alive = [k, w = weak_from_this()](std::uint64_t session, steady::time_point until) {
     if (auto p = k.lock())
       p->session_alive(session, until);
+    if (auto e = w.lock())
+      e->tell_parked([&](waiting_line& l) { l.session_alive(session, until); });
   };
-  h.session_shortened = [k](std::uint64_t session, steady::time_point until) {
+  h.session_shortened = [k, w = weak_from_this()](std::uint64_t session, steady::time_point until) {
     if (auto p = k.lock())
       p->session_shortened(session, until);
+    if (auto e = w.lock()) // alive, if only until `until`: a grant held back may go
+      e->tell_parked([&](waiting_line& l) { l.session_alive(session, until); });
   };
   h.lease_gone = [k](const std::string& owner) {
     if (auto p = k.lock())
       p->lease_gone(owner);
   };
-  h.session_lost = [k](std::uint64_t session, error_code) {
+  h.session_lost = [k, w = weak_from_this()](std::uint64_t session, error_code) {
     if (auto p = k.lock())
       p->session_lost(session);
+    if (auto e = w.lock())
+      e->tell_parked([&](waiting_line& l) { l.session_lost(session); });
   };
   h.reconnected = [k] {
     if (auto p = k.lock())

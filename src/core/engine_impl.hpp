@@ -51,6 +51,10 @@ public:
   /// or the engine closes (whose backend close gives back what is still out): what a holder gave
   /// up, or lost while cut off, does not stay held at a store whose session outlived the cut.
   void send_release(core::held lease, handler<void(error_code, std::string)> h);
+  /// `l` holds a grant back until its session's next proof of life (waiting_line::parked_): it
+  /// hears session_alive and session_lost until then.
+  void parked(const std::shared_ptr<waiting_line>& l) { parked_.insert(l); }
+
   /// Gives `owner` back at the store (backend::give_back: its bid `b` ended unsure and nobody
   /// wants it), sent again as a release is, until the store has run it or the engine closes.
   void send_give_back(core::bid b, std::string owner);
@@ -90,6 +94,10 @@ private:
     void finish(const asio::any_io_executor& ex);
   };
   std::shared_ptr<closing> closing_;
+  std::set<std::shared_ptr<waiting_line>> parked_; // lines holding a grant back (session stores)
+  /// The lines holding a grant back hear of `session` (each leaves the set once it has none).
+  template <typename F>
+  void tell_parked(F f);
 };
 
 } // namespace corolock::core

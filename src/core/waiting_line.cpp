@@ -21,7 +21,14 @@ public:
   explicit relay(waiting_line& l) : line(&l) {}
   void granted(grant g) override {
     if (auto* l = live()) {
-      l->line_.granted(g, l->b_->now());
+      const auto now = l->b_->now();
+      if (l->b_->traits().leases == lease_model::session && g.from + g.valid_for <= now) {
+        l->parked_ = g; // the session's next proof of life hands it over (session_alive)
+        if (auto e = l->eng_.lock())
+          e->parked(l->shared_from_this());
+        return;
+      }
+      l->line_.granted(g, now);
       l->on_event(*this);
     }
   }
@@ -99,6 +106,31 @@ void waiting_line::reachable() {
   run();
 }
 
+void waiting_line::session_alive(std::uint64_t session, steady::time_point until) {
+  const auto now = b_->now();
+  if (!parked_ || parked_->session != session || until <= now)
+    return;
+  auto g = *parked_;
+  parked_.reset();
+  g.from = now;
+  g.valid_for = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+  line_.granted(g, now);
+  retire();
+  run();
+}
+
+void waiting_line::session_lost(std::uint64_t session) {
+  if (!parked_ || parked_->session != session)
+    return;
+  parked_.reset();
+  line_.unsure(error::session_expired,
+               "the session ended before its grant could be handed over (the lease's bound had "
+               "passed when the grant was read)",
+               b_->now());
+  retire();
+  run();
+}
+
 void waiting_line::cancel(std::uint64_t id) {
   if (callers_.contains(id)) {
     line_.leave(id, asio::error::operation_aborted, b_->now());
@@ -139,6 +171,12 @@ void waiting_line::run() {
     case line_action::kind::withdraw:
       if (open_)
         open_->withdraw();
+      if (parked_) {
+        // Granted at the store, never handed over: the lock goes back, owner-checked.
+        if (auto e = eng_.lock())
+          e->send_release({spec, a.owner, parked_->token, permits, shared, parked_->session}, {});
+        parked_.reset();
+      }
       retire();
       break;
     case line_action::kind::give_back:

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,8 +57,15 @@ public:
   void close(error_code why);
   /// The store can be reached again (backend hook): a held-back bid goes now.
   void reachable();
+  /// Session stores: a grant parked because its session's bound had passed when it came (see
+  /// relay::granted) is handed over once `session` is alive past now...
+  void session_alive(std::uint64_t session, steady::time_point until);
+  /// ...and ends unsure (session_expired) if the session ends first: its lock went with it.
+  void session_lost(std::uint64_t session);
 
   bool idle() const noexcept { return line_.idle() && delivering_.empty(); }
+  /// A grant is held back for its session's next proof of life.
+  bool holds_back() const noexcept { return parked_.has_value(); }
   std::size_t callers() const noexcept { return line_.callers(); }
 
   /// Grants read after their lease ran out that one caller waits through (see above).
@@ -102,6 +110,11 @@ private:
   std::uint64_t ids_ = 0;
   std::unique_ptr<contender> open_;
   std::unique_ptr<relay> relay_;
+  /// The open contender's grant, held back: a session store granted it with the session's bound
+  /// already passed (the reply read late: a stopped process, a slow server). Handed over with a
+  /// bound ahead of it after the session's next proof of life; a lease lost as it is handed over
+  /// otherwise. The one place of this rule for every session store.
+  std::optional<grant> parked_;
   std::unique_ptr<timer> timer_;
 };
 

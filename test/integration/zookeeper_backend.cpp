@@ -148,9 +148,10 @@ struct stopped_waiter {
   double taken_after = -1;  ///< with a step: ms from the step to the holder's new grant of the lock
 };
 
-/// Runs while the waiter's grant is held back (the reply read, no proof of life after it yet): the
-/// waiter's contender, which the step may withdraw (and reset).
-using held_back_step = std::function<void(std::unique_ptr<core::contender>&)>;
+/// Runs once the waiter has read its grant, before a proof of life after it: the waiter's contender
+/// (which the step may withdraw and reset) and a release of its grant as the core sends it for a
+/// grant it holds back and nobody wants (waiting_line::parked_).
+using held_back_step = std::function<void(std::unique_ptr<core::contender>&, const std::function<void()>& release)>;
 
 /// A holder and a waiter (behind a proxy that holds each packet to it `delay`) on one lock, with
 /// sessions of `timeout`. The holder releases; the watch event reaches the waiter, which sends
@@ -208,10 +209,13 @@ stopped_waiter waiter_stopped_with_its_reply_in_flight(milliseconds timeout, mil
       BOOST_REQUIRE(co_await eventually([&] {
         return waiter.client.alive_until() > read_before || out.events.events > 0;
       }, milliseconds(1000)));
-      out.held_back = out.events.events == 0 && !waiter.lost_at &&
-                      waiter.client.alive_until() - timeout / 10 <= clock_type::now();
+      // Handed over with no time left (the core holds such a grant until a proof of life).
+      out.held_back = out.events.what == "granted" && out.events.g.valid_for.count() == 0 && !waiter.lost_at;
       const auto stepped = clock_type::now();
-      step(cw);
+      step(cw, [&] {
+        waiter.backend.release(held_of(lock, ow, out.events),
+                               core::handler<void(error_code, std::string)>([](error_code, std::string) {}));
+      });
       proxy.blackhole(direction::server_to_client, false);
       // The ping's reply: a bound ahead of now, at which a grant still held back is handed over.
       BOOST_TEST(co_await eventually([&] {
@@ -552,10 +556,10 @@ BOOST_AUTO_TEST_CASE(a_reply_read_after_the_waiter_s_session_deadline_grants_not
 }
 
 // The same stop, ending after the lease's bound (the session's deadline minus a tenth) but before
-// the session's deadline: the session lives, the grant is real, but handed over now it would be
-// a lease lost at once. It is handed over after the next proof of life (the ping the resumed
-// session sends), with a bound ahead of it.
-BOOST_AUTO_TEST_CASE(a_grant_read_past_the_lease_s_bound_waits_for_a_proof_of_life) {
+// the session's deadline: the session lives, the grant is real, but as a lease it would be lost
+// at once. The backend hands it over with no time left (valid_for 0) and its session: the core
+// holds it until the next proof of life (core_engine/a_session_grant_read_past_its_bound_waits_for_a_proof_of_life).
+BOOST_AUTO_TEST_CASE(a_grant_read_past_the_lease_s_bound_is_handed_over_with_no_time_left) {
   const auto timeout = milliseconds(3000); // the bound: a tenth (300 ms) before the deadline
   const auto delay = milliseconds(50);
   // The bound is that of the request answered before the release (about 2 x delay before the
@@ -570,26 +574,29 @@ BOOST_AUTO_TEST_CASE(a_grant_read_past_the_lease_s_bound_waits_for_a_proof_of_li
     return;
   }
   BOOST_TEST(w.events.what == "granted");
-  BOOST_TEST(w.events.g.valid_for.count() > 0, "granted with a bound already passed");
+  BOOST_TEST(w.events.g.valid_for.count() == 0, "granted with " << w.events.g.valid_for.count() << " ms left");
+  BOOST_TEST(w.events.g.session != 0u);
   BOOST_TEST(!w.lost.has_value());
 }
 
-// The stop above, and the bid withdrawn while its grant is held back (the core's cancellation,
-// deadline or close()): no event ever comes, not even at the proof of life that would have handed
-// it over, and its node is deleted at once: the holder takes the lock again while the waiter's
+// The stop above, and the grant the core holds back then given up (the core's cancellation,
+// deadline or close(): the line withdraws, and the core releases the grant it holds): no other
+// event comes, and its node is deleted at once: the holder takes the lock again while the waiter's
 // session lives (without the delete, the node would stand as long as that session).
 BOOST_AUTO_TEST_CASE(a_grant_held_back_and_then_withdrawn_is_never_handed_over_and_its_node_goes) {
   const auto timeout = milliseconds(4000); // the bound: a tenth (400 ms) before the deadline
   const auto w = waiter_stopped_with_its_reply_in_flight(
-      timeout, milliseconds(50), milliseconds(3640), true, [](std::unique_ptr<core::contender>& cw) {
+      timeout, milliseconds(50), milliseconds(3640), true,
+      [](std::unique_ptr<core::contender>& cw, const std::function<void()>& release) {
         cw->withdraw();
         cw.reset();
+        release();
       });
   BOOST_TEST_MESSAGE("resumed " << ms_between(w.asked, w.resumed) << " ms after the getChildren; held back: "
                                 << w.held_back << "; the holder had the lock again " << w.taken_after
                                 << " ms after the withdrawal");
-  BOOST_TEST(w.held_back, "the grant was not held back when the bid was withdrawn (resumed late?)");
-  BOOST_TEST(w.events.events == 0, "an event after the withdrawal: " << w.events.what);
+  BOOST_TEST(w.held_back, "the grant did not come with its bound passed (resumed late?)");
+  BOOST_TEST(w.events.events == 1, "an event after the withdrawal: " << w.events.what);
   BOOST_TEST(!w.lost.has_value());
   BOOST_TEST(w.taken_after >= 0); // granted (not taken) while the waiter's session, owning its node, lived
 }

@@ -57,7 +57,6 @@ struct bid_run {
   lock_recipe recipe;
   core::contender_events* events; ///< null once withdrawn or once its event was delivered
   bool settled = false;           ///< its event was delivered
-  std::optional<std::uint64_t> held_back; ///< granted with the session's bound passed: its token
   std::unique_ptr<asio::steady_timer> bound; ///< see state::bound_by_session
   std::vector<core::handler<void(error_code, std::string)>> releases;
   /// Dropped at the session bound (an unsure end): replies to its requests are not followed (the
@@ -149,22 +148,16 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     }
   }
 
-  /// Gives the grant to the core, unless the session's bound (the lease's: alive_until minus the
-  /// margin) has passed already (the reply that granted was read late: this process stopped, or
-  /// the server slow to answer), which would be a lease lost as it is handed over. Such a grant
-  /// is held back until a reply moves the bound past now (on_alive; the session pings when idle),
-  /// or fails when the session ends first (on_state); a withdrawal gives its node back.
+  /// Gives the grant to the core, valid until the session's bound (the lease's: alive_until minus
+  /// the margin) — 0 ms when it has passed already (the reply that granted was read late: this
+  /// process stopped, or the server slow to answer): the core then holds it back until a proof of
+  /// life moves the bound past now (session_alive), or ends it when the session ends first.
   void hand_over(const std::shared_ptr<bid_run>& b, std::uint64_t token) {
     if (!b->events)
       return; // cannot happen: a withdrawn recipe grants nothing
     const auto now = steady::now();
     const auto until = zk ? zk->alive_until() - margin() : now;
-    if (zk && until <= now) {
-      b->held_back = token;
-      return;
-    }
     auto* e = std::exchange(b->events, nullptr);
-    b->held_back.reset();
     b->settled = true;
     held[b->recipe.owner()] = b;
     session = zk ? zk->session_id() : session;
@@ -305,17 +298,6 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     case session_state::expired:
       if (session && told.session_lost)
         told.session_lost(static_cast<std::uint64_t>(session), error::session_expired);
-      for (const auto& b : std::vector<std::shared_ptr<bid_run>>(running.begin(), running.end()))
-        if (b->held_back)
-          if (auto* e = std::exchange(b->events, nullptr)) {
-            b->settled = true;
-            std::string words = "the ZooKeeper session ended before its grant could be handed over "
-                                "(the lease's bound had passed)";
-            if (session_follows())
-              e->unsure(error::session_expired, std::move(words));
-            else
-              e->failed(error::session_expired, std::move(words));
-          }
       // A bid waiting on its watch hears nothing more from a session that is gone.
       for_each_running(&lock_recipe::session_ended);
       break;
@@ -361,10 +343,6 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     else if (told.session_alive)
       told.session_alive(static_cast<std::uint64_t>(session), until);
     told_until = until;
-    const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
-    for (const auto& b : all)
-      if (b->held_back)
-        hand_over(b, *b->held_back);
   }
 };
 

@@ -16,10 +16,10 @@
 // was and the core marks the leases lost when it passes — before any server may expire the
 // session and grant the lock to another. A reconnect in time keeps the session and the locks (the
 // next reply moves the bound again); but a lease the core already marked lost stays lost (lost()
-// never flips back). A grant is never handed over with that bound already passed (a reply read
-// late: the process stopped, the server slow): it waits for the next proof of life, or fails
-// with session_expired if the session ends first; a reply read past the deadline itself is
-// expiry, not a grant (session.hpp). The session's expiry (the server's word, or the local deadline) →
+// never flips back). A grant read with that bound already passed (a reply read late: the process
+// stopped, the server slow) goes to the core with valid_for 0, which holds it back until the next
+// proof of life, or ends it (session_expired) if the session ends first — the core's rule for
+// every session store; a reply read past the deadline itself is expiry, not a grant (session.hpp). The session's expiry (the server's word, or the local deadline) →
 // session_lost(session, session_expired): every lease of it is gone, its nodes with it, and every
 // recipe of it ends (lock_recipe::session_ended). With config::new_session_after_expiry the client
 // then opens a new session; grants carry the session id they follow, so that session's
