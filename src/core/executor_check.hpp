@@ -13,9 +13,9 @@
 // dies with the io_context, so a later io_context at the same address starts clean):
 //
 //  - the runner: the last thread seen running that io_context — set by every checked call made on
-//    the executor and by every completion corolock delivers through it (detail::complete_later),
-//    with a token that the thread's exit clears (a thread that ran io.run() and was joined runs
-//    nothing any more);
+//    the executor and by every completion corolock delivers through it (detail::complete_later, and
+//    the waiting line's acquisitions), with a token that the thread's exit clears (a thread that
+//    ran io.run() and was joined runs nothing any more);
 //  - a call off the executor is refused only when the io_context is not stopped (io.run() has not
 //    returned for lack of work or stop()) and the runner is another thread, still alive.
 //
@@ -27,8 +27,11 @@
 // and a call racing a thread of the same io_context that is not the recorded runner. One case can
 // be refused although it was safe: another thread ran the io_context with run_for/run_one/poll,
 // returned without the io_context stopping, is still alive, and this thread calls in without
-// running it — use the io_context from one thread, or post the call to it. Executors not on an
-// io_context (a thread_pool, the system executor, a user's own) are not checked.
+// running it — use the io_context from one thread, or post the call to it. Executors recognised:
+// an io_context's (any of its properties), a strand of it, a strand of an any_io_executor on it;
+// others (a thread_pool, the system executor, a user's own) are not checked. Nor does it replace a
+// strand: calls from two threads that both run an io_context without one are not told apart.
+// Cost when on: per checked call and per delivery, a service lookup and a mutex.
 //
 // On a refused call it writes what was called, on which lock, and what to do, to stderr, then
 // aborts (std::abort: a debug assertion, also under a death test).
