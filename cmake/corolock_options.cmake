@@ -34,6 +34,14 @@ target_compile_options(corolock_warnings INTERFACE -Wall -Wextra -Wpedantic
   $<$<CXX_COMPILER_ID:GNU>:-Wno-mismatched-new-delete>)
 
 set(COROLOCK_SANITIZE "" CACHE STRING "Sanitizers to build with, e.g. address,undefined")
+
+# The debug check that a client and its locks are called from the client's executor
+# (src/core/executor_check.hpp): a call from another thread while one runs the io_context aborts
+# with words. AUTO: on in Debug builds (CI's sanitized build is one), off otherwise; ON or OFF
+# forces it. It costs a lock and a lookup per call and per completion, so not in release builds.
+set(COROLOCK_CHECK_EXECUTOR AUTO CACHE STRING
+    "Abort on a call made off the client's executor: AUTO (Debug builds), ON or OFF")
+set_property(CACHE COROLOCK_CHECK_EXECUTOR PROPERTY STRINGS AUTO ON OFF)
 if(COROLOCK_SANITIZE)
   add_compile_options(-fsanitize=${COROLOCK_SANITIZE} -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${COROLOCK_SANITIZE})

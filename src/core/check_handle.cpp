@@ -1,8 +1,8 @@
 // The handle's argument checks that hold for every store (core/handle.hpp): the name's length by
 // the store's traits, the lease's bounds, and each option or kind the store's traits lack
 // (contract 7 of core/backend.hpp), and options of another store (lock_options::store). The store's
-// own rules (a prefix, its own options' ranges, …) follow in backend::check; a name's bytes are
-// never refused (a store encodes what it cannot hold).
+// own rules (its own options' ranges, …) follow in backend::check; a name's or a prefix's bytes are
+// never refused (a store encodes what it cannot hold), only their lengths.
 #include "core/handle.hpp"
 #include "core/printable_name.hpp"
 
@@ -28,6 +28,8 @@ void check_handle(const backend_traits& traits, const lock_spec& spec, const cha
   const std::string lock = "lock " + printable_name(spec.name) + ": ";
   if (o.lease < milliseconds(10) || o.lease > hours(24))
     refuse(what, lock + "lease must be 10 ms..24 h");
+  if (o.prefix.size() > lock_options::max_prefix) // any bytes: each store encodes what it cannot hold
+    refuse(what, lock + "a prefix is at most " + std::to_string(lock_options::max_prefix) + " bytes");
   if (!o.watchdog && !traits.fixed_lease)
     refuse(what, lock + "the " + store +
                      " store cannot serve a fixed lease (watchdog = false): its leases are " +

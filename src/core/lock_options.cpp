@@ -10,8 +10,8 @@ namespace corolock {
 
 boost::system::error_code lock_options::validate() const {
   using namespace std::chrono;
-  const bool ok = lease >= milliseconds(10) && lease <= hours(24) && prefix.size() <= max_prefix &&
-                  prefix.find_first_of("{}") == std::string::npos;
+  // A prefix is any bytes, as a name is: each store encodes what it cannot hold (docs/api.md).
+  const bool ok = lease >= milliseconds(10) && lease <= hours(24) && prefix.size() <= max_prefix;
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }
 

@@ -1,5 +1,6 @@
 #include <corolock/lock/semaphore.hpp>
 
+#include "core/executor_check.hpp"
 #include "core/run_locked.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
@@ -39,6 +40,9 @@ const lock_options& semaphore::options() const noexcept { return state_->spec->o
 
 void semaphore::async_acquire_impl(std::int64_t n, clock::time_point deadline, bool try_only,
                                    diagnostics* diag, detail::handler<void(error_code, guard)> h) {
+  core::check_executor(state_->ex,
+                       try_only ? "corolock::semaphore::try_acquire" : "corolock::semaphore::acquire",
+                       state_->spec->name);
   if (!detail::valid_count(n, 1)) {
     detail::diagnostics_access::client(diag, "a permit count is 1 .. 2^40");
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
@@ -50,6 +54,7 @@ void semaphore::async_acquire_impl(std::int64_t n, clock::time_point deadline, b
 
 void semaphore::async_set_permits_impl(std::int64_t permits, diagnostics* diag,
                                        detail::handler<void(error_code, semaphore_status)> h) {
+  core::check_executor(state_->ex, "corolock::semaphore::set_permits", state_->spec->name);
   if (!detail::valid_count(permits, 0)) {
     detail::diagnostics_access::client(diag, "a semaphore's permits are 0 .. 2^40");
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
@@ -61,6 +66,7 @@ void semaphore::async_set_permits_impl(std::int64_t permits, diagnostics* diag,
 
 void semaphore::async_status_impl(diagnostics* diag,
                                   detail::handler<void(error_code, semaphore_status)> h) {
+  core::check_executor(state_->ex, "corolock::semaphore::status", state_->spec->name);
   state_->status(diag, std::move(h));
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/engine_impl.hpp"
 #include "core/engine_lease.hpp"
+#include "core/executor_check.hpp"
 #include "core/printable_name.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/guard_access.hpp"
@@ -268,6 +269,9 @@ void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engi
             ? words_for(b_->traits().store, spec->name, ec, b_->now() >= c.deadline)
             : words);
   asio::post(b_->get_executor(), [self = shared_from_this(), id, ec] {
+#if COROLOCK_CHECK_EXECUTOR
+    note_running(self->b_->get_executor()); // the executor check's runner record
+#endif
     auto it = self->delivering_.find(id);
     if (it == self->delivering_.end())
       return;

@@ -4,6 +4,8 @@
 // right before the call, outside any cancellation handler that may be running.
 #pragma once
 
+#include "core/executor_check.hpp"
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -42,7 +44,14 @@ template <typename Executor, typename Handler, typename... Args>
 void complete_later(const Executor& ex, Handler&& h, boost::asio::cancellation_slot slot,
                     Args&&... args) {
   boost::asio::post(ex, [h = std::forward<Handler>(h), slot,
-                         args = std::make_tuple(std::forward<Args>(args)...)]() mutable {
+                         args = std::make_tuple(std::forward<Args>(args)...)
+#if COROLOCK_CHECK_EXECUTOR
+                         , ex
+#endif
+  ]() mutable {
+#if COROLOCK_CHECK_EXECUTOR
+    corolock::core::note_running_on(ex); // the executor check's runner record
+#endif
     if (slot.is_connected())
       slot.clear();
     std::apply(

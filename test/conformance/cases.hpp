@@ -24,9 +24,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace corolock::conformance {
@@ -512,6 +514,9 @@ asio::awaitable<void> bad_names_and_options_are_refused(F& f, asio::any_io_execu
   lock_options short_lease;
   short_lease.lease = 1ms;
   BOOST_TEST(refused("ok", short_lease));
+  lock_options long_prefix; // the core's check, on every store (odd_prefixes: any bytes up to it)
+  long_prefix.prefix = std::string(lock_options::max_prefix + 1, 'p');
+  BOOST_TEST(refused("ok", long_prefix));
   BOOST_TEST(!refused("ok", {}));
   co_return;
 }
@@ -552,49 +557,106 @@ inline std::string printable(const std::string& name) {
   return "'" + out + (name.size() > 40 ? "...' (" + std::to_string(name.size()) + " bytes)" : "'");
 }
 
-/// Each odd name of odd_names(): its handle is made, a client acquires it, a second client's
-/// try_acquire of that name is refused and its try_acquire of every other odd name is granted
-/// meanwhile (no two names share a lock), and the releases leave nothing behind.
+/// Each lock of `locks` (a name under options): its handles are made on two clients a and b, a
+/// acquires it, `b`'s try_acquire of it is refused and its try_acquire of every other lock is
+/// granted meanwhile (no two share a lock), and the releases leave nothing behind. `what` says
+/// what a failure is about ("lock name", "prefix and name"); `shown(i)` shows lock i.
 template <typename F>
-asio::awaitable<void> odd_names_work_on_every_store(F& f, asio::any_io_executor ex) {
+asio::awaitable<void> each_lock_apart(F& f, asio::any_io_executor ex,
+                                      std::vector<std::pair<lock_options, std::string>> locks,
+                                      const char* what, std::function<std::string(std::size_t)> shown) {
   auto a = co_await f.connect(ex);
   auto b = co_await f.connect(ex);
-  const auto names = odd_names();
-  std::vector<std::unique_ptr<mutex>> ma(names.size()), mb(names.size());
-  for (std::size_t i = 0; i < names.size(); ++i) {
+  std::vector<std::unique_ptr<mutex>> ma(locks.size()), mb(locks.size());
+  for (std::size_t i = 0; i < locks.size(); ++i) {
     try {
-      ma[i] = std::make_unique<mutex>(*a, names[i]);
-      mb[i] = std::make_unique<mutex>(*b, names[i]);
-      BOOST_TEST(ma[i]->name() == names[i]);
+      ma[i] = std::make_unique<mutex>(*a, locks[i].second, locks[i].first);
+      mb[i] = std::make_unique<mutex>(*b, locks[i].second, locks[i].first);
+      BOOST_TEST(ma[i]->name() == locks[i].second);
     } catch (const boost::system::system_error& e) {
       ma[i].reset();
-      BOOST_ERROR(f.backend << " refuses the lock name " << printable(names[i]) << ": " << e.what());
+      BOOST_ERROR(f.backend << " refuses the " << what << " " << shown(i) << ": " << e.what());
     }
   }
-  for (std::size_t i = 0; i < names.size(); ++i) {
+  for (std::size_t i = 0; i < locks.size(); ++i) {
     if (!ma[i])
       continue;
     auto [ec, g] = co_await ma[i]->try_acquire(tuple_awaitable);
-    BOOST_TEST(!ec, f.backend << " " << printable(names[i]) << ": " << ec.message());
-    BOOST_TEST(g.owns_lock(), f.backend << " " << printable(names[i]) << " is free, yet not granted");
+    BOOST_TEST(!ec, f.backend << " " << shown(i) << ": " << ec.message());
+    BOOST_TEST(g.owns_lock(), f.backend << " " << shown(i) << " is free, yet not granted");
     if (!g.owns_lock())
       continue;
-    for (std::size_t j = 0; j < names.size(); ++j) {
+    for (std::size_t j = 0; j < locks.size(); ++j) {
       if (!mb[j] || !ma[j])
         continue;
       auto [ecj, gj] = co_await mb[j]->try_acquire(tuple_awaitable);
-      BOOST_TEST(!ecj, f.backend << " " << printable(names[j]) << ": " << ecj.message());
+      BOOST_TEST(!ecj, f.backend << " " << shown(j) << ": " << ecj.message());
       if (i == j)
-        BOOST_TEST(!gj.owns_lock(), f.backend << " two owners of " << printable(names[i]));
+        BOOST_TEST(!gj.owns_lock(), f.backend << " two owners of " << shown(i));
       else
-        BOOST_TEST(gj.owns_lock(), f.backend << " " << printable(names[j]) << " meets "
-                                             << printable(names[i]) << " in one lock");
+        BOOST_TEST(gj.owns_lock(),
+                   f.backend << " " << shown(j) << " meets " << shown(i) << " in one lock");
       if (gj.owns_lock())
         co_await gj.unlock();
     }
     co_await g.unlock();
   }
   BOOST_TEST(co_await clean(f));
+}
+
+/// Each odd name of odd_names(), under the default prefix: each_lock_apart.
+template <typename F>
+asio::awaitable<void> odd_names_work_on_every_store(F& f, asio::any_io_executor ex) {
+  const auto names = odd_names();
+  std::vector<std::pair<lock_options, std::string>> locks;
+  for (const auto& n : names)
+    locks.emplace_back(lock_options{}, n);
+  co_await each_lock_apart(f, ex, std::move(locks), "lock name",
+                           [&](std::size_t i) { return printable(names[i]); });
+}
+
+/// Prefixes every store takes alike: any bytes, up to max_prefix of them, each store encoding what
+/// it cannot hold. The pairs of (prefix, name) that met in one lock when a store wrote its prefix
+/// as it is, or would if it did: Redis's hash tag ("x{a" + "(b" and "x" + "a{b" were one key), the
+/// SQL stores' hashed text ("cmutex\0d" + "e" and "c" + "dmutex\0e" were one key), ZooKeeper's
+/// folders ("p/" + "q", "p" + "/q", "p/q" + "r", "p" + "q/r"). Not here: the spellings ZooKeeper
+/// reads as one folder (a trailing ':', a leading '/': docs/api.md, lock names).
+inline std::vector<std::pair<std::string, std::string>> odd_prefixes() {
+  return {
+      {"a{b}/c", "n"},
+      {"x", "y"},
+      {"x{", "y"},
+      {"x}", "y"},
+      {"x", "a{b"},
+      {"x{a", "(b"},
+      {"c", std::string("dmutex\0e", 8)},
+      {std::string("cmutex\0d", 8), "e"},
+      {"p/", "q"},
+      {"p", "/q"},
+      {"p/q", "r"},
+      {"p", "q/r"},
+      {"", "n"},
+      {std::string("\0", 1), "n"},
+      {"zookeeper:", "n"},
+      {"..", "n"},
+      {std::string(lock_options::max_prefix, '}'), "n"},
+  };
+}
+
+/// Each (prefix, name) of odd_prefixes(): two clients exclude each other under that prefix, and
+/// no two pairs share a lock (each_lock_apart).
+template <typename F>
+asio::awaitable<void> odd_prefixes_work_on_every_store(F& f, asio::any_io_executor ex) {
+  const auto pairs = odd_prefixes();
+  std::vector<std::pair<lock_options, std::string>> locks;
+  for (const auto& [prefix, name] : pairs) {
+    lock_options o;
+    o.prefix = prefix;
+    locks.emplace_back(std::move(o), name);
+  }
+  co_await each_lock_apart(f, ex, std::move(locks), "prefix and name", [&](std::size_t i) {
+    return "prefix " + printable(pairs[i].first) + " name " + printable(pairs[i].second);
+  });
 }
 
 template <typename F>
@@ -966,7 +1028,8 @@ asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor 
   COROLOCK_CONFORMANCE_CASE(F, a_store_s_own_options_are_served_or_refused)                                   \
   COROLOCK_CONFORMANCE_CASE(F, a_service_of_many_callers)                                        \
   COROLOCK_CONFORMANCE_CASE(F, many_locks_held_at_once)                                          \
-  COROLOCK_CONFORMANCE_CASE(F, odd_names_work_on_every_store)
+  COROLOCK_CONFORMANCE_CASE(F, odd_names_work_on_every_store)                                     \
+  COROLOCK_CONFORMANCE_CASE(F, odd_prefixes_work_on_every_store)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \

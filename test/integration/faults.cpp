@@ -607,9 +607,12 @@ BOOST_AUTO_TEST_CASE(bad_names_foreign_values_and_unnoticed_losses) {
     BOOST_TEST(refused(""));
     BOOST_TEST(refused(std::string(1025, 'x')));
     BOOST_TEST(!refused(std::string(1024, 'x')));
-    lock_options braces;
+    lock_options braces; // any prefix: its braces are escaped before the tag (lock_names.hpp)
     braces.prefix = "app{1}:";
-    BOOST_TEST(refused("ok", braces));
+    BOOST_TEST(!refused("ok", braces));
+    lock_options too_long;
+    too_long.prefix = std::string(lock_options::max_prefix + 1, 'p');
+    BOOST_TEST(refused("ok", too_long));
     BOOST_TEST(refused("ok", lease_of(std::chrono::milliseconds(3))));
 
     // A value that merely looks like a lock ("12 foo") is not taken for one.

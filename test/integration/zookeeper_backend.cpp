@@ -652,17 +652,16 @@ BOOST_AUTO_TEST_CASE(any_name_is_taken_and_options_the_store_cannot_serve_are_re
     };
     for (const char* any : {"a/b", "..", "bad\x01"}) // escaped into one node (lock_paths.hpp)
       BOOST_TEST(!a.backend.check(named(any), words), any);
-    auto bad_prefix = named("x");
-    bad_prefix.options.prefix = "app//locks"; // a path of folders, taken as it is
-    refused(bad_prefix, "prefix");
+    for (const char* any : {"app//locks", "/zookeeper:", "a{b}/c", ""}) { // escaped (lock_paths.hpp)
+      auto prefixed = named("x");
+      prefixed.options.prefix = any;
+      BOOST_TEST(!a.backend.check(prefixed, words), any);
+    }
     BOOST_TEST(!a.backend.check(named("x", core::lock_kind::semaphore, 3), words),
                words); // served since the semaphore: a bid for more than the capacity fails when made
     auto fixed = named("x");
     fixed.options.watchdog = false;
     refused(fixed, "fixed_lease");
-    auto prefix = named("x");
-    prefix.options.prefix = "/zookeeper:";
-    refused(prefix, "ZooKeeper's own");
     BOOST_TEST(a.backend.traits().store == "zookeeper");
     BOOST_TEST((a.backend.traits().leases == core::lease_model::session));
     BOOST_TEST(a.backend.traits().semaphore);

@@ -1,11 +1,14 @@
 // A lock's Redis keys (src/backends/redis/lock_names.hpp): any name, '{' and '}' included, keeps
-// every key of its lock in one hash tag, and two names never share a key.
+// every key of its lock in one hash tag, and two names never share a key; any prefix, braces
+// included, leaves the tag (and the slot) to the name, and two (prefix, name) pairs never share one.
 #include "backends/redis/lock_names.hpp"
 #include "redis/cluster/key_slot.hpp"
 
 #include <boost/test/unit_test.hpp>
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace corolock::detail;
@@ -66,6 +69,34 @@ BOOST_AUTO_TEST_CASE(two_names_never_share_a_key) {
   for (std::size_t i = 0; i < tricky.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       BOOST_TEST(lock_key("p:", tricky[i]) != lock_key("p:", tricky[j]), i << " and " << j);
+}
+
+BOOST_AUTO_TEST_CASE(a_prefix_without_braces_keeps_its_keys_and_braces_are_escaped_before_the_tag) {
+  BOOST_TEST(prefix_of_key("corolock:") == "corolock:");
+  BOOST_TEST(lock_key("a{b}/c", "n") == "a}(b})/c{n}");
+  BOOST_TEST(lock_key("x{", "y") == "x}({y}");
+  BOOST_TEST(lock_key(std::string("p\0", 2), "n") == std::string("p\0{n}", 5));
+}
+
+BOOST_AUTO_TEST_CASE(two_prefix_and_name_pairs_never_share_a_key_and_the_name_alone_picks_the_slot) {
+  std::vector<std::string> prefixes = {"", "corolock:", "x", "x{", "x}", "x{a", "{", "}", "}(",
+                                       "})", "{(", "a{b}/c", std::string("a\0b", 3), "%"};
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& p : prefixes)
+    for (const auto& n : tricky)
+      pairs.emplace_back(p, n);
+  pairs.emplace_back("x", "a{b");  // x{a{(b} with the prefix written as it is ...
+  pairs.emplace_back("x{a", "(b"); // ... and so was this one
+  std::set<std::string> keys;
+  for (const auto& [p, n] : pairs) {
+    const auto key = lock_key(p, n);
+    const auto p_part = prefix_of_key(p);
+    BOOST_TEST(p_part.find('{') == std::string::npos);
+    BOOST_TEST(key.find('{') == p_part.size()); // the first '{' opens the tag
+    BOOST_TEST(hash_tag(key) == hash_tag_of(n)); // the slot is the name's whatever the prefix
+    keys.insert(key);
+  }
+  BOOST_TEST(keys.size() == pairs.size()); // every pair its own key
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,10 +1,11 @@
 // Where ZooKeeper locks live (src/backends/zookeeper/lock_paths.hpp): the root a lock_options
-// prefix maps to, the names the server would refuse (refused with words in a prefix or chroot), and
-// the node a lock name (any bytes) becomes.
+// prefix (any bytes) maps to, the names the server would refuse (refused with words in a chroot),
+// and the node a lock name (any bytes) becomes.
 #include "backends/zookeeper/lock_paths.hpp"
 
 #include <boost/test/unit_test.hpp>
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,16 +15,49 @@ using namespace corolock::zookeeper::detail;
 BOOST_AUTO_TEST_SUITE(zk_lock_paths)
 
 BOOST_AUTO_TEST_CASE(a_prefix_maps_to_a_root_path) {
-  std::string words;
-  BOOST_TEST(lock_root("corolock:", words) == "/corolock");
-  BOOST_TEST(lock_root("app/locks", words) == "/app/locks");
-  BOOST_TEST(lock_root("/app/locks:", words) == "/app/locks");
-  BOOST_TEST(words.empty());
-  for (const char* bad : {"", ":", "/", "a//b", "a/", "a/../b", "zookeeper:", "/zookeeper/x", "a\x01"}) {
-    words.clear();
-    BOOST_TEST(lock_root(bad, words).empty(), bad);
-    BOOST_TEST(!words.empty(), bad);
+  BOOST_TEST(lock_root("corolock:") == "/corolock");
+  BOOST_TEST(lock_root("app/locks") == "/app/locks");
+  BOOST_TEST(lock_root("/app/locks:") == "/app/locks");
+  // Any prefix has a root: each folder escaped as a name is, an empty one "%", the server's own
+  // folder's 'z' escaped.
+  BOOST_TEST(lock_root("") == "/%");
+  BOOST_TEST(lock_root(":") == "/%");
+  BOOST_TEST(lock_root("/") == "/%");
+  BOOST_TEST(lock_root("a//b") == "/a/%/b");
+  BOOST_TEST(lock_root("a/") == "/a/%");
+  BOOST_TEST(lock_root("a/../b") == "/a/%2E%2E/b");
+  BOOST_TEST(lock_root("zookeeper:") == "/%7Aookeeper");
+  BOOST_TEST(lock_root("/zookeeper/x") == "/%7Aookeeper/x");
+  BOOST_TEST(lock_root("a/zookeeper") == "/a/zookeeper");
+  BOOST_TEST(lock_root("a\x01") == "/a%01");
+  BOOST_TEST(lock_root("a{b}/c") == "/a{b}/c");
+  BOOST_TEST(lock_root(std::string("a\0b", 3)) == "/a%00b");
+  BOOST_TEST(lock_root("app/\xf0\x9f\x94\x92") == "/app/%F0%9F%94%92");
+  BOOST_TEST(lock_root("50%") == "/50%25");
+}
+
+BOOST_AUTO_TEST_CASE(every_root_is_a_path_the_server_takes_and_two_paths_never_share_one) {
+  // Prefixes that are not spellings of one path (a trailing ':', a leading '/').
+  const std::vector<std::string> prefixes = {
+      "", "a", "a/b", "a//b", "a/", "//", "%", "%25", "a%2Fb", "zookeeper", "%7Aookeeper",
+      "zookeeper/x", ".", "..", "a/.", std::string("\0", 1), "\x01", "%01", "x{", "x{y}/z"};
+  std::set<std::string> roots;
+  for (const auto& p : prefixes) {
+    const auto root = lock_root(p);
+    std::string words;
+    BOOST_TEST(root.starts_with('/'));
+    for (std::size_t from = 1; from <= root.size();) {
+      auto to = root.find('/', from);
+      if (to == std::string::npos)
+        to = root.size();
+      BOOST_TEST(valid_node_name(root.substr(from, to - from), words), p << ": " << words);
+      from = to + 1;
+    }
+    BOOST_TEST(root != "/zookeeper");
+    BOOST_TEST(!root.starts_with("/zookeeper/"));
+    roots.insert(root);
   }
+  BOOST_TEST(roots.size() == prefixes.size());
 }
 
 BOOST_AUTO_TEST_CASE(names_the_server_would_refuse_are_refused_with_words) {
@@ -47,9 +81,6 @@ BOOST_AUTO_TEST_CASE(a_character_outside_the_basic_multilingual_plane_is_refused
     BOOST_TEST(!valid_node_name(bad, words), bad);
     BOOST_TEST(words.find("outside the Basic Multilingual Plane") != std::string::npos, words);
   }
-  words.clear();
-  BOOST_TEST(lock_root("app/\xf0\x9f\x94\x92", words).empty());
-  BOOST_TEST(words.find("Basic Multilingual Plane") != std::string::npos, words);
   BOOST_TEST(valid_node_name("\xef\xbf\xaf", words)); // U+FFEF, the last one the server takes
 }
 

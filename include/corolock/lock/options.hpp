@@ -23,8 +23,10 @@ struct lock_options {
   /// Renew the lease every lease/3 while the guard lives (the watchdog). false gives a fixed lease:
   /// the lock ends after `lease` whatever the holder does, and the guard is then marked lost.
   bool watchdog = true;
-  /// Prepended to every key, path and channel of the lock: its namespace. No '{' or '}' (they
-  /// would change the Redis Cluster hash tag), at most max_prefix bytes.
+  /// Prepended to every key, path and channel of the lock: its namespace. Any bytes, at most
+  /// max_prefix of them: each store encodes what it cannot hold, and the same name under two
+  /// prefixes is two locks (on ZooKeeper the prefix is a folder path, where "x:", "x" and "/x"
+  /// name one folder; docs/api.md, lock names).
   std::string prefix = "corolock:";
   /// The lock's store's own options (empty: its defaults), e.g. `redis::lock_tuning{.fair =
   /// false}`. Options of another store than the handle's are refused.

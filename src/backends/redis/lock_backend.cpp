@@ -161,9 +161,10 @@ struct permits_op : std::enable_shared_from_this<permits_op> {
 } // namespace
 
 error_code check_redis_lock(const core::lock_spec& lock, std::string& words) {
-  // The name's length and the lease's range are the core's (check_handle): here, the prefix.
+  // The name's length and the lease's range are the core's (check_handle): here, the prefix's
+  // length (any bytes: lock_names.hpp encodes its braces).
   if (auto ec = lock.options.validate()) {
-    words = "lease 10 ms..24 h, prefix <= 256 bytes without '{' or '}'";
+    words = "lease 10 ms..24 h, prefix <= 256 bytes";
     return ec;
   }
   if (!lock.options.store.empty() && !lock.options.store.get<lock_tuning>()) {

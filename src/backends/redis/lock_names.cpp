@@ -2,24 +2,31 @@
 
 namespace corolock::detail {
 
-std::string hash_tag_of(std::string_view name) {
+namespace {
+/// `text` with '{' written `escape` '(' and '}' written `escape` ')'.
+std::string braces_escaped(std::string_view text, char escape) {
   std::string out;
-  out.reserve(name.size());
-  for (const char c : name) {
-    if (c == '{')
-      out += "{(";
-    else if (c == '}')
-      out += "{)";
-    else
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '{' || c == '}') {
+      out += escape;
+      out += c == '{' ? '(' : ')';
+    } else {
       out += c;
+    }
   }
   return out;
 }
+} // namespace
+
+std::string hash_tag_of(std::string_view name) { return braces_escaped(name, '{'); }
+
+std::string prefix_of_key(std::string_view prefix) { return braces_escaped(prefix, '}'); }
 
 std::string lock_key(std::string_view prefix, std::string_view name) {
   std::string key;
   key.reserve(prefix.size() + name.size() + 2);
-  key += prefix;
+  key += prefix_of_key(prefix);
   key += '{';
   key += hash_tag_of(name);
   key += '}';

@@ -6,6 +6,15 @@
 // "x}" and "x}y" would share one). The tag never holds a '}', '{' is always followed by '(' or
 // ')', and every other byte stands for itself, so two names never share a key; a name without
 // '{' or '}' (every name before they were allowed) keeps its key.
+//
+// A prefix (lock_options::prefix) is any bytes too. Before the tag it must hold no '{' (the first
+// '{' of a key opens its hash tag: a prefix's would move every lock under it to one slot, and a
+// prefix "x{a" with name "(b" would share the key x{a{(b} with prefix "x", name "a{b"), so there
+// '{' is written "}(" and '}' is written "})": the prefix's part holds no '{', '}' is always
+// followed by '(' or ')', every other byte stands for itself. The key's first '{' then opens the
+// tag, the part before it reads back as the prefix and the tag as the name: two (prefix, name)
+// pairs never share a key, and the slot follows the name alone, as before. A prefix without '{'
+// or '}' (every prefix before they were allowed) keeps its keys.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +27,11 @@ namespace corolock::detail {
 /// The text of a lock's hash tag: `name` with '{' written "{(" and '}' written "{)".
 std::string hash_tag_of(std::string_view name);
 
-/// A lock's key: prefix{hash_tag_of(name)}. Its other keys and its channel add a suffix.
+/// The prefix's part of a key: `prefix` with '{' written "}(" and '}' written "})".
+std::string prefix_of_key(std::string_view prefix);
+
+/// A lock's key: prefix_of_key(prefix){hash_tag_of(name)}. Its other keys and its channel add a
+/// suffix.
 std::string lock_key(std::string_view prefix, std::string_view name);
 
 /// What a lock's Redis data is: a mutex (one holder), or permits (a semaphore, a shared_mutex).

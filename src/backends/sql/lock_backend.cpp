@@ -170,7 +170,20 @@ error_code sql_lock_backend::check(const core::lock_spec& lock, std::string& wor
 }
 
 std::string sql_lock_backend::hashed_text(const core::lock_spec& lock) {
-  std::string text = lock.options.prefix;
+  // The prefix holds no NUL in the text: the first NUL ends prefix and kind, so a prefix "cmutex\0d"
+  // with name "e" is not prefix "c" with name "dmutex\0e". NUL is written \x01\x02 and the escape
+  // byte \x01 itself \x01\x01; every other byte stands for itself (a prefix with neither keeps its
+  // key), and no kind's word ends another's, so two (prefix, kind, name) never share a text.
+  std::string text;
+  text.reserve(lock.options.prefix.size() + lock.name.size() + 11);
+  for (const char c : lock.options.prefix) {
+    if (c == '\0' || c == '\x01') {
+      text += '\x01';
+      text += c == '\0' ? '\x02' : '\x01';
+    } else {
+      text += c;
+    }
+  }
   text += lock.kind == core::lock_kind::read_write ? "read_write" : lock.kind == core::lock_kind::semaphore ? "semaphore" : "mutex";
   text += '\0';
   text += lock.name;

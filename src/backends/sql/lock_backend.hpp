@@ -49,7 +49,8 @@
 // tables open (a DDL on them waits for the waiters).
 //
 // Names (any corolock name, 1..1024 bytes): the key is SHA-256 over prefix, kind, a NUL byte and the
-// name (lock_options::prefix, "mutex"/"read_write"), derived once per handle (store_key: through
+// name (lock_options::prefix, any bytes, its NUL and \x01 bytes escaped: hashed_text;
+// "mutex"/"read_write"), derived once per handle (store_key: through
 // OpenSSL it cost 13 k instructions, 17 % of an uncontended PostgreSQL cycle, per bid and release). MariaDB/MySQL lock name: "corolock:" and the
 // first 20 bytes of it in lower-case hex (49 characters: under the 64-character limit, and case
 // does not matter); PostgreSQL key: its first 8 bytes as a big-endian signed bigint. So every name

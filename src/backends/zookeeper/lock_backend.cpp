@@ -412,15 +412,11 @@ error_code lock_backend::check(const core::lock_spec& lock, std::string& words) 
   };
   if (!lock.options.watchdog)
     return refuse("no fixed lease: a lock lives as long as its session (trait fixed_lease: false)");
-  std::string why;
-  if (lock_root(lock.options.prefix, why).empty())
-    return refuse(why);
-  return {}; // any name: node_name() escapes what a node cannot hold
+  return {}; // any prefix and name: lock_root() and node_name() escape what a node cannot hold
 }
 
 std::string lock_backend::store_key(const core::lock_spec& lock) const {
-  std::string why;
-  return lock_root(lock.options.prefix, why) + "/" + node_name(lock.name); // check() passed
+  return lock_root(lock.options.prefix) + "/" + node_name(lock.name);
 }
 
 namespace {

@@ -129,23 +129,26 @@ bool valid_chroot(std::string_view chroot, std::string& words) {
   return true;
 }
 
-std::string lock_root(std::string_view prefix, std::string& words) {
+std::string lock_root(std::string_view prefix) {
   if (prefix.ends_with(':'))
     prefix.remove_suffix(1);
-  std::string root = prefix.starts_with('/') ? std::string(prefix) : "/" + std::string(prefix);
-  if (root == "/") {
-    words = "the prefix names no ZooKeeper folder for the locks (e.g. \"corolock:\" is /corolock)";
-    return {};
+  if (prefix.starts_with('/'))
+    prefix.remove_prefix(1);
+  std::string root;
+  for (std::size_t from = 0;;) {
+    const auto to = prefix.find('/', from);
+    const auto folder = prefix.substr(from, to == std::string_view::npos ? to : to - from);
+    root += '/';
+    if (folder.empty())
+      root += '%'; // no escape is a lone '%'
+    else if (root.size() == 1 && folder == "zookeeper")
+      root += "%7Aookeeper"; // the server's own folder: its 'z' escaped
+    else
+      root += node_name(folder);
+    if (to == std::string_view::npos)
+      return root;
+    from = to + 1;
   }
-  if (std::string why; !valid_segments(root, why)) {
-    words = "the prefix's path " + root + ": " + why;
-    return {};
-  }
-  if (zookeepers_own(root)) {
-    words = "the prefix's path " + root + " is ZooKeeper's own";
-    return {};
-  }
-  return root;
 }
 
 } // namespace corolock::zookeeper::detail

@@ -2,15 +2,21 @@
 //
 // lock_options::prefix names the root folder of every lock: one trailing ':' is dropped (the
 // default "corolock:" is Redis-shaped) and a leading '/' added, so "corolock:" → "/corolock",
-// "app/locks" → "/app/locks", "/app/locks:" → "/app/locks". A lock `name` is one node below it:
-// "<root>/<name>", a container holding the contenders' nodes. The root's folders are containers
-// too (made on first use), so the tree goes when the last lock under it goes.
+// "app/locks" → "/app/locks", "/app/locks:" → "/app/locks" (those spellings name one folder).
+// A prefix is any bytes: each '/' separates two folders, and each folder's name is escaped as a
+// lock name is (node_name below); an empty one (in "", "a//b", "a/") is written "%", which no
+// escape is, and a first folder "zookeeper" (the server's own) "%7Aookeeper". So every prefix has
+// a root, and two prefixes that are not spellings of one path never share one: each folder reads
+// back. A prefix the server took before keeps its root unless it holds a '%'. A lock `name` is
+// one node below it: "<root>/<name>", a container holding the contenders' nodes. The root's
+// folders are containers too (made on first use), so the tree goes when the last lock under it
+// goes.
 //
 // The server refuses (bad_arguments) a path with an empty segment, "." or "..", a control character
 // or a character of U+007F..U+009F, U+D800..U+F8FF, U+FFF0..U+FFFF or past U+FFFF (it checks UTF-16
 // units, and such a character is a surrogate pair), and bytes that are not UTF-8;
-// "/zookeeper" is its own. In a prefix or a chroot (paths of folders) those are refused here with
-// words, when the handle or the client is made, instead.
+// "/zookeeper" is its own. In a chroot (a path of folders) those are refused here with words, when
+// the client is made, instead; a prefix escapes them.
 //
 // A lock name is any bytes (lock_options::max_name), so node_name() escapes what one node's name
 // cannot hold: '/', the escape character '%' itself, each byte of a character the server refuses
@@ -30,8 +36,8 @@
 
 namespace corolock::zookeeper::detail {
 
-/// The root path for a lock_options::prefix, or "" with `words` saying why it cannot be one.
-std::string lock_root(std::string_view prefix, std::string& words);
+/// The root path for a lock_options::prefix (any bytes), as above.
+std::string lock_root(std::string_view prefix);
 
 /// The node of lock `name` (any bytes) below the root: `name` escaped as above.
 std::string node_name(std::string_view name);
