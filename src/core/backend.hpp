@@ -151,7 +151,10 @@ public:
   virtual ~contender() = default;
   /// The core no longer wants this bid (cancelled, deadline, client closing). Idempotent. No event
   /// follows, and the store is left with nothing of this owner: a grant that raced the withdrawal
-  /// is given back by the backend, not by the core. The contender may be destroyed right after.
+  /// is given back by the backend, not by the core. The removal goes out through hooks::resend
+  /// when the store may not have run it (sent and unanswered, or unsendable now): the backend
+  /// sends each try, the core decides when to try again. The contender may be destroyed right
+  /// after.
   virtual void withdraw() = 0;
 };
 
@@ -168,6 +171,9 @@ public:
 class backend {
 public:
   virtual ~backend() = default;
+
+  /// One try of an idempotent request, completing with its outcome (hooks::resend).
+  using send_once = std::function<void(handler<void(error_code, std::string)>)>;
 
   virtual const backend_traits& traits() const noexcept = 0;
   virtual asio::any_io_executor get_executor() const = 0;
@@ -280,6 +286,15 @@ public:
     /// session stores: the store no longer lists `owner` as holder while its session lives
     /// (ZooKeeper: someone else deleted its node); its lease is lost at once, nothing to give back.
     std::function<void(const std::string& owner)> lease_gone;
+    /// Every store: a request that must reach the store and may be sent again (contract 3) — the
+    /// removal of a withdrawn owner, a grant given back, when the backend wrote it or cannot write
+    /// it now. The core calls `once` now, inline (so the request keeps its place behind the
+    /// owner's earlier ones: contract 4), and again while it completes with not_connected,
+    /// timeout or connection_lost — 50 ms later doubling to 2 s, and at once when the store is
+    /// reachable — until it is answered or the engine closes (the backend's close then gives back
+    /// what is still out): the one resend queue of every store (core/release_resend.cpp). After
+    /// the engine closed, `once` is called once more and its outcome dropped.
+    std::function<void(send_once once)> resend;
   };
   virtual void set_hooks(hooks h) = 0;
 };

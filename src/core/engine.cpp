@@ -135,6 +135,16 @@ void engine_impl::tell_parked(F f) {
   }
 }
 
+template <typename F>
+void engine_impl::for_each_line(F f) {
+  std::vector<std::shared_ptr<waiting_line>> lines;
+  lines.reserve(lines_.size());
+  for (auto& [_, l] : lines_)
+    lines.push_back(l);
+  for (auto& l : lines)
+    f(*l);
+}
+
 void engine_impl::start() {
   backend::hooks h;
   std::weak_ptr<keeper> k = keeper_;
@@ -166,12 +176,15 @@ void engine_impl::start() {
   };
   h.reachable = [w = weak_from_this()] {
     if (auto e = w.lock()) {
-      std::vector<std::shared_ptr<waiting_line>> lines;
-      for (auto& [_, l] : e->lines_)
-        lines.push_back(l);
-      for (auto& l : lines)
-        l->reachable();
+      e->resend_now(); // what the store did not answer goes first: it came before the new bids
+      e->for_each_line([](waiting_line& l) { l.reachable(); });
     }
+  };
+  h.resend = [w = weak_from_this()](backend::send_once once) {
+    if (auto e = w.lock(); e && !e->closed())
+      e->send_until_answered(std::move(once), {});
+    else // closed (its close gives back what is out) or going: one try, its outcome dropped
+      once([](error_code, std::string) {});
   };
   b_->set_hooks(std::move(h));
 }
@@ -241,11 +254,7 @@ void engine_impl::close(std::chrono::milliseconds bound, handler<void()> h) {
     return;
   }
   closed_ = true;
-  std::vector<std::shared_ptr<waiting_line>> lines;
-  for (auto& [_, l] : lines_)
-    lines.push_back(l);
-  for (auto& l : lines)
-    l->close(error::closed);
+  for_each_line([](waiting_line& l) { l.close(error::closed); });
   keeper_->close(); // every lease lost, not given back one by one: the backend's close does it
   drop_resends();
   // The bound is the core's, on the backend's clock (virtual on the testing store): at it the

@@ -58,6 +58,11 @@ public:
   /// Gives `owner` back at the store (backend::give_back: its bid `b` ended unsure and nobody
   /// wants it), sent again as a release is, until the store has run it or the engine closes.
   void send_give_back(core::bid b, std::string owner);
+  /// Sends `once` now, and again as a release is until it is answered (backend::hooks::resend);
+  /// `h` (may be empty) gets the first outcome.
+  void send_until_answered(backend::send_once once, handler<void(error_code, std::string)> h);
+  /// Every request waiting for its next try is sent now (the store is reachable again).
+  void resend_now();
   /// Stops every resend (the engine closes: the backend's close gives back what is still out).
   void drop_resends() noexcept;
   /// Releases still being sent again (for tests).
@@ -98,6 +103,9 @@ private:
   /// The lines holding a grant back hear of `session` (each leaves the set once it has none).
   template <typename F>
   void tell_parked(F f);
+  /// Calls `f` on every line, over a copy of the map: a line may leave it from inside the call.
+  template <typename F>
+  void for_each_line(F f);
 };
 
 } // namespace corolock::core

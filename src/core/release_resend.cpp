@@ -1,9 +1,12 @@
-// A release, or a give-back of an owner whose bid ended unsure, sent until the store has run it
-// (engine_impl::send_release, send_give_back): the one give-back queue of every store. Both are
-// idempotent per owner (contract 3), so sending one again after a reply that never came is always
-// safe; the resend stops at the first answer, or when the engine closes (the backend's close then
-// gives back whatever is still out). While it waits for its next try the engine holds it; its
-// timer holds it only weakly, so closing the engine ends it.
+// A request sent until the store has run it: a release (engine_impl::send_release), a give-back
+// of an owner whose bid ended unsure (send_give_back), and whatever a backend hands over through
+// backends::hooks::resend (a withdrawn owner's removal): the one resend queue of every store. Each
+// is idempotent per owner (contract 3), so sending it again after a reply that never came is
+// always safe; the resend stops at the first answer, or when the engine closes (the backend's close
+// then gives back whatever is still out). A try waits 50 ms after an unanswered one, doubling to
+// 2 s, or less: a store reachable again (hooks::reachable) is sent every waiting request at once.
+// While it waits the engine holds it; its timer holds it only weakly, so closing the engine ends
+// it.
 #include "core/engine_impl.hpp"
 #include "detail/completion.hpp"
 
@@ -12,7 +15,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <optional>
+#include <vector>
 
 namespace corolock::core {
 
@@ -25,20 +28,15 @@ bool unanswered(error_code ec) {
 
 struct release_resend : std::enable_shared_from_this<release_resend> {
   std::weak_ptr<engine_impl> eng;
-  core::held lease;               // a release
-  std::optional<core::bid> given; // or a give-back of lease.owner's bid
+  backend::send_once once;
   detail::stored_handler<handler<void(error_code, std::string)>> first;
   std::unique_ptr<timer> wait;
   std::chrono::milliseconds delay{50};
 
-  void send(engine_impl& e) {
-    auto answer = [self = shared_from_this()](error_code ec, std::string words) {
+  void send() {
+    once([self = shared_from_this()](error_code ec, std::string words) {
       self->answered(ec, std::move(words));
-    };
-    if (given)
-      e.store().give_back(*given, lease.owner, std::move(answer));
-    else
-      e.store().release(lease, std::move(answer));
+    });
   }
 
   void answered(error_code ec, std::string words) {
@@ -53,35 +51,57 @@ struct release_resend : std::enable_shared_from_this<release_resend> {
       wait = e->store().make_timer();
     e->resending_.insert(shared_from_this());
     wait->arm(e->store().now() + delay, [weak = weak_from_this()] {
-      auto self = weak.lock();
-      if (!self)
-        return;
-      auto e = self->eng.lock();
-      if (!e || e->closed())
-        return;
-      // Leave the engine's set after this call returns: the timer is ours.
-      asio::post(e->store().get_executor(), [e, self] { e->resending_.erase(self); });
-      self->delay = std::min(self->delay * 2, std::chrono::milliseconds(2000));
-      self->send(*e);
+      if (auto self = weak.lock()) {
+        self->delay = std::min(self->delay * 2, std::chrono::milliseconds(2000));
+        self->again();
+      }
     });
+  }
+
+  /// The next try, now: it leaves the engine's set (the set holds it while it waits; the try's
+  /// answer holds it while it runs).
+  void again() {
+    auto e = eng.lock();
+    if (!e || e->closed())
+      return;
+    if (wait)
+      wait->disarm();
+    auto self = shared_from_this();
+    e->resending_.erase(self);
+    send();
   }
 };
 
-void engine_impl::send_release(core::held lease, handler<void(error_code, std::string)> h) {
+void engine_impl::send_until_answered(backend::send_once once,
+                                      handler<void(error_code, std::string)> h) {
   auto r = std::make_shared<release_resend>();
   r->eng = weak_from_this();
-  r->lease = std::move(lease);
+  r->once = std::move(once);
   if (h)
     r->first.set(std::move(h));
-  r->send(*this);
+  r->send();
+}
+
+void engine_impl::send_release(core::held lease, handler<void(error_code, std::string)> h) {
+  // The engine owns the backend and a try runs only while the engine lives: a plain reference.
+  send_until_answered(
+      [&b = *b_, lease = std::move(lease)](handler<void(error_code, std::string)> answer) {
+        b.release(lease, std::move(answer));
+      },
+      std::move(h));
 }
 
 void engine_impl::send_give_back(core::bid b, std::string owner) {
-  auto r = std::make_shared<release_resend>();
-  r->eng = weak_from_this();
-  r->lease.owner = std::move(owner);
-  r->given.emplace(std::move(b));
-  r->send(*this);
+  send_until_answered(
+      [&s = *b_, b = std::move(b), owner = std::move(owner)](
+          handler<void(error_code, std::string)> answer) { s.give_back(b, owner, std::move(answer)); },
+      {});
+}
+
+void engine_impl::resend_now() {
+  std::vector<std::shared_ptr<release_resend>> waiting(resending_.begin(), resending_.end());
+  for (const auto& r : waiting)
+    r->again();
 }
 
 void engine_impl::drop_resends() noexcept {

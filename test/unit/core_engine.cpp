@@ -147,6 +147,16 @@ public:
         hooks_.reachable();
     });
   }
+  /// A withdrawn owner's removal the backend hands to the core (hooks::resend): each try logs
+  /// "remove <owner>" and is answered give_back_answer.
+  void resend_removal(const std::string& owner) {
+    hooks_.resend([this, owner](core::handler<void(error_code, std::string)> h) {
+      say("remove " + owner);
+      asio::post(ioc_, [h = std::move(h), ec = give_back_answer]() mutable {
+        std::move(h)(ec, std::string());
+      });
+    });
+  }
   /// Answers the oldest renewal: every lease `what`.
   void answer_renewal(core::renew_outcome::result what, std::size_t n) {
     auto [h, sent] = std::move(renewals.front());
@@ -701,6 +711,50 @@ BOOST_AUTO_TEST_CASE(a_held_back_owner_nobody_wants_is_given_back_until_the_stor
   f.store->advance(5000ms);
   BOOST_TEST(f.log() == ""); // run: no more
   BOOST_TEST(f.engine->waiting() == 0u);
+}
+
+// A removal a backend could not get answered (a withdrawn owner's, hooks::resend) is the core's to
+// send again, as a release is: 50 ms later, doubling; at once when the store is reachable again; not
+// after its answer.
+BOOST_AUTO_TEST_CASE(a_removal_the_store_did_not_answer_is_sent_again_until_it_runs) {
+  fixture f;
+  f.store->give_back_answer = error::not_connected;
+  f.store->resend_removal("x1");
+  BOOST_TEST(f.store->log() == "remove x1"); // the first try: inline, behind the owner's requests
+  f.settle();                                 // its answer: not_connected
+  f.store->advance(49ms);
+  BOOST_TEST(f.log() == "");
+  f.store->advance(1ms);
+  BOOST_TEST(f.log() == "remove x1");
+  f.store->advance(99ms);
+  BOOST_TEST(f.log() == "");
+  f.store->advance(1ms);
+  BOOST_TEST(f.log() == "remove x1"); // 100 ms after the second
+  f.store->advance(100ms);
+  BOOST_TEST(f.log() == "");
+  f.store->give_back_answer = {};
+  f.store->reach();
+  BOOST_TEST(f.log() == "remove x1"); // reachable: now, not at 200 ms
+  f.store->advance(5000ms);
+  BOOST_TEST(f.log() == ""); // run: no more
+}
+
+// Closing ends the resends (the backend's close gives back what is out); a removal handed over
+// after the close is tried once, its outcome dropped.
+BOOST_AUTO_TEST_CASE(a_closed_engine_resends_nothing) {
+  fixture f;
+  f.store->give_back_answer = error::not_connected;
+  f.store->resend_removal("x1");
+  BOOST_TEST(f.log() == "remove x1");
+  bool closed = false;
+  f.engine->close(500ms, [&] { closed = true; });
+  BOOST_TEST(f.log() == "close");
+  BOOST_TEST(closed);
+  f.store->resend_removal("x2");
+  BOOST_TEST(f.log() == "remove x2");
+  f.store->reach();
+  f.store->advance(5000ms);
+  BOOST_TEST(f.log() == "");
 }
 
 // A dropped connection's unknown outcome is asked again at once in the same name, three times in a

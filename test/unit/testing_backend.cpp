@@ -94,6 +94,7 @@ struct proc {
   std::map<std::string, std::pair<std::unique_ptr<core::contender>, std::unique_ptr<recorder>>>
       bids; // by a label of the test's choice
   std::map<std::string, std::string> owners;
+  std::vector<core::backend::send_once> resends; // handed to the core (hooks::resend)
 
   proc(asio::any_io_executor ex, ct::store& s)
       : be(std::make_unique<ct::detail::backend>(ex, ct::detail::store_access::of(s))) {
@@ -105,6 +106,7 @@ struct proc {
       hooks.push_back("lost " + std::to_string(s) + " " + name(ec));
     };
     h.reconnected = [this] { hooks.push_back("reconnected"); };
+    h.resend = [this](core::backend::send_once once) { resends.push_back(std::move(once)); };
     be->set_hooks(std::move(h));
   }
 
@@ -428,6 +430,38 @@ BOOST_AUTO_TEST_CASE(give_back_while_unreachable_says_not_connected_and_leaves_i
   f.run();
   BOOST_TEST(out == "ok");
   BOOST_TEST(f.holders("L") == "");
+}
+
+// A withdrawal the store cannot hear now is handed to the core's resend queue (hooks::resend);
+// each try says not_connected until the link is back, then removes the owner. The backend keeps
+// no removals of its own for later.
+BOOST_AUTO_TEST_CASE(a_withdrawal_while_unreachable_goes_to_the_core_s_resend_queue) {
+  fixture f;
+  proc a(f.io.get_executor(), f.s), b(f.io.get_executor(), f.s);
+  auto L = bid_of(spec("L"));
+  a.contend("1", L);
+  b.contend("2", L);
+  f.run();
+  BOOST_TEST(f.queue("L") == "client-2:1");
+  b.be->set_reachable(false);
+  b.withdraw("2");
+  BOOST_TEST(b.resends.size() == 1u);
+  std::string out;
+  b.resends.front()([&out](error_code ec, std::string) { out = name(ec); });
+  f.run();
+  BOOST_TEST(out == "not_connected");
+  b.be->set_reachable(true);
+  f.run();
+  BOOST_TEST(f.queue("L") == "client-2:1"); // nothing sent by the backend on its own
+  b.resends.front()([&out](error_code ec, std::string) { out = name(ec); });
+  f.run();
+  BOOST_TEST(out == "ok");
+  BOOST_TEST(f.queue("L") == "");
+  b.contend("3", L);
+  f.run();
+  b.withdraw("3"); // reachable: removed at once, nothing handed over
+  BOOST_TEST(f.queue("L") == "");
+  BOOST_TEST(b.resends.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(lost_reply_of_a_release_is_a_timeout_but_applied) {

@@ -96,48 +96,17 @@ void backend_state::untrack(const std::string& redis_owner) {
     unsettled.erase(it);
 }
 
-void backend_state::give_up(std::shared_ptr<const lock_names> names, std::string redis_owner,
-                            int tries) {
-  auto c = client();
-  if (!c || c->closed || closed)
-    return; // close() releases everything still unsettled
-  track(names, redis_owner);
-  corolock::request req;
-  corolock::detail::push_release(req, *names, redis_owner, tries > 0, nullptr, {},
-                                 c->publish_verb());
-  c->locks->exec(std::move(req), [weak = weak_from_this(), names, redis_owner,
-                                  tries](error_code ec, corolock::response r) {
-    auto self = weak.lock();
-    auto c = self ? self->client() : nullptr;
-    if (!c)
-      return;
-    self->untrack(redis_owner);
-    // Until a master has run it, ask again (release.lua is idempotent per owner), for the
-    // client's life: a place left in the queue would be granted the lock, kept grant_lease for
-    // nobody. Each try waits for a connection up to request_timeout.
-    if (!c->closed && !self->closed && unsettled_reply(*c, ec, r))
-      self->give_up(names, redis_owner, tries + 1);
-  });
-}
-
-void backend_state::give_back(std::shared_ptr<const lock_names> names, std::string redis_owner,
-                              core::handler<void(error_code, std::string)> h) {
-  if (auto it = unsure_owners.find(redis_owner); it != unsure_owners.end()) {
-    const bool reached = it->second;
-    unsure_owners.erase(it);
-    if (!reached) {
-      asio::post(ex, asio::append(std::move(h), error_code{}, std::string()));
-      return; // nothing of it ever left the process
-    }
-  }
+void backend_state::release_once(const std::shared_ptr<const lock_names>& names,
+                                 const std::string& redis_owner, bool retry,
+                                 core::handler<void(error_code, std::string)> h) {
   auto c = client();
   if (!c || c->closed || closed) {
     asio::post(ex, asio::append(std::move(h), error_code(error::closed), std::string()));
-    return; // close() released everything still unsettled
+    return; // close() releases everything still unsettled
   }
   track(names, redis_owner);
   corolock::request req;
-  corolock::detail::push_release(req, *names, redis_owner, true, nullptr, {}, c->publish_verb());
+  corolock::detail::push_release(req, *names, redis_owner, retry, nullptr, {}, c->publish_verb());
   c->locks->exec(std::move(req), [weak = weak_from_this(), redis_owner, ex = ex,
                                   h = std::move(h)](error_code ec, corolock::response r) mutable {
     auto self = weak.lock();
@@ -152,6 +121,38 @@ void backend_state::give_back(std::shared_ptr<const lock_names> names, std::stri
     }
     asio::post(ex, asio::append(std::move(h), out, std::string()));
   });
+}
+
+void backend_state::give_up(std::shared_ptr<const lock_names> names, std::string redis_owner) {
+  // Until a master has run it, the core sends it again (release.lua is idempotent per owner), for
+  // the client's life: a place left in the queue would be granted the lock, kept grant_lease for
+  // nobody. Each try waits for a connection up to request_timeout; the first goes out now, behind
+  // the owner's earlier requests on the lock connection.
+  auto once = [weak = weak_from_this(), ex = ex, names = std::move(names),
+               redis_owner = std::move(redis_owner),
+               tries = 0](core::handler<void(error_code, std::string)> h) mutable {
+    if (auto self = weak.lock())
+      self->release_once(names, redis_owner, tries++ > 0, std::move(h));
+    else
+      asio::post(ex, asio::append(std::move(h), error_code(error::closed), std::string()));
+  };
+  if (hooks.resend)
+    hooks.resend(std::move(once));
+  else
+    once([](error_code, std::string) {}); // no core above (a unit test's): one try
+}
+
+void backend_state::give_back(std::shared_ptr<const lock_names> names, std::string redis_owner,
+                              core::handler<void(error_code, std::string)> h) {
+  if (auto it = unsure_owners.find(redis_owner); it != unsure_owners.end()) {
+    const bool reached = it->second;
+    unsure_owners.erase(it);
+    if (!reached) {
+      asio::post(ex, asio::append(std::move(h), error_code{}, std::string()));
+      return; // nothing of it ever left the process
+    }
+  }
+  release_once(names, redis_owner, true, std::move(h));
 }
 
 std::shared_ptr<grant_channel> backend_state::channel(

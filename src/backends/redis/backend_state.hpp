@@ -66,13 +66,17 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   /// Whether a Redis owner is one of this client's.
   bool ours(std::string_view redis_owner) const noexcept;
 
-  /// release.lua for `redis_owner`, fire and forget: leaves the queue and gives back what it may
-  /// hold. Sent again while its outcome is unknown (a drop, a stall, a failover), for the
-  /// client's life; close() releases it if still unanswered.
-  void give_up(std::shared_ptr<const lock_names> names, std::string redis_owner, int tries = 0);
-  /// release.lua for `redis_owner`, once, for the core's give-back (core::backend::give_back):
-  /// success once a master has run it; not_connected, timeout or connection_lost while its
-  /// outcome is unknown (the core sends it again); closed once the client is.
+  /// release.lua for `redis_owner`, one try: success once a master has run it; not_connected,
+  /// timeout or connection_lost while its outcome is unknown (a drop, a stall, a failover);
+  /// closed once the client is. `retry`: an earlier try may have run.
+  void release_once(const std::shared_ptr<const lock_names>& names, const std::string& redis_owner,
+                    bool retry, core::handler<void(error_code, std::string)> h);
+  /// release.lua for `redis_owner`, which nobody waits for: leaves the queue and gives back what
+  /// it may hold. Sent now, and again through the core's resend queue (hooks::resend) while its
+  /// outcome is unknown; close() releases it if still unanswered.
+  void give_up(std::shared_ptr<const lock_names> names, std::string redis_owner);
+  /// The core's give-back (core::backend::give_back): nothing for an owner never written, else
+  /// release_once.
   void give_back(std::shared_ptr<const lock_names> names, std::string redis_owner,
                  core::handler<void(error_code, std::string)> h);
 

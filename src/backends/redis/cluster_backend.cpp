@@ -83,6 +83,12 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
         if (auto s = w.lock(); s && s->hooks.reachable)
           s->hooks.reachable();
       };
+      h.resend = [w = weak_from_this()](core::backend::send_once once) {
+        if (auto s = w.lock(); s && s->hooks.resend)
+          s->hooks.resend(std::move(once)); // a node's give-up: the core's queue sends it again
+        else
+          once([](error_code, std::string) {});
+      };
       n->backend.set_hooks(std::move(h));
       std::erase_if(by_tag, [](const auto& kv) { return kv.second.expired(); });
       by_tag[n->tag] = c;

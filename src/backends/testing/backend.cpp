@@ -185,10 +185,20 @@ void backend::time_out(std::uint64_t op, steady::time_point from) {
 }
 
 void backend::remove_at_store(const lock_key& k, const std::string& owner) {
-  if (reachable())
+  if (reachable()) {
     st_->remove(k, owner);
-  else
-    pending_removals_.emplace_back(k, owner);
+    return;
+  }
+  // Unreachable: the core's resend queue tries again, at the latest when the link is back.
+  auto once = [self = std::weak_ptr<backend*>(self_), ex = ex_, k,
+               owner](core::handler<void(error_code, std::string)> h) {
+    if (auto s = self.lock())
+      (*s)->remove_once(k, owner, std::move(h));
+    else
+      asio::post(ex, asio::append(std::move(h), error_code(error::closed), std::string()));
+  };
+  if (hooks_.resend)
+    hooks_.resend(std::move(once));
 }
 
 // --- bids -------------------------------------------------------------------------------------
@@ -310,6 +320,11 @@ void backend::finish_unsure(const std::shared_ptr<bid_state>& b, error_code ec,
 
 void backend::give_back(const core::bid& b, const std::string& owner,
                         core::handler<void(error_code, std::string)> h) {
+  remove_once(key_of(*b.lock), owner, std::move(h));
+}
+
+void backend::remove_once(const lock_key& k, const std::string& owner,
+                          core::handler<void(error_code, std::string)> h) {
   auto hp = std::make_shared<core::handler<void(error_code, std::string)>>(std::move(h));
   const auto answer = [this, hp](error_code ec, std::string words) {
     run_at(st_->now(), [hp, ec, words = std::move(words)] { std::move(*hp)(ec, words); });
@@ -318,7 +333,7 @@ void backend::give_back(const core::bid& b, const std::string& owner,
     return answer(error::closed, "the testing client is closed");
   if (!reachable())
     return answer(error::not_connected, unreachable_words);
-  st_->remove(key_of(*b.lock), owner);
+  st_->remove(k, owner);
   answer({}, {});
 }
 
@@ -440,7 +455,6 @@ void backend::close(core::handler<void()> h) {
   for (auto& [op, fail] : inflight)
     run_at(st_->now(), [fail = std::move(fail)] { fail(error::closed); });
   if (reachable()) {
-    pending_removals_.clear();
     give_back_all();
     run_at(st_->now(), [hp] { asio::dispatch(std::move(*hp)); });
     return;
@@ -494,8 +508,6 @@ void backend::link_down() {
 void backend::link_up() {
   if (down_timer_)
     down_timer_->disarm();
-  for (auto& [k, owner] : std::exchange(pending_removals_, {}))
-    st_->remove(k, owner);
   if (closed_) {
     if (auto c = std::exchange(closing_, nullptr)) {
       give_back_all();

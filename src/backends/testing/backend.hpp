@@ -12,8 +12,8 @@
 // therefore sends every open queued bid again.
 //
 // Nothing of a bid that failed or was withdrawn stays at the store: it is removed there at once, or
-// — the store unreachable — as soon as the link is back (the store drops a closed client's queued
-// bids by itself, as a server drops a dead connection's).
+// — the store unreachable — by the core's resend queue as soon as the link is back (the store drops
+// a closed client's queued bids by itself, as a server drops a dead connection's).
 #pragma once
 
 #include "backends/testing/state.hpp"
@@ -86,8 +86,12 @@ private:
   void on_bid_reply(const std::shared_ptr<bid_state>& b, state::bid_outcome o);
   void on_bid_error(const std::shared_ptr<bid_state>& b, error_code ec);
   void withdraw(const std::shared_ptr<bid_state>& b);
-  /// Removes `owner` at the store now, or once the link is back.
+  /// Removes `owner` at the store now, or — unreachable — through the core's resend queue
+  /// (hooks::resend), which tries again until the link is back.
   void remove_at_store(const lock_key& k, const std::string& owner);
+  /// One try of a removal: not_connected while the store is unreachable, closed once closed.
+  void remove_once(const lock_key& k, const std::string& owner,
+                   core::handler<void(error_code, std::string)> h);
   core::grant make_grant(std::uint64_t token, steady::time_point from,
                          std::chrono::milliseconds lease) const;
   void finish(const std::shared_ptr<bid_state>& b, std::function<void(core::contender_events&)> ev);
@@ -118,7 +122,6 @@ private:
   std::uint64_t ops_ = 0;
   std::map<std::uint64_t, fail_fn> inflight_;
   std::map<std::string, std::shared_ptr<bid_state>> open_;
-  std::vector<std::pair<lock_key, std::string>> pending_removals_;
   std::unique_ptr<core::timer> ping_timer_;
   std::unique_ptr<core::timer> down_timer_;
   std::shared_ptr<core::handler<void()>> closing_;
