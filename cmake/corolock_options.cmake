@@ -36,7 +36,7 @@ target_compile_options(corolock_warnings INTERFACE -Wall -Wextra -Wpedantic
 set(COROLOCK_SANITIZE "" CACHE STRING "Sanitizers to build with, e.g. address,undefined")
 
 # The debug check that a client and its locks are called from the client's executor
-# (src/core/executor_check.hpp): a call from another thread while one runs the io_context aborts
+# (src/detail/executor_check.hpp): a call from another thread while one runs the io_context aborts
 # with words. AUTO: on in Debug builds (CI's sanitized build is one), off otherwise; ON or OFF
 # forces it. It costs a lock and a lookup per call and per completion, so not in release builds.
 set(COROLOCK_CHECK_EXECUTOR AUTO CACHE STRING

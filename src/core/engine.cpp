@@ -1,9 +1,10 @@
-// The core over one backend: engine::create, the handles it makes, close. See engine.hpp and
-// engine_impl.hpp for what it runs and its invariants.
-#include "core/engine_impl.hpp"
+// The core over one backend: engine::create, the handles it makes, close. See engine.hpp for what
+// it runs and its invariants.
+#include "core/engine.hpp"
 
-#include "core/engine_lease.hpp"
 #include "core/handle.hpp"
+#include "core/keeper.hpp"
+#include "core/lease.hpp"
 #include "core/permits_admin.hpp"
 #include "core/printable_name.hpp"
 #include "core/waiting_line.hpp"
@@ -21,98 +22,18 @@
 
 namespace corolock::core {
 
-namespace {
-
-/// A caller's deadline (std::chrono::steady_clock, computed in the public headers) on the
-/// backend's clock, converted once: the time left now, from the backend's now (saturating).
-steady::time_point to_store_clock(steady::time_point deadline, steady::time_point store_now) {
-  using rep = steady::rep;
-  if (deadline == steady::time_point::max())
-    return deadline;
-  rep left = 0, at = 0;
-  if (__builtin_sub_overflow(deadline.time_since_epoch().count(),
-                             steady::now().time_since_epoch().count(), &left))
-    return left < 0 ? steady::time_point::max() : steady::time_point::min();
-  if (__builtin_add_overflow(store_now.time_since_epoch().count(), left, &at))
-    return left > 0 ? steady::time_point::max() : steady::time_point::min();
-  return steady::time_point(steady::duration(at));
-}
-
-class engine_handle final : public handle {
-public:
-  engine_handle(const std::shared_ptr<engine_impl>& e, std::shared_ptr<const lock_spec> s)
-      : handle(e->store().get_executor(), std::move(s)), eng_(e) {}
-
-  void acquire(std::int64_t permits, bool shared, steady::time_point deadline, bool try_only,
-               diagnostics* diag, detail::handler<void(error_code, guard)> h) override {
-    auto e = eng_.lock();
-    if (!e || e->closed()) {
-      detail::diagnostics_access::client(
-          diag, waiting_line::words_for(e ? e->store().traits().store : "", spec->name,
-                                        error::closed, false));
-      detail::complete_later(ex, std::move(h), {}, error_code(error::closed), guard{});
-      return;
-    }
-    if (permits < 1) {
-      detail::diagnostics_access::client(diag, "an acquisition takes at least one permit");
-      detail::complete_later(ex, std::move(h), {}, error_code(error::invalid_argument), guard{});
-      return;
-    }
-    auto at = to_store_clock(deadline, e->store().now());
-    e->line_of(spec, permits, shared)->arrive(at, try_only, diag, std::move(h));
-  }
-
-  void set_permits(std::int64_t permits, diagnostics* diag,
-                   detail::handler<void(error_code, semaphore_status)> h) override {
-    admin(permits, diag, std::move(h));
-  }
-
-  void status(diagnostics* diag,
-              detail::handler<void(error_code, semaphore_status)> h) override {
-    admin(std::nullopt, diag, std::move(h));
-  }
-
-  bool same_lock(const lease& l) const noexcept override {
-    const auto* mine = dynamic_cast<const engine_lease*>(&l);
-    return mine && !mine->eng.owner_before(eng_) && !eng_.owner_before(mine->eng) &&
-           mine->spec->kind == spec->kind && mine->spec->name == spec->name;
-  }
-
-private:
-  void admin(std::optional<std::int64_t> count, diagnostics* diag,
-             detail::handler<void(error_code, semaphore_status)> h) {
-    auto e = eng_.lock();
-    if (e && !e->store().traits().run_time_permits) {
-      // The base says so in words (invalid_argument: this store keeps no count).
-      if (count)
-        handle::set_permits(*count, diag, std::move(h));
-      else
-        handle::status(diag, std::move(h));
-      return;
-    }
-    if (!e || e->closed()) {
-      detail::complete_later(ex, std::move(h), {}, error_code(error::closed),
-                             semaphore_status{});
-      return;
-    }
-    permits_admin(e->store(), ex, *spec, count, diag, std::move(h));
-  }
-
-  std::weak_ptr<engine_impl> eng_;
-};
-
-} // namespace
-
 std::shared_ptr<engine> engine::create(std::unique_ptr<backend> b) {
-  auto e = std::make_shared<engine_impl>(std::move(b));
+  auto e = std::make_shared<engine>(std::move(b));
   e->start();
   return e;
 }
 
-engine_impl::engine_impl(std::unique_ptr<backend> b)
+std::size_t engine::held() const noexcept { return keeper_->size(); }
+
+engine::engine(std::unique_ptr<backend> b)
     : b_(std::move(b)), keeper_(std::make_shared<keeper>(*b_)) {}
 
-engine_impl::~engine_impl() {
+engine::~engine() {
   if (closed_)
     return;
   closed_ = true;
@@ -124,7 +45,7 @@ engine_impl::~engine_impl() {
 }
 
 template <typename F>
-void engine_impl::tell_parked(F f) {
+void engine::tell_parked(F f) {
   if (parked_.empty())
     return;
   const auto lines = std::exchange(parked_, {});
@@ -136,7 +57,7 @@ void engine_impl::tell_parked(F f) {
 }
 
 template <typename F>
-void engine_impl::for_each_line(F f) {
+void engine::for_each_line(F f) {
   std::vector<std::shared_ptr<waiting_line>> lines;
   lines.reserve(lines_.size());
   for (auto& [_, l] : lines_)
@@ -145,7 +66,7 @@ void engine_impl::for_each_line(F f) {
     f(*l);
 }
 
-void engine_impl::start() {
+void engine::start() {
   backend::hooks h;
   std::weak_ptr<keeper> k = keeper_;
   h.session_alive = [k, w = weak_from_this()](std::uint64_t session, steady::time_point until) {
@@ -189,7 +110,7 @@ void engine_impl::start() {
   b_->set_hooks(std::move(h));
 }
 
-std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string name,
+std::shared_ptr<handle> engine::make_handle(lock_kind kind, std::string name,
                                                  lock_options options, std::int64_t capacity,
                                                  const char* what) {
   auto spec = std::make_shared<lock_spec>();
@@ -203,16 +124,16 @@ std::shared_ptr<handle> engine_impl::make_handle(lock_kind kind, std::string nam
     throw boost::system::system_error(ec, std::string(what) + " " + printable_name(spec->name) + ": " + words);
   spec->store_key = b_->store_key(*spec);
   spec->line_tag = b_->line_tag(*spec);
-  return std::make_shared<engine_handle>(shared_from_this(), std::move(spec));
+  return std::make_shared<handle>(shared_from_this(), std::move(spec));
 }
 
-engine_impl::line_key engine_impl::key_of(const lock_spec& spec, std::int64_t permits, bool shared) {
+engine::line_key engine::key_of(const lock_spec& spec, std::int64_t permits, bool shared) {
   const auto& o = spec.options;
   return {spec.kind, o.prefix, spec.name, spec.capacity, permits, shared, o.lease.count(),
           o.watchdog, spec.line_tag};
 }
 
-std::shared_ptr<waiting_line> engine_impl::line_of(const std::shared_ptr<const lock_spec>& spec,
+std::shared_ptr<waiting_line> engine::line_of(const std::shared_ptr<const lock_spec>& spec,
                                                    std::int64_t permits, bool shared) {
   auto& l = lines_[key_of(*spec, permits, shared)];
   if (!l)
@@ -220,7 +141,7 @@ std::shared_ptr<waiting_line> engine_impl::line_of(const std::shared_ptr<const l
   return l;
 }
 
-void engine_impl::forget(const waiting_line& l) {
+void engine::forget(const waiting_line& l) {
   auto it = lines_.find(key_of(*l.spec, l.permits, l.shared));
   if (it == lines_.end() || it->second.get() != &l)
     return;
@@ -229,14 +150,14 @@ void engine_impl::forget(const waiting_line& l) {
   lines_.erase(it);
 }
 
-std::size_t engine_impl::waiting() const noexcept {
+std::size_t engine::waiting() const noexcept {
   std::size_t n = 0;
   for (const auto& [_, l] : lines_)
     n += l->callers();
   return n;
 }
 
-void engine_impl::closing::finish(const asio::any_io_executor& ex) {
+void engine::closing::finish(const asio::any_io_executor& ex) {
   if (bound)
     bound->disarm();
   if (h) {
@@ -246,7 +167,7 @@ void engine_impl::closing::finish(const asio::any_io_executor& ex) {
   }
 }
 
-void engine_impl::close(std::chrono::milliseconds bound, handler<void()> h) {
+void engine::close(std::chrono::milliseconds bound, handler<void()> h) {
   const auto ex = b_->get_executor();
   if (closed_) {
     // Idempotent: the backend closes once; a later close waits for nothing more.

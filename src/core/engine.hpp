@@ -10,44 +10,131 @@
 //
 // A store's client (zookeeper::client, testing::store, …) holds a shared_ptr<engine> and, as a
 // lock_source, forwards make_handle to it.
+//
+// Invariants: a line is kept while it has callers or an open bid and dropped once idle; after
+// close() no line or lease is made again (acquisitions fail with error::closed, a grant still in
+// flight is given back by the backend's close); every lease is in the keeper from its grant until
+// it leaves the held state.
 #pragma once
 
 #include "core/backend.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 
 namespace corolock::core {
 
 class handle;
+class keeper;
+class waiting_line;
+struct release_resend;
 
-class engine {
+class engine : public std::enable_shared_from_this<engine> {
 public:
-  virtual ~engine() = default;
-
   /// The core over `b`: sets b's hooks. The engine owns the backend.
   static std::shared_ptr<engine> create(std::unique_ptr<backend> b);
+  /// For create() only (make_shared); the engine is not started.
+  explicit engine(std::unique_ptr<backend> b);
+  /// Not closed: fails every caller with error::closed and withdraws every bid (the backend
+  /// outlives the lines' last deliveries), marks every lease lost.
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
 
-  virtual backend& store() noexcept = 0;
+  backend& store() noexcept { return *b_; }
+  const std::shared_ptr<backend>& store_ptr() const noexcept { return b_; }
 
   /// A handle of `kind` on `name`: throws system_error(error::invalid_argument), its what() naming
   /// `what` and the reason (bad name or options, or a trait the store lacks: backend::check).
-  virtual std::shared_ptr<handle> make_handle(lock_kind kind, std::string name,
-                                              lock_options options, std::int64_t capacity,
-                                              const char* what) = 0;
+  std::shared_ptr<handle> make_handle(lock_kind kind, std::string name, lock_options options,
+                                      std::int64_t capacity, const char* what);
 
   /// Fails every waiting caller with error::closed, marks every lease lost (its guard told), and
   /// closes the backend (which gives back what it holds). Idempotent; later acquisitions fail with
   /// error::closed. Completes when the backend's close has, or once `bound` has passed on the
   /// backend's clock — then the backend gave up (backend::give_up) and left nothing running; what
   /// it did not give back ends at the store on its own. milliseconds::max(): no bound.
-  virtual void close(std::chrono::milliseconds bound, handler<void()> h) = 0;
+  void close(std::chrono::milliseconds bound, handler<void()> h);
 
   /// Leases held and callers waiting (for tests and diagnostics).
-  virtual std::size_t held() const noexcept = 0;
-  virtual std::size_t waiting() const noexcept = 0;
+  std::size_t held() const noexcept;
+  std::size_t waiting() const noexcept;
+
+  /// The line of (lock, shared, permits), made if needed.
+  std::shared_ptr<waiting_line> line_of(const std::shared_ptr<const lock_spec>& spec,
+                                        std::int64_t permits, bool shared);
+  /// An idle line leaves (it calls this itself, once idle, holding itself while it runs).
+  void forget(const waiting_line& l);
+
+  /// Releases `lease` at the store, owner-checked; `h` (may be empty) gets the first outcome. A
+  /// release the store did not answer (not_connected, timeout, connection_lost) is sent again —
+  /// after 50 ms, doubling to 2 s — until the store has run it, the store says the owner is gone,
+  /// or the engine closes (whose backend close gives back what is still out): what a holder gave
+  /// up, or lost while cut off, does not stay held at a store whose session outlived the cut.
+  void send_release(core::held lease, handler<void(error_code, std::string)> h);
+  /// `l` holds a grant back until its session's next proof of life (waiting_line::parked_): it
+  /// hears session_alive and session_lost until then.
+  void parked(const std::shared_ptr<waiting_line>& l) { parked_.insert(l); }
+
+  /// Gives `owner` back at the store (backend::give_back: its bid `b` ended unsure and nobody
+  /// wants it), sent again as a release is, until the store has run it or the engine closes.
+  void send_give_back(core::bid b, std::string owner);
+  /// Sends `once` now, and again as a release is until it is answered (backend::hooks::resend);
+  /// `h` (may be empty) gets the first outcome.
+  void send_until_answered(backend::send_once once, handler<void(error_code, std::string)> h);
+  /// Every request waiting for its next try is sent now (the store is reachable again).
+  void resend_now();
+  /// Stops every resend (the engine closes: the backend's close gives back what is still out).
+  void drop_resends() noexcept;
+  /// Releases still being sent again (for tests).
+  std::size_t releases_pending() const noexcept { return resending_.size(); }
+
+  keeper& keep() noexcept { return *keeper_; }
+  bool closed() const noexcept { return closed_; }
+
+private:
+  void start(); // sets the backend's hooks (needs shared_from_this)
+
+  // A lock of one kind and name, with the lease its handle asked for (two handles of one name with
+  // other leases wait in two lines), and what each caller of the line takes.
+  /// A line serves one lock as the store knows it (kind, prefix, name, a semaphore's count) and one
+  /// shape of bid and lease (lease, watchdog, and the store's options as its backend names them:
+  /// lock_spec::line_tag): handles of one client that agree on all of it share a line (one bid at
+  /// a time, contract 2); any difference is another line. Without the prefix, two handles of one
+  /// name under different prefixes shared the first one's line and took the first one's lock;
+  /// without the store's part (Redis: min_replicas), a handle asking for 1 replica right after one
+  /// asking for 2 had its bid made with 2.
+  using line_key = std::tuple<lock_kind, std::string, std::string, std::int64_t, std::int64_t,
+                              bool, std::int64_t, bool, std::string>;
+  static line_key key_of(const lock_spec& spec, std::int64_t permits, bool shared);
+
+  std::shared_ptr<backend> b_;
+  std::shared_ptr<keeper> keeper_;
+  std::map<line_key, std::shared_ptr<waiting_line>> lines_;
+  friend struct release_resend;
+  std::set<std::shared_ptr<release_resend>> resending_; // waiting for their next try
+  bool closed_ = false;
+  /// The close under way: its caller's handler, and the bound's timer (the one close bound of
+  /// every store: at it the backend gives up, whatever it still waits for).
+  struct closing {
+    std::optional<handler<void()>> h;
+    std::unique_ptr<timer> bound;
+    void finish(const asio::any_io_executor& ex);
+  };
+  std::shared_ptr<closing> closing_;
+  std::set<std::shared_ptr<waiting_line>> parked_; // lines holding a grant back (session stores)
+  /// The lines holding a grant back hear of `session` (each leaves the set once it has none).
+  template <typename F>
+  void tell_parked(F f);
+  /// Calls `f` on every line, over a copy of the map: a line may leave it from inside the call.
+  template <typename F>
+  void for_each_line(F f);
 };
 
 } // namespace corolock::core

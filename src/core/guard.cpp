@@ -1,7 +1,7 @@
 #include <corolock/lock/guard.hpp>
 
 #include "detail/guard_access.hpp"
-#include "core/executor_check.hpp"
+#include "detail/executor_check.hpp"
 #include "core/lease.hpp"
 
 #include <corolock/error.hpp>
@@ -34,7 +34,7 @@ void guard::abandon() noexcept {
     return;
   if (lease_->st != core::lease::state::held)
     return;
-  core::check_executor(lease_->ex, "corolock::guard's destructor (a release)", lease_->name());
+  detail::check_executor(lease_->ex, "corolock::guard's destructor (a release)", lease_->name());
   try {
     lease_->mark_released();
     lease_->release(nullptr, {});
@@ -73,7 +73,7 @@ void guard::async_unlock_impl(diagnostics* diag, detail::handler<void(error_code
                              error_code(error::already_released));
     return;
   }
-  core::check_executor(lease_->ex, "corolock::guard::unlock", lease_->name());
+  detail::check_executor(lease_->ex, "corolock::guard::unlock", lease_->name());
   holds_ = false;
   auto l = lease_;
   if (--l->depth > 0) {
@@ -97,7 +97,7 @@ void guard::async_wait_lost_impl(detail::handler<void(error_code)> h) {
                            error_code(asio::error::operation_aborted));
     return;
   }
-  core::check_executor(lease_->ex, "corolock::guard::wait_lost", lease_->name());
+  detail::check_executor(lease_->ex, "corolock::guard::wait_lost", lease_->name());
   lease_->add_lost_waiter(std::move(h));
 }
 

@@ -1,5 +1,11 @@
+// A lock handle's calls (handle.hpp): through its engine to the lock's waiting line, the lease it
+// may re-enter, and the semaphore's count where the store keeps one.
 #include "core/handle.hpp"
 
+#include "core/engine.hpp"
+#include "core/lease.hpp"
+#include "core/permits_admin.hpp"
+#include "core/waiting_line.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 
@@ -9,22 +15,76 @@
 namespace corolock::core {
 
 namespace {
-void not_served(const handle& h, const char* what, diagnostics* diag,
-                detail::handler<void(error_code, semaphore_status)> done) {
-  detail::diagnostics_access::client(diag, std::string("this store cannot ") + what +
-                                               " a semaphore's permit count");
-  detail::complete_later(h.ex, std::move(done), {}, error_code(error::invalid_argument),
-                         semaphore_status{});
+
+/// A caller's deadline (std::chrono::steady_clock, computed in the public headers) on the
+/// backend's clock, converted once: the time left now, from the backend's now (saturating).
+steady::time_point to_store_clock(steady::time_point deadline, steady::time_point store_now) {
+  using rep = steady::rep;
+  if (deadline == steady::time_point::max())
+    return deadline;
+  rep left = 0, at = 0;
+  if (__builtin_sub_overflow(deadline.time_since_epoch().count(),
+                             steady::now().time_since_epoch().count(), &left))
+    return left < 0 ? steady::time_point::max() : steady::time_point::min();
+  if (__builtin_add_overflow(store_now.time_since_epoch().count(), left, &at))
+    return left > 0 ? steady::time_point::max() : steady::time_point::min();
+  return steady::time_point(steady::duration(at));
 }
+
 } // namespace
 
-void handle::set_permits(std::int64_t, diagnostics* diag,
+handle::handle(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> s)
+    : ex(e->store().get_executor()), spec(std::move(s)), eng_(e) {}
+
+void handle::acquire(std::int64_t permits, bool shared, steady::time_point deadline,
+                     bool try_only, diagnostics* diag, detail::handler<void(error_code, guard)> h) {
+  auto e = eng_.lock();
+  if (!e || e->closed()) {
+    detail::diagnostics_access::client(
+        diag, waiting_line::words_for(e ? e->store().traits().store : "", spec->name,
+                                      error::closed, false));
+    detail::complete_later(ex, std::move(h), {}, error_code(error::closed), guard{});
+    return;
+  }
+  if (permits < 1) {
+    detail::diagnostics_access::client(diag, "an acquisition takes at least one permit");
+    detail::complete_later(ex, std::move(h), {}, error_code(error::invalid_argument), guard{});
+    return;
+  }
+  auto at = to_store_clock(deadline, e->store().now());
+  e->line_of(spec, permits, shared)->arrive(at, try_only, diag, std::move(h));
+}
+
+bool handle::same_lock(const lease& l) const noexcept {
+  return !l.eng.owner_before(eng_) && !eng_.owner_before(l.eng) && l.spec->kind == spec->kind &&
+         l.spec->name == spec->name;
+}
+
+void handle::set_permits(std::int64_t permits, diagnostics* diag,
                          detail::handler<void(error_code, semaphore_status)> h) {
-  not_served(*this, "set", diag, std::move(h));
+  admin(permits, diag, std::move(h));
 }
 
 void handle::status(diagnostics* diag, detail::handler<void(error_code, semaphore_status)> h) {
-  not_served(*this, "read", diag, std::move(h));
+  admin(std::nullopt, diag, std::move(h));
+}
+
+void handle::admin(std::optional<std::int64_t> count, diagnostics* diag,
+                   detail::handler<void(error_code, semaphore_status)> h) {
+  auto e = eng_.lock();
+  if (e && !e->store().traits().run_time_permits) {
+    detail::diagnostics_access::client(diag, std::string("this store cannot ") +
+                                                 (count ? "set" : "read") +
+                                                 " a semaphore's permit count");
+    detail::complete_later(ex, std::move(h), {}, error_code(error::invalid_argument),
+                           semaphore_status{});
+    return;
+  }
+  if (!e || e->closed()) {
+    detail::complete_later(ex, std::move(h), {}, error_code(error::closed), semaphore_status{});
+    return;
+  }
+  permits_admin(e->store(), ex, *spec, count, diag, std::move(h));
 }
 
 } // namespace corolock::core

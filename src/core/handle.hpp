@@ -1,7 +1,7 @@
-// Private: what a lock handle (mutex, shared_mutex, semaphore) points to — one lock of one store.
-// The handle classes are the same for every store; this is where a store's implementation plugs
-// in: the core's (core/engine.cpp), for every backend of core::backend (the Redis-only one before
-// it was deleted at stop 38).
+// Private: what a lock handle (mutex, shared_mutex, semaphore) points to — one lock of one store,
+// made by the store's engine (engine::make_handle). The public handle classes are the same for
+// every store; a handle reaches its store through its engine, which it knows weakly: once the
+// client is gone, every call completes with error::closed.
 #pragma once
 
 #include "core/backend.hpp"
@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace corolock {
@@ -22,32 +23,38 @@ struct semaphore_status;
 
 namespace corolock::core {
 
+class engine;
 class lease;
 
 class handle : public std::enable_shared_from_this<handle> {
 public:
-  handle(asio::any_io_executor e, std::shared_ptr<const lock_spec> s)
-      : ex(std::move(e)), spec(std::move(s)) {}
-  virtual ~handle() = default;
+  handle(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> s);
+  handle(const handle&) = delete;
+  handle& operator=(const handle&) = delete;
 
   /// Acquires `permits` (a mutex 1; a semaphore n; a read-write lock's writer all of them) —
   /// `shared` for a reader — until `deadline`; `try_only` makes one attempt and completes with an
   /// empty guard if the lock is taken. `diag` (may be null) gets the words of a failure first.
-  virtual void acquire(std::int64_t permits, bool shared, steady::time_point deadline,
-                       bool try_only, diagnostics* diag,
-                       detail::handler<void(error_code, guard)> h) = 0;
+  void acquire(std::int64_t permits, bool shared, steady::time_point deadline, bool try_only,
+               diagnostics* diag, detail::handler<void(error_code, guard)> h);
 
   /// Whether `l` is a lease of this handle's lock (re-entry through this handle is allowed).
-  virtual bool same_lock(const lease& l) const noexcept = 0;
+  bool same_lock(const lease& l) const noexcept;
 
   /// Semaphores: set the permit count at run time / read it. A store that cannot completes with
   /// error::invalid_argument and words saying so.
-  virtual void set_permits(std::int64_t permits, diagnostics* diag,
-                           detail::handler<void(error_code, semaphore_status)> h);
-  virtual void status(diagnostics* diag, detail::handler<void(error_code, semaphore_status)> h);
+  void set_permits(std::int64_t permits, diagnostics* diag,
+                   detail::handler<void(error_code, semaphore_status)> h);
+  void status(diagnostics* diag, detail::handler<void(error_code, semaphore_status)> h);
 
   asio::any_io_executor ex;
   std::shared_ptr<const lock_spec> spec;
+
+private:
+  void admin(std::optional<std::int64_t> count, diagnostics* diag,
+             detail::handler<void(error_code, semaphore_status)> h);
+
+  std::weak_ptr<engine> eng_;
 };
 
 /// A nested guard on `held`, which must hold `permits` (`shared`) of `h`'s lock: no round trip,

@@ -1,6 +1,6 @@
 #include "core/keeper.hpp"
 
-#include "core/engine_lease.hpp"
+#include "core/lease.hpp"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@ using detail::lease_timing;
 
 keeper::keeper(backend& b) : b_(b), timer_(b.make_timer()) {}
 
-void keeper::add(const std::shared_ptr<engine_lease>& l) {
+void keeper::add(const std::shared_ptr<lease>& l) {
   if (closed_) {
     l->mark_lost(false);
     return;
@@ -26,7 +26,7 @@ void keeper::add(const std::shared_ptr<engine_lease>& l) {
   arm(l->timing.wake());
 }
 
-void keeper::remove(const engine_lease& l) noexcept {
+void keeper::remove(const lease& l) noexcept {
   if (l.slot < leases_.size() && leases_[l.slot].get() == &l) {
     leases_[l.slot].reset();
     ++gone_;
@@ -73,7 +73,7 @@ void keeper::lease_gone(const std::string& owner) {
 }
 
 void keeper::session_lost(std::uint64_t session) {
-  std::vector<std::shared_ptr<engine_lease>> lost;
+  std::vector<std::shared_ptr<lease>> lost;
   for (auto& l : leases_)
     if (l && l->session == session)
       lost.push_back(l);
@@ -107,7 +107,7 @@ void keeper::tick() {
     return;
   const auto now = b_.now();
   const bool verify = std::exchange(verify_, false);
-  std::vector<std::shared_ptr<engine_lease>> batch, lost;
+  std::vector<std::shared_ptr<lease>> batch, lost;
   std::vector<bool> check_only;
   auto wake = steady::time_point::max();
   for (auto& l : leases_) {
@@ -134,7 +134,7 @@ void keeper::tick() {
   arm(wake);
 }
 
-void keeper::send(std::vector<std::shared_ptr<engine_lease>> batch, std::vector<bool> check_only) {
+void keeper::send(std::vector<std::shared_ptr<lease>> batch, std::vector<bool> check_only) {
   std::vector<renewal> leases;
   leases.reserve(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i)

@@ -24,15 +24,15 @@
 
 namespace corolock::core {
 
-class engine_lease;
+class lease;
 
 class keeper : public std::enable_shared_from_this<keeper> {
 public:
   explicit keeper(backend& b);
 
   /// Watches `l` from now on (after close: marks it lost at once, without giving it back).
-  void add(const std::shared_ptr<engine_lease>& l);
-  void remove(const engine_lease& l) noexcept;
+  void add(const std::shared_ptr<lease>& l);
+  void remove(const lease& l) noexcept;
 
   /// per_lock stores, after a reconnect: every lease is renewed (fixed ones checked) at once.
   void reconnected();
@@ -53,14 +53,14 @@ public:
 private:
   void arm(steady::time_point at);
   void tick();
-  void send(std::vector<std::shared_ptr<engine_lease>> batch, std::vector<bool> check_only);
+  void send(std::vector<std::shared_ptr<lease>> batch, std::vector<bool> check_only);
 
   backend& b_;
   std::unique_ptr<timer> timer_;
   // In the order added (grant order: renewal batches are deterministic); a lease removed leaves a
-  // null in its slot (engine_lease::slot), and add() closes the gaps once they outnumber the
+  // null in its slot (lease::slot), and add() closes the gaps once they outnumber the
   // leases. A map by serial cost every held lock a 56-byte node.
-  std::vector<std::shared_ptr<engine_lease>> leases_;
+  std::vector<std::shared_ptr<lease>> leases_;
   std::size_t gone_ = 0; ///< null slots
   steady::time_point armed_at_ = steady::time_point::max();
   bool verify_ = false;

@@ -1,13 +1,16 @@
-// Private: one held lock as the core sees it — what every guard of one acquisition shares. The
-// store's side of it (how to release it, how it is renewed or followed) is the subclass's: the
-// Redis lease (src/backends/redis/lease.hpp) until the Redis backend moves behind the seam, the core's own
-// (core/engine.cpp) for every backend that implements core::backend.
+// Private: one held lock as the core sees it — what every guard of one acquisition shares, granted
+// by the engine over a core::backend.
 //
 // Re-entry levels are counted here, locally: an owner is one acquisition in one process, so only
 // this process can re-enter it, and counting at the store would cost a round trip per level.
-// The lost-waiter registry lives here once for every kind of lease (Redlock's too).
+//
+// It knows its engine weakly: a lease outliving its engine (a guard kept after the client went)
+// reads as lost (now() is the end of time) and its release completes with error::closed. While the
+// engine lives, the keeper watches it from the grant until it leaves the held state (unwatch), and
+// every store call it makes (a release, a give-back) runs on the backend's executor.
 #pragma once
 
+#include "core/backend.hpp"
 #include "core/lease_timing.hpp"
 #include "core/lost_waiters.hpp"
 
@@ -26,20 +29,26 @@ class diagnostics;
 
 namespace corolock::core {
 
+class engine;
+
 class lease : public std::enable_shared_from_this<lease> {
 public:
   using clock = std::chrono::steady_clock;
   enum class state : std::uint8_t { held, released, lost };
 
-  lease(asio::any_io_executor ex, std::string owner, std::uint64_t token, detail::lease_timing t);
-  virtual ~lease();
+  /// The grant `g` of `owner`'s bid on `spec`, held `permits` (`shared`) from now on.
+  lease(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> spec,
+        std::string owner, const grant& g, detail::lease_timing t, std::int64_t permits,
+        bool shared);
+  ~lease();
   lease(const lease&) = delete;
   lease& operator=(const lease&) = delete;
 
   /// The lock's name, as given to its handle.
-  virtual const std::string& name() const noexcept = 0;
-  /// The clock the lease's local deadline is read by (the testing backend's may be virtual).
-  virtual clock::time_point now() const { return clock::now(); }
+  const std::string& name() const noexcept { return spec->name; }
+  /// The clock the lease's local deadline is read by: its backend's (the testing store's may be
+  /// virtual); the end of time once the engine is gone.
+  clock::time_point now() const;
 
   /// The lease is gone: stop renewing, signal the holder, and (`give_back`) release the lock at the
   /// store, owner-checked, in case it is still ours (lost by the local deadline before the store
@@ -53,10 +62,13 @@ public:
   /// After mark_released(): releases the lock at the store. `h` may be empty (a guard dropped while
   /// holding); otherwise it completes, posted, with success, error::lease_lost, a transport error
   /// or error::closed (the client is gone or closing). `diag` (may be null) gets the words.
-  virtual void release(diagnostics* diag, detail::handler<void(error_code)> h) = 0;
+  void release(diagnostics* diag, detail::handler<void(error_code)> h);
 
   /// True once the lease may have ended (marked lost, or its local deadline passed).
   bool lost_now() const noexcept;
+
+  /// What the backend needs to release or renew it.
+  held describe() const;
 
   asio::any_io_executor ex;
   std::string owner;
@@ -71,14 +83,18 @@ public:
   bool released_late = false;
   asio::cancellation_signal lost_signal;
 
-protected:
-  /// Stop renewing or following this lease (remove it from the keeper). Called once, on the
-  /// lease's executor, when it leaves the held state.
-  virtual void unwatch() noexcept = 0;
-  /// mark_lost(true): release at the store, owner-checked, in the background.
-  virtual void give_back() = 0;
+  std::weak_ptr<engine> eng;
+  std::shared_ptr<const lock_spec> spec;
+  std::uint64_t session = 0;
+  std::size_t slot = 0; ///< its place in the keeper (keeper.hpp)
 
 private:
+  /// Stop renewing or following this lease (remove it from the keeper). Called once, on the
+  /// lease's executor, when it leaves the held state.
+  void unwatch() noexcept;
+  /// mark_lost(true): release at the store, owner-checked, in the background.
+  void give_back();
+
   lost_waiters lost_waiters_;
 };
 

@@ -1,6 +1,6 @@
 #include <corolock/lock/mutex.hpp>
 
-#include "core/executor_check.hpp"
+#include "detail/executor_check.hpp"
 #include "core/run_locked.hpp"
 #include "core/source_access.hpp"
 
@@ -24,13 +24,13 @@ const lock_options& mutex::options() const noexcept { return state_->spec->optio
 
 void mutex::async_acquire_impl(clock::time_point deadline, bool try_only, diagnostics* diag,
                                detail::handler<void(error_code, guard)> h) {
-  core::check_executor(state_->ex, try_only ? "corolock::mutex::try_acquire" : "corolock::mutex::acquire",
+  detail::check_executor(state_->ex, try_only ? "corolock::mutex::try_acquire" : "corolock::mutex::acquire",
                        state_->spec->name);
   state_->acquire(1, false, deadline, try_only, diag, std::move(h));
 }
 
 void mutex::async_reenter_impl(guard& held, detail::handler<void(error_code, guard)> h) {
-  core::check_executor(state_->ex, "corolock::mutex::reenter", state_->spec->name);
+  detail::check_executor(state_->ex, "corolock::mutex::reenter", state_->spec->name);
   core::reenter(*state_, held, 1, false, std::move(h));
 }
 

@@ -1,4 +1,4 @@
-// A request sent until the store has run it: a release (engine_impl::send_release), a give-back
+// A request sent until the store has run it: a release (engine::send_release), a give-back
 // of an owner whose bid ended unsure (send_give_back), and whatever a backend hands over through
 // backends::hooks::resend (a withdrawn owner's removal): the one resend queue of every store. Each
 // is idempotent per owner (contract 3), so sending it again after a reply that never came is
@@ -7,7 +7,7 @@
 // 2 s, or less: a store reachable again (hooks::reachable) is sent every waiting request at once.
 // While it waits the engine holds it; its timer holds it only weakly, so closing the engine ends
 // it.
-#include "core/engine_impl.hpp"
+#include "core/engine.hpp"
 #include "detail/completion.hpp"
 
 #include <corolock/error.hpp>
@@ -27,7 +27,7 @@ bool unanswered(error_code ec) {
 } // namespace
 
 struct release_resend : std::enable_shared_from_this<release_resend> {
-  std::weak_ptr<engine_impl> eng;
+  std::weak_ptr<engine> eng;
   backend::send_once once;
   detail::stored_handler<handler<void(error_code, std::string)>> first;
   std::unique_ptr<timer> wait;
@@ -72,7 +72,7 @@ struct release_resend : std::enable_shared_from_this<release_resend> {
   }
 };
 
-void engine_impl::send_until_answered(backend::send_once once,
+void engine::send_until_answered(backend::send_once once,
                                       handler<void(error_code, std::string)> h) {
   auto r = std::make_shared<release_resend>();
   r->eng = weak_from_this();
@@ -82,7 +82,7 @@ void engine_impl::send_until_answered(backend::send_once once,
   r->send();
 }
 
-void engine_impl::send_release(core::held lease, handler<void(error_code, std::string)> h) {
+void engine::send_release(core::held lease, handler<void(error_code, std::string)> h) {
   // The engine owns the backend and a try runs only while the engine lives: a plain reference.
   send_until_answered(
       [&b = *b_, lease = std::move(lease)](handler<void(error_code, std::string)> answer) {
@@ -91,20 +91,20 @@ void engine_impl::send_release(core::held lease, handler<void(error_code, std::s
       std::move(h));
 }
 
-void engine_impl::send_give_back(core::bid b, std::string owner) {
+void engine::send_give_back(core::bid b, std::string owner) {
   send_until_answered(
       [&s = *b_, b = std::move(b), owner = std::move(owner)](
           handler<void(error_code, std::string)> answer) { s.give_back(b, owner, std::move(answer)); },
       {});
 }
 
-void engine_impl::resend_now() {
+void engine::resend_now() {
   std::vector<std::shared_ptr<release_resend>> waiting(resending_.begin(), resending_.end());
   for (const auto& r : waiting)
     r->again();
 }
 
-void engine_impl::drop_resends() noexcept {
+void engine::drop_resends() noexcept {
   for (const auto& r : resending_)
     if (r->wait)
       r->wait->disarm();

@@ -1,6 +1,6 @@
 #include <corolock/lock/semaphore.hpp>
 
-#include "core/executor_check.hpp"
+#include "detail/executor_check.hpp"
 #include "core/run_locked.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
@@ -40,7 +40,7 @@ const lock_options& semaphore::options() const noexcept { return state_->spec->o
 
 void semaphore::async_acquire_impl(std::int64_t n, clock::time_point deadline, bool try_only,
                                    diagnostics* diag, detail::handler<void(error_code, guard)> h) {
-  core::check_executor(state_->ex,
+  detail::check_executor(state_->ex,
                        try_only ? "corolock::semaphore::try_acquire" : "corolock::semaphore::acquire",
                        state_->spec->name);
   if (!detail::valid_count(n, 1)) {
@@ -54,7 +54,7 @@ void semaphore::async_acquire_impl(std::int64_t n, clock::time_point deadline, b
 
 void semaphore::async_set_permits_impl(std::int64_t permits, diagnostics* diag,
                                        detail::handler<void(error_code, semaphore_status)> h) {
-  core::check_executor(state_->ex, "corolock::semaphore::set_permits", state_->spec->name);
+  detail::check_executor(state_->ex, "corolock::semaphore::set_permits", state_->spec->name);
   if (!detail::valid_count(permits, 0)) {
     detail::diagnostics_access::client(diag, "a semaphore's permits are 0 .. 2^40");
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
@@ -66,7 +66,7 @@ void semaphore::async_set_permits_impl(std::int64_t permits, diagnostics* diag,
 
 void semaphore::async_status_impl(diagnostics* diag,
                                   detail::handler<void(error_code, semaphore_status)> h) {
-  core::check_executor(state_->ex, "corolock::semaphore::status", state_->spec->name);
+  detail::check_executor(state_->ex, "corolock::semaphore::status", state_->spec->name);
   state_->status(diag, std::move(h));
 }
 

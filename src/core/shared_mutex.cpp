@@ -1,6 +1,6 @@
 #include <corolock/lock/shared_mutex.hpp>
 
-#include "core/executor_check.hpp"
+#include "detail/executor_check.hpp"
 #include "core/run_locked.hpp"
 #include "core/source_access.hpp"
 
@@ -26,7 +26,7 @@ const lock_options& shared_mutex::options() const noexcept { return state_->spec
 void shared_mutex::async_acquire_impl(bool shared, clock::time_point deadline, bool try_only,
                                       diagnostics* diag,
                                       detail::handler<void(error_code, guard)> h) {
-  core::check_executor(state_->ex,
+  detail::check_executor(state_->ex,
                        try_only ? "corolock::shared_mutex::try_acquire" : "corolock::shared_mutex::acquire",
                        state_->spec->name);
   state_->acquire(permits_for(shared), shared, deadline, try_only, diag, std::move(h));
@@ -34,7 +34,7 @@ void shared_mutex::async_acquire_impl(bool shared, clock::time_point deadline, b
 
 void shared_mutex::async_reenter_impl(bool shared, guard& held,
                                       detail::handler<void(error_code, guard)> h) {
-  core::check_executor(state_->ex, "corolock::shared_mutex::reenter", state_->spec->name);
+  detail::check_executor(state_->ex, "corolock::shared_mutex::reenter", state_->spec->name);
   core::reenter(*state_, held, permits_for(shared), shared, std::move(h));
 }
 

@@ -1,7 +1,7 @@
 // Private: how a handle reaches its lock_source's factory.
 #pragma once
 
-#include "core/executor_check.hpp"
+#include "detail/executor_check.hpp"
 #include "core/handle.hpp"
 
 #include <corolock/lock_source.hpp>
@@ -15,7 +15,7 @@ struct source_access {
     auto h = s.make_lock_handle(kind, std::move(name), std::move(options), capacity, what);
     // A handle is made from the client's executor too (checked once it is made: the lock_source
     // names no executor of its own).
-    check_executor(h->ex, what, h->spec->name);
+    detail::check_executor(h->ex, what, h->spec->name);
     return h;
   }
 };

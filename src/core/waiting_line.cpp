@@ -1,10 +1,11 @@
 #include "core/waiting_line.hpp"
 
-#include "core/engine_impl.hpp"
-#include "core/engine_lease.hpp"
-#include "core/executor_check.hpp"
+#include "core/engine.hpp"
+#include "core/keeper.hpp"
+#include "core/lease.hpp"
 #include "core/printable_name.hpp"
 #include "detail/diagnostics_access.hpp"
+#include "detail/executor_check.hpp"
 #include "detail/guard_access.hpp"
 
 #include <corolock/error.hpp>
@@ -58,7 +59,7 @@ private:
   waiting_line* live() const noexcept { return active ? line : nullptr; }
 };
 
-waiting_line::waiting_line(const std::shared_ptr<engine_impl>& e,
+waiting_line::waiting_line(const std::shared_ptr<engine>& e,
                            std::shared_ptr<const lock_spec> s, std::int64_t n, bool sh)
     : spec(std::move(s)), permits(n), shared(sh), eng_(e), b_(e->store_ptr()),
       line_([&b = *b_, &lock = *spec] { return b.new_owner(lock); }), timer_(b_->make_timer()) {}
@@ -202,7 +203,7 @@ void waiting_line::run() {
         t.ttl = o.lease;
         t.renew = false;
       }
-      auto l = std::make_shared<engine_lease>(e, spec, a.owner, a.given, t, permits, shared);
+      auto l = std::make_shared<lease>(e, spec, a.owner, a.given, t, permits, shared);
       e->keep().add(l);
       deliver(a.caller, {}, std::move(l), {});
       break;
@@ -251,7 +252,7 @@ std::string waiting_line::words_for(std::string_view store, std::string_view nam
   return where + ec.message();
 }
 
-void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engine_lease> won,
+void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<lease> won,
                            const std::string& words) {
   auto it = callers_.find(id);
   if (it == callers_.end())
@@ -270,7 +271,7 @@ void waiting_line::deliver(std::uint64_t id, error_code ec, std::shared_ptr<engi
             : words);
   asio::post(b_->get_executor(), [self = shared_from_this(), id, ec] {
 #if COROLOCK_CHECK_EXECUTOR
-    note_running(self->b_->get_executor()); // the executor check's runner record
+    detail::note_running(self->b_->get_executor()); // the executor check's runner record
 #endif
     auto it = self->delivering_.find(id);
     if (it == self->delivering_.end())

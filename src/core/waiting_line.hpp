@@ -41,12 +41,12 @@ class diagnostics;
 
 namespace corolock::core {
 
-class engine_impl;
-class engine_lease;
+class engine;
+class lease;
 
 class waiting_line : public std::enable_shared_from_this<waiting_line> {
 public:
-  waiting_line(const std::shared_ptr<engine_impl>& e, std::shared_ptr<const lock_spec> spec,
+  waiting_line(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> spec,
                std::int64_t permits, bool shared);
   ~waiting_line();
 
@@ -89,7 +89,7 @@ private:
     bool try_only = false;
     int stale_grants = 0;             // grants read after their lease ran out, for this caller
     bool cancelled = false;           // while its completion is on its way
-    std::shared_ptr<engine_lease> won; // a grant on its way
+    std::shared_ptr<lease> won; // a grant on its way
   };
   class relay; // the open contender's contender_events
 
@@ -97,12 +97,12 @@ private:
   void on_event(const relay& from);
   void run();
   void retire();
-  void deliver(std::uint64_t id, error_code ec, std::shared_ptr<engine_lease> won,
+  void deliver(std::uint64_t id, error_code ec, std::shared_ptr<lease> won,
                const std::string& words);
 
   void delivered(std::uint64_t id);
 
-  std::weak_ptr<engine_impl> eng_;
+  std::weak_ptr<engine> eng_;
   std::shared_ptr<backend> b_; // outlives the engine while this line (a delivery) does
   line line_;
   std::map<std::uint64_t, caller> callers_;    // waiting in the line

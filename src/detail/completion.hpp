@@ -4,7 +4,7 @@
 // right before the call, outside any cancellation handler that may be running.
 #pragma once
 
-#include "core/executor_check.hpp"
+#include "detail/executor_check.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -50,7 +50,7 @@ void complete_later(const Executor& ex, Handler&& h, boost::asio::cancellation_s
 #endif
   ]() mutable {
 #if COROLOCK_CHECK_EXECUTOR
-    corolock::core::note_running_on(ex); // the executor check's runner record
+    corolock::detail::note_running_on(ex); // the executor check's runner record
 #endif
     if (slot.is_connected())
       slot.clear();

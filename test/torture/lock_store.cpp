@@ -36,7 +36,7 @@ std::vector<std::string> settled(std::chrono::milliseconds settle, F what) {
   }
 }
 
-/// The lock's key on Redis (see src/backends/redis/lease.hpp): the mutex's string, or the hash of a
+/// The lock's key on Redis (see src/backends/redis/lock_names.hpp): the mutex's string, or the hash of a
 /// semaphore's or shared_mutex's holders.
 std::string redis_lock_key(const config& cfg) {
   const auto key = "corolock:{" + cfg.lock_name + "}";

@@ -1,4 +1,4 @@
-// The core over a backend (src/core/engine.cpp and its parts: waiting_line, keeper, engine_lease)
+// The core over a backend (src/core/engine.cpp and its parts: waiting_line, keeper, lease)
 // end to end, on a scripted backend written here: virtual time the test advances, and every bid,
 // withdrawal, release and renewal written to a log the test reads as text, e.g.
 // "contend o1 wait; withdraw o1". The backend answers only when the test says so (grant, taken,

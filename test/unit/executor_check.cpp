@@ -1,11 +1,11 @@
 // The debug check that a client and its locks are called from the client's executor
-// (src/core/executor_check.hpp), on the in-memory testing store: a call from a thread that does not
+// (src/detail/executor_check.hpp), on the in-memory testing store: a call from a thread that does not
 // run the executor, while another thread runs it, aborts with words saying what was called and
 // what to do; the correct uses (before io.run() from the thread that will run it, inside handlers,
 // after io.run() returned, a strand on an io_context that several threads run) never trip it.
 // Each case runs in a child process (a death test: fork, the child's stderr read back), so that an
 // abort — expected or not — is seen as an outcome here. Skipped in a build without the check.
-#include "core/executor_check.hpp"
+#include "detail/executor_check.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/lock/mutex.hpp>
@@ -164,7 +164,7 @@ void refused_from_a_thread(const std::function<void(world&, mutex&, guard&)>& fr
       what);
 }
 
-bool check_on() { return core::executor_check_on(); }
+bool check_on() { return detail::executor_check_on(); }
 
 boost::test_tools::assertion_result check_built(boost::unit_test::test_unit_id) {
   boost::test_tools::assertion_result r(check_on());

@@ -1,11 +1,11 @@
 // The executor check (design and reasoning: executor_check.hpp).
-#include "core/executor_check.hpp"
+#include "detail/executor_check.hpp"
 
-namespace corolock::core {
+namespace corolock::detail {
 
 bool executor_check_on() noexcept { return COROLOCK_CHECK_EXECUTOR != 0; }
 
-} // namespace corolock::core
+} // namespace corolock::detail
 
 #if COROLOCK_CHECK_EXECUTOR
 
@@ -25,7 +25,7 @@ bool executor_check_on() noexcept { return COROLOCK_CHECK_EXECUTOR != 0; }
 #include <thread>
 #include <utility>
 
-namespace corolock::core {
+namespace corolock::detail {
 
 namespace asio = boost::asio;
 
@@ -147,6 +147,6 @@ void note_running(const asio::any_io_executor& ex) {
     record_of(*at.io).set();
 }
 
-} // namespace corolock::core
+} // namespace corolock::detail
 
 #endif

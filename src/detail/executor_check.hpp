@@ -45,7 +45,7 @@
 #define COROLOCK_CHECK_EXECUTOR 0
 #endif
 
-namespace corolock::core {
+namespace corolock::detail {
 
 /// Whether this build of the library checks the executor (for tests).
 bool executor_check_on() noexcept;
@@ -69,4 +69,4 @@ inline void check_executor(const boost::asio::any_io_executor&, const char*,
                            std::string_view) noexcept {}
 #endif
 
-} // namespace corolock::core
+} // namespace corolock::detail
