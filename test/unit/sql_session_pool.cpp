@@ -287,6 +287,21 @@ BOOST_AUTO_TEST_CASE(a_withdrawn_bid_leaves_the_queue_and_a_session_opened_for_i
   BOOST_TEST(f.release_answered(1, "a") == "keep S1");
 }
 
+BOOST_AUTO_TEST_CASE(a_session_is_a_spare_only_once_set_up) {
+  fixture f(10, 0);
+  BOOST_TEST(f.bid(1, "a") == "open S1 for B1");
+  f.pool.withdrawn(1);
+  // S1 connects; its first statement (the server's id) answers, and it waits for a pooler check's
+  // second connection: nothing runs on it, but it is not set up — neither closed as a spare too
+  // many nor given to a wait.
+  f.send(1);
+  BOOST_TEST(f.answer(1) == "");
+  BOOST_TEST(f.bid(2, "b") == "open S2 for B2");
+  BOOST_TEST(f.pool.size() == 2u);
+  // Set up: a spare over max_idle = 0, closed.
+  BOOST_TEST(f.open(1) == "close S1");
+}
+
 BOOST_AUTO_TEST_CASE(a_session_ended_gives_each_queued_bid_one_more_look) {
   fixture f(1, 1);
   f.holder(1, "a", 1);

@@ -38,7 +38,7 @@
 // - A session that holds nothing is a spare once set up (opened); up to max_idle of them stay
 //   open. (The driver stops pinging a session when it is told keep, wait or close for it.)
 //
-// Ids: a bid's is the driver's; a session's is the pool's (1, 2, … in the order opened), and is
+// Ids: a bid's is the driver's (not 0: an action with no bid says 0); a session's is the pool's (1, 2, … in the order opened), and is
 // the session number of the grants (core::grant::session).
 #pragma once
 
