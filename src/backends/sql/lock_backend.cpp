@@ -19,13 +19,9 @@ struct sql_lock_backend::link {
   explicit link(const asio::any_io_executor& ex) : ping(ex) {}
   std::uint64_t id = 0;
   std::shared_ptr<sql_connection> conn;
-  bool ready = false;    // connected and set up
+  bool ready = false;    // connected (the pool counts it open once set up too)
   bool busy = false;     // a statement runs
   bool dead = false;
-  bool blocking = false; // given to one bid's wait (its lock statement, then its fence)
-  std::map<std::string, bool> held; // key -> shared
-  std::set<std::string> trying;      // keys of one-look statements under way here
-  std::size_t releasing = 0;         // release() statements sent here, not yet answered
   std::deque<job> jobs;
   asio::cancellation_signal cancel;
   asio::steady_timer ping;
@@ -35,13 +31,13 @@ struct sql_lock_backend::link {
 };
 
 struct sql_lock_backend::bid_state {
+  std::uint64_t id = 0; // the pool's name of it
   core::bid b;
   std::string owner;
   core::contender_events* events = nullptr; // null once withdrawn or its event ran
   bool answered = false;                    // its one event is on its way
   std::string key;
   std::shared_ptr<link> waiting_on;         // its blocking statement runs there
-  bool found_taken = false;                 // a one look on a shared session found the lock taken
   unsigned lost_races = 0;                  // its lock statements run again for a lost race
 };
 
@@ -122,7 +118,7 @@ std::string fence_identifier(const std::string& table, std::string_view suffix, 
 sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, sql_dialect dialect, sql::lock_pool_options options)
     : executor_(std::move(ex)), dialect_(std::move(dialect)), traits_(dialect_.traits), options_(std::move(options)),
       fence_table_(options_.fence_table.empty() ? dialect_.default_fence_table : options_.fence_table),
-      random_(std::random_device{}()) {
+      pool_(options_.max_sessions, options_.max_idle), random_(std::random_device{}()) {
   // The name goes into statements (and PostgreSQL runs a setup text of several statements): one
   // that is not a plain identifier is refused here, at the client's creation, before any session.
   if (const auto why = fence_table_refusal(fence_table_); !why.empty())
@@ -211,6 +207,7 @@ std::unique_ptr<core::contender> sql_lock_backend::contend(core::bid b, std::str
   st->owner = std::move(owner);
   st->events = &events;
   st->key = key_of(*st->b.lock);
+  st->id = ++bid_ids_;
   std::erase_if(bids_, [](const auto& w) { return w.expired(); });
   bids_.push_back(st);
   asio::post(executor_, [this, st, w = std::weak_ptr<int>(life_)] {
@@ -223,19 +220,60 @@ std::unique_ptr<core::contender> sql_lock_backend::contend(core::bid b, std::str
   return std::make_unique<contender_impl>(*this, st, life_);
 }
 
-void sql_lock_backend::start(const std::shared_ptr<bid_state>& st) {
-  if (auto l = sharer(st->key))
-    return try_on(st, l);
-  need_session(st);
+void sql_lock_backend::start(const std::shared_ptr<bid_state>& st) { apply(pool_.bid(st->id, st->key), st); }
+
+// Does what the pool answered, in order. `current`: the bid whose event it answers (others are
+// taken from the queue).
+void sql_lock_backend::apply(const sql_session_pool::actions& todo, const std::shared_ptr<bid_state>& current) {
+  using kind = sql_session_pool::action::kind;
+  for (const auto& a : todo) {
+    std::shared_ptr<bid_state> st;
+    if (current && current->id == a.bid) {
+      st = current;
+    } else if (const auto it = queued_.find(a.bid); it != queued_.end()) {
+      st = it->second;
+    }
+    if (a.what == kind::queue) {
+      queued_.emplace(a.bid, st);
+      continue;
+    }
+    if (a.bid != 0)
+      queued_.erase(a.bid);
+    if (a.what == kind::open) {
+      open_link(a.session, [this, st](std::shared_ptr<link> l, error_code ec, std::string words) {
+        if (ec) {
+          if (st->events != nullptr)
+            lost_during(st, ec, std::move(words));
+          return;
+        }
+        apply(pool_.opened(l->id), st); // its wait, or (withdrawn meanwhile) a spare
+      });
+      continue;
+    }
+    const auto it = links_.find(a.session);
+    if (it == links_.end())
+      continue;
+    const auto l = it->second;
+    if (a.what == kind::look)
+      try_on(st, l);
+    if (a.what == kind::wait || a.what == kind::keep || a.what == kind::close) {
+      l->ping.cancel(); // it holds nothing: no pings
+      l->pinging = false;
+    }
+    if (a.what == kind::wait)
+      wait_on(st, l);
+    if (a.what == kind::close)
+      drop(l, make_error_code(error::closed));
+  }
 }
 
 // One look on a session that holds other locks: no new connection for an uncontended lock.
 void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created) {
   const bool shared = st->b.shared;
-  l->trying.insert(st->key); // a reader's and a writer's bid of one lock must not meet here
+  pool_.looking(l->id, st->key); // a reader's and a writer's bid of one lock must not meet here
   run(l, {lock_statement(st, false), options_.session_timeout / 3, false,
           [this, st, l, shared, created](error_code ec, sql_result r, steady::time_point sent) {
-            l->trying.erase(st->key);
+            pool_.looked(l->id, st->key);
             const auto [a, token, waited] = read_lock_answer(r);
             if (st->events != nullptr &&
                 create_fence_table(l, ec, r, created, [this, st, l] {
@@ -244,7 +282,7 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
                 }, st.get()))
               return;
             if (a == answer::granted && !l->dead) {
-              l->held[st->key] = shared;
+              pool_.held(l->id, st->key, shared);
               if (!ec && st->events != nullptr)
                 return hand_over(st, l, token, sent);
               give_back(l, st->key, shared); // withdrawn, or a deadline that came too late
@@ -261,37 +299,13 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
               return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));
             if (!st->b.wait)
               return deliver(st, [](core::contender_events& e) { e.taken(); });
-            st->found_taken = true; // a parked bid that needs a session of its own, not another look
-            need_session(st);
+            apply(pool_.taken(st->id, st->key), st); // a session of its own, or queued: no more looks
           }});
-}
-
-void sql_lock_backend::need_session(const std::shared_ptr<bid_state>& st) {
-  if (auto l = spare())
-    return wait_on(st, l);
-  // A session releasing all it holds is spare within a round trip, sooner than a new one: e.g. a
-  // waiting session's grant answered before the former holder's unlock, and the next local
-  // waiter's bid comes then. The bid waits for it (freed() serves it).
-  std::size_t soon = 0;
-  for (const auto& [id, l] : links_)
-    soon += l->ready && !l->dead && !l->blocking && !l->held.empty() && l->releasing == l->held.size() ? 1 : 0;
-  if (links_.size() >= options_.max_sessions || pending_.size() < soon)
-    return pending_.push_back(st);
-  open_link([this, st](std::shared_ptr<link> l, error_code ec, std::string words) {
-    if (ec) {
-      if (st->events != nullptr)
-        lost_during(st, ec, std::move(words));
-      return;
-    }
-    if (st->events == nullptr)
-      return freed(l);
-    wait_on(st, l);
-  });
 }
 
 // The bid's own session (holding nothing): the blocking statement (or, wait == false, one look).
 void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created) {
-  l->blocking = true;
+  pool_.waiting(l->id);
   st->waiting_on = l;
   const bool shared = st->b.shared, wait = st->b.wait;
   run(l, {lock_statement(st, wait), {}, true,
@@ -302,13 +316,13 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
                 create_fence_table(l, ec, r, created, [this, st, l] {
                   if (st->events != nullptr)
                     return wait_on(st, l, true);
-                  l->blocking = false;
-                  freed(l);
+                  pool_.wait_ended(l->id);
+                  apply(pool_.freed(l->id));
                 }, st.get()))
               return;
             if (a == answer::granted && !l->dead) { // also after a cancel that came too late
-              l->held[st->key] = shared;
-              l->blocking = false;
+              pool_.held(l->id, st->key, shared);
+              pool_.wait_ended(l->id);
               // The session was busy with the statement until the grant: its idle bound on the
               // server started no sooner than `waited` (the server's count) after it was sent.
               // MariaDB does not say: from the sending (a long wait is then dated by hand_over).
@@ -320,21 +334,21 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
                 fail(st, ec, r.words.to_string());
               return;
             }
-            l->blocking = false;
+            pool_.wait_ended(l->id);
             give_back_if_taken(st, l, ec, a);
             if (st->events == nullptr)
-              return freed(l);
+              return apply(pool_.freed(l->id));
             if (ec && link_failure(ec))
               return lost_during(st, ec, r.words.to_string());
             if (wait && ec == error::database_error && dialect_.wait_cut && dialect_.wait_cut(r.words))
               return wait_on(st, l); // cut on the server, not by us (a withdrawal ended the bid): again
             if (ec || a == answer::failed) {
-              freed(l);
+              apply(pool_.freed(l->id));
               return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));
             }
             if (wait) // a bounded server-side wait ran out: wait again
               return wait_on(st, l);
-            freed(l);
+            apply(pool_.freed(l->id));
             deliver(st, [](core::contender_events& e) { e.taken(); });
           }});
 }
@@ -364,7 +378,7 @@ sql_lock_backend::read_lock_answer(const sql_result& r) const {
 void sql_lock_backend::give_back_if_taken(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
                                           error_code ec, answer a) {
   if ((ec ? !link_failure(ec) : a == answer::failed) && !l->dead) {
-    l->held[st->key] = st->b.shared;
+    pool_.held(l->id, st->key, st->b.shared);
     give_back(l, st->key, st->b.shared);
   }
 }
@@ -475,8 +489,8 @@ void sql_lock_backend::fenced(const std::shared_ptr<bid_state>& st, const std::s
 void sql_lock_backend::give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared) {
   run(l, {dialect_.unlock_statement(key, shared), options_.session_timeout / 3, false,
           [this, l, key](error_code, sql_result, steady::time_point) {
-            l->held.erase(key);
-            freed(l);
+            pool_.unheld(l->id, key);
+            apply(pool_.freed(l->id));
           }});
 }
 
@@ -488,7 +502,8 @@ void sql_lock_backend::withdraw(const std::shared_ptr<bid_state>& st) {
     return;
   }
   st->events = nullptr;
-  std::erase(pending_, st);
+  pool_.withdrawn(st->id);
+  queued_.erase(st->id);
   if (auto l = st->waiting_on)
     l->cancel.emit(asio::cancellation_type::terminal); // the server stops the wait (or it raced)
 }
@@ -553,35 +568,10 @@ bool sql_lock_backend::transport_failure(error_code ec) {
          ec == error::timeout;
 }
 
-// Nothing runs on the session and nothing is queued there: only then may it start a bid's wait
-// (a blocking statement behind a one look would hold that look's grant hostage to the wait) or
-// be closed (a queued statement would fail with not_connected).
-bool sql_lock_backend::idle(const link& l) {
-  return !l.busy && l.jobs.empty() && l.trying.empty();
-}
-
-bool sql_lock_backend::can_share(const link& l, const std::string& key) {
-  return l.ready && !l.dead && !l.blocking && l.held.size() > l.releasing && !l.held.contains(key) &&
-         !l.trying.contains(key) && l.jobs.empty();
-}
-
-std::shared_ptr<sql_lock_backend::link> sql_lock_backend::sharer(const std::string& key) const {
-  for (const auto& [id, l] : links_)
-    if (can_share(*l, key))
-      return l;
-  return nullptr;
-}
-
-std::shared_ptr<sql_lock_backend::link> sql_lock_backend::spare() const {
-  for (const auto& [id, l] : links_)
-    if (l->ready && !l->dead && !l->blocking && l->held.empty() && idle(*l))
-      return l;
-  return nullptr;
-}
-
-void sql_lock_backend::open_link(std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
+void sql_lock_backend::open_link(std::uint64_t id,
+                                 std::function<void(std::shared_ptr<link>, error_code, std::string)> then) {
   auto l = std::make_shared<link>(executor_);
-  l->id = next_link_++;
+  l->id = id;
   l->conn = dialect_.new_connection(executor_);
   // Between statements, a session that ends (a restart, a KILL, a reset link) is dropped at once:
   // its leases are reported lost before its next ping (session_timeout/3) would find it.
@@ -731,6 +721,7 @@ void sql_lock_backend::run(const std::shared_ptr<link>& l, job j) {
     return;
   }
   l->jobs.push_back(std::move(j));
+  pool_.statement_queued(l->id);
   pump(l);
 }
 
@@ -740,24 +731,26 @@ void sql_lock_backend::pump(const std::shared_ptr<link>& l) {
   job j = std::move(l->jobs.front());
   l->jobs.pop_front();
   l->busy = true;
+  pool_.statement_started(l->id);
   const auto sent = steady::now();
   auto done = [this, l, sent, d = std::move(j.done), w = std::weak_ptr<int>(life_)](error_code ec, sql_result r) {
     if (w.expired())
       return;
     l->busy = false;
+    pool_.statement_answered(l->id);
     // A failed statement whose session is over is the session's end, whatever the code: one that
     // ran out of its bound and whose cancel could not reach the server had its socket shut (the
     // server frees the session's locks when it reads that), so its leases are told lost now, not
     // by the next statement on it. (One cancelled in time was answered: its session goes on.)
     if (link_failure(ec) || (ec && !closing_ && !l->conn->is_open()))
       drop(l, link_failure(ec) ? ec : make_error_code(error::connection_lost));
-    else if (!l->held.empty() && (!ec || ec == error::database_error))
+    else if (pool_.holds_any(l->id) && (!ec || ec == error::database_error))
       alive(l, sent);
     d(ec, std::move(r), sent);
     if (w.expired()) // `d` may have ended the backend (a test's last step destroys the client)
       return;
     pump(l);
-    settle(l);
+    apply(pool_.settled(l->id));
   };
   if (j.cancellable)
     l->conn->async_query(std::move(j.sql), j.timeout, asio::bind_cancellation_slot(l->cancel.slot(), std::move(done)));
@@ -774,8 +767,7 @@ void sql_lock_backend::drop(const std::shared_ptr<link>& l, error_code why) {
   l->ping.cancel();
   l->conn->close();
   links_.erase(l->id);
-  const bool held = !l->held.empty();
-  l->held.clear();
+  const bool held = pool_.holds_any(l->id);
   auto jobs = std::move(l->jobs);
   l->jobs.clear();
   for (auto& j : jobs) {
@@ -787,63 +779,7 @@ void sql_lock_backend::drop(const std::shared_ptr<link>& l, error_code why) {
   }
   if (held && hooks_.session_lost)
     hooks_.session_lost(l->id, why == error::closed ? why : make_error_code(error::connection_lost));
-  // A place in the pool was freed: each bid waiting for a session looks again, once. (A loop
-  // until none waits spun forever when a bid went back to wait for a releasing session:
-  // a_session_lost_while_a_bid_waits_for_a_releasing_one_is_no_spin.)
-  if (!pending_.empty() && links_.size() < options_.max_sessions && !closing_)
-    reconsider_pending();
-}
-
-// A session whose last statement answered: free (nothing held), or holding and able to take one
-// more lock by a one look.
-void sql_lock_backend::settle(const std::shared_ptr<link>& l) {
-  if (l->dead || l->blocking || !idle(*l))
-    return;
-  if (l->held.empty())
-    return freed(l);
-  serve_parked(l);
-}
-
-// A holding session offers a one look to the first parked bid that has not been found taken
-// (the pool was full when it came): uncontended locks beyond max_sessions share the sessions that
-// hold, as uncontended locks taken one after another do. One look at a time per session; the
-// next when its answer came (settle).
-void sql_lock_backend::serve_parked(const std::shared_ptr<link>& l) {
-  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-    const auto st = *it;
-    if (st->events == nullptr || st->found_taken || !can_share(*l, st->key))
-      continue;
-    pending_.erase(it);
-    return try_on(st, l);
-  }
-}
-
-// A session may have become free: serve the first bid waiting for one, else keep or close it.
-void sql_lock_backend::freed(const std::shared_ptr<link>& l) {
-  if (l->dead || l->blocking || !l->held.empty() || !idle(*l))
-    return;
-  l->ping.cancel();
-  l->pinging = false;
-  if (closing_)
-    return drop(l, make_error_code(error::closed));
-  while (!pending_.empty()) {
-    auto st = pending_.front();
-    pending_.pop_front();
-    if (st->events != nullptr)
-      return wait_on(st, l);
-  }
-  std::size_t spares = 0;
-  for (const auto& [id, other] : links_)
-    spares += other->ready && !other->dead && !other->blocking && other->held.empty() && idle(*other) ? 1 : 0;
-  if (spares > options_.max_idle)
-    drop(l, make_error_code(error::closed));
-}
-
-void sql_lock_backend::reconsider_pending() {
-  auto again = std::exchange(pending_, {});
-  for (auto& st : again)
-    if (st->events != nullptr)
-      need_session(st);
+  apply(pool_.ended(l->id)); // a place in the pool was freed: the queued bids look again
 }
 
 void sql_lock_backend::alive(const std::shared_ptr<link>& l, steady::time_point sent) {
@@ -860,13 +796,13 @@ void sql_lock_backend::arm_ping(const std::shared_ptr<link>& l) {
     if (ec || w.expired() || l->dead)
       return;
     l->pinging = false;
-    if (l->held.empty())
+    if (!pool_.holds_any(l->id))
       return;
     run(l, {"SELECT 1", options_.session_timeout / 3, false,
             [this, l](error_code ec, sql_result, steady::time_point) {
               if (ec && !l->dead)
                 return drop(l, make_error_code(error::connection_lost)); // unanswered: end it
-              if (!l->dead && !l->held.empty())
+              if (!l->dead && pool_.holds_any(l->id))
                 arm_ping(l);
             }});
   });
@@ -877,19 +813,17 @@ void sql_lock_backend::arm_ping(const std::shared_ptr<link>& l) {
 void sql_lock_backend::release(const core::held& lease, handler<void(error_code, std::string)> h) {
   const std::string key = key_of(*lease.lock);
   auto it = links_.find(lease.session);
-  if (it == links_.end() || it->second->dead || !it->second->held.contains(key)) {
+  if (it == links_.end() || it->second->dead || !pool_.holds(lease.session, key)) {
     asio::post(executor_, asio::append(std::move(h), make_error_code(error::lease_lost),
                                        std::string("the session that held it is gone")));
     return;
   }
   auto l = it->second;
   auto hp = std::make_shared<handler<void(error_code, std::string)>>(std::move(h));
-  ++l->releasing;
+  pool_.release_sent(l->id);
   run(l, {dialect_.unlock_statement(key, lease.shared), options_.session_timeout / 3, false,
           [this, l, key, hp](error_code ec, sql_result r, steady::time_point) {
-            --l->releasing;
-            if (!ec)
-              l->held.erase(key);
+            const auto next = pool_.released(l->id, key, !ec);
             error_code out = ec;
             std::string words = r.words.to_string();
             if (!ec && !dialect_.unlock_answer(r)) {
@@ -899,9 +833,7 @@ void sql_lock_backend::release(const core::held& lease, handler<void(error_code,
               out = make_error_code(error::lease_lost);
               words = "the session that held it is gone: " + words;
             }
-            freed(l);
-            if (!l->dead && !l->held.empty()) // not freed after all (a failed unlock, a lock taken
-              reconsider_pending();           // here meanwhile): bids that counted on it look again
+            apply(next); // served, kept or closed; or still holding: queued bids look again
             (*hp)(out, std::move(words));
           }});
 }
@@ -913,21 +845,22 @@ void sql_lock_backend::renew(std::vector<core::renewal> leases, handler<void(std
 
 void sql_lock_backend::close(handler<void()> h) {
   closing_ = true;
+  pool_.close();
   for (auto& w : bids_)
     if (auto st = w.lock())
       withdraw(st);
   bids_.clear();
-  pending_.clear();
+  queued_.clear();
   auto c = closing_state_ = std::make_shared<closing>();
   c->h.emplace(std::move(h));
   const auto links = links_;
   for (const auto& [id, l] : links) {
     c->conns.push_back(l->conn);
-    if (l->ready && !l->blocking && !l->held.empty()) {
+    if (l->ready && pool_.holding(l->id)) {
       ++c->left;
       run(l, {dialect_.unlock_all_statement, options_.session_timeout / 3, false,
               [this, l, c](error_code, sql_result, steady::time_point) {
-                l->held.clear();
+                pool_.unheld_all(l->id);
                 drop(l, make_error_code(error::closed));
                 c->one_done();
               }});

@@ -1,39 +1,17 @@
 // Private: the lock backend of both SQL databases (core::backend over a pool of sql sessions). A
 // database's own part is a handful of statements and how to read their answers (sql_dialect below):
 // src/backends/mysql/lock_backend.cpp (GET_LOCK), src/backends/postgresql/lock_backend.cpp
-// (pg_advisory_lock). Everything else — which session does what, the fence, the keepalive, close —
-// is here, once.
+// (pg_advisory_lock). Everything else — the sessions (which one does what: session_pool.hpp), the
+// fence, the keepalive, close — is here, once.
 //
-// Why sessions are used this way: a server-side wait (GET_LOCK(name, t), pg_advisory_lock) blocks
-// its session until granted, and the lock then lives as long as that session (both are
-// session-scoped, both let one session hold many names, both are re-entrant per session).
-// - Waiting: a bid that must wait runs its blocking statement on a session holding nothing (a
-//   spare, or a new one). The core keeps at most one contender per lock name and kind per client,
-//   so a thousand local waiters of one name use ONE waiting session; the line behind it queues the
-//   rest locally. Connections per contended lock: 1 waiting session, plus the holder's session.
-//   A session releasing all it holds counts as a spare about to be free: a bid waits for it
-//   rather than open a third (a waiting session's grant may be answered before the holder's
-//   unlock, and the next local waiter bids then).
-// - Holding: the session that got the lock holds it, so release runs there. A granted waiting
-//   session becomes a holding session. A new bid first tries the non-blocking form
-//   (GET_LOCK(name, 0) / pg_try_advisory_lock) on an idle holding session, and only if that says
-//   "taken" takes a session of its own to wait on: uncontended locks of one client share sessions
-//   (connections per held lock: one session holds any number of them).
-// - One name at most once per session (any mode): a session's own locks never conflict with each
-//   other (both databases count re-entry per session), so two owners of one name on one session
-//   would both "hold" it, and stacked PostgreSQL readers would pass a queued writer. A bid never
-//   goes to a session that holds its key.
-// - Pool limit (lock_pool_options::max_sessions): when every session is waiting or holding, a bid
-//   that needs its own session queues here, in arrival order, with no server-side wait, until a
-//   session is freed (a release leaving it empty, a session ended); the core's deadline or
-//   cancellation withdraws it as any other bid. Holding sessions are never closed to make room.
-//   A queued bid not yet found taken is also offered, one at a time, to each holding session
-//   whose last statement answered (settle): its one look there takes a free lock, so any number
-//   of uncontended locks fit in the pool at once, not only max_sessions of them.
-// - One statement stream per session: a blocking wait starts only on a session with nothing
-//   running or queued, and a session is closed only then. (A one look queued behind the release
-//   of a session's last lock once had its session closed under it as a spare: not_connected.)
-// - A session that holds nothing stops being pinged; up to max_idle of them stay open as spares.
+// Sessions: which session a bid goes to (a one look on a holding session, a spare, a new one, the
+// queue under lock_pool_options::max_sessions), one name at most once per session, one statement
+// stream per session, which spares stay open — the pool's rules and their reasons — are decided by
+// sql_session_pool (session_pool.hpp), a machine with no I/O. This file drives it: it tells it
+// each event (a bid, a statement queued, started and answered, a lock held or let go, a session
+// opened or ended, a withdrawal) and does what it answers (the statements, opening and closing
+// sessions); the connections, the statements' queue on each session, pings and timers are here.
+// A holding session is pinged (below); one that holds nothing is not.
 //
 // Statements (round trips) per acquisition: ONE — the lock statement draws the token once the
 // lock is granted (a PostgreSQL CTE: the lock, then the token from its row; MariaDB: SELECT CASE
@@ -103,6 +81,7 @@
 #pragma once
 
 #include "backends/sql/connection.hpp"
+#include "backends/sql/session_pool.hpp"
 #include "core/backend.hpp"
 
 #include <corolock/sql/lock_pool_options.hpp>
@@ -244,8 +223,8 @@ private:
   };
 
   void start(const std::shared_ptr<bid_state>& st);
+  void apply(const sql_session_pool::actions& todo, const std::shared_ptr<bid_state>& current = nullptr);
   void try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created = false);
-  void need_session(const std::shared_ptr<bid_state>& st);
   void wait_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created = false);
   sql_statement lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const;
   std::string lock_words(const sql_result& r) const;
@@ -266,25 +245,17 @@ private:
   void deliver(const std::shared_ptr<bid_state>& st, std::function<void(core::contender_events&)> what,
                std::shared_ptr<link> granted_on = nullptr);
 
-  void open_link(std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
+  void open_link(std::uint64_t id, std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
   void pin_check(const std::shared_ptr<link>& l, std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
   void set_up(const std::shared_ptr<link>& l, std::size_t next, bool created,
               std::function<void(std::shared_ptr<link>, error_code, std::string)> then);
   void run(const std::shared_ptr<link>& l, job j);
   void pump(const std::shared_ptr<link>& l);
   void drop(const std::shared_ptr<link>& l, error_code why);
-  void freed(const std::shared_ptr<link>& l);
-  void settle(const std::shared_ptr<link>& l);
-  void serve_parked(const std::shared_ptr<link>& l);
-  void reconsider_pending();
   void arm_ping(const std::shared_ptr<link>& l);
   void alive(const std::shared_ptr<link>& l, core::steady::time_point sent);
-  std::shared_ptr<link> sharer(const std::string& key) const;
-  std::shared_ptr<link> spare() const;
   static bool link_failure(error_code ec);
   static bool transport_failure(error_code ec);
-  static bool idle(const link& l);
-  static bool can_share(const link& l, const std::string& key);
 
   asio::any_io_executor executor_;
   sql_dialect dialect_;
@@ -292,12 +263,13 @@ private:
   sql::lock_pool_options options_;
   std::string fence_table_;
   hooks hooks_;
-  std::map<std::uint64_t, std::shared_ptr<link>> links_;
-  std::deque<std::shared_ptr<bid_state>> pending_;   // bids waiting for a session (pool full, or one releasing)
+  std::map<std::uint64_t, std::shared_ptr<link>> links_; // by the pool's session id
+  sql_session_pool pool_; // which session does what (session_pool.hpp)
+  std::map<std::uint64_t, std::shared_ptr<bid_state>> queued_; // the bids the pool queued, by id
+  std::uint64_t bid_ids_ = 0;
   std::vector<std::weak_ptr<bid_state>> bids_;      // open bids, for close()
   std::set<std::string> verified_; // keys whose fence row this client found recording its name
   static constexpr std::size_t max_verified = 100000;
-  std::uint64_t next_link_ = 1;
   bool closing_ = false;
   /// The close under way: its handler, run once every session is given back or shut, and each
   /// session's connection, to give up when the core's bound passes.
