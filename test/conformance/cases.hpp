@@ -1133,7 +1133,10 @@ asio::awaitable<std::shared_ptr<outcome>> queued_as(F& f, asio::any_io_executor 
                                                     std::size_t waiting,
                                                     asio::awaitable<std::tuple<error_code, guard>> op) {
   auto o = started(ex, std::move(op));
-  BOOST_REQUIRE(co_await eventually([&] { return rw_waiters(f, name) == waiting; }));
+  const bool listed = co_await eventually([&] { return rw_waiters(f, name) == waiting; });
+  BOOST_REQUIRE_MESSAGE(listed, f.backend << ": " << rw_waiters(f, name) << " bids of '" << name
+                                          << "' waiting, not " << waiting
+                                          << (o->done.is_set() ? " (the last one did not wait)" : ""));
   co_return o;
 }
 
@@ -1333,7 +1336,8 @@ asio::awaitable<std::tuple<error_code, guard>> cancelled_once_queued(F& f, asio:
 /// Terminal cancellation of a queued reader and of a queued writer: each ends with
 /// operation_aborted, leaves the queue, and nothing of it is granted later; the next one gets the
 /// lock: a reader behind the writer holding it once it leaves, and — the cancelled writer having
-/// queued behind a reader — a later reader at once (no writer left to wait for).
+/// queued behind a reader — the reader queued behind it when it leaves (within 1 s) and a later
+/// reader at once (no writer left to wait for).
 template <typename F>
 asio::awaitable<void> shared_cancelled_queued_reader_and_writer_leave_nothing(F& f,
                                                                               asio::any_io_executor ex) {
@@ -1353,16 +1357,27 @@ asio::awaitable<void> shared_cancelled_queued_reader_and_writer_leave_nothing(F&
   co_await next->done.wait();
   BOOST_TEST(!next->ec, next->ec.message());
   BOOST_TEST(next->g.owns_lock());
-  // A writer queued behind that reader, cancelled: readers after it are not held back by it.
-  auto [ec, gw] = co_await cancelled_once_queued(f, ex, "rw-cancel", 1,
-                                                 [&](auto token) { return rw[2].acquire(token); });
-  BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
-  BOOST_TEST(!gw.owns_lock());
+  // A writer queued behind that reader, and a reader behind the writer; the writer cancelled: the
+  // reader behind it is let in when it leaves, and a later reader at once.
+  asio::cancellation_signal signal;
+  auto cancellable = asio::bind_cancellation_slot(signal.slot(), tuple_awaitable);
+  auto writer = co_await queued_as(f, ex, "rw-cancel", 1, rw[2].acquire(cancellable));
+  auto behind = co_await queued_as(f, ex, "rw-cancel", 2, rw[0].acquire_shared_for(5s, tuple_awaitable));
+  signal.emit(asio::cancellation_type::terminal);
+  co_await writer->done.wait();
+  const auto t0 = std::chrono::steady_clock::now();
+  BOOST_TEST(writer->ec == asio::error::operation_aborted, writer->ec.message());
+  BOOST_TEST(!writer->g.owns_lock());
+  co_await behind->done.wait();
+  BOOST_TEST(!behind->ec, behind->ec.message());
+  BOOST_TEST(behind->g.owns_lock());
+  BOOST_TEST(ms_since(t0) <= 1000, "let in " << ms_since(t0) << " ms after the writer left");
   BOOST_TEST(co_await eventually([&] { return rw_waiters(f, "rw-cancel") == 0; }, 5s));
   auto [ec2, after] = co_await rw[2].try_acquire_shared(tuple_awaitable);
   BOOST_TEST(!ec2);
   BOOST_TEST(after.owns_lock());
   co_await after.unlock();
+  co_await behind->g.unlock();
   co_await next->g.unlock();
   BOOST_TEST(co_await takes_within(rw[0], 5s)); // nothing of the cancelled ones holds it
   BOOST_TEST(co_await clean(f));
