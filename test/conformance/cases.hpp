@@ -1140,27 +1140,28 @@ asio::awaitable<std::shared_ptr<outcome>> queued_as(F& f, asio::any_io_executor 
   co_return o;
 }
 
-/// Three clients of read-write lock `name`: the first holds a reader, the second's writer (waiting
-/// until `deadline`) is queued behind it.
+/// Three clients of read-write lock `name`: the first holds a reader, the second's writer is
+/// queued behind it, asked for at `writer_since`; with a `wait`, acquire_for(wait).
 template <typename F>
 struct writer_behind_reader {
   std::vector<std::unique_ptr<typename F::source>> clients;
   std::vector<shared_mutex> rw;
   guard reader;
   std::shared_ptr<outcome> writer;
+  shared_mutex::clock::time_point writer_since;
 };
-
-constexpr auto no_deadline = shared_mutex::clock::time_point::max();
 
 template <typename F>
 asio::awaitable<writer_behind_reader<F>>
 a_writer_behind_a_reader(F& f, asio::any_io_executor ex, std::string name,
-                         shared_mutex::clock::time_point deadline = no_deadline) {
+                         std::optional<shared_mutex::clock::duration> wait = std::nullopt) {
   auto [clients, rw] = co_await rw_on(f, ex, name, 3);
   auto reader = co_await rw[0].acquire_shared();
-  auto writer = co_await queued_as(f, ex, name, 1, rw[1].acquire_until(deadline, tuple_awaitable));
+  const auto since = shared_mutex::clock::now();
+  auto op = wait ? rw[1].acquire_for(*wait, tuple_awaitable) : rw[1].acquire(tuple_awaitable);
+  auto writer = co_await queued_as(f, ex, name, 1, std::move(op));
   co_return writer_behind_reader<F>{std::move(clients), std::move(rw), std::move(reader),
-                                    std::move(writer)};
+                                    std::move(writer), since};
 }
 
 /// Whether `o` is still waiting `for_` after now (a store's grant would have come by then).
@@ -1244,7 +1245,7 @@ asio::awaitable<void> shared_a_writer_excludes_readers_and_writers(F& f, asio::a
 template <typename F>
 asio::awaitable<void> shared_a_queued_writer_is_not_passed_by_later_readers(F& f,
                                                                            asio::any_io_executor ex) {
-  auto [clients, rw, r1, writer] = co_await a_writer_behind_a_reader(f, ex, "rw-fair");
+  auto [clients, rw, r1, writer, since] = co_await a_writer_behind_a_reader(f, ex, "rw-fair");
   for (int i : {2, 0}) {
     auto [ec, look] = co_await rw[i].try_acquire_shared(tuple_awaitable);
     BOOST_TEST(!ec);
@@ -1390,8 +1391,7 @@ asio::awaitable<void> shared_cancelled_queued_reader_and_writer_leave_nothing(F&
 template <typename F>
 asio::awaitable<void> shared_a_deadline_on_a_queued_writer_leaves_nothing(F& f,
                                                                           asio::any_io_executor ex) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto [clients, rw, r, writer] = co_await a_writer_behind_a_reader(f, ex, "rw-deadline", t0 + 1500ms);
+  auto [clients, rw, r, writer, t0] = co_await a_writer_behind_a_reader(f, ex, "rw-deadline", 1500ms);
   auto behind =
       co_await queued_as(f, ex, "rw-deadline", 2, rw[2].acquire_shared_for(10s, tuple_awaitable));
   co_await writer->done.wait();
