@@ -1,7 +1,9 @@
 // The conformance suite: what every store's locks promise, written once against the public API
-// (corolock::mutex, semaphore, guard, lock_options, lock_source) and run over each backend by one fixture.
-// Each test/conformance/<backend>.cpp holds one suite named after its backend that instantiates
-// every case here with its fixture: COROLOCK_CONFORMANCE_CASES(fixture).
+// (corolock::mutex, semaphore, shared_mutex, guard, lock_options, lock_source) and run over each
+// backend by one fixture. Each test/conformance/<backend>.cpp holds one suite named after its
+// backend that instantiates every case here with its fixture: COROLOCK_CONFORMANCE_CASES(fixture),
+// and COROLOCK_CONFORMANCE_PERMIT_CASES / COROLOCK_CONFORMANCE_SHARED_CASES where its store serves
+// a semaphore / a read-write lock (test/CMakeLists.txt makes one ctest of each case a suite has).
 //
 // A fixture F gives:
 //   using source = …;                                   a lock_source type (the store's client)
@@ -13,6 +15,8 @@
 //   bool clean();                                       nothing held or queued at the store
 //   static std::optional<lock_options> lacking();       options asking for a trait it lacks
 //   static constexpr bool barging = true;               only if it serves lock_tuning{.fair = false}
+//   static constexpr bool refuses_shared = true;        only if it has no read-write lock
+//   std::size_t queued_shared(const std::string& name); optional: a read-write lock's queued bids
 #pragma once
 
 #include <support/async_test.hpp>
@@ -23,11 +27,13 @@
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -335,8 +341,10 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   BOOST_TEST(why.client_message().ends_with("lock 'close-x': the client was closed"), why.message());
 }
 
-/// Whether `m` gets its lock within `bound` (then given back at once); a failure is reported.
-inline asio::awaitable<bool> takes_within(mutex& m, std::chrono::milliseconds bound) {
+/// Whether `m` gets its lock within `bound` (then given back at once); a failure is reported. A
+/// mutex, or a shared_mutex's writer.
+template <typename Lock>
+asio::awaitable<bool> takes_within(Lock& m, std::chrono::milliseconds bound) {
   auto [ec, g] = co_await m.acquire_for(bound, tuple_awaitable);
   BOOST_TEST(!ec, m.name() << ": " << ec.message());
   if (!g.owns_lock())
@@ -659,9 +667,28 @@ asio::awaitable<void> odd_prefixes_work_on_every_store(F& f, asio::any_io_execut
   });
 }
 
+/// Whether fixture F's store refuses a read-write lock (`static constexpr bool refuses_shared =
+/// true`); its suite then has no COROLOCK_CONFORMANCE_SHARED_CASES.
+template <typename F>
+constexpr bool refuses_shared = requires { requires F::refuses_shared; };
+
+/// Each trait a store lacks is refused when the handle is made: the options F::lacking() gives,
+/// and a shared_mutex where the store has no read-write lock (in words naming the lock, the store
+/// and the kind); a store that serves one makes the handle.
 template <typename F>
 asio::awaitable<void> a_lacking_trait_is_refused(F& f, asio::any_io_executor ex) {
   auto a = co_await f.connect(ex);
+  try {
+    shared_mutex rw{*a, "trait"};
+    BOOST_TEST(!refuses_shared<F>, F::backend << " made a shared_mutex its fixture says it refuses");
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST(refuses_shared<F>, e.what());
+    BOOST_TEST(e.code() == error::invalid_argument);
+    BOOST_TEST(std::string(e.what()).find("lock 'trait': the ") != std::string::npos, e.what());
+    BOOST_TEST(std::string(e.what()).find(" store has no read-write lock (shared_mutex)") !=
+                   std::string::npos,
+               e.what());
+  }
   auto o = F::lacking();
   if (!o) {
     BOOST_TEST_MESSAGE(F::backend << " lacks no trait the handles can ask for");
@@ -718,57 +745,94 @@ asio::awaitable<void> a_store_s_own_options_are_served_or_refused(F& f, asio::an
 /// the holder's token). Every acquisition completes, never two holders of a name at once, no write
 /// refused by the fence, no update lost. (Issue 43 item 1: on MariaDB and PostgreSQL 319–443 of
 /// the 500 ended with not_connected.)
-template <typename F>
-asio::awaitable<void> a_service_of_many_callers(F& f, asio::any_io_executor ex) {
-  constexpr int callers = 100, names = 20, rounds = 5;
-  auto a = co_await f.connect(ex);
-  auto b = co_await f.connect(ex);
-  struct record {
-    test::fenced_resource fence;
-    int value = 0;
-    int inside = 0;
-  };
-  std::vector<record> records(names);
-  int finished = 0, overlaps = 0, refused = 0;
+/// A record of a service's cases: a value behind a fence, and who is inside.
+struct service_record {
+  test::fenced_resource fence;
+  int value = 0;
+  int writers = 0; // a mutex's holders, a shared_mutex's writers
+  int readers = 0;
+};
+
+/// Runs `callers` coroutines of `rounds` turns each at once; `turn(caller, round)` acquires, works
+/// and releases, and returns what failed in words (empty: nothing), the caller then stopping. Returns
+/// every failure once all callers are done, and says in a message how long it took.
+inline asio::awaitable<std::vector<std::string>>
+callers_in_rounds(asio::any_io_executor ex, int callers, int rounds,
+                  std::function<asio::awaitable<std::string>(int, int)> turn) {
+  int finished = 0;
   std::vector<std::string> failures;
   test::event all_done(ex);
-  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < callers; ++i)
     asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
-      auto& client = i % 2 ? *b : *a;
       for (int round = 0; round < rounds; ++round) {
-        const int n = (i + 7 * round) % names;
-        mutex m{client, "service-" + std::to_string(n)};
-        diagnostics why;
-        auto [ec, g] = co_await m.acquire(bind_diagnostics(why, tuple_awaitable));
-        if (ec) {
-          failures.push_back(m.name() + ": " + ec.message() + " " + why.message());
+        auto failed = co_await turn(i, round);
+        if (!failed.empty()) {
+          failures.push_back(std::move(failed));
           break;
         }
-        auto& r = records[n];
-        overlaps += r.inside++ > 0 ? 1 : 0;
-        const int read = r.value;
-        co_await asio::post(ex, asio::use_awaitable); // others run between the read and the write
-        refused += r.fence.write(g.fencing_token()) ? 0 : 1;
-        r.value = read + 1;
-        --r.inside;
-        auto [uec] = co_await g.unlock(tuple_awaitable);
-        if (uec)
-          failures.push_back(m.name() + ": unlock: " + uec.message());
       }
       if (++finished == callers)
         all_done.set();
     }, asio::detached);
   co_await all_done.wait();
+  co_return failures;
+}
+
+/// A fenced read-modify-write of `r` under `token`: read, others run, written. Whether the fence
+/// took it.
+inline asio::awaitable<bool> fenced_increment(service_record& r, std::uint64_t token) {
+  const int read = r.value;
+  auto ex = co_await asio::this_coro::executor;
+  co_await asio::post(ex, asio::use_awaitable); // others run between the read and the write
+  const bool took = r.fence.write(token);
+  r.value = read + 1;
+  co_return took;
+}
+
+/// `g` unlocked: what failed in words, empty if nothing.
+inline asio::awaitable<std::string> unlocked(guard& g, const std::string& name) {
+  auto [ec] = co_await g.unlock(tuple_awaitable);
+  co_return ec ? name + ": unlock: " + ec.message() : std::string();
+}
+
+inline std::string first_of(const std::vector<std::string>& failures) {
+  return std::to_string(failures.size()) + " failed, the first: " +
+         (failures.empty() ? "" : failures[0]);
+}
+
+inline long long ms_since(std::chrono::steady_clock::time_point t0) {
+  using std::chrono::duration_cast, std::chrono::milliseconds, std::chrono::steady_clock;
+  return duration_cast<milliseconds>(steady_clock::now() - t0).count();
+}
+
+template <typename F>
+asio::awaitable<void> a_service_of_many_callers(F& f, asio::any_io_executor ex) {
+  constexpr int callers = 100, names = 20, rounds = 5;
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  std::vector<service_record> records(names);
+  int overlaps = 0, refused = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto turn = [&](int i, int round) -> asio::awaitable<std::string> {
+    const int n = (i + 7 * round) % names;
+    mutex m{i % 2 ? *b : *a, "service-" + std::to_string(n)};
+    diagnostics why;
+    auto [ec, g] = co_await m.acquire(bind_diagnostics(why, tuple_awaitable));
+    if (ec)
+      co_return m.name() + ": " + ec.message() + " " + why.message();
+    auto& r = records[n];
+    overlaps += r.writers++ > 0 ? 1 : 0;
+    refused += co_await fenced_increment(r, g.fencing_token()) ? 0 : 1;
+    --r.writers;
+    co_return co_await unlocked(g, m.name());
+  };
+  auto failures = co_await callers_in_rounds(ex, callers, rounds, turn);
   int total = 0;
   for (const auto& r : records)
     total += r.value;
   BOOST_TEST_MESSAGE(f.backend << ": " << total << " of " << callers * rounds << " read-modify-writes in "
-                               << std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::steady_clock::now() - t0)
-                                      .count()
-                               << " ms");
-  BOOST_TEST(failures.empty(), failures.size() << " failed, the first: " << (failures.empty() ? "" : failures[0]));
+                               << ms_since(t0) << " ms");
+  BOOST_TEST(failures.empty(), first_of(failures));
   BOOST_TEST(total == callers * rounds);
   BOOST_TEST(overlaps == 0);
   BOOST_TEST(refused == 0);
@@ -833,12 +897,23 @@ asio::awaitable<void> many_locks_held_at_once(F& f, asio::any_io_executor ex) {
 // fixture may give `std::size_t queued_permits(name)` when a semaphore's queue is not where
 // queued(name) looks; with a single holder, queued(name) counts the waiters otherwise.
 
-template <typename F>
-std::size_t permit_waiters(F& f, const std::string& name) {
-  if constexpr (requires { f.queued_permits(name); })
+/// The bids the store lists as waiting for `name`: where fixture F gives one, the queue of the
+/// lock's kind (`queued_permits`, `queued_shared`), else queued(name).
+enum class kind_of_queue { permits, shared };
+
+template <kind_of_queue Kind, typename F>
+std::size_t waiters_of(F& f, const std::string& name) {
+  if constexpr (Kind == kind_of_queue::permits && requires { f.queued_permits(name); })
     return f.queued_permits(name);
+  else if constexpr (Kind == kind_of_queue::shared && requires { f.queued_shared(name); })
+    return f.queued_shared(name);
   else
     return f.queued(name);
+}
+
+template <typename F>
+std::size_t permit_waiters(F& f, const std::string& name) {
+  return waiters_of<kind_of_queue::permits>(f, name);
 }
 
 template <typename F>
@@ -999,6 +1074,437 @@ asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor 
   }
 }
 
+// The read-write lock's cases (COROLOCK_CONFORMANCE_SHARED_CASES), for the stores whose traits
+// serve a shared_mutex (include/corolock/lock/shared_mutex.hpp: many readers or one writer, a
+// queued writer not passed by later readers, one fencing counter for readers and writers). A
+// fixture may give `std::size_t queued_shared(name)` when a read-write lock's queue is not where
+// queued(name) looks; either counts the bids waiting, not the readers holding together.
+
+template <typename F>
+std::size_t rw_waiters(F& f, const std::string& name) {
+  return waiters_of<kind_of_queue::shared>(f, name);
+}
+
+/// `n` clients ("processes") and a read-write lock `name` of each.
+template <typename F>
+struct rw_clients {
+  std::vector<std::unique_ptr<typename F::source>> clients;
+  std::vector<shared_mutex> rw;
+};
+
+template <typename F>
+asio::awaitable<rw_clients<F>> rw_on(F& f, asio::any_io_executor ex, std::string name, int n) {
+  rw_clients<F> out;
+  for (int i = 0; i < n; ++i) {
+    out.clients.push_back(co_await f.connect(ex));
+    out.rw.emplace_back(*out.clients.back(), name);
+  }
+  co_return out;
+}
+
+/// An acquisition running beside the case, and its outcome once `done` is set.
+struct outcome {
+  explicit outcome(asio::any_io_executor ex) : done(ex) {}
+  error_code ec;
+  guard g;
+  test::event done;
+};
+
+inline asio::awaitable<void> into(std::shared_ptr<outcome> o,
+                                  asio::awaitable<std::tuple<error_code, guard>> op) {
+  auto [ec, g] = co_await std::move(op);
+  o->ec = ec;
+  o->g = std::move(g);
+  o->done.set();
+}
+
+/// Starts `op` (an acquisition with tuple_awaitable) beside the case.
+inline std::shared_ptr<outcome> started(asio::any_io_executor ex,
+                                        asio::awaitable<std::tuple<error_code, guard>> op) {
+  auto o = std::make_shared<outcome>(ex);
+  asio::co_spawn(ex, into(o, std::move(op)), asio::detached);
+  return o;
+}
+
+/// Starts `op` beside the case and waits until the store lists `waiting` bids of `name` (its own
+/// among them): the order of arrival is then known.
+template <typename F>
+asio::awaitable<std::shared_ptr<outcome>> queued_as(F& f, asio::any_io_executor ex, std::string name,
+                                                    std::size_t waiting,
+                                                    asio::awaitable<std::tuple<error_code, guard>> op) {
+  auto o = started(ex, std::move(op));
+  const bool listed = co_await eventually([&] { return rw_waiters(f, name) == waiting; });
+  BOOST_REQUIRE_MESSAGE(listed, f.backend << ": " << rw_waiters(f, name) << " bids of '" << name
+                                          << "' waiting, not " << waiting
+                                          << (o->done.is_set() ? " (the last one did not wait)" : ""));
+  co_return o;
+}
+
+/// Three clients of read-write lock `name`: the first holds a reader, the second's writer is
+/// queued behind it, asked for at `writer_since`; with a `wait`, acquire_for(wait).
+template <typename F>
+struct writer_behind_reader {
+  std::vector<std::unique_ptr<typename F::source>> clients;
+  std::vector<shared_mutex> rw;
+  guard reader;
+  std::shared_ptr<outcome> writer;
+  shared_mutex::clock::time_point writer_since;
+};
+
+template <typename F>
+asio::awaitable<writer_behind_reader<F>>
+a_writer_behind_a_reader(F& f, asio::any_io_executor ex, std::string name,
+                         std::optional<shared_mutex::clock::duration> wait = std::nullopt) {
+  auto [clients, rw] = co_await rw_on(f, ex, name, 3);
+  auto reader = co_await rw[0].acquire_shared();
+  const auto since = shared_mutex::clock::now();
+  auto op = wait ? rw[1].acquire_for(*wait, tuple_awaitable) : rw[1].acquire(tuple_awaitable);
+  auto writer = co_await queued_as(f, ex, name, 1, std::move(op));
+  co_return writer_behind_reader<F>{std::move(clients), std::move(rw), std::move(reader),
+                                    std::move(writer), since};
+}
+
+/// Whether `o` is still waiting `for_` after now (a store's grant would have come by then).
+inline asio::awaitable<bool> still_waiting(const outcome& o, std::chrono::milliseconds for_ = 150ms) {
+  co_await sleep_for(for_);
+  co_return !o.done.is_set();
+}
+
+/// N readers of three clients, two of each, asked for at once: all hold at once (none waits for
+/// another), a seventh joins them at once, a writer's look is refused, and they leave nothing.
+template <typename F>
+asio::awaitable<void> shared_readers_share(F& f, asio::any_io_executor ex) {
+  constexpr int readers = 6;
+  auto [clients, rw] = co_await rw_on(f, ex, "rw-readers", 3);
+  std::vector<std::shared_ptr<outcome>> rs;
+  for (int i = 0; i < readers; ++i)
+    rs.push_back(started(ex, rw[i % 3].acquire_shared_for(5s, tuple_awaitable)));
+  for (auto& r : rs)
+    co_await r->done.wait();
+  int holding = 0;
+  for (auto& r : rs) {
+    BOOST_TEST(!r->ec, r->ec.message());
+    holding += r->g.owns_lock() && !r->g.lost() ? 1 : 0;
+  }
+  BOOST_TEST(holding == readers); // at once: none was released yet
+  auto [ec, seventh] = co_await rw[1].try_acquire_shared(tuple_awaitable);
+  BOOST_TEST(!ec);
+  BOOST_TEST(seventh.owns_lock());
+  for (int i = 0; i < 3; ++i) {
+    auto [wec, w] = co_await rw[i].try_acquire(tuple_awaitable);
+    BOOST_TEST(!wec);
+    BOOST_TEST(!w.owns_lock()); // readers hold it
+  }
+  BOOST_TEST(rw_waiters(f, "rw-readers") == 0u); // a look, never a place in the queue
+  co_await seventh.unlock();
+  for (auto& r : rs)
+    if (r->g.owns_lock())
+      co_await r->g.unlock();
+  BOOST_TEST(co_await takes_within(rw[2], 5s)); // all gone: a writer gets it at once
+  BOOST_TEST(co_await clean(f));
+}
+
+/// A writer holds alone: readers' and writers' looks are refused (its own client's too), a reader
+/// and a writer of other clients wait, and once it leaves they get it one kind at a time, never
+/// both at once (in whichever order the store serves them: SQL stores promise no order).
+template <typename F>
+asio::awaitable<void> shared_a_writer_excludes_readers_and_writers(F& f, asio::any_io_executor ex) {
+  auto [clients, rw] = co_await rw_on(f, ex, "rw-writer", 3);
+  auto w = co_await rw[0].acquire();
+  for (int i = 0; i < 3; ++i) {
+    auto [ec, r] = co_await rw[i].try_acquire_shared(tuple_awaitable);
+    BOOST_TEST(!ec);
+    BOOST_TEST(!r.owns_lock(), "client " << i << ": a reader beside the writer");
+    auto [ec2, w2] = co_await rw[i].try_acquire(tuple_awaitable);
+    BOOST_TEST(!ec2);
+    BOOST_TEST(!w2.owns_lock(), "client " << i << ": a second writer");
+  }
+  auto reader = co_await queued_as(f, ex, "rw-writer", 1, rw[1].acquire_shared(tuple_awaitable));
+  auto writer = co_await queued_as(f, ex, "rw-writer", 2, rw[2].acquire(tuple_awaitable));
+  BOOST_TEST(co_await still_waiting(*reader));
+  BOOST_TEST(co_await still_waiting(*writer, 0ms));
+  co_await w.unlock();
+  BOOST_REQUIRE(co_await eventually([&] { return reader->done.is_set() || writer->done.is_set(); }));
+  auto& first = reader->done.is_set() ? reader : writer;
+  auto& second = reader->done.is_set() ? writer : reader;
+  BOOST_TEST(!first->ec, first->ec.message());
+  BOOST_TEST(first->g.owns_lock());
+  BOOST_TEST(co_await still_waiting(*second)); // a reader and a writer: never both
+  co_await first->g.unlock();
+  co_await second->done.wait();
+  BOOST_TEST(!second->ec, second->ec.message());
+  BOOST_TEST(second->g.owns_lock());
+  co_await second->g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
+/// No writer starvation (shared_mutex.hpp): a writer queued behind a reader stops every reader
+/// arriving after it, of another client and of the holder's own (a look is refused, a wait queues
+/// behind it); the holder's re-entry still goes through (it holds already). The writer gets it once
+/// the reader before it leaves, alone; the readers behind it then enter together.
+template <typename F>
+asio::awaitable<void> shared_a_queued_writer_is_not_passed_by_later_readers(F& f,
+                                                                           asio::any_io_executor ex) {
+  auto [clients, rw, r1, writer, since] = co_await a_writer_behind_a_reader(f, ex, "rw-fair");
+  for (int i : {2, 0}) {
+    auto [ec, look] = co_await rw[i].try_acquire_shared(tuple_awaitable);
+    BOOST_TEST(!ec);
+    BOOST_TEST(!look.owns_lock(), "client " << i << ": a reader passed the queued writer");
+  }
+  auto nested = co_await rw[0].acquire_shared(r1);
+  BOOST_TEST(nested.fencing_token() == r1.fencing_token());
+  co_await nested.unlock();
+  auto later = co_await queued_as(f, ex, "rw-fair", 2, rw[2].acquire_shared(tuple_awaitable));
+  // And one of the holder's own client.
+  auto own = co_await queued_as(f, ex, "rw-fair", 3, rw[0].acquire_shared(tuple_awaitable));
+  BOOST_TEST(co_await still_waiting(*writer));
+  BOOST_TEST(!later->done.is_set());
+  BOOST_TEST(!own->done.is_set());
+  co_await r1.unlock();
+  co_await writer->done.wait();
+  BOOST_TEST(!writer->ec, writer->ec.message());
+  BOOST_TEST(writer->g.owns_lock());
+  BOOST_TEST(co_await still_waiting(*later));
+  BOOST_TEST(!own->done.is_set());
+  co_await writer->g.unlock();
+  co_await later->done.wait();
+  co_await own->done.wait();
+  BOOST_TEST(later->g.owns_lock());
+  BOOST_TEST(own->g.owns_lock()); // together
+  BOOST_TEST(later->g.fencing_token() > writer->g.fencing_token());
+  BOOST_TEST(own->g.fencing_token() > writer->g.fencing_token());
+  co_await later->g.unlock();
+  co_await own->g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
+/// One fencing counter for readers and writers (shared_mutex.hpp): every acquisition of either kind,
+/// by either client, gets a token above the one before; readers holding at once each get their
+/// own; a writer's token is above every token handed out before it (the readers it waited for
+/// included), and a reader queued behind it gets one above the writer's.
+template <typename F>
+asio::awaitable<void> shared_fencing_tokens_rise(F& f, asio::any_io_executor ex) {
+  auto [clients, rw] = co_await rw_on(f, ex, "rw-fence", 2);
+  std::uint64_t last = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto& m = rw[i % 2];
+    guard g;
+    if (i % 3 == 0)
+      g = co_await m.acquire();
+    else
+      g = co_await m.acquire_shared();
+    BOOST_TEST(g.fencing_token() > last, "acquisition " << i);
+    last = g.fencing_token();
+    co_await g.unlock();
+  }
+  auto r1 = co_await rw[0].acquire_shared();
+  auto r2 = co_await rw[1].acquire_shared();
+  BOOST_TEST(r1.fencing_token() > last);
+  BOOST_TEST(r2.fencing_token() > r1.fencing_token());
+  auto writer = co_await queued_as(f, ex, "rw-fence", 1, rw[0].acquire(tuple_awaitable));
+  // A reader behind the writer.
+  auto reader = co_await queued_as(f, ex, "rw-fence", 2, rw[1].acquire_shared(tuple_awaitable));
+  co_await r2.unlock();
+  co_await r1.unlock();
+  co_await writer->done.wait();
+  BOOST_TEST(writer->g.fencing_token() > r2.fencing_token());
+  co_await writer->g.unlock();
+  co_await reader->done.wait();
+  BOOST_TEST(reader->g.fencing_token() > writer->g.fencing_token());
+  co_await reader->g.unlock();
+  BOOST_TEST(co_await clean(f));
+}
+
+/// Starts `acquire` (called with the completion token to use), cancels it (terminal) once the store
+/// lists `waiting` bids of `name`, and returns its outcome.
+template <typename F, typename Acquire>
+asio::awaitable<std::tuple<error_code, guard>> cancelled_once_queued(F& f, asio::any_io_executor ex,
+                                                                     std::string name,
+                                                                     std::size_t waiting,
+                                                                     Acquire acquire) {
+  asio::cancellation_signal signal;
+  test::event emitted(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    co_await eventually([&] { return rw_waiters(f, name) == waiting; });
+    signal.emit(asio::cancellation_type::terminal);
+    emitted.set();
+  }, asio::detached);
+  auto result = co_await acquire(asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+  co_await emitted.wait();
+  co_return result;
+}
+
+/// Terminal cancellation of a queued reader and of a queued writer: each ends with
+/// operation_aborted, leaves the queue, and nothing of it is granted later; the next one gets the
+/// lock: a reader behind the writer holding it once it leaves, and — the cancelled writer having
+/// queued behind a reader — the reader queued behind it when it leaves (within 1 s) and a later
+/// reader at once (no writer left to wait for).
+template <typename F>
+asio::awaitable<void> shared_cancelled_queued_reader_and_writer_leave_nothing(F& f,
+                                                                              asio::any_io_executor ex) {
+  auto [clients, rw] = co_await rw_on(f, ex, "rw-cancel", 3);
+  auto w = co_await rw[0].acquire();
+  for (int i : {1, 2}) {
+    const bool reader = i == 1;
+    auto [ec, g] = co_await cancelled_once_queued(f, ex, "rw-cancel", 1, [&](auto token) {
+      return reader ? rw[i].acquire_shared(token) : rw[i].acquire(token);
+    });
+    BOOST_TEST(ec == asio::error::operation_aborted, (reader ? "reader: " : "writer: ") << ec.message());
+    BOOST_TEST(!g.owns_lock());
+    BOOST_TEST(co_await eventually([&] { return rw_waiters(f, "rw-cancel") == 0; }, 5s));
+  }
+  auto next = co_await queued_as(f, ex, "rw-cancel", 1, rw[1].acquire_shared_for(5s, tuple_awaitable));
+  co_await w.unlock();
+  co_await next->done.wait();
+  BOOST_TEST(!next->ec, next->ec.message());
+  BOOST_TEST(next->g.owns_lock());
+  // A writer queued behind that reader, and a reader behind the writer; the writer cancelled: the
+  // reader behind it is let in when it leaves, and a later reader at once.
+  asio::cancellation_signal signal;
+  auto cancellable = asio::bind_cancellation_slot(signal.slot(), tuple_awaitable);
+  auto writer = co_await queued_as(f, ex, "rw-cancel", 1, rw[2].acquire(cancellable));
+  auto behind = co_await queued_as(f, ex, "rw-cancel", 2, rw[0].acquire_shared_for(5s, tuple_awaitable));
+  signal.emit(asio::cancellation_type::terminal);
+  co_await writer->done.wait();
+  const auto t0 = std::chrono::steady_clock::now();
+  BOOST_TEST(writer->ec == asio::error::operation_aborted, writer->ec.message());
+  BOOST_TEST(!writer->g.owns_lock());
+  co_await behind->done.wait();
+  BOOST_TEST(!behind->ec, behind->ec.message());
+  BOOST_TEST(behind->g.owns_lock());
+  BOOST_TEST(ms_since(t0) <= 1000, "let in " << ms_since(t0) << " ms after the writer left");
+  BOOST_TEST(co_await eventually([&] { return rw_waiters(f, "rw-cancel") == 0; }, 5s));
+  auto [ec2, after] = co_await rw[2].try_acquire_shared(tuple_awaitable);
+  BOOST_TEST(!ec2);
+  BOOST_TEST(after.owns_lock());
+  co_await after.unlock();
+  co_await behind->g.unlock();
+  co_await next->g.unlock();
+  BOOST_TEST(co_await takes_within(rw[0], 5s)); // nothing of the cancelled ones holds it
+  BOOST_TEST(co_await clean(f));
+}
+
+/// A writer queued behind a reader whose deadline passes: error::timeout by its deadline, its
+/// queue place gone, and the reader that queued behind it is let in beside the first when the
+/// writer leaves (within 1 s: nothing of the writer stays in the way, and the reader is not left
+/// to find out by itself later); afterwards a writer gets the lock at once.
+template <typename F>
+asio::awaitable<void> shared_a_deadline_on_a_queued_writer_leaves_nothing(F& f,
+                                                                          asio::any_io_executor ex) {
+  auto [clients, rw, r, writer, t0] = co_await a_writer_behind_a_reader(f, ex, "rw-deadline", 1500ms);
+  auto behind =
+      co_await queued_as(f, ex, "rw-deadline", 2, rw[2].acquire_shared_for(10s, tuple_awaitable));
+  co_await writer->done.wait();
+  const auto t1 = std::chrono::steady_clock::now();
+  BOOST_TEST(writer->ec == error::timeout, writer->ec.message());
+  BOOST_TEST((t1 - t0 >= 1500ms));
+  BOOST_TEST(!writer->g.owns_lock());
+  co_await behind->done.wait();
+  const auto let_in = ms_since(t1);
+  BOOST_TEST_MESSAGE(f.backend << ": the reader behind the writer let in " << let_in
+                               << " ms after the writer's deadline");
+  BOOST_TEST(let_in <= 1000, "let in " << let_in << " ms after the writer left, not when it left");
+  BOOST_TEST(!behind->ec, behind->ec.message());
+  BOOST_TEST(behind->g.owns_lock());
+  BOOST_TEST(r.owns_lock()); // beside the first reader
+  BOOST_TEST(co_await eventually([&] { return rw_waiters(f, "rw-deadline") == 0; }, 5s));
+  co_await behind->g.unlock();
+  co_await r.unlock();
+  BOOST_TEST(co_await takes_within(rw[1], 5s));
+  BOOST_TEST(co_await clean(f));
+}
+
+/// close() of a client holding read locks (two of one name) and a write lock, with a writer
+/// waiting behind another client's reader: the waiting writer fails with closed, the held guards
+/// are lost, and the other client gets the write lock of each name.
+template <typename F>
+asio::awaitable<void> shared_close_releases_read_and_write_locks(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  shared_mutex ax{*a, "rw-close-x"}, ay{*a, "rw-close-y"}, az{*a, "rw-close-z"};
+  shared_mutex bx{*b, "rw-close-x"}, by{*b, "rw-close-y"}, bz{*b, "rw-close-z"};
+  auto gx1 = co_await ax.acquire_shared();
+  auto gx2 = co_await ax.acquire_shared();
+  auto gy = co_await ay.acquire();
+  auto gbz = co_await bz.acquire_shared();
+  auto waiting = co_await queued_as(f, ex, "rw-close-z", 1, az.acquire(tuple_awaitable));
+  co_await f.close(*a);
+  co_await waiting->done.wait();
+  BOOST_TEST(waiting->ec == error::closed, waiting->ec.message());
+  BOOST_TEST(gx1.lost());
+  BOOST_TEST(gx2.lost());
+  BOOST_TEST(gy.lost());
+  BOOST_TEST(co_await takes_within(bx, 5s)); // given back by close, not by a lease's end
+  BOOST_TEST(co_await takes_within(by, 5s));
+  co_await gbz.unlock();
+  BOOST_TEST(co_await takes_within(bz, 5s));
+  BOOST_TEST(co_await clean(f));
+}
+
+/// A service mixing reads and writes on default options: 60 callers in three clients over 10
+/// names, six rounds each, one acquisition in four a writer's (a fenced read-modify-write), the
+/// others readers that read a record twice across a turn of the loop. Every acquisition completes;
+/// no writer is ever beside a reader or another writer, no reader sees a record change, no write
+/// is refused by the fence, no update is lost.
+template <typename F>
+asio::awaitable<void> shared_a_service_of_readers_and_writers(F& f, asio::any_io_executor ex) {
+  constexpr int processes = 3, callers = 60, names = 10, rounds = 6;
+  std::vector<std::unique_ptr<typename F::source>> clients;
+  for (int i = 0; i < processes; ++i)
+    clients.push_back(co_await f.connect(ex));
+  std::vector<service_record> records(names);
+  int overlaps = 0, refused = 0, changed = 0, writes = 0, most_readers = 0;
+  const auto writer = [](int i, int round) { return (i + round) % 4 == 0; };
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto turn = [&](int i, int round) -> asio::awaitable<std::string> {
+    const int n = (i + 7 * round) % names;
+    shared_mutex m{*clients[i % processes], "rw-service-" + std::to_string(n)};
+    diagnostics why;
+    std::tuple<error_code, guard> got;
+    if (writer(i, round))
+      got = co_await m.acquire(bind_diagnostics(why, tuple_awaitable));
+    else
+      got = co_await m.acquire_shared(bind_diagnostics(why, tuple_awaitable));
+    auto& [ec, g] = got;
+    if (ec)
+      co_return m.name() + ": " + ec.message() + " " + why.message();
+    auto& r = records[n];
+    if (writer(i, round)) {
+      overlaps += r.writers++ > 0 || r.readers > 0 ? 1 : 0;
+      refused += co_await fenced_increment(r, g.fencing_token()) ? 0 : 1;
+      ++writes;
+      --r.writers;
+    } else {
+      overlaps += r.writers > 0 ? 1 : 0;
+      most_readers = std::max(most_readers, ++r.readers);
+      const int read = r.value;
+      co_await asio::post(ex, asio::use_awaitable); // others run between the two reads
+      changed += r.value != read ? 1 : 0;
+      overlaps += r.writers > 0 ? 1 : 0;
+      --r.readers;
+    }
+    co_return co_await unlocked(g, m.name());
+  };
+  auto failures = co_await callers_in_rounds(ex, callers, rounds, turn);
+  int total = 0, expected = 0;
+  for (const auto& r : records)
+    total += r.value;
+  for (int i = 0; i < callers; ++i)
+    for (int round = 0; round < rounds; ++round)
+      expected += writer(i, round) ? 1 : 0;
+  BOOST_TEST_MESSAGE(f.backend << ": " << writes << " writes and " << callers * rounds - writes
+                               << " reads in " << ms_since(t0) << " ms, at most " << most_readers
+                               << " readers of one name at once");
+  BOOST_TEST(failures.empty(), first_of(failures));
+  BOOST_TEST(total == expected);
+  BOOST_TEST(overlaps == 0);
+  BOOST_TEST(changed == 0);
+  BOOST_TEST(refused == 0);
+  for (auto& c : clients)
+    co_await f.close(*c);
+  BOOST_TEST(co_await clean(f));
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -1038,3 +1544,15 @@ asio::awaitable<void> permits_count_set_at_run_time(F& f, asio::any_io_executor 
   COROLOCK_CONFORMANCE_CASE(F, permits_more_than_the_count_are_refused)                           \
   COROLOCK_CONFORMANCE_CASE(F, permits_cancelled_wait_leaves_nothing)                            \
   COROLOCK_CONFORMANCE_CASE(F, permits_count_set_at_run_time)
+
+// The read-write lock's cases, for a store whose traits serve a shared_mutex (a store that refuses
+// one says so in its fixture: refuses_shared, checked by a_lacking_trait_is_refused).
+#define COROLOCK_CONFORMANCE_SHARED_CASES(F)                                                      \
+  COROLOCK_CONFORMANCE_CASE(F, shared_readers_share)                                              \
+  COROLOCK_CONFORMANCE_CASE(F, shared_a_writer_excludes_readers_and_writers)                      \
+  COROLOCK_CONFORMANCE_CASE(F, shared_a_queued_writer_is_not_passed_by_later_readers)             \
+  COROLOCK_CONFORMANCE_CASE(F, shared_fencing_tokens_rise)                                        \
+  COROLOCK_CONFORMANCE_CASE(F, shared_cancelled_queued_reader_and_writer_leave_nothing)           \
+  COROLOCK_CONFORMANCE_CASE(F, shared_a_deadline_on_a_queued_writer_leaves_nothing)               \
+  COROLOCK_CONFORMANCE_CASE(F, shared_close_releases_read_and_write_locks)                        \
+  COROLOCK_CONFORMANCE_CASE(F, shared_a_service_of_readers_and_writers)

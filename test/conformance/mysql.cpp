@@ -13,6 +13,8 @@ struct mariadb {
   using server_type = corolock::test::mariadb_server;
   using client_type = corolock::mysql::lock_client;
   static constexpr const char* name = "mariadb";
+  /// GET_LOCK has no shared mode: no read-write lock, so no COROLOCK_CONFORMANCE_SHARED_CASES.
+  static constexpr bool refuses_shared = true;
   static std::uint16_t port(server_type& s) { return s.port(); }
   static std::string url_through(server_type&, std::uint16_t port) {
     return "mysql://root@127.0.0.1:" + std::to_string(port) + "/";

@@ -34,4 +34,5 @@ struct redis_fixture_core : corolock::conformance::redis_store_fixture<corolock:
 BOOST_AUTO_TEST_SUITE(redis)
 COROLOCK_CONFORMANCE_CASES(redis_fixture_core)
 COROLOCK_CONFORMANCE_PERMIT_CASES(redis_fixture_core)
+COROLOCK_CONFORMANCE_SHARED_CASES(redis_fixture_core)
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,7 +5,8 @@
 // What the store holds is read from the server itself, synchronously (the cases ask between two
 // awaits): the `dump` four-letter word lists every ephemeral node. A lock's nodes are
 // /corolock/<name>/mutex-<owner>-<seq>; the first is the holder, the others are queued bids (a
-// semaphore's sem-<owner>-<permits>-<capacity>-<seq>: the permit cases keep one holder, so the same).
+// semaphore's sem-<owner>-<permits>-<capacity>-<seq>: the permit cases keep one holder, so the same;
+// a read-write lock's read-/write-<owner>-<seq>: the readers before the first writer hold).
 //
 // The session is the lease: lost_by_the_local_deadline uses session_lease (the client's session
 // timeout) as its bound. Traits it lacks: a fixed lease; a_lacking_trait_is_refused asks for one.
@@ -20,6 +21,7 @@
 #include <corolock/zookeeper/client.hpp>
 
 #include <algorithm>
+#include <vector>
 
 namespace {
 
@@ -40,13 +42,22 @@ struct zookeeper_fixture {
   }
   boost::asio::awaitable<void> close(source& c) { co_await c.close(); }
   void cut_off(source& c, bool off) { proxies.cut_off(c, off); }
-  /// A mutex's nodes under its folder but the first (the holder's).
+  /// A lock's nodes under its folder but its holders': the first (a mutex's, a writer's, a
+  /// semaphore's), or the readers before the first writer (a read-write lock's), by sequence.
   std::size_t queued(const std::string& name) {
     const auto dir = "/corolock/" + corolock::zookeeper::detail::node_name(name) + "/";
-    const auto all = corolock::test::ephemeral_nodes(server.port());
-    const auto n = static_cast<std::size_t>(
-        std::count_if(all.begin(), all.end(), [&](const std::string& p) { return p.starts_with(dir); }));
-    return n == 0 ? 0 : n - 1;
+    std::vector<std::string> nodes; // <kind>-<owner>-<10-digit sequence>
+    for (const auto& p : corolock::test::ephemeral_nodes(server.port()))
+      if (p.starts_with(dir))
+        nodes.push_back(p.substr(dir.size()));
+    std::sort(nodes.begin(), nodes.end(), [](const std::string& x, const std::string& y) {
+      return x.substr(x.size() - 10) < y.substr(y.size() - 10);
+    });
+    std::size_t holders = 0;
+    while (holders < nodes.size() && nodes[holders].starts_with("read-"))
+      ++holders;
+    holders = std::max<std::size_t>(holders, nodes.empty() ? 0 : 1);
+    return nodes.size() - holders;
   }
   bool clean() {
     const auto all = corolock::test::ephemeral_nodes(server.port());
@@ -66,4 +77,5 @@ struct zookeeper_fixture {
 BOOST_AUTO_TEST_SUITE(zookeeper)
 COROLOCK_CONFORMANCE_CASES(zookeeper_fixture)
 COROLOCK_CONFORMANCE_PERMIT_CASES(zookeeper_fixture)
+COROLOCK_CONFORMANCE_SHARED_CASES(zookeeper_fixture)
 BOOST_AUTO_TEST_SUITE_END()
