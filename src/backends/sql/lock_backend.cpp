@@ -243,7 +243,7 @@ void sql_lock_backend::apply(const sql_session_pool::actions& todo, const std::s
       open_link(a.session, [this, st](std::shared_ptr<link> l, error_code ec, std::string words) {
         if (ec) {
           if (st->events != nullptr)
-            lost_during(st, ec, std::move(words));
+            fail(st, ec, std::move(words));
           return;
         }
         apply(pool_.opened(l->id), st); // its wait, or (withdrawn meanwhile) a spare
@@ -294,7 +294,7 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
             if (st->events == nullptr)
               return;
             if (ec && link_failure(ec))
-              return lost_during(st, ec, r.words.to_string());
+              return fail(st, ec, r.words.to_string());
             if (ec || a == answer::failed)
               return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));
             if (!st->b.wait)
@@ -339,7 +339,7 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
             if (st->events == nullptr)
               return apply(pool_.freed(l->id));
             if (ec && link_failure(ec))
-              return lost_during(st, ec, r.words.to_string());
+              return fail(st, ec, r.words.to_string());
             if (wait && ec == error::database_error && dialect_.wait_cut && dialect_.wait_cut(r.words))
               return wait_on(st, l); // cut on the server, not by us (a withdrawal ended the bid): again
             if (ec || a == answer::failed) {
@@ -449,7 +449,7 @@ void sql_lock_backend::date_lease(const std::shared_ptr<bid_state>& st, const st
           [this, st, l, token](error_code ec, sql_result r, steady::time_point sent) {
             if (ec && link_failure(ec)) {
               if (st->events != nullptr)
-                lost_during(st, ec, r.words.to_string());
+                fail(st, ec, r.words.to_string());
               return;
             }
             if (ec || st->events == nullptr) {
@@ -513,13 +513,9 @@ void sql_lock_backend::withdraw(const std::shared_ptr<bid_state>& st) {
 // server that answered — a refused account, an unknown database, no rights on the fence tables, a
 // read-only server — answers the same again, so the bid fails at once with its code and the
 // server's words, not at its deadline without them.
-void sql_lock_backend::lost_during(const std::shared_ptr<bid_state>& st, error_code ec, std::string words) {
-  fail(st, ec, std::move(words));
-}
-
 void sql_lock_backend::give_back(const core::bid&, const std::string&,
                                  handler<void(error_code, std::string)> h) {
-  // A bid ends unsure only with its session gone (lost_during), and the server freed what the
+  // A bid ends unsure only with its session gone (fail), and the server freed what the
   // session had: nothing of the owner can be left.
   asio::post(executor_, asio::append(std::move(h), error_code{}, std::string()));
 }
@@ -548,7 +544,7 @@ void sql_lock_backend::deliver(const std::shared_ptr<bid_state>& st,
       // answers, then ends the session for its idle bound): the server freed the lock, and the
       // session's loss was reported before this lease existed, so it is not delivered.
       st->answered = false;
-      return lost_during(st, make_error_code(error::connection_lost), "the session ended right after the grant");
+      return fail(st, make_error_code(error::connection_lost), "the session ended right after the grant");
     }
     if (auto* events = std::exchange(st->events, nullptr))
       return what(*events);

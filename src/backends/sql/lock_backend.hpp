@@ -240,7 +240,6 @@ private:
               core::steady::time_point from);
   void give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared);
   void withdraw(const std::shared_ptr<bid_state>& st);
-  void lost_during(const std::shared_ptr<bid_state>& st, error_code ec, std::string words);
   void fail(const std::shared_ptr<bid_state>& st, error_code ec, std::string words);
   void deliver(const std::shared_ptr<bid_state>& st, std::function<void(core::contender_events&)> what,
                std::shared_ptr<link> granted_on = nullptr);
