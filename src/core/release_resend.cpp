@@ -1,6 +1,6 @@
 // A request sent until the store has run it: a release (engine::send_release), a give-back
 // of an owner whose bid ended unsure (send_give_back), and whatever a backend hands over through
-// backends::hooks::resend (a withdrawn owner's removal): the one resend queue of every store. Each
+// backend::hooks::resend (a withdrawn owner's removal): the one resend queue of every store. Each
 // is idempotent per owner (contract 3), so sending it again after a reply that never came is
 // always safe; the resend stops at the first answer, or when the engine closes (the backend's close
 // then gives back whatever is still out). A try waits 50 ms after an unanswered one, doubling to
@@ -15,6 +15,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace corolock::core {
@@ -28,15 +29,23 @@ bool unanswered(error_code ec) {
 
 struct release_resend : std::enable_shared_from_this<release_resend> {
   std::weak_ptr<engine> eng;
+  // What is sent: a release (the hot path of every unlock: kept out of a std::function, which
+  // would allocate its capture once more per cycle), or any request a backend handed over.
+  std::optional<core::held> lease;
   backend::send_once once;
   detail::stored_handler<handler<void(error_code, std::string)>> first;
   std::unique_ptr<timer> wait;
   std::chrono::milliseconds delay{50};
 
-  void send() {
-    once([self = shared_from_this()](error_code ec, std::string words) {
+  /// One try; `e` is alive (its backend runs the release).
+  void send(engine& e) {
+    auto answer = [self = shared_from_this()](error_code ec, std::string words) {
       self->answered(ec, std::move(words));
-    });
+    };
+    if (lease)
+      e.store().release(*lease, std::move(answer));
+    else
+      once(std::move(answer));
   }
 
   void answered(error_code ec, std::string words) {
@@ -68,27 +77,27 @@ struct release_resend : std::enable_shared_from_this<release_resend> {
       wait->disarm();
     auto self = shared_from_this();
     e->resending_.erase(self);
-    send();
+    send(*e);
   }
 };
 
 void engine::send_until_answered(backend::send_once once,
-                                      handler<void(error_code, std::string)> h) {
+                                 handler<void(error_code, std::string)> h) {
   auto r = std::make_shared<release_resend>();
   r->eng = weak_from_this();
   r->once = std::move(once);
   if (h)
     r->first.set(std::move(h));
-  r->send();
+  r->send(*this);
 }
 
 void engine::send_release(core::held lease, handler<void(error_code, std::string)> h) {
-  // The engine owns the backend and a try runs only while the engine lives: a plain reference.
-  send_until_answered(
-      [&b = *b_, lease = std::move(lease)](handler<void(error_code, std::string)> answer) {
-        b.release(lease, std::move(answer));
-      },
-      std::move(h));
+  auto r = std::make_shared<release_resend>();
+  r->eng = weak_from_this();
+  r->lease.emplace(std::move(lease));
+  if (h)
+    r->first.set(std::move(h));
+  r->send(*this);
 }
 
 void engine::send_give_back(core::bid b, std::string owner) {
