@@ -42,6 +42,8 @@
 // the session number of the grants (core::grant::session).
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -73,7 +75,10 @@ public:
     session_id session = 0;
     bool operator==(const action&) const = default;
   };
-  using actions = std::vector<action>;
+  /// An event's answer: at most two actions in every rule but the queue's reconsideration, so they
+  /// are kept inline (a std::vector allocated once or twice per lock cycle: 2 % of an uncontended
+  /// PostgreSQL cycle's instructions).
+  using actions = boost::container::small_vector<action, 2>;
 
   sql_session_pool(std::size_t max_sessions, std::size_t max_idle);
 
