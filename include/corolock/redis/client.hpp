@@ -166,8 +166,7 @@ public:
   ///
   /// Cancellation: none per operation (a bound slot is ignored); `bound` is the limit.
   ///
-  /// Lifetimes: the operation holds the client's shared state, so the client may be destroyed
-  /// before the handler runs (destroying it is close()).
+  /// Lifetimes: the client must outlive the operation (destroying it closes it without waiting).
   template <typename CompletionToken = default_token>
   auto async_close(std::chrono::milliseconds bound, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(

@@ -86,8 +86,7 @@ public:
   ///
   /// Cancellation: none per operation (a bound slot is ignored); `bound` is the limit.
   ///
-  /// Lifetimes: the operation holds what it needs; the client may be destroyed before the
-  /// handler runs.
+  /// Lifetimes: the client must outlive the operation (destroying it closes it without waiting).
   template <typename Token = default_token>
   auto async_close(std::chrono::milliseconds bound, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
