@@ -65,7 +65,7 @@ public:
   template <typename Token = default_token>
     requires detail::not_a_duration<Token>
   auto async_close(Token&& token = {}) {
-    return async_close(std::chrono::milliseconds(std::chrono::seconds(5)), std::forward<Token>(token));
+    return async_close(std::chrono::milliseconds(5000), std::forward<Token>(token));
   }
 
   /// Fails every waiting acquisition with error::closed, marks every held guard lost, releases
@@ -81,8 +81,9 @@ public:
   /// Errors: none; `ec` is always empty, the bound passed or not. Later acquisitions fail with
   /// error::closed.
   ///
-  /// Idempotent: a later call (or one after close()) closes nothing more and completes at once. Never inline: the
-  /// handler is posted to the client's executor, then dispatched to its associated executor.
+  /// Idempotent: a later call (or one after close()) closes nothing more and completes at once.
+  /// Never inline: the handler is posted to the client's executor, then dispatched to its
+  /// associated executor.
   ///
   /// Cancellation: none per operation (a bound slot is ignored); `bound` is the limit.
   ///

@@ -24,7 +24,7 @@
 /// Paths are the caller's; with a chroot the server sees them below it. Not thread-safe: use a
 /// client from its executor. Destroying it fails waiting lock callers and completes pending
 /// operations with error::closed, marks its leases lost and drops the connection (the session then
-/// expires at the server, and its nodes with it; close() ends it at once).
+/// expires at the server, and its nodes with it; async_close() ends it at once).
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -72,11 +72,11 @@ struct children {
 /// then dispatched to the handler's associated executor. Each accepts a bound diagnostics
 /// (bind_diagnostics): the server's refusal or corolock's reason in words. Errors common to the
 /// node operations (create, remove, exists, get_children, multi): error::not_connected before
-/// connect(), error::closed after close() or the client's destruction, error::invalid_argument for
-/// a path the server would refuse (not absolute, an empty segment, a trailing '/'), before
-/// anything is sent, error::connection_lost when the connection dropped with the request in
-/// flight (its outcome unknown), error::session_expired once the session ended,
-/// error::protocol_error for a malformed reply, and the server's refusals as zk_error codes.
+/// connect(), error::closed after async_close() or the client's destruction,
+/// error::invalid_argument for a path the server would refuse (not absolute, an empty segment, a
+/// trailing '/'), before anything is sent, error::connection_lost when the connection dropped
+/// with the request in flight (its outcome unknown), error::session_expired once the session
+/// ended, error::protocol_error for a malformed reply, and the server's refusals as zk_error codes.
 /// Requests started while no member is connected wait for the next connection of the same
 /// session. Per-operation cancellation of the node operations: terminal, partial and total, each
 /// completing the operation at once with operation_aborted; a request already sent may still take
@@ -105,9 +105,9 @@ public:
   /// Establishes the session: tries the members in turn until one gives a session, for up to
   /// twice the session timeout; then error::connect_failed (the members tried, and why each
   /// failed, in a bound diagnostics). Call once, before anything else: a second call completes with
-  /// error::invalid_argument, a call after close() with error::closed.
+  /// error::invalid_argument, a call after async_close() with error::closed.
   /// Handler `void(error_code)`; completes once the session is established, never inline.
-  /// No per-operation cancellation (a bound slot is ignored): close() the client to give up.
+  /// No per-operation cancellation (a bound slot is ignored): async_close() the client to give up.
   template <typename CompletionToken = default_token>
   auto connect(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
