@@ -81,7 +81,7 @@ asio::awaitable<void> demo(corolock::client& redis) {
   expect(msg.channel == "tour:news" && msg.payload == "corolock says hi",
          "message '" + msg.payload + "' on '" + msg.channel + "'");
   sub.unsubscribe();
-  redis.close();
+  co_await redis.async_close(); // every connection closed when it completes
 }
 
 int main(int argc, char** argv) {

@@ -5,6 +5,7 @@
 #include "redis/connection_await.hpp"
 #include "redis/failover_watch.hpp"
 
+#include "detail/close_within.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/random_id.hpp"
@@ -73,6 +74,12 @@ void client_impl::close() {
     if (auto self = weak.lock())
       self->finish_close();
   });
+}
+
+void client_impl::give_up_close() {
+  // A cluster's masters each end their own release within request_timeout.
+  if (!cluster)
+    locks->close(); // the release still in flight fails with closed, and finish_close() runs
 }
 
 void client_impl::finish_close() {
@@ -301,9 +308,17 @@ void client::async_exec_impl(request&& req, diagnostics* diag, bool on_executor,
   impl_->exec_routed(std::move(req), diag, on_executor, std::move(h));
 }
 
-void client::async_shutdown_impl(detail::handler<void(error_code)> h) {
+void client::async_close_impl(std::chrono::milliseconds bound, detail::handler<void(error_code)> h) {
   impl_->close();
-  impl_->when_closed(std::move(h));
+  // The close is bounded by request_timeout already (its last release is a request); a shorter
+  // bound closes the lock connection when it passes, its release unanswered.
+  if (bound >= impl_->cfg.request_timeout)
+    return impl_->when_closed(std::move(h));
+  auto done = detail::close_within(impl_->ex, bound, std::move(h), [weak = std::weak_ptr(impl_)] {
+    if (auto impl = weak.lock())
+      impl->give_up_close();
+  });
+  impl_->when_closed([done](error_code) { done(); });
 }
 
 } // namespace corolock

@@ -50,6 +50,9 @@ public:
   void close();
   /// Completes `h` once every connection is closed (after close()).
   void when_closed(handler<void(error_code)> h);
+  /// After close(), its bound passed (client::async_close): a standalone or Sentinel client's lock
+  /// connection closes now, its last release unanswered; a cluster's nodes go on to their own end.
+  void give_up_close();
 
   /// The lock layer's waiting subscriptions share the connection of its scripts (RESP3): a
   /// SUBSCRIBE and an attempt sent after it reach the server in that order.

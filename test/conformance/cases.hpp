@@ -9,7 +9,7 @@
 //   using source = …;                                   a lock_source type (the store's client)
 //   static constexpr const char* backend;               for messages
 //   asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor);
-//   asio::awaitable<void> close(source&);               the client's async close
+//   asio::awaitable<void> close(source&);               c.async_close(): the default bound
 //   void cut_off(source&, bool);                        the store unreachable for that client
 //   std::size_t queued(const std::string& name);        bids the store has queued for a lock
 //   bool clean();                                       nothing held or queued at the store
@@ -327,6 +327,7 @@ asio::awaitable<void> close_releases_everything(F& f, asio::any_io_executor ex) 
   }, asio::detached);
   BOOST_REQUIRE(co_await eventually([&] { return f.queued("close-z") == 1; }));
   co_await f.close(*a);
+  co_await f.close(*a); // idempotent: closes nothing more, and completes
   co_await done.wait();
   BOOST_TEST(waiting_ec == error::closed);
   // Said in words on every store: which lock, and that the client was closed.

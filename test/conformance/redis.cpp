@@ -26,7 +26,7 @@ struct redis_fixture_core : corolock::conformance::redis_store_fixture<corolock:
     co_return c;
   }
   /// The client's close reaches the engine and the backend (backends/redis/engine_hook.hpp).
-  asio::awaitable<void> close(source& c) { co_await c.shutdown(); }
+  asio::awaitable<void> close(source& c) { co_await c.async_close(); }
 };
 
 } // namespace

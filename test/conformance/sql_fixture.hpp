@@ -39,7 +39,7 @@ struct sql_fixture {
     proxies[c.get()] = std::move(proxy);
     co_return c;
   }
-  asio::awaitable<void> close(source& c) { co_await c.async_close(std::chrono::seconds(5), asio::use_awaitable); }
+  asio::awaitable<void> close(source& c) { co_await c.async_close(); }
   void cut_off(source& c, bool off) {
     auto& p = *proxies.at(&c);
     if (!off)

@@ -26,7 +26,7 @@ struct testing_fixture {
     }
     co_return std::make_unique<source>(ex, *store);
   }
-  asio::awaitable<void> close(source& c) { co_await c.close(); }
+  asio::awaitable<void> close(source& c) { co_await c.async_close(); }
   void cut_off(source& c, bool off) { c.set_reachable(!off); }
   std::size_t queued(const std::string& name) { return store->queue(name).size(); }
   bool clean() { return store->empty(); }

@@ -170,6 +170,45 @@ BOOST_AUTO_TEST_CASE(close_with_a_lock_held_while_the_server_is_down_is_bounded_
   expect_clean(server);
 }
 
+// async_close(bound) with a bound shorter than request_timeout (4 s here) ends the close at it,
+// Redis down throughout: it completes at the bound and the lock connection closes then, its
+// release unanswered (the lock runs out with its lease), so io.run() returns at the bound too.
+// Called after close(), which it leaves to finish (idempotent), as a close of its own would.
+BOOST_AUTO_TEST_CASE(async_close_with_a_shorter_bound_ends_the_close_at_the_bound) {
+  redis_server server;
+  const auto request_timeout = std::chrono::milliseconds(4000);
+  const auto bound = std::chrono::milliseconds(300);
+  fault_proxy proxy(server.port());
+  client* closing = nullptr;
+  std::optional<guard> g;
+  std::optional<steady::duration> completed_after;
+  auto took = closing_run(
+      proxy, request_timeout,
+      [&](client& c) -> asio::awaitable<void> {
+        closing = &c;
+        corolock::mutex m(c, "down-bound");
+        g = co_await m.acquire();
+        co_await take_down(proxy, c);
+      },
+      [&]() -> asio::awaitable<void> {
+        const auto t0 = steady::now();
+        co_await closing->async_close(bound);
+        completed_after = steady::now() - t0;
+        BOOST_TEST(g->lost());
+        g.reset();
+      });
+  BOOST_REQUIRE(completed_after);
+  BOOST_TEST_MESSAGE("async_close(" << bound.count() << " ms) completed after "
+                                    << ms(*completed_after) << " ms; io.run() returned " << ms(took)
+                                    << " ms after close()");
+  BOOST_TEST(*completed_after >= bound - std::chrono::milliseconds(10));
+  BOOST_TEST(*completed_after < bound + std::chrono::milliseconds(700));
+  BOOST_TEST(took < request_timeout / 2); // not request_timeout: the lock connection closed at the bound
+  BOOST_TEST(server.command({"EXISTS", "corolock:{down-bound}"}) == "1"); // its lease frees it
+  server.command({"DEL", "corolock:{down-bound}"});
+  expect_clean(server);
+}
+
 // A try does not wait for a connection: while the client knows its lock connection is down,
 // try_acquire (mutex, semaphore, shared_mutex reader) fails at once with not_connected instead of
 // after request_timeout (4 s here), and leaves nothing to give back (close() then returns at

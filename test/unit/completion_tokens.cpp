@@ -2,6 +2,9 @@
 // acquire on a client never connected (error::not_connected) and the unlock of an empty guard
 // (error::already_released). Mostly a compile-level check that the token plumbing stays generic.
 #include <corolock/corolock.hpp>
+#include <corolock/sql/lock_client.hpp>
+#include <corolock/testing/store.hpp>
+#include <corolock/zookeeper/client.hpp>
 
 #include <support/async_test.hpp>
 
@@ -22,6 +25,21 @@ static_assert(std::is_void_v<asio::default_completion_token_t<asio::any_io_execu
               "corolock::default_token in include/corolock/detail/async.hpp");
 static_assert(std::is_same_v<decltype(std::declval<mutex&>().acquire()), asio::awaitable<guard>>);
 static_assert(std::is_same_v<decltype(std::declval<guard&>().unlock()), asio::awaitable<void>>);
+
+// One close shape on every client (docs/api.md, "Closing a client"): async_close() and
+// async_close(bound), a bound of any duration that converts to milliseconds (not taken for a token).
+template <typename Client>
+constexpr bool closes_alike =
+    std::is_same_v<decltype(std::declval<Client&>().async_close()), asio::awaitable<void>> &&
+    std::is_same_v<decltype(std::declval<Client&>().async_close(std::chrono::seconds(2))),
+                   asio::awaitable<void>> &&
+    std::is_same_v<decltype(std::declval<Client&>().async_close(std::chrono::milliseconds(2),
+                                                                 asio::use_awaitable)),
+                   asio::awaitable<void>>;
+static_assert(closes_alike<client>);
+static_assert(closes_alike<zookeeper::client>);
+static_assert(closes_alike<sql::lock_client>);
+static_assert(closes_alike<testing::client>);
 
 namespace {
 

@@ -274,6 +274,45 @@ BOOST_AUTO_TEST_CASE(close_fails_waiters_and_gives_everything_back) {
   BOOST_TEST(after.ec == error::closed);
 }
 
+// async_close() without a bound waits the store's request_timeout (the fixture's 200 ms) for what
+// a cut-off client holds, async_close(bound) its own bound, and a later close completes at once.
+BOOST_AUTO_TEST_CASE(async_close_waits_the_default_bound_or_its_own) {
+  fixture f;
+  const auto request_timeout = f.options(ct::lease_mode::per_lock).request_timeout;
+  ct::client a{f.io.get_executor(), f.s}, b{f.io.get_executor(), f.s};
+  mutex al{a, "L"}, bm{b, "M"};
+  attempt ha, hb;
+  acquire(f, al, ha);
+  acquire(f, bm, hb);
+  f.run();
+  BOOST_REQUIRE(ha.g.owns_lock() && hb.g.owns_lock());
+  a.set_reachable(false);
+  b.set_reachable(false);
+  std::optional<milliseconds> a_took, b_took;
+  const auto start = f.s.now();
+  a.async_close([&](error_code ec) {
+    BOOST_TEST(!ec);
+    a_took = f.since(start);
+  });
+  b.async_close(50ms, [&](error_code ec) {
+    BOOST_TEST(!ec);
+    b_took = f.since(start);
+  });
+  f.run(request_timeout - 1ms);
+  BOOST_REQUIRE(b_took);
+  BOOST_TEST(b_took->count() == 50);
+  BOOST_TEST(!a_took);
+  f.run(1ms);
+  BOOST_REQUIRE(a_took);
+  BOOST_TEST(a_took->count() == request_timeout.count());
+  BOOST_TEST(ha.g.lost());
+  bool again = false;
+  a.async_close([&](error_code ec) { again = !ec; });
+  BOOST_TEST(!again); // never inline
+  f.run();
+  BOOST_TEST(again); // idempotent: nothing more to wait for
+}
+
 // On the steady clock the store's timers are real ones on the caller's io_context: once every
 // client is closed and what they held is given back, nothing may be left for io.run() to wait for
 // (it waited out each lock's full lease and each session's timeout before), in both lease modes.

@@ -40,6 +40,14 @@ namespace detail {
 template <typename Signature>
 using handler = asio::any_completion_handler<Signature>;
 
+/// A completion token rather than a duration: constrains every client's `async_close(token)` so
+/// that `async_close(2s)` reaches `async_close(std::chrono::milliseconds bound, token)`.
+template <typename T>
+concept not_a_duration = !requires {
+  typename std::remove_cvref_t<T>::rep;
+  typename std::remove_cvref_t<T>::period;
+};
+
 /// Whether handler `h` runs on `ex` itself: its associated executor, `ex` when it has none, is
 /// equal to `ex`. Asked of the concrete handler, before it is type-erased: an erased handler
 /// answers with a type-erased copy of its executor, allocated, and at a few hundred thousand

@@ -21,8 +21,10 @@
 #include <corolock/redis/request.hpp>
 #include <corolock/redis/subscription.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace corolock {
 
@@ -111,24 +113,70 @@ public:
   /// on a RESP2 cluster (protocol 2).
   [[nodiscard]] subscription subscribe(std::string channel);
 
-  /// Closes the client (see above) without waiting for the release of its locks to be answered.
-  /// What the io_context runs afterwards: nothing, when the client holds nothing — no lock, grant,
-  /// queue place, or give-up still unanswered (a try refused for want of a connection, an
+  /// Starts closing the client and returns at once (docs/api.md, "Closing a client"): what
+  /// async_close() does, without waiting. Every pending operation of the client and of its locks
+  /// completes with error::closed, waiting acquisitions fail with it and held guards are marked
+  /// lost. What the io_context runs afterwards: nothing, when the client holds nothing — no lock,
+  /// grant, queue place, or give-up still unanswered (a try refused for want of a connection, an
   /// acquire() whose attempt waited request_timeout for one and was never written, or an
   /// acquire_for() that timed out while its attempt still waited for one, unwritten, left nothing)
   /// — so io.run() returns at once, Redis up or down. Otherwise one pipelined release of
   /// all of it on the lock connection, which waits for a connection and the answer for
   /// request_timeout at most, then closes: Redis down throughout, io.run() returns request_timeout
-  /// after close() and what could not be released runs out with its lease.
+  /// after close() and what could not be released runs out with its lease. Idempotent.
   void close();
 
-  /// close(), then completes once the locks of this client are released in Redis and every
-  /// connection is closed (at most about request_timeout later). Handler `void(error_code)`;
-  /// completes with no error, never inline. No per-operation cancellation.
+  /// Closes the client and waits, within the default bound: config().request_timeout
+  /// (async_close(bound, token) says what it does). The default is the bound the close has
+  /// anyway: its one pipelined release waits for a connection and the answer for request_timeout
+  /// at most, as any request does.
+  ///
+  /// The handler's signature:
+  /// @code
+  /// void handler(error_code ec); // always without error
+  /// @endcode
+  template <typename CompletionToken = default_token>
+    requires detail::not_a_duration<CompletionToken>
+  auto async_close(CompletionToken&& token = {}) {
+    return async_close(config().request_timeout, std::forward<CompletionToken>(token));
+  }
+
+  /// Closes the client (close()), then completes once the locks of this client are released in
+  /// Redis and every connection is closed, or once `bound` has passed, whichever comes first
+  /// (docs/api.md, "Closing a client").
+  ///
+  /// The handler's signature:
+  /// @code
+  /// void handler(error_code ec); // always without error
+  /// @endcode
+  ///
+  /// Errors: none; `ec` is always empty, the bound passed or not (a release that did not reach
+  /// Redis runs out with its lease). Pending operations of the client and of its locks complete
+  /// with error::closed, waiting acquisitions fail with it, held guards are marked lost; later
+  /// operations fail with error::closed.
+  ///
+  /// The bound: a close waits request_timeout at most in any case; a `bound` at least that long
+  /// changes nothing. A shorter one, once passed, closes the lock connection at once (a standalone
+  /// or Sentinel client: its release still unanswered is dropped and ends with its lease); a
+  /// cluster client's masters each finish their own release within request_timeout.
+  ///
+  /// Idempotent: a second call (or one after close()) completes once the first close has, or once
+  /// its own `bound` has passed. Never inline: the handler is posted to the client's executor,
+  /// then dispatched to its associated executor.
+  ///
+  /// Cancellation: none per operation (a bound slot is ignored); `bound` is the limit.
+  ///
+  /// Lifetimes: the client must outlive the operation (destroying it closes it without waiting).
+  template <typename CompletionToken = default_token>
+  auto async_close(std::chrono::milliseconds bound, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this, bound](auto handler) { async_close_impl(bound, std::move(handler)); }, token);
+  }
+
+  /// Deprecated: the former name of async_close(token), kept as its synonym.
   template <typename CompletionToken = default_token>
   auto shutdown(CompletionToken&& token = {}) {
-    return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_shutdown_impl(std::move(handler)); }, token);
+    return async_close(std::forward<CompletionToken>(token));
   }
 
   /// Whether the command connection is up now (on a cluster: both connections of every master).
@@ -158,7 +206,7 @@ private:
   // a move and a destruction at each (measured: scripts/bench_instructions.sh).
   void async_exec_impl(request&& req, diagnostics* diag, bool on_executor,
                        detail::handler<void(error_code, response)>&& h);
-  void async_shutdown_impl(detail::handler<void(error_code)> h);
+  void async_close_impl(std::chrono::milliseconds bound, detail::handler<void(error_code)> h);
 
   std::shared_ptr<detail::client_impl> impl_;
 };

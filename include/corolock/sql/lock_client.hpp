@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <memory>
+#include <utility>
 
 namespace corolock {
 namespace core {
@@ -45,13 +46,50 @@ public:
   /// The executor given at construction.
   [[nodiscard]] asio::any_io_executor get_executor() const noexcept { return executor_; }
 
-  /// Fails every waiting acquisition with error::closed, marks every held guard lost, releases
-  /// every lock on the server and ends every session, within `bound`. Idempotent; completes with
-  /// success once the server answered or the bound passed. Handler `void(error_code)`, always
-  /// without error; never inline: it runs on the client's executor. No per-operation
-  /// cancellation (`bound` is the limit). Later acquisitions fail with error::closed.
+  /// Starts closing and returns at once (docs/api.md, "Closing a client"): waiting acquisitions
+  /// fail with error::closed, held guards are marked lost, and the releases are started and given
+  /// up at once (async_close with a bound of 0): every session ends, its connection dropped and
+  /// not waited for, and with it every lock it held (the server frees a session's locks when its
+  /// connection goes). Idempotent; what the destructor does.
+  void close();
+
+  /// Closes the client and waits, within the default bound of five seconds
+  /// (async_close(bound, token) says what it does): the default connect timeout of a session
+  /// (session_options::connect_timeout), so that a close may wait for one unreachable server as
+  /// long as an acquisition would.
+  ///
+  /// The handler's signature:
+  /// @code
+  /// void handler(error_code ec); // always without error
+  /// @endcode
   template <typename Token = default_token>
-  auto async_close(std::chrono::milliseconds bound = std::chrono::seconds(5), Token&& token = {}) {
+    requires detail::not_a_duration<Token>
+  auto async_close(Token&& token = {}) {
+    return async_close(std::chrono::milliseconds(5000), std::forward<Token>(token));
+  }
+
+  /// Fails every waiting acquisition with error::closed, marks every held guard lost, releases
+  /// every lock on the server and ends every session, then completes once the server answered,
+  /// or once `bound` has passed, whichever comes first (docs/api.md, "Closing a client"); what
+  /// was not released then ends with its session, which the client drops.
+  ///
+  /// The handler's signature:
+  /// @code
+  /// void handler(error_code ec); // always without error
+  /// @endcode
+  ///
+  /// Errors: none; `ec` is always empty, the bound passed or not. Later acquisitions fail with
+  /// error::closed.
+  ///
+  /// Idempotent: a later call (or one after close()) closes nothing more and completes at once.
+  /// Never inline: the handler is posted to the client's executor, then dispatched to its
+  /// associated executor.
+  ///
+  /// Cancellation: none per operation (a bound slot is ignored); `bound` is the limit.
+  ///
+  /// Lifetimes: the client must outlive the operation (destroying it closes it without waiting).
+  template <typename Token = default_token>
+  auto async_close(std::chrono::milliseconds bound, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [this, bound](auto h) { start_close(bound, detail::handler<void(error_code)>(std::move(h))); }, token);
   }

@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace corolock::testing {
@@ -181,23 +182,60 @@ public:
   /// Callers waiting through this client.
   std::size_t waiting() const noexcept;
 
-  /// Closes the client: waiting acquisitions fail with error::closed, every guard's lease is
-  /// marked lost, and what it holds or has queued is given back at the store. Completes with no
-  /// error once given back, or once `bound` has passed (the store unreachable: per_lock leases then
-  /// expire there, a session ends by its timeout). Idempotent; later acquisitions fail with
-  /// error::closed. Handler `void(error_code)`, always without error; never inline: posted to the
-  /// client's executor, then dispatched to the handler's associated executor. No per-operation
-  /// cancellation (`bound` is the limit). This overload: a bound of one second.
+  /// Closes the client and waits, within the default bound: the store's
+  /// store_options::request_timeout (async_close(bound, token) says what it does). The default is
+  /// the bound of any one request to the store, of which the close's give-back is one.
+  ///
+  /// The handler's signature:
+  /// @code
+  /// void handler(error_code ec); // always without error
+  /// @endcode
   template <typename CompletionToken = default_token>
-  auto close(CompletionToken&& token = {}) {
-    return close(std::chrono::milliseconds(1000), std::forward<CompletionToken>(token));
+    requires corolock::detail::not_a_duration<CompletionToken>
+  auto async_close(CompletionToken&& token = {}) {
+    return async_close(default_close_bound(), std::forward<CompletionToken>(token));
   }
-  /// close() within `bound`: completes once what the client holds is given back, or once `bound`
-  /// has passed on the store's clock.
+
+  /// Closes the client, then completes once what it holds or has queued is given back at the
+  /// store, or once `bound` has passed on the store's clock, whichever comes first (docs/api.md,
+  /// "Closing a client"). The store unreachable: per_lock leases then expire there, a session ends
+  /// by its timeout.
+  ///
+  /// The handler's signature:
+  /// @code
+  /// void handler(error_code ec); // always without error
+  /// @endcode
+  ///
+  /// Errors: none; `ec` is always empty, the bound passed or not. Waiting acquisitions fail with
+  /// error::closed, every guard's lease is marked lost; later acquisitions fail with
+  /// error::closed.
+  ///
+  /// Idempotent: a later call closes nothing more and completes at once. Never inline: the
+  /// handler is posted to the client's executor, then dispatched to its associated executor.
+  ///
+  /// Cancellation: none per operation (a bound slot is ignored); `bound` is the limit.
+  ///
+  /// Lifetimes: the client must outlive the operation; the store must outlive the client.
+  ///
+  /// There is no close() that returns without waiting on this client while the name close(token)
+  /// is the deprecated synonym below: destroy the client (its destructor closes without waiting),
+  /// or call async_close(asio::detached).
   template <typename CompletionToken = default_token>
-  auto close(std::chrono::milliseconds bound, CompletionToken&& token = {}) {
+  auto async_close(std::chrono::milliseconds bound, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
         [this, bound](auto handler) { async_close_impl(bound, std::move(handler)); }, token);
+  }
+
+  /// Deprecated: the former name of async_close(token), kept as its synonym. Its bound was a fixed
+  /// second; it is now store_options::request_timeout (a second by default).
+  template <typename CompletionToken = default_token>
+  auto close(CompletionToken&& token = {}) {
+    return async_close(std::forward<CompletionToken>(token));
+  }
+  /// Deprecated: the former name of async_close(bound, token), kept as its synonym.
+  template <typename CompletionToken = default_token>
+  auto close(std::chrono::milliseconds bound, CompletionToken&& token = {}) {
+    return async_close(bound, std::forward<CompletionToken>(token));
   }
 
   // --- faults of this client's link ------------------------------------------------------------
@@ -218,6 +256,7 @@ private:
                                                  lock_options options, std::int64_t capacity,
                                                  const char* what) override;
   void async_close_impl(std::chrono::milliseconds bound, corolock::detail::handler<void(error_code)> h);
+  std::chrono::milliseconds default_close_bound() const noexcept;
 
   struct impl;
   std::unique_ptr<impl> impl_;

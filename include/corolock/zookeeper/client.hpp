@@ -24,7 +24,7 @@
 /// Paths are the caller's; with a chroot the server sees them below it. Not thread-safe: use a
 /// client from its executor. Destroying it fails waiting lock callers and completes pending
 /// operations with error::closed, marks its leases lost and drops the connection (the session then
-/// expires at the server, and its nodes with it; close() ends it at once).
+/// expires at the server, and its nodes with it; async_close() ends it at once).
 #pragma once
 
 #include <corolock/detail/async.hpp>
@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace corolock::core {
@@ -71,11 +72,11 @@ struct children {
 /// then dispatched to the handler's associated executor. Each accepts a bound diagnostics
 /// (bind_diagnostics): the server's refusal or corolock's reason in words. Errors common to the
 /// node operations (create, remove, exists, get_children, multi): error::not_connected before
-/// connect(), error::closed after close() or the client's destruction, error::invalid_argument for
-/// a path the server would refuse (not absolute, an empty segment, a trailing '/'), before
-/// anything is sent, error::connection_lost when the connection dropped with the request in
-/// flight (its outcome unknown), error::session_expired once the session ended,
-/// error::protocol_error for a malformed reply, and the server's refusals as zk_error codes.
+/// connect(), error::closed after async_close() or the client's destruction,
+/// error::invalid_argument for a path the server would refuse (not absolute, an empty segment, a
+/// trailing '/'), before anything is sent, error::connection_lost when the connection dropped
+/// with the request in flight (its outcome unknown), error::session_expired once the session
+/// ended, error::protocol_error for a malformed reply, and the server's refusals as zk_error codes.
 /// Requests started while no member is connected wait for the next connection of the same
 /// session. Per-operation cancellation of the node operations: terminal, partial and total, each
 /// completing the operation at once with operation_aborted; a request already sent may still take
@@ -104,9 +105,9 @@ public:
   /// Establishes the session: tries the members in turn until one gives a session, for up to
   /// twice the session timeout; then error::connect_failed (the members tried, and why each
   /// failed, in a bound diagnostics). Call once, before anything else: a second call completes with
-  /// error::invalid_argument, a call after close() with error::closed.
+  /// error::invalid_argument, a call after async_close() with error::closed.
   /// Handler `void(error_code)`; completes once the session is established, never inline.
-  /// No per-operation cancellation (a bound slot is ignored): close() the client to give up.
+  /// No per-operation cancellation (a bound slot is ignored): async_close() the client to give up.
   template <typename CompletionToken = default_token>
   auto connect(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
@@ -187,17 +188,56 @@ public:
         token, std::move(ops));
   }
 
+  /// Closes the client and waits, within the default bound: get_config().connect_timeout
+  /// (async_close(bound, token) says what it does). The default is the bound the session's own
+  /// close keeps: the wait for the server's answer to closeSession, as for a connection attempt.
+  ///
+  /// The handler's signature:
+  /// @code
+  /// void handler(error_code ec); // always without error
+  /// @endcode
+  template <typename CompletionToken = default_token>
+    requires corolock::detail::not_a_duration<CompletionToken>
+  auto async_close(CompletionToken&& token = {}) {
+    return async_close(get_config().connect_timeout, std::forward<CompletionToken>(token));
+  }
+
   /// Ends the session (the server deletes its ephemeral nodes: every lock node of ours) and the
-  /// connection. Lock callers still waiting fail with error::closed and held leases are marked
-  /// lost first (their guards are told); later acquisitions fail with error::closed. Completes when
-  /// the server confirmed, or after connect_timeout; without error in both cases. Operations still
-  /// pending complete with error::closed. While suspended (no member connected) it ends the session
-  /// for us at once, and the server expires it after the negotiated timeout.
-  /// Handler `void(error_code)`, never inline. No per-operation cancellation.
+  /// connection, then completes once the server confirmed, or once `bound` has passed, whichever
+  /// comes first (docs/api.md, "Closing a client"). Once `bound` has passed the client stops
+  /// waiting and drops the connection: the server then expires the session after the negotiated
+  /// timeout, and its nodes with it. While suspended (no member connected) it ends the session for
+  /// us at once, and the server expires it likewise.
+  ///
+  /// The handler's signature:
+  /// @code
+  /// void handler(error_code ec); // always without error
+  /// @endcode
+  ///
+  /// Errors: none; `ec` is always empty, the bound passed or not. Lock callers still waiting fail
+  /// with error::closed and held leases are marked lost first (their guards are told); operations
+  /// still pending complete with error::closed; later acquisitions and operations fail with
+  /// error::closed.
+  ///
+  /// Idempotent: a later call closes nothing more and completes at once. Never inline: the
+  /// handler is posted to the client's executor, then dispatched to its associated executor.
+  ///
+  /// Cancellation: none per operation (a bound slot is ignored); `bound` is the limit.
+  ///
+  /// Lifetimes: the client must outlive the operation.
+  ///
+  /// There is no close() that returns without waiting on this client while the name close(token)
+  /// is the deprecated synonym below: destroy the client, or call async_close(asio::detached).
+  template <typename CompletionToken = default_token>
+  auto async_close(std::chrono::milliseconds bound, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [this, bound](auto handler) { async_close_impl(bound, std::move(handler)); }, token);
+  }
+
+  /// Deprecated: the former name of async_close(token), kept as its synonym.
   template <typename CompletionToken = default_token>
   auto close(CompletionToken&& token = {}) {
-    return asio::async_initiate<CompletionToken, void(error_code)>(
-        [this](auto handler) { async_close_impl(std::move(handler)); }, token);
+    return async_close(std::forward<CompletionToken>(token));
   }
 
   /// Called on the client's executor for every fired watch (one-shot: ask again to keep watching).
@@ -233,7 +273,7 @@ private:
                            corolock::detail::handler<void(error_code, children)> h);
   void async_multi_impl(std::vector<multi_op> ops, diagnostics* diag,
                         corolock::detail::handler<void(error_code, std::vector<multi_result>)> h);
-  void async_close_impl(corolock::detail::handler<void(error_code)> h);
+  void async_close_impl(std::chrono::milliseconds bound, corolock::detail::handler<void(error_code)> h);
 
   std::shared_ptr<detail::client_impl> impl_;
   std::shared_ptr<core::engine> engine_; // made at the first lock handle

@@ -113,7 +113,7 @@ struct watch_event {
 ///   expired:   the server said so, or the local deadline (the last proof of life plus the
 ///              negotiated timeout) passed without contact: for us the session is gone (with
 ///              config::new_session_after_expiry, connecting to a new session follows at once).
-///   closed:    close() ended it.
+///   closed:    async_close() ended it.
 enum class session_state { connecting, connected, suspended, expired, closed };
 
 /// The state's name: "connecting", "connected", ...

@@ -16,6 +16,11 @@ lock_client::~lock_client() {
   engine_->close(std::chrono::milliseconds(0), [](auto&&...) {});
 }
 
+void lock_client::close() {
+  // Bound 0: the releases start and are given up at once (the sessions dropped), as at destruction.
+  engine_->close(std::chrono::milliseconds(0), [](auto&&...) {});
+}
+
 std::shared_ptr<core::handle> lock_client::make_lock_handle(core::lock_kind kind, std::string name,
                                                             lock_options options, std::int64_t capacity,
                                                             const char* what) {

@@ -11,10 +11,12 @@ struct client::impl {
   asio::any_io_executor ex;
   detail::backend* link = nullptr; // owned by the engine
   std::shared_ptr<core::engine> engine;
+  std::chrono::milliseconds request_timeout{}; // the store's: async_close's default bound
 };
 
 client::client(executor_type ex, store& s) : impl_(std::make_unique<impl>()) {
   impl_->ex = ex;
+  impl_->request_timeout = s.options().request_timeout;
   auto b = std::make_unique<detail::backend>(std::move(ex), detail::store_access::of(s));
   impl_->link = b.get();
   impl_->engine = core::engine::create(std::move(b));
@@ -43,6 +45,8 @@ void client::async_close_impl(std::chrono::milliseconds bound,
     asio::dispatch(asio::append(std::move(h), error_code{}));
   });
 }
+
+std::chrono::milliseconds client::default_close_bound() const noexcept { return impl_->request_timeout; }
 
 void client::set_reachable(bool reachable) { impl_->link->set_reachable(reachable); }
 void client::drop_connection() { impl_->link->drop_connection(); }

@@ -12,6 +12,7 @@
 #include "backends/zookeeper/records.hpp"
 #include "backends/zookeeper/session.hpp"
 #include "core/engine.hpp"
+#include "detail/close_within.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 
@@ -140,6 +141,10 @@ public:
   void close(handler<void(error_code)> h) {
     closed_ = true;
     if (fsm_.state() == session_state::closed || fsm_.state() == session_state::expired || !started_) {
+      complete_later(ex_, std::move(h), asio::cancellation_slot{}, error_code{});
+      return;
+    }
+    if (close_h_) { // idempotent: a later close waits for nothing more
       complete_later(ex_, std::move(h), asio::cancellation_slot{}, error_code{});
       return;
     }
@@ -609,13 +614,19 @@ void client::async_multi_impl(std::vector<multi_op> ops, diagnostics* diag,
                  pending_for(std::move(h), diag, decode, "multi"));
 }
 
-void client::async_close_impl(handler<void(error_code)> h) {
-  if (!engine_)
-    return impl_->close(std::move(h));
+void client::async_close_impl(std::chrono::milliseconds bound, handler<void(error_code)> h) {
+  if (!engine_) {
+    // No lock made: the session's close alone, which keeps the connect timeout as its own bound.
+    if (bound >= impl_->cfg_.connect_timeout)
+      return impl_->close(std::move(h));
+    auto done = corolock::detail::close_within(impl_->ex_, bound, std::move(h),
+                                               [impl = impl_] { impl->give_up(); });
+    return impl_->close([done](error_code) { done(); });
+  }
   // Through the engine: its callers fail with closed, its leases are lost, then the backend closes
-  // the session (lock_access::close_session) within the connect timeout.
+  // the session (lock_access::close_session) within `bound` (then backend::give_up).
   auto done = std::make_shared<handler<void(error_code)>>(std::move(h));
-  engine_->close(impl_->cfg_.connect_timeout, [done] { std::move(*done)(error_code{}); });
+  engine_->close(bound, [done] { std::move(*done)(error_code{}); });
 }
 
 void detail::lock_access::listen(client& c, listeners l) {
