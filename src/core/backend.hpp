@@ -299,4 +299,13 @@ public:
   virtual void set_hooks(hooks h) = 0;
 };
 
+/// `h.resend(once)`, or — no core listens (a backend driven by a unit test alone) — one try of
+/// `once`, its outcome dropped: what a backend calls to hand a request over.
+inline void resend(const backend::hooks& h, backend::send_once once) {
+  if (h.resend)
+    h.resend(std::move(once));
+  else
+    once([](error_code, std::string) {});
+}
+
 } // namespace corolock::core

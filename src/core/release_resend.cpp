@@ -37,6 +37,14 @@ struct release_resend : std::enable_shared_from_this<release_resend> {
   std::unique_ptr<timer> wait;
   std::chrono::milliseconds delay{50};
 
+  /// The first try, on `e`'s backend; `h` (may be empty) gets its outcome.
+  void start(engine& e, handler<void(error_code, std::string)> h) {
+    eng = e.weak_from_this();
+    if (h)
+      first.set(std::move(h));
+    send(e);
+  }
+
   /// One try; `e` is alive (its backend runs the release).
   void send(engine& e) {
     auto answer = [self = shared_from_this()](error_code ec, std::string words) {
@@ -84,20 +92,14 @@ struct release_resend : std::enable_shared_from_this<release_resend> {
 void engine::send_until_answered(backend::send_once once,
                                  handler<void(error_code, std::string)> h) {
   auto r = std::make_shared<release_resend>();
-  r->eng = weak_from_this();
   r->once = std::move(once);
-  if (h)
-    r->first.set(std::move(h));
-  r->send(*this);
+  r->start(*this, std::move(h));
 }
 
 void engine::send_release(core::held lease, handler<void(error_code, std::string)> h) {
   auto r = std::make_shared<release_resend>();
-  r->eng = weak_from_this();
   r->lease.emplace(std::move(lease));
-  if (h)
-    r->first.set(std::move(h));
-  r->send(*this);
+  r->start(*this, std::move(h));
 }
 
 void engine::send_give_back(core::bid b, std::string owner) {

@@ -84,8 +84,8 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
           s->hooks.reachable();
       };
       h.resend = [w = weak_from_this()](core::backend::send_once once) {
-        if (auto s = w.lock(); s && s->hooks.resend)
-          s->hooks.resend(std::move(once)); // a node's give-up: the core's queue sends it again
+        if (auto s = w.lock()) // a node's give-up: the core's queue sends it again
+          core::resend(s->hooks, std::move(once));
         else
           once([](error_code, std::string) {});
       };

@@ -197,8 +197,7 @@ void backend::remove_at_store(const lock_key& k, const std::string& owner) {
     else
       asio::post(ex, asio::append(std::move(h), error_code(error::closed), std::string()));
   };
-  if (hooks_.resend)
-    hooks_.resend(std::move(once));
+  core::resend(hooks_, std::move(once));
 }
 
 // --- bids -------------------------------------------------------------------------------------
