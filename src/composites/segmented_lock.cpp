@@ -4,7 +4,7 @@
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/spawn.hpp"
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/redis/client.hpp>

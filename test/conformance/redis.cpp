@@ -4,7 +4,7 @@
 #include "cases.hpp"
 #include "redis_fixture.hpp"
 
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <corolock/redis/client.hpp>
 

@@ -1,4 +1,4 @@
-// The cluster groundwork (src/redis/cluster/) against a real Redis Cluster started by the
+// The cluster groundwork (src/backends/redis/client/cluster/) against a real Redis Cluster started by the
 // redis_cluster fixture: slot maps parsed from the nodes' own CLUSTER SHARDS / CLUSTER SLOTS
 // replies (read with the library's connection, RESP3 and RESP2), real MOVED, ASK and TRYAGAIN
 // replies fed to the routing state machine, and sharded pub/sub of a lock channel on the node
@@ -6,13 +6,13 @@
 // CLUSTER KEYSLOT with its own client and parser.
 #include <corolock/corolock.hpp>
 
-#include "redis/cluster/key_slot.hpp"
-#include "redis/cluster/redirection.hpp"
-#include "redis/cluster/request_slot.hpp"
-#include "redis/cluster/route.hpp"
-#include "redis/cluster/topology_reply.hpp"
-#include "redis/connection_impl.hpp"
-#include "redis/subscriber.hpp"
+#include "backends/redis/client/cluster/key_slot.hpp"
+#include "backends/redis/client/cluster/redirection.hpp"
+#include "backends/redis/client/cluster/request_slot.hpp"
+#include "backends/redis/client/cluster/route.hpp"
+#include "backends/redis/client/cluster/topology_reply.hpp"
+#include "backends/redis/client/connection_impl.hpp"
+#include "backends/redis/client/subscriber.hpp"
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>

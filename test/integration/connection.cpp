@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_CASE(wrong_password_is_auth_failed) {
     client bad(ex, cfg);
     auto [ec] = co_await bad.connect(tuple_awaitable);
     BOOST_TEST(ec == error::auth_failed);
-    // The server's own words are kept (src/redis/handshake.cpp).
+    // The server's own words are kept (src/backends/redis/client/handshake.cpp).
     BOOST_TEST(bad.last_connect_error().find("(HELLO: WRONGPASS ") != std::string::npos,
                bad.last_connect_error());
 

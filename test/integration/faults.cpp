@@ -4,7 +4,7 @@
 #include <corolock/corolock.hpp>
 
 #include "backends/redis/scripts.hpp" // to replay an attempt exactly as a line would
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>

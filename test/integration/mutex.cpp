@@ -3,7 +3,7 @@
 
 #include "backends/redis/backend_state.hpp" // its channels' linger
 #include "backends/redis/scripts.hpp" // the release script itself, to replay a release as a retry would
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <support/async_test.hpp>
 #include <support/lock_checks.hpp>

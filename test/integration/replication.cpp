@@ -6,7 +6,7 @@
 #include <support/lock_checks.hpp>
 #include <support/redis_server.hpp>
 
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 

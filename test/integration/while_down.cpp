@@ -5,7 +5,7 @@
 // io_context, since what is checked is when io.run() runs out of work.
 #include <corolock/corolock.hpp>
 
-#include "redis/client_impl.hpp" // to see the lock connection go
+#include "backends/redis/client/client_impl.hpp" // to see the lock connection go
 
 #include <support/async_test.hpp>
 #include <support/client_helpers.hpp>

@@ -68,18 +68,17 @@ struct recorder final : core::contender_events {
 struct side {
   side(asio::any_io_executor ex, const std::string& url, milliseconds timeout = milliseconds(2000))
       : client(ex, zookeeper_config(url, timeout)), backend(client) {
-    backend.set_hooks({.session_alive =
-                           [this](std::uint64_t s, core::steady::time_point until) {
-                             alive.push_back({clock_type::now(), until});
-                             session = s;
-                           },
-                       .session_lost =
-                           [this](std::uint64_t s, error_code ec) {
-                             lost_at = clock_type::now();
-                             lost_session = s;
-                             lost_ec = ec;
-                           },
-                       .reconnected = {}});
+    core::backend::hooks hooks; // assigned one by one: the hooks it leaves out stay empty
+    hooks.session_alive = [this](std::uint64_t s, core::steady::time_point until) {
+      alive.push_back({clock_type::now(), until});
+      session = s;
+    };
+    hooks.session_lost = [this](std::uint64_t s, error_code ec) {
+      lost_at = clock_type::now();
+      lost_session = s;
+      lost_ec = ec;
+    };
+    backend.set_hooks(std::move(hooks));
   }
   zk::client client;
   zk::detail::lock_backend backend;

@@ -5,7 +5,7 @@
 #include <corolock/corolock.hpp>
 
 #include "backends/redis/engine_hook.hpp"
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <cstddef>
 

@@ -806,7 +806,11 @@ void an_account_without_rights_on_the_fence_table_gets_no_lock() {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     client<Db> a(ex, server);
     a.backend = Db::make_for(ex, url, client<Db>::options());
-    a.backend->set_hooks({[](std::uint64_t, core::steady::time_point) {}, [](std::uint64_t, error_code) {}, [] {}});
+    core::backend::hooks hooks;
+    hooks.session_alive = [](std::uint64_t, core::steady::time_point) {};
+    hooks.session_lost = [](std::uint64_t, error_code) {};
+    hooks.reconnected = [] {};
+    a.backend->set_hooks(std::move(hooks));
     const auto lock = a.spec("no-rights");
     bidder x(ex);
     a.bid(x, lock);

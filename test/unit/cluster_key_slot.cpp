@@ -1,7 +1,7 @@
-// key -> slot (src/redis/cluster/key_slot.hpp). The expected slots are what CLUSTER KEYSLOT of
+// key -> slot (src/backends/redis/client/cluster/key_slot.hpp). The expected slots are what CLUSTER KEYSLOT of
 // redis-server 7.0.15 answered for these keys; test/integration/cluster.cpp compares key_slot()
 // with a live server's CLUSTER KEYSLOT for many more keys on every run.
-#include "redis/cluster/key_slot.hpp"
+#include "backends/redis/client/cluster/key_slot.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,10 +1,10 @@
-// Which slot a request goes to, and the CROSSSLOT refusal (src/redis/cluster/request_slot.hpp).
+// Which slot a request goes to, and the CROSSSLOT refusal (src/backends/redis/client/cluster/request_slot.hpp).
 #include <corolock/error.hpp>
 #include <corolock/redis/request.hpp>
 #include <corolock/redis/script.hpp>
 
-#include "redis/cluster/key_slot.hpp"
-#include "redis/cluster/request_slot.hpp"
+#include "backends/redis/client/cluster/key_slot.hpp"
+#include "backends/redis/client/cluster/request_slot.hpp"
 
 #include <boost/test/unit_test.hpp>
 

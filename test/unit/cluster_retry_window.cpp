@@ -1,7 +1,7 @@
 // The pauses of a cluster operation that the cluster cannot serve right now (CLUSTERDOWN,
-// TRYAGAIN, ASK, an unreachable master): src/redis/cluster/retry_window.hpp, driven by hand with a
+// TRYAGAIN, ASK, an unreachable master): src/backends/redis/client/cluster/retry_window.hpp, driven by hand with a
 // clock of our own.
-#include "redis/cluster/retry_window.hpp"
+#include "backends/redis/client/cluster/retry_window.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,10 +1,10 @@
-// MOVED / ASK parsing and the routing state machine of one request (src/redis/cluster/route.hpp),
+// MOVED / ASK parsing and the routing state machine of one request (src/backends/redis/client/cluster/route.hpp),
 // driven by hand: what it sends where, what it does to the slot map, where it gives up.
 #include <corolock/error.hpp>
 #include <corolock/resp/value.hpp>
 
-#include "redis/cluster/redirection.hpp"
-#include "redis/cluster/route.hpp"
+#include "backends/redis/client/cluster/redirection.hpp"
+#include "backends/redis/client/cluster/route.hpp"
 
 #include <boost/test/unit_test.hpp>
 

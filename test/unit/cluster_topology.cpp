@@ -1,9 +1,9 @@
-// The slot map and the parsers of CLUSTER SHARDS / CLUSTER SLOTS (src/redis/cluster/), fed with
+// The slot map and the parsers of CLUSTER SHARDS / CLUSTER SLOTS (src/backends/redis/client/cluster/), fed with
 // replies built by hand in both protocols' shapes: RESP3 maps and RESP2 flat arrays.
 #include <corolock/error.hpp>
 #include <corolock/resp/value.hpp>
 
-#include "redis/cluster/topology_reply.hpp"
+#include "backends/redis/client/cluster/topology_reply.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,11 +1,11 @@
-// The connection handshake (src/redis/handshake.hpp) without a server: the requests it asks to
+// The connection handshake (src/backends/redis/client/handshake.hpp) without a server: the requests it asks to
 // send for a config, and what it makes of the replies, written here as the server's RESP bytes.
 #include <corolock/error.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/resp/parser.hpp>
 #include <corolock/resp/value.hpp>
 
-#include "redis/handshake.hpp"
+#include "backends/redis/client/handshake.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-// The reply accounting of a pipelined connection (src/redis/multiplexer.hpp), fed by hand: which
+// The reply accounting of a pipelined connection (src/backends/redis/client/multiplexer.hpp), fed by hand: which
 // request each frame answers, what is a push, when the stream is out of step, the NOSCRIPT replay,
 // and what becomes of requests completed early or caught by a dropped connection.
 #include <corolock/error.hpp>
@@ -6,7 +6,7 @@
 #include <corolock/redis/script.hpp>
 #include <corolock/resp/value.hpp>
 
-#include "redis/multiplexer.hpp"
+#include "backends/redis/client/multiplexer.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>

@@ -2,7 +2,7 @@
 // every key of its lock in one hash tag, and two names never share a key; any prefix, braces
 // included, leaves the tag (and the slot) to the name, and two (prefix, name) pairs never share one.
 #include "backends/redis/lock_names.hpp"
-#include "redis/cluster/key_slot.hpp"
+#include "backends/redis/client/cluster/key_slot.hpp"
 
 #include <boost/test/unit_test.hpp>
 

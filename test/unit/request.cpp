@@ -2,7 +2,7 @@
 #include <corolock/redis/request.hpp>
 #include <corolock/redis/script.hpp>
 
-#include "redis/backoff.hpp"
+#include "backends/redis/client/backoff.hpp"
 
 #include <boost/test/unit_test.hpp>
 

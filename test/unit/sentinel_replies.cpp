@@ -1,5 +1,5 @@
 // What the Sentinels answer, read without a server: GET-MASTER-ADDR-BY-NAME and +switch-master.
-#include "redis/sentinel.hpp"
+#include "backends/redis/client/sentinel.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -12,7 +12,7 @@
 #include "backends/redis/lock_names.hpp"
 #include "backends/redis/replica_acks.hpp"
 #include "core/backend.hpp"
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <corolock/redis/lock_tuning.hpp>
 

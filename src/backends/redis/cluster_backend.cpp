@@ -7,10 +7,10 @@
 #include "backends/redis/script_requests.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
-#include "redis/cluster/cluster_nodes.hpp"
-#include "redis/cluster/key_slot.hpp"
-#include "redis/cluster/redirection.hpp"
-#include "redis/cluster/retry_window.hpp"
+#include "backends/redis/client/cluster/cluster_nodes.hpp"
+#include "backends/redis/client/cluster/key_slot.hpp"
+#include "backends/redis/client/cluster/redirection.hpp"
+#include "backends/redis/client/cluster/retry_window.hpp"
 
 #include <corolock/error.hpp>
 #include <corolock/lock/semaphore.hpp>

@@ -8,7 +8,7 @@
 // connection closes (the same bound as any request: request_timeout).
 #pragma once
 
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <memory>
 

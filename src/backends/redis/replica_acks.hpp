@@ -17,7 +17,7 @@
 #pragma once
 
 #include "backends/redis/lock_names.hpp"
-#include "redis/client_impl.hpp"
+#include "backends/redis/client/client_impl.hpp"
 
 #include <deque>
 #include <functional>

@@ -143,7 +143,7 @@ void state::links_changed() {
 
 std::uint64_t state::open_session(std::uint64_t client) {
   auto id = next_session_++;
-  sessions_[id] = session{client, now()};
+  sessions_[id] = session{.client = client, .heard = now(), .watch = {}};
   watch_session(id);
   return id;
 }
