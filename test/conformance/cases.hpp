@@ -1316,18 +1316,19 @@ asio::awaitable<void> shared_fencing_tokens_rise(F& f, asio::any_io_executor ex)
   BOOST_TEST(co_await clean(f));
 }
 
-/// Starts `acquire` (called with the completion token to use), cancels it (terminal) once the store
+/// Starts `acquire` (called with the completion token to use), cancels it (`type`) once the store
 /// lists `waiting` bids of `name`, and returns its outcome.
 template <typename F, typename Acquire>
 asio::awaitable<std::tuple<error_code, guard>> cancelled_once_queued(F& f, asio::any_io_executor ex,
                                                                      std::string name,
                                                                      std::size_t waiting,
+                                                                     asio::cancellation_type type,
                                                                      Acquire acquire) {
   asio::cancellation_signal signal;
   test::event emitted(ex);
   asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
     co_await eventually([&] { return rw_waiters(f, name) == waiting; });
-    signal.emit(asio::cancellation_type::terminal);
+    signal.emit(type);
     emitted.set();
   }, asio::detached);
   auto result = co_await acquire(asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
@@ -1335,8 +1336,8 @@ asio::awaitable<std::tuple<error_code, guard>> cancelled_once_queued(F& f, asio:
   co_return result;
 }
 
-/// Terminal cancellation of a queued reader and of a queued writer: each ends with
-/// operation_aborted, leaves the queue, and nothing of it is granted later; the next one gets the
+/// Each cancellation type (terminal, partial, total) of a queued reader and of a queued writer: each
+/// ends with operation_aborted, leaves the queue, and nothing of it is granted later; the next one gets the
 /// lock: a reader behind the writer holding it once it leaves, and — the cancelled writer having
 /// queued behind a reader — the reader queued behind it when it leaves (within 1 s) and a later
 /// reader at once (no writer left to wait for).
@@ -1345,15 +1346,19 @@ asio::awaitable<void> shared_cancelled_queued_reader_and_writer_leave_nothing(F&
                                                                               asio::any_io_executor ex) {
   auto [clients, rw] = co_await rw_on(f, ex, "rw-cancel", 3);
   auto w = co_await rw[0].acquire();
-  for (int i : {1, 2}) {
-    const bool reader = i == 1;
-    auto [ec, g] = co_await cancelled_once_queued(f, ex, "rw-cancel", 1, [&](auto token) {
-      return reader ? rw[i].acquire_shared(token) : rw[i].acquire(token);
-    });
-    BOOST_TEST(ec == asio::error::operation_aborted, (reader ? "reader: " : "writer: ") << ec.message());
-    BOOST_TEST(!g.owns_lock());
-    BOOST_TEST(co_await eventually([&] { return rw_waiters(f, "rw-cancel") == 0; }, 5s));
-  }
+  for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                    asio::cancellation_type::total})
+    for (int i : {1, 2}) {
+      const bool reader = i == 1;
+      auto [ec, g] = co_await cancelled_once_queued(f, ex, "rw-cancel", 1, type, [&](auto token) {
+        return reader ? rw[i].acquire_shared(token) : rw[i].acquire(token);
+      });
+      BOOST_TEST(ec == asio::error::operation_aborted,
+                 (reader ? "reader, " : "writer, ") << "cancellation " << static_cast<int>(type)
+                                                    << ": " << ec.message());
+      BOOST_TEST(!g.owns_lock());
+      BOOST_TEST(co_await eventually([&] { return rw_waiters(f, "rw-cancel") == 0; }, 5s));
+    }
   auto next = co_await queued_as(f, ex, "rw-cancel", 1, rw[1].acquire_shared_for(5s, tuple_awaitable));
   co_await w.unlock();
   co_await next->done.wait();
