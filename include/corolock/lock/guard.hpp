@@ -83,8 +83,9 @@ public:
   /// error::already_released if this guard was unlocked before (or holds nothing),
   /// error::lease_lost if the lease was lost or the store no longer lists this owner (nothing of
   /// another owner is touched), error::not_connected / error::timeout if the store did not answer
-  /// within request_timeout (the lease then runs out on its own), error::closed if the client was
-  /// closed, error::redis_error / error::unexpected_reply (words in a bound diagnostics).
+  /// within the client's transport bound (the lease then runs out on its own), error::closed if the
+  /// client was closed, the store's own error (error::redis_error, error::database_error) or
+  /// error::unexpected_reply (words in a bound diagnostics).
   /// Cancellation (any type) ends the wait with asio::error::operation_aborted; the guard is
   /// released all the same and the request goes on in the background.
   template <typename CompletionToken = default_token>

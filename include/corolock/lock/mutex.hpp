@@ -1,9 +1,10 @@
 /// @file
-/// A distributed mutex, on any store (lock_source.hpp); the notes below describe Redis, the
-/// richest, and the README's capability table says what each other store keeps.
+/// A distributed mutex, on any store (lock_source.hpp): one type and one set of promises over Redis,
+/// ZooKeeper, MariaDB/MySQL, PostgreSQL and the testing store. The README's capability table says
+/// what each store keeps and how.
 ///
 /// ```cpp
-/// corolock::mutex m{redis, "order:42"};
+/// corolock::mutex m{store, "order:42"};   // store: any lock_source
 /// auto g = co_await m.acquire();          // suspends until the lock is ours; no polling
 /// co_await write(g.fencing_token());
 /// co_await g.unlock();
@@ -11,17 +12,20 @@
 ///
 /// - Every acquire() is a new owner: two coroutines sharing one mutex object exclude each other as
 ///   two processes do. Re-entry is explicit: acquire(held_guard) returns a nested guard at once.
-/// - A waiter subscribes to the lock's unlock channel and sleeps until a release is published, the
-///   holder's lease runs out (it may have crashed), its own deadline passes, or it is cancelled.
-///   Waiters of one client queue locally (FIFO) and the client holds one place in the lock's Redis
-///   queue, served first come, first served across processes: one release grants one waiter, not a
-///   herd; a release whose own client's place is first hands the lock straight over.
-/// - While a guard lives its lease is renewed every lease/3 (unless lock_options::watchdog is false).
+/// - A waiter sleeps until the store tells its client the lock is free for it (Redis: a grant
+///   message; ZooKeeper: a watch on the node just before its own; MariaDB and PostgreSQL: the
+///   server's blocking lock call returns), its own deadline passes, or it is cancelled. Waiters of
+///   one client queue locally (FIFO) and the client holds one place in the store's line for the
+///   lock: one release wakes one waiter, not a herd. Across processes the line is first come,
+///   first served where the store keeps it so (Redis, ZooKeeper, the testing store).
+/// - While a guard lives its lease is kept: renewed every lease/3 on a store whose locks have their
+///   own lease (Redis, the testing store; unless lock_options::watchdog is false), or the session
+///   kept alive on a store whose lease is the session (ZooKeeper, MariaDB, PostgreSQL).
 /// - Cancellation (Asio cancellation slots, `||`) at any point leaves no lock held: an attempt whose
 ///   reply says we won is released before the operation completes with operation_aborted.
-/// - The words behind an error (the server's WRONGTYPE or NOPERM reply) go to a diagnostics bound
-///   to the operation's token: m.acquire(bind_diagnostics(why)). So do those of semaphore,
-///   shared_mutex and guard::unlock().
+/// - The words behind an error (the server's reply, the address that could not be reached) go to a
+///   diagnostics bound to the operation's token: m.acquire(bind_diagnostics(why)). So do those of
+///   semaphore, shared_mutex and guard::unlock().
 /// - A mutex is a cheap handle; it must not outlive its client. Use it from the client's executor.
 #pragma once
 
@@ -52,26 +56,27 @@ class handle;
 /// - **Completion:** never inline, not even for an error found at once: the completion is posted to
 ///   the mutex's executor (its source's: client::get_executor()), then dispatched to the handler's
 ///   associated executor.
-/// - **Errors** (besides those each operation lists): error::closed (the client was closed or
-///   destroyed, before or during the operation), error::not_connected (no connection to the store
-///   when it started, or none came within client_config::request_timeout), error::timeout (an
-///   operation without a deadline of its own: the store did not answer within request_timeout),
-///   error::connection_lost (the connection dropped under the attempt more times than it retries:
-///   its outcome unknown, given back if it had won), error::redis_error (the server refused: a
-///   WRONGTYPE key under the name, an ACL's NOPERM; the server's text in a bound diagnostics),
-///   error::unexpected_reply (a reply of the wrong shape), error::not_replicated (fewer than
-///   redis::lock_tuning::min_replicas acknowledged the win in time; nothing is held), error::lease_lost
-///   (three grants in a row arrived after their lease had run out by this process's clock — a
-///   process stalled for longer than the lease each time; each was given back; a single such grant
-///   is given back and the wait goes on in its place). Other stores add their own
-///   (error::session_expired, error::database_error).
+/// - **Errors** (besides those each operation lists), on every store: error::closed (the client
+///   was closed or destroyed, before or during the operation), error::not_connected (no connection
+///   to the store when it started, or none came within the client's transport bound — Redis:
+///   client_config::request_timeout), error::timeout (an operation without a deadline of its own:
+///   the store did not answer within that bound), error::connection_lost (the connection dropped
+///   under the attempt more times than the client retries: its outcome unknown, given back if it had
+///   won), error::unexpected_reply (a reply of the wrong shape), error::lease_lost (three grants in a
+///   row arrived after their lease had run out by this process's clock — a process stalled for
+///   longer than the lease each time; each was given back; a single such grant is given back and the
+///   wait goes on in its place). Each store adds its own: Redis error::redis_error (the server
+///   refused: a WRONGTYPE key under the name, an ACL's NOPERM; its text in a bound diagnostics) and
+///   error::not_replicated (fewer than redis::lock_tuning::min_replicas acknowledged the win in time;
+///   nothing is held); ZooKeeper error::session_expired; MariaDB and PostgreSQL
+///   error::database_error (the server's words in a bound diagnostics).
 /// - **Cancellation:** every type (terminal, partial, total), at any point: the operation
 ///   completes with asio::error::operation_aborted and leaves no lock held (an attempt that had
 ///   won is given back first) and no queue place.
 /// - **Lifetimes:** the mutex must be alive when an operation is initiated (for `deferred`, when
 ///   it is launched); the operation then keeps the lock's shared state, so the mutex may be moved
 ///   from or destroyed while it is pending. Its source (the client) must outlive the mutex: closing
-///   or destroying a Redis client completes pending operations with error::closed. Use the mutex
+///   or destroying the client completes pending operations with error::closed. Use the mutex
 ///   from its source's executor (one thread, or a strand).
 class mutex {
 public:
@@ -95,7 +100,7 @@ public:
 
   /// Acquires the lock, waiting for as long as the store answers: completes with a guard once the
   /// lock is ours. Handler `void(error_code, guard)`; errors and cancellation as in the class
-  /// notes; error::timeout when a request of the wait went unanswered for request_timeout.
+  /// notes; error::timeout when a request of the wait went unanswered for the client's bound.
   template <typename CompletionToken = default_token>
   auto acquire(CompletionToken&& token = {}) {
     return initiate_acquire(clock::time_point::max(), false, std::forward<CompletionToken>(token));
@@ -120,8 +125,9 @@ public:
     return initiate_acquire(clock::time_point::min(), true, std::forward<CompletionToken>(token));
   }
 
-  /// Waits at most `timeout` — through a stalled, restarting or failing-over Redis too
-  /// (request_timeout does not cut it short); then error::timeout, with nothing left behind.
+  /// Waits at most `timeout` — through a stalled, restarting or failing-over store too (the
+  /// client's transport bound does not cut it short); then error::timeout, with nothing left
+  /// behind.
   /// Handler `void(error_code, guard)`; the other errors and cancellation as in the class notes.
   template <typename CompletionToken = default_token>
   auto acquire_for(clock::duration timeout, CompletionToken&& token = {}) {

@@ -1,23 +1,27 @@
 /// @file
-/// A distributed semaphore: at most `permits` held at once, by any number of processes. On Redis as
-/// described below; the README's capability table says which other stores have one.
+/// A distributed semaphore: at most `permits` held at once, by any number of processes. Served by
+/// Redis, ZooKeeper and the testing store; the SQL stores refuse the handle with words (the
+/// README's capability table).
 ///
 /// ```cpp
-/// corolock::semaphore checkout{redis, "checkout:sku-42", 8};  // 8 concurrent checkouts
+/// corolock::semaphore checkout{store, "checkout:sku-42", 8};  // 8 concurrent checkouts
 /// auto g = co_await checkout.acquire();                       // one permit; waits, no polling
 /// ...
 /// co_await g.unlock();
 /// ```
 ///
-/// - Permits expire with their holder's lease, on the server's clock: a holder that dies frees its
-///   permits when its lease runs out (no client clock is trusted, so skew between hosts is harmless).
-///   While a guard lives, its lease is renewed every lease/3 (lock_options::watchdog); guard::lost()
+/// - Permits end with their holder's lease, kept by the store: a holder that dies frees its permits
+///   when its lease runs out on the server's clock (Redis) or its session expires (ZooKeeper), so
+///   no client clock is trusted and skew between hosts is harmless. While a guard lives its lease is
+///   kept (renewed every lease/3, lock_options::watchdog, or its session kept alive); guard::lost()
 ///   and wait_lost() tell the holder when it may have lost its permits.
 /// - Waiting is first come, first served across every process: the first waiter is served before
 ///   anyone behind it, so a request for many permits is not overtaken for ever by small ones. Waiters
-///   sleep until a release grants them permits (announced on the semaphore's channel), never poll.
-/// - The permit count lives in Redis: set_permits() changes it for every process at once (kept until
-///   set again). Until it is set, each handle uses the count it was made with (give them all the same).
+///   sleep until the store tells them a release made room (Redis: a grant message; ZooKeeper: a
+///   watch), never poll.
+/// - set_permits() sets a count the store keeps for every process at once, until set again (Redis,
+///   the testing store; refused with words elsewhere). Until it is set, each handle uses the count
+///   it was made with (give them all the same).
 /// - Every acquisition gets a fresh fencing token, increasing across all acquisitions of the
 ///   semaphore's name: a store that accepts only increasing tokens orders its holders' writes.
 /// - Cancellation (any type) at any point leaves no permit held. A semaphore is a cheap handle; it
@@ -70,7 +74,7 @@ public:
   /// The most permits a semaphore can have, and one acquisition can ask for.
   static constexpr std::int64_t max_permits = std::int64_t{1} << 40;
 
-  /// `permits`: the count used until set_permits() sets one in Redis (0 .. max_permits).
+  /// `permits`: the count used until set_permits() sets one at the store (0 .. max_permits).
   /// Throws system_error(error::invalid_argument) for a bad name, count or options.
   semaphore(lock_source& source, std::string name, std::int64_t permits,
             lock_options options = {});
@@ -113,7 +117,7 @@ public:
     return try_acquire(1, std::forward<CompletionToken>(token));
   }
 
-  /// Waits at most `timeout` for `n` permits — through a stalled or restarting Redis too — then
+  /// Waits at most `timeout` for `n` permits — through a stalled or restarting store too — then
   /// error::timeout, with nothing left behind. Handler `void(error_code, guard)`; other errors as
   /// acquire(n).
   template <typename CompletionToken = default_token>
@@ -139,13 +143,13 @@ public:
     return acquire_until(1, deadline, std::forward<CompletionToken>(token));
   }
 
-  /// Sets the permit count in Redis, for every process (0 .. max_permits); waiters that now fit
+  /// Sets the permit count at the store, for every process (0 .. max_permits); waiters that now fit
   /// are served at once. Lowering it takes nothing from holders: new acquisitions wait until the
   /// permits in use fall below the new count. Completes with the state after the change.
   /// Handler `void(error_code, semaphore_status)`. Errors: error::invalid_argument (a count out of
   /// range, or a store without run-time counts), error::closed, error::not_connected,
-  /// error::timeout (no answer within request_timeout), error::redis_error,
-  /// error::unexpected_reply.
+  /// error::timeout (no answer within the client's transport bound), the store's own error
+  /// (error::redis_error), error::unexpected_reply.
   template <typename CompletionToken = default_token>
   auto set_permits(std::int64_t permits, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, semaphore_status)>(

@@ -1,18 +1,20 @@
 /// @file
-/// A distributed read-write lock: many readers, or one writer. On Redis as described below; the
-/// README's capability table says which other stores have one.
+/// A distributed read-write lock: many readers, or one writer. Served by Redis, ZooKeeper,
+/// PostgreSQL and the testing store; MariaDB refuses the handle with words (the README's capability
+/// table).
 ///
 /// ```cpp
-/// corolock::shared_mutex prices{redis, "prices"};
+/// corolock::shared_mutex prices{store, "prices"};
 /// auto r = co_await prices.acquire_shared();   // with other readers
 /// auto w = co_await prices.acquire();          // alone; its fencing token orders the writes
 /// ```
 ///
-/// - No writer starvation: waiting is first come, first served across every process, so a writer
-///   that waits stops readers arriving after it from entering; it gets in once the readers before it
-///   are done (each at most its lease, if it dies). Readers behind it then enter together.
-/// - Each reader's lease is its own, renewed by the watchdog while its guard lives; a holder that
-///   dies frees its share when its lease runs out (server clock).
+/// - No writer starvation, on every store: a writer that waits stops readers arriving after it from
+///   entering; it gets in once the readers before it are done (each at most its lease, if it dies).
+///   Readers behind it then enter together.
+/// - Each reader's lease is its own, kept while its guard lives (renewed by the watchdog, or its
+///   session kept alive); a holder that dies frees its share when its lease runs out or its session
+///   ends, on the store.
 /// - Every acquisition, shared or not, gets a fresh fencing token from one counter of the lock's
 ///   name: a writer's token is above every token handed out before it, so a store that keeps the
 ///   highest writer token it has seen rejects a stale writer.
