@@ -4,7 +4,7 @@
 // own rules (its own options' ranges, …) follow in backend::check; a name's or a prefix's bytes are
 // never refused (a store encodes what it cannot hold), only their lengths.
 #include "core/handle.hpp"
-#include "core/printable_name.hpp"
+#include "detail/printable_name.hpp"
 
 #include <corolock/error.hpp>
 
@@ -25,7 +25,7 @@ void check_handle(const backend_traits& traits, const lock_spec& spec, const cha
     refuse(what, "a lock name on " + store + " is 1 to " + std::to_string(traits.max_name) +
                      " bytes");
   const auto& o = spec.options;
-  const std::string lock = "lock " + printable_name(spec.name) + ": ";
+  const std::string lock = "lock " + detail::printable_name(spec.name) + ": ";
   if (o.lease < milliseconds(10) || o.lease > hours(24))
     refuse(what, lock + "lease must be 10 ms..24 h");
   if (o.prefix.size() > lock_options::max_prefix) // any bytes: each store encodes what it cannot hold

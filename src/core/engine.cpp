@@ -6,7 +6,7 @@
 #include "core/keeper.hpp"
 #include "core/lease.hpp"
 #include "core/permits_admin.hpp"
-#include "core/printable_name.hpp"
+#include "detail/printable_name.hpp"
 #include "core/waiting_line.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
@@ -121,7 +121,7 @@ std::shared_ptr<handle> engine::make_handle(lock_kind kind, std::string name,
   check_handle(b_->traits(), *spec, what);
   std::string words;
   if (auto ec = b_->check(*spec, words))
-    throw boost::system::system_error(ec, std::string(what) + " " + printable_name(spec->name) + ": " + words);
+    throw boost::system::system_error(ec, std::string(what) + " " + detail::printable_name(spec->name) + ": " + words);
   spec->store_key = b_->store_key(*spec);
   spec->line_tag = b_->line_tag(*spec);
   return std::make_shared<handle>(shared_from_this(), std::move(spec));

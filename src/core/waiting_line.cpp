@@ -3,7 +3,7 @@
 #include "core/engine.hpp"
 #include "core/keeper.hpp"
 #include "core/lease.hpp"
-#include "core/printable_name.hpp"
+#include "detail/printable_name.hpp"
 #include "detail/diagnostics_access.hpp"
 #include "detail/executor_check.hpp"
 #include "detail/guard_access.hpp"
@@ -236,7 +236,7 @@ void waiting_line::run() {
 std::string waiting_line::words_for(std::string_view store, std::string_view name, error_code ec,
                                     bool deadline_passed) {
   std::string where = (store.empty() ? std::string() : std::string(store) + " ") + "lock " +
-                      printable_name(name) + ": ";
+                      detail::printable_name(name) + ": ";
   if (ec == error::not_connected)
     return where + "no connection to the store (none came within the client's request timeout, "
                    "or the client knows the store is unreachable now)";

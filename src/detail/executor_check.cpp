@@ -9,7 +9,7 @@ bool executor_check_on() noexcept { return COROLOCK_CHECK_EXECUTOR != 0; }
 
 #if COROLOCK_CHECK_EXECUTOR
 
-#include "core/printable_name.hpp"
+#include "detail/printable_name.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -105,7 +105,7 @@ runner_record& record_of(asio::io_context& io) {
 
 [[noreturn]] void refuse(const char* what, std::string_view name, std::thread::id runner) {
   std::ostringstream words;
-  words << "corolock: " << what << " on lock " << core::printable_name(name)
+  words << "corolock: " << what << " on lock " << detail::printable_name(name)
         << " was called from a thread that is not running the client's executor, while another "
            "thread (id "
         << runner

@@ -1,5 +1,5 @@
 // Private: one byte as two upper-case hex digits, for the words and paths that show a byte they
-// cannot show as itself (core::printable_name's \xHH, a ZooKeeper node name's %XX).
+// cannot show as itself (detail::printable_name's \xHH, a ZooKeeper node name's %XX).
 #pragma once
 
 #include <string>

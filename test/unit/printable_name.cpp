@@ -1,15 +1,16 @@
-// core::printable_name: any lock name (NUL, control bytes, quotes, 1024 bytes) shown in words that
+// detail::printable_name: any lock name (NUL, control bytes, quotes, 1024 bytes) shown in words that
 // a log and system_error::what() keep whole.
-#include "core/printable_name.hpp"
+#include "detail/printable_name.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <string>
 
-using corolock::core::printable_name;
 using namespace std::string_literals;
 
-BOOST_AUTO_TEST_SUITE(core_printable_name)
+BOOST_AUTO_TEST_SUITE(printable_name) // the file's name, as ctest's filter wants it
+
+using corolock::detail::printable_name; // in the suite: its namespace shares the function's name
 
 BOOST_AUTO_TEST_CASE(plain_names_are_quoted_as_they_are) {
   BOOST_TEST(printable_name("order:42") == "'order:42'");

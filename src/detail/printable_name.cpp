@@ -1,8 +1,8 @@
-#include "core/printable_name.hpp"
+#include "detail/printable_name.hpp"
 
 #include "detail/hex_byte.hpp"
 
-namespace corolock::core {
+namespace corolock::detail {
 
 std::string printable_name(std::string_view name) {
   constexpr std::size_t shown = 64;
@@ -21,4 +21,4 @@ std::string printable_name(std::string_view name) {
   return out + "'";
 }
 
-} // namespace corolock::core
+} // namespace corolock::detail

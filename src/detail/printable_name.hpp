@@ -7,10 +7,10 @@
 #include <string>
 #include <string_view>
 
-namespace corolock::core {
+namespace corolock::detail {
 
 /// `name` quoted ('…'), printable: control bytes, DEL, ' and \ written \xHH; past 64 bytes, the
 /// first 64 then "…' (N bytes)".
 std::string printable_name(std::string_view name);
 
-} // namespace corolock::core
+} // namespace corolock::detail
