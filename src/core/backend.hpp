@@ -25,10 +25,21 @@
 //     then bids again in the same owner, gives the owner back (give_back), or fails its callers.
 //  7. Traits decide what a handle may ask: a kind or option the backend cannot serve is refused
 //     when the handle is constructed (error::invalid_argument, words naming store and trait).
+//  8. Tickets: what a backend makes once, it finds again without a lookup. prepare() runs once per
+//     handle and its lock_ticket rides in lock_spec::ticket on every call naming the lock (keys,
+//     paths, statements are never derived per bid, release or renewal). A grant carries the
+//     backend's lease_ticket of that lease (grant::ticket), which the core hands back in
+//     held::ticket with each release and renewal of it, so a backend keeps no owner → lease map to
+//     find a lease again; grant::session is the session and nothing else (0 on per_lock stores).
+//     A map by owner stays only where the store itself names owners to the backend (a Redis
+//     grant message names the owner it granted) or close() must give back what the core does not
+//     hand over (the Redis leases, released one request each at close).
 #pragma once
 
 #include <corolock/detail/async.hpp>
 #include <corolock/lock/options.hpp>
+
+#include <boost/assert.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -71,20 +82,50 @@ struct backend_traits {
   std::size_t max_name = lock_options::max_name; ///< the same on every store: leave it
 };
 
+/// What a backend makes of one lock, once, when its handle is made (backend::prepare): the store's
+/// names, paths and statements of that lock (Redis: its escaped key and Cluster slot; ZooKeeper:
+/// its folder; SQL: its hashed key), so that no bid, release, renewal or permits call derives them
+/// again. Each backend derives its own type from this one and reads it back with ticket_of; the
+/// core only keeps it, in lock_spec::ticket. It lives as long as the handle, its bids and its
+/// leases: what it keeps costs every held lock its size (a handle goes, its leases stay).
+class lock_ticket {
+protected:
+  lock_ticket() = default;
+  ~lock_ticket() = default; // deleted as what the backend made (std::shared_ptr)
+};
+
+/// What a backend keeps of one lease, from its grant to its release: what the store needs to find
+/// the lease again (the Redis Cluster backend's master that granted it, a ZooKeeper bid and its
+/// node, a SQL session). The backend makes it with the grant (grant::ticket, may be null); the core
+/// keeps it with the lease and hands it back in every held (release, renew) of that lease, and
+/// nobody else reads it. So a backend keeps no owner → lease map to find a lease again.
+class lease_ticket {
+protected:
+  lease_ticket() = default;
+  ~lease_ticket() = default; // deleted as what the backend made (std::shared_ptr)
+};
+
 /// One lock as a handle names it; immutable, shared by the handle, its bids and its leases.
 struct lock_spec {
   std::string name;       ///< any 1..max_name bytes (the core checks); the store encodes it
   lock_kind kind = lock_kind::mutex;
   std::int64_t capacity = 1; ///< semaphore: the permits when none was set at run time
   lock_options options{}; ///< as the handle was given them (backends read what they serve)
-  /// backend::store_key of this lock, filled once when the handle is made (empty if the backend
-  /// keeps none): what the store calls the lock, so that no bid or release derives it again.
-  std::string store_key{};
   /// backend::line_tag of this lock, filled once when the handle is made: the store's options'
   /// part of the identity of the lock's waiting line (two handles of one name whose store options
   /// differ wait in separate lines, each bidding as its options say).
   std::string line_tag{};
+  /// backend::prepare of this lock, filled once when the handle is made (null if the backend
+  /// prepares nothing): what the store calls the lock, read by every call that names it.
+  std::shared_ptr<const lock_ticket> ticket{};
 };
+
+/// The ticket `lock` was prepared with, as the backend that made it (type T) knows it.
+template <typename T>
+const T& ticket_of(const lock_spec& lock) noexcept {
+  BOOST_ASSERT_MSG(lock.ticket, "a lock_spec reaches its backend prepared (core::prepared)");
+  return static_cast<const T&>(*lock.ticket);
+}
 
 /// What one contender asks the store for.
 struct bid {
@@ -100,10 +141,10 @@ struct grant {
   steady::time_point from{};       ///< a moment at or before the store started the lease
   std::chrono::milliseconds valid_for{0}; ///< per_lock: lease left from `from`; session: the
                                    ///< session's current bound (session_alive moves it later)
-  std::uint64_t session = 0;       ///< session stores: whose life the lease follows; per_lock
-                                   ///< stores: the backend's own tag, passed back in held (the
-                                   ///< Redis cluster backend's: the lock's slot and the master
-                                   ///< that granted it)
+  std::uint64_t session = 0;       ///< session stores: whose life the lease follows (the id
+                                   ///< session_alive and session_lost name); per_lock: 0
+  std::shared_ptr<lease_ticket> ticket{}; ///< the backend's own of this lease (may be null):
+                                   ///< handed back in held::ticket with each release and renewal
 };
 
 /// A held lock as the backend needs it to release or renew it.
@@ -113,8 +154,15 @@ struct held {
   std::uint64_t token = 0;
   std::int64_t permits = 1;
   bool shared = false;
-  std::uint64_t session = 0;
+  std::shared_ptr<lease_ticket> ticket{}; ///< its grant's grant::ticket
 };
+
+/// The lease ticket of `lease`, as the backend that made it (type T) knows it; null if its grant
+/// carried none.
+template <typename T>
+T* ticket_of(const held& lease) noexcept {
+  return static_cast<T*>(lease.ticket.get());
+}
 
 /// One lease of a renew() batch.
 struct renewal {
@@ -200,13 +248,15 @@ public:
   /// line would otherwise answer "taken" without the store.
   virtual bool known_unreachable() const noexcept { return false; }
 
-  /// What the store calls `lock` when deriving it costs more than a lookup (the SQL backends: a
-  /// SHA-256 of the name, 13 k instructions, 17 % of an uncontended PostgreSQL cycle when it was
-  /// derived per bid and per release). The core calls it once per handle, after check(), and keeps
-  /// it in lock_spec::store_key; the backend reads it from there. Default: none.
-  virtual std::string store_key(const lock_spec& lock) const {
+  /// What the store makes of `lock` once (its keys, paths, statements: lock_ticket), when its
+  /// handle is made, after check() and line_tag(); the core keeps it in lock_spec::ticket, and
+  /// every bid, give-back, release, renewal and permits call of the lock reads it from there
+  /// instead of deriving it again (the SQL stores' SHA-256 of the name cost 13 k instructions, 17 %
+  /// of an uncontended PostgreSQL cycle, when it was derived per bid and per release; the Redis
+  /// key and its four names were made twice per cycle). Default: none.
+  virtual std::shared_ptr<const lock_ticket> prepare(const lock_spec& lock) const {
     static_cast<void>(lock);
-    return {};
+    return nullptr;
   }
 
   /// What the store's own options of `lock` (lock_options::store) change in its bids, as a string
@@ -298,6 +348,14 @@ public:
   };
   virtual void set_hooks(hooks h) = 0;
 };
+
+/// `spec` as the core hands it to `b` once its handle is made (check() passed): its line_tag and
+/// its ticket filled (engine::make_handle; a test that drives a backend alone calls it too).
+inline std::shared_ptr<const lock_spec> prepared(const backend& b, lock_spec spec) {
+  spec.line_tag = b.line_tag(spec);
+  spec.ticket = b.prepare(spec);
+  return std::make_shared<const lock_spec>(std::move(spec));
+}
 
 /// `h.resend(once)`, or — no core listens (a backend driven by a unit test alone) — one try of
 /// `once`, its outcome dropped: what a backend calls to hand a request over.

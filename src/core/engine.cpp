@@ -113,18 +113,17 @@ void engine::start() {
 std::shared_ptr<handle> engine::make_handle(lock_kind kind, std::string name,
                                                  lock_options options, std::int64_t capacity,
                                                  const char* what) {
-  auto spec = std::make_shared<lock_spec>();
-  spec->name = std::move(name);
-  spec->kind = kind;
-  spec->capacity = capacity;
-  spec->options = std::move(options);
-  check_handle(b_->traits(), *spec, what);
+  lock_spec spec;
+  spec.name = std::move(name);
+  spec.kind = kind;
+  spec.capacity = capacity;
+  spec.options = std::move(options);
+  check_handle(b_->traits(), spec, what);
   std::string words;
-  if (auto ec = b_->check(*spec, words))
-    throw boost::system::system_error(ec, std::string(what) + " " + detail::printable_name(spec->name) + ": " + words);
-  spec->store_key = b_->store_key(*spec);
-  spec->line_tag = b_->line_tag(*spec);
-  return std::make_shared<handle>(shared_from_this(), std::move(spec));
+  if (auto ec = b_->check(spec, words))
+    throw boost::system::system_error(ec, std::string(what) + " " + detail::printable_name(spec.name) + ": " + words);
+  // The store's tag of the lock's line and its ticket (backend::prepare), once per handle.
+  return std::make_shared<handle>(shared_from_this(), prepared(*b_, std::move(spec)));
 }
 
 engine::line_key engine::key_of(const lock_spec& spec, std::int64_t permits, bool shared) {

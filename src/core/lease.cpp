@@ -15,7 +15,7 @@ namespace corolock::core {
 lease::lease(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> s, std::string o,
              const grant& g, detail::lease_timing t, std::int64_t n, bool sh)
     : ex(e->store().get_executor()), owner(std::move(o)), token(g.token), timing(t), permits(n),
-      shared(sh), eng(e), spec(std::move(s)), session(g.session) {}
+      shared(sh), eng(e), spec(std::move(s)), session(g.session), ticket(g.ticket) {}
 
 lease::~lease() = default;
 
@@ -60,7 +60,7 @@ lease::clock::time_point lease::now() const {
   return e ? e->store().now() : clock::time_point::max(); // no engine: nothing is held
 }
 
-held lease::describe() const { return {spec, owner, token, permits, shared, session}; }
+held lease::describe() const { return {spec, owner, token, permits, shared, ticket}; }
 
 void lease::release(diagnostics* diag, detail::handler<void(error_code)> h) {
   auto e = eng.lock();

@@ -85,7 +85,8 @@ public:
 
   std::weak_ptr<engine> eng;
   std::shared_ptr<const lock_spec> spec;
-  std::uint64_t session = 0;
+  std::uint64_t session = 0;          ///< session stores: the session it follows (grant::session)
+  std::shared_ptr<lease_ticket> ticket; ///< its grant's (grant::ticket), handed back in describe()
   std::size_t slot = 0; ///< its place in the keeper (keeper.hpp)
 
 private:

@@ -192,8 +192,11 @@ void line::remove(caller_map::iterator it) {
 }
 
 void line::fail(caller_map::iterator it, error_code ec, const std::string& words) {
-  actions_.push_back(
-      {.what = line_action::kind::fail, .caller = it->first, .ec = ec, .words = words});
+  // Filled in place: from a designated-initializer temporary, GCC 12 takes the unset grant's
+  // ticket (a shared_ptr) for maybe uninitialized (-Wmaybe-uninitialized).
+  auto& a = actions_.emplace_back(line_action{.what = line_action::kind::fail, .caller = it->first});
+  a.ec = ec;
+  a.words = words;
   remove(it);
 }
 

@@ -176,7 +176,7 @@ void waiting_line::run() {
       if (parked_) {
         // Granted at the store, never handed over: the lock goes back, owner-checked.
         if (auto e = eng_.lock())
-          e->send_release({spec, a.owner, parked_->token, permits, shared, parked_->session}, {});
+          e->send_release({spec, a.owner, parked_->token, permits, shared, parked_->ticket}, {});
         parked_.reset();
       }
       retire();

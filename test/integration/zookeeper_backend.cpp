@@ -95,8 +95,11 @@ core::lock_spec named(std::string name, core::lock_kind kind = core::lock_kind::
   return {.name = std::move(name), .kind = kind, .capacity = capacity, .options = {}};
 }
 
+/// A lock as the core hands it to the backend: its ticket made (backend::prepare).
 std::shared_ptr<const core::lock_spec> spec_of(std::string name, core::lock_kind kind = core::lock_kind::mutex) {
-  return std::make_shared<const core::lock_spec>(named(std::move(name), kind));
+  auto s = named(std::move(name), kind);
+  s.ticket = zk::detail::lock_backend::ticket_for(s);
+  return std::make_shared<const core::lock_spec>(std::move(s));
 }
 
 core::bid bid_of(std::shared_ptr<const core::lock_spec> s, bool wait = true, bool shared = false) {
@@ -105,7 +108,7 @@ core::bid bid_of(std::shared_ptr<const core::lock_spec> s, bool wait = true, boo
 
 core::held held_of(const std::shared_ptr<const core::lock_spec>& s, const std::string& owner,
                    const recorder& r, bool shared = false) {
-  return {.lock = s, .owner = owner, .token = r.g.token, .permits = 1, .shared = shared, .session = r.g.session};
+  return {.lock = s, .owner = owner, .token = r.g.token, .permits = 1, .shared = shared, .ticket = r.g.ticket};
 }
 
 asio::awaitable<std::tuple<error_code, std::string>> release(side& s, core::held h) {

@@ -91,11 +91,12 @@ struct client {
     return o;
   }
 
+  /// A lock as the core hands it to the backend: its ticket made (backend::prepare).
   std::shared_ptr<const core::lock_spec> spec(std::string name, core::lock_kind kind = core::lock_kind::mutex) const {
-    auto s = std::make_shared<core::lock_spec>();
-    s->name = std::move(name);
-    s->kind = kind;
-    return s;
+    core::lock_spec s;
+    s.name = std::move(name);
+    s.kind = kind;
+    return core::prepared(*backend, std::move(s));
   }
   void bid(bidder& b, const std::shared_ptr<const core::lock_spec>& lock, bool wait = true, bool shared = false) {
     b.owner = backend->new_owner();
@@ -119,7 +120,7 @@ struct client {
     h.owner = b.owner;
     h.token = b.grant->token;
     h.shared = shared;
-    h.session = b.grant->session;
+    h.ticket = b.grant->ticket;
     auto token = asio::as_tuple(asio::use_awaitable);
     const core::held* lease = &h; // lives in this frame (a copy in the lambda: GCC 12 frees it twice)
     auto result = co_await asio::async_initiate<decltype(token), void(error_code, std::string)>(
@@ -135,7 +136,7 @@ struct client {
     h.lock = lock;
     h.owner = b.owner;
     h.token = b.grant->token;
-    h.session = b.grant->session;
+    h.ticket = b.grant->ticket;
     backend->release(h, core::handler<void(error_code, std::string)>([&out](error_code ec, std::string) { out = ec; }));
   }
   /// The backend's close, bounded as the core bounds it (engine::close): give_up() at `bound`.
@@ -1464,7 +1465,7 @@ void a_timed_out_statement_ends_its_session_and_its_holders_are_told_at_once() {
         h.lock = x;
         h.owner = hx.owner;
         h.token = hx.grant->token;
-        h.session = hx.grant->session;
+        h.ticket = hx.grant->ticket;
         event done(ex);
         a.backend->release(h, core::handler<void(error_code, std::string)>([&](error_code e, std::string) {
           ec = e;

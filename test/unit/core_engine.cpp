@@ -67,20 +67,36 @@ public:
     }
     return {};
   }
-  std::string store_key(const core::lock_spec& lock) const override {
-    ++store_keys;
-    return "k:" + lock.name;
+  /// What this store makes of a lock once (backend::prepare): its key.
+  struct lock_key final : core::lock_ticket {
+    explicit lock_key(std::string k) : key(std::move(k)) {}
+    const std::string key;
+  };
+  /// What it keeps of a lease (grant::ticket): the grant's number.
+  struct lease_number final : core::lease_ticket {
+    explicit lease_number(int n) : number(n) {}
+    const int number;
+  };
+  std::shared_ptr<const core::lock_ticket> prepare(const core::lock_spec& lock) const override {
+    ++prepared;
+    return std::make_shared<const lock_key>("k:" + lock.name);
+  }
+  /// The lease ticket `lease` came back with, as "#n" (none: "-").
+  static std::string ticket_of(const core::held& lease) {
+    const auto* t = core::ticket_of<lease_number>(lease);
+    return t ? "#" + std::to_string(t->number) : "-";
   }
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override {
     say("contend " + owner + (b.wait ? " wait" : " look"));
-    bid_keys.push_back(b.lock->store_key);
+    bid_keys.push_back(core::ticket_of<lock_key>(*b.lock).key);
     bids[owner] = {std::move(b), &events, false, ++contenders_};
     last_owner = owner;
     return std::make_unique<bidder>(*this, owner, contenders_);
   }
   void release(const core::held& l, core::handler<void(error_code, std::string)> h) override {
     say("release " + l.owner + " #" + std::to_string(l.token));
+    released_tickets.push_back(ticket_of(l));
     asio::post(ioc_, [h = std::move(h), ec = release_answer]() mutable {
       std::move(h)(ec, ec ? std::string("scripted: not ours") : std::string());
     });
@@ -88,8 +104,10 @@ public:
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override {
     std::string s = "renew";
-    for (auto& r : leases)
+    for (auto& r : leases) {
       s += " " + r.lease.owner + (r.check_only ? "?" : "");
+      renewed_tickets.push_back(ticket_of(r.lease));
+    }
     say(s);
     renewals.emplace_back(std::move(h), now_);
   }
@@ -120,7 +138,7 @@ public:
   /// Posts the event to `owner`'s contender (dropped if it was withdrawn: contract 5).
   void grant(const std::string& owner, std::uint64_t token, milliseconds valid_for,
              std::uint64_t session = 0) {
-    core::grant g{token, now_, valid_for, session};
+    core::grant g{token, now_, valid_for, session, std::make_shared<lease_number>(++grants)};
     post_event(owner, [g](core::contender_events& e) { e.granted(g); });
   }
   /// A grant whose lease the store started at `from` (earlier: the reply waited while this process
@@ -198,8 +216,11 @@ public:
   bool close_stalls = false;
   std::optional<core::handler<void()>> stalled_close;
   std::string last_owner;
-  mutable int store_keys = 0;          // calls of store_key()
-  std::vector<std::string> bid_keys;   // the store key each bid carried
+  mutable int prepared = 0;            // calls of prepare()
+  std::vector<std::string> bid_keys;   // the key each bid's lock ticket carried
+  int grants = 0;                      // lease tickets made by grant() ("#1", "#2", …)
+  std::vector<std::string> released_tickets; // the lease ticket each release came with
+  std::vector<std::string> renewed_tickets;  // the lease ticket each renewal came with
 
 private:
   struct armed {
@@ -1036,12 +1057,13 @@ BOOST_AUTO_TEST_CASE(bad_handles_are_refused_naming_the_store_and_the_trait) {
   }
 }
 
-// What a store calls a lock is derived once per handle, not per bid (the SQL stores' SHA-256 cost
-// 17 % of a cycle when it was), and every bid of the handle carries it.
-BOOST_AUTO_TEST_CASE(store_key_is_derived_once_per_handle_and_carried_by_each_bid) {
+// What a store makes of a lock (backend::prepare: its keys, paths, statements) is made once per
+// handle, not per bid (the SQL stores' SHA-256 cost 17 % of a cycle when it was), and every bid of
+// the handle carries it.
+BOOST_AUTO_TEST_CASE(a_lock_ticket_is_made_once_per_handle_and_carried_by_each_bid) {
   fixture f;
   auto m = f.handle("order:42");
-  BOOST_TEST(f.store->store_keys == 1);
+  BOOST_TEST(f.store->prepared == 1);
   for (int i = 0; i < 3; ++i) {
     auto a = f.acquire(*m);
     f.log();
@@ -1051,11 +1073,43 @@ BOOST_AUTO_TEST_CASE(store_key_is_derived_once_per_handle_and_carried_by_each_bi
     a->g = guard{};
     f.log();
   }
-  BOOST_TEST(f.store->store_keys == 1);
+  BOOST_TEST(f.store->prepared == 1);
   BOOST_TEST(f.store->bid_keys == std::vector<std::string>(3, "k:order:42"),
              boost::test_tools::per_element());
   auto other = f.handle("order:43");
-  BOOST_TEST(f.store->store_keys == 2);
+  BOOST_TEST(f.store->prepared == 2);
+}
+
+// A grant's lease ticket (grant::ticket) comes back with every renewal and the release of that
+// lease, and with no other: the backend finds the lease from it, with no map by owner.
+BOOST_AUTO_TEST_CASE(a_lease_ticket_comes_back_with_its_renewals_and_release) {
+  fixture f;
+  lock_options o;
+  o.lease = 3000ms;
+  auto one = f.holding("a", o); // grant #1
+  auto two = f.holding("b", o); // grant #2
+  f.store->advance(1000ms); // a third of each lease: renewed together
+  BOOST_TEST(f.log() == "renew o1 o2");
+  BOOST_TEST(f.store->renewed_tickets == (std::vector<std::string>{"#1", "#2"}),
+             boost::test_tools::per_element());
+  f.store->answer_renewal(core::renew_outcome::result::renewed, 2);
+  f.settle();
+  two->g = guard{};
+  one->g = guard{};
+  BOOST_TEST(f.log() == "release o2 #2; release o1 #1");
+  BOOST_TEST(f.store->released_tickets == (std::vector<std::string>{"#2", "#1"}),
+             boost::test_tools::per_element());
+  // A release the store did not answer is sent again with the same ticket.
+  auto three = f.holding("c"); // grant #3
+  f.store->release_answer = error::timeout;
+  three->g = guard{};
+  BOOST_TEST(f.log() == "release o3 #3");
+  f.store->release_answer = {};
+  f.store->advance(50ms);
+  BOOST_TEST(f.log() == "release o3 #3");
+  BOOST_TEST(f.store->released_tickets.back() == "#3");
+  BOOST_TEST(f.store->released_tickets.size() == 4u);
+  BOOST_TEST(f.store->prepared == 3);
 }
 
 BOOST_AUTO_TEST_CASE(same_lock_knows_its_own_leases) {

@@ -74,6 +74,7 @@ std::shared_ptr<const core::lock_spec> spec(std::string n, lock_kind k = lock_ki
   s->kind = k;
   s->capacity = capacity;
   s->options.lease = lease;
+  s->ticket = ct::detail::backend::ticket_for(*s); // as the core's prepare() fills it
   return s;
 }
 
@@ -141,7 +142,7 @@ struct proc {
     h.token = events(label).last.token;
     h.permits = b.permits;
     h.shared = b.shared;
-    h.session = events(label).last.session;
+    h.ticket = events(label).last.ticket; // as the core hands it back
     return h;
   }
   /// Releases and records the outcome into `out`.
@@ -354,6 +355,62 @@ BOOST_AUTO_TEST_CASE(per_lock_lease_expires_unless_renewed) {
   a.release("1", L, out);
   f.run();
   BOOST_TEST(out == "lease_lost");
+}
+
+// Tickets (backend.hpp, contract 8): a lock's is made once per handle (prepare) and read by every
+// bid; a grant carries a lease ticket of its own, and a release or renewal must hand back that
+// grant's ticket — the testing store refuses one without it, so every suite run over it (the
+// conformance cases, the torture) checks that the core does.
+BOOST_AUTO_TEST_CASE(a_lease_comes_back_with_its_grants_ticket) {
+  fixture f;
+  proc a(f.io.get_executor(), f.s);
+  core::lock_spec named;
+  named.name = "L";
+  auto lock = core::prepared(*a.be, named);
+  BOOST_TEST(a.be->prepared() == 1u);
+  BOOST_TEST(lock->ticket != nullptr);
+  auto L = bid_of(lock);
+  for (int i = 1; i <= 2; ++i) {
+    const auto label = std::to_string(i);
+    a.contend(label, L);
+    f.run();
+    BOOST_TEST(a.events(label).str() == "granted #" + label);
+    BOOST_TEST(a.events(label).last.ticket != nullptr);
+    BOOST_TEST(a.events(label).last.session == 0u); // a per_lock store's grants follow no session
+    std::vector<core::renew_outcome> got;
+    a.be->renew({core::renewal{a.held_of(label, L), false}},
+                [&](std::vector<core::renew_outcome> o) { got = std::move(o); });
+    f.run();
+    BOOST_TEST((got.at(0).what == core::renew_outcome::result::renewed));
+    std::string out;
+    a.release(label, L, out);
+    f.run();
+    BOOST_TEST(out == "ok");
+  }
+  BOOST_TEST(a.be->prepared() == 1u); // once per handle, not per bid
+  BOOST_TEST(a.be->lease_tickets() == 2u); // one per grant
+  BOOST_TEST(a.be->ticket_errors() == 0u);
+
+  // A lease that does not carry its own grant's ticket: another grant's, or none.
+  a.contend("3", L);
+  f.run();
+  auto wrong = a.held_of("3", L);
+  wrong.ticket = a.events("1").last.ticket;
+  std::vector<core::renew_outcome> got;
+  a.be->renew({core::renewal{wrong, false}},
+              [&](std::vector<core::renew_outcome> o) { got = std::move(o); });
+  f.run();
+  BOOST_TEST((got.at(0).what == core::renew_outcome::result::lost));
+  wrong.ticket = nullptr;
+  std::string out;
+  a.be->release(wrong, [&out](error_code ec, std::string) { out = name(ec); });
+  f.run();
+  BOOST_TEST(out == "invalid_argument");
+  BOOST_TEST(a.be->ticket_errors() == 2u);
+  BOOST_TEST(f.holders("L") == a.owners["3"] + "#3"); // neither touched the store
+  a.release("3", L, out);
+  f.run();
+  BOOST_TEST(out == "ok");
 }
 
 BOOST_AUTO_TEST_CASE(timers_fire_on_the_manual_clock_in_order) {

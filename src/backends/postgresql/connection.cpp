@@ -2,6 +2,8 @@
 
 #include "backends/postgresql/error_map.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <libpq-fe.h>
 
 #include <set>
@@ -112,26 +114,26 @@ private:
     error_ = nullptr;
     last_ = nullptr;
     const auto& st = statement();
-    if (st.name.empty()) {
-      if (PQsendQuery(pg_, st.text.c_str()) == 0)
+    if (st.name().empty()) {
+      if (PQsendQuery(pg_, st.text().c_str()) == 0)
         return lost();
       return flush();
     }
-    if (prepared_.contains(st.name))
+    if (prepared_.contains(st.name()))
       return execute_prepared();
     preparing_ = true;
-    if (PQsendPrepare(pg_, st.name.c_str(), st.text.c_str(), static_cast<int>(st.params.size()), nullptr) == 0)
+    if (PQsendPrepare(pg_, st.name().c_str(), st.text().c_str(), static_cast<int>(st.params().size()), nullptr) == 0)
       return lost();
     flush();
   }
 
   void execute_prepared() {
     const auto& st = statement();
-    std::vector<const char*> values;
-    values.reserve(st.params.size());
-    for (const auto& v : st.params)
+    boost::container::small_vector<const char*, 4> values; // the lock statement's two at most
+    values.reserve(st.params().size());
+    for (const auto& v : st.params())
       values.push_back(v.c_str());
-    if (PQsendQueryPrepared(pg_, st.name.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr,
+    if (PQsendQueryPrepared(pg_, st.name().c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr,
                             0) == 0)
       return lost();
     flush();
@@ -170,7 +172,7 @@ private:
 
   void completed() {
     if (std::exchange(preparing_, false) && error_ == nullptr) {
-      prepared_.insert(statement().name);
+      prepared_.insert(statement().name());
       last_ = nullptr;
       // Cancelled or out of time while preparing: the statement is not run (a server-side cancel
       // that came after the prepare could not stop it).

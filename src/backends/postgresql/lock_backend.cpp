@@ -104,9 +104,15 @@ detail::sql_dialect dialect(config cfg) {
                 " AS v) f, " + object(table, "_tokens") + " s WHERE s.last_value < f.v"};
   };
   // The hot path's statements are prepared (once per session): the key is their parameter $1.
-  d.unlock_statement = [](const std::string& key, bool shared) -> detail::sql_statement {
-    return {shared ? "corolock_unl_s" : "corolock_unl_x",
-            shared ? "SELECT pg_advisory_unlock_shared($1::bigint)" : "SELECT pg_advisory_unlock($1::bigint)", {key}};
+  // Each form made once (name and text shared by the statements of every lock).
+  auto unlock_forms = std::make_shared<const std::array<std::shared_ptr<const detail::sql_statement>, 2>>(
+      std::array<std::shared_ptr<const detail::sql_statement>, 2>{
+          std::make_shared<const detail::sql_statement>("corolock_unl_x", "SELECT pg_advisory_unlock($1::bigint)",
+                                                        std::vector<std::string>{}),
+          std::make_shared<const detail::sql_statement>(
+              "corolock_unl_s", "SELECT pg_advisory_unlock_shared($1::bigint)", std::vector<std::string>{})});
+  d.unlock_statement = [unlock_forms](const std::string& key, bool shared) -> detail::sql_statement {
+    return {(*unlock_forms)[shared ? 1 : 0], {key}};
   };
   d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "t"; };
   d.unlock_all_statement = "SELECT pg_advisory_unlock_all()";
@@ -118,22 +124,28 @@ detail::sql_dialect dialect(config cfg) {
   // if it records another. Answers: got, the token (NULL: not got), the server's
   // microseconds from the statement's arrival to the token. Prepared once per session and form
   // (shared, wait, check: 8 names at most); the key is $1, the hashed name $2 (check only).
-  // Each form's name and text are built at its first use and kept: a session sends the text only
-  // to prepare it, but every bid carries it (building it per bid cost more client work than the
-  // rest of the statement). Names fit std::string's short form (15 characters: no allocation).
+  // Each form's name and text are built at its first use and kept, shared by every statement of
+  // the form (a session sends the text only to prepare it, but every statement carries it:
+  // building it per bid cost more client work than the rest of the statement, copying it an
+  // allocation). A lock's statements are made once more per handle (its ticket), not per bid.
   struct form {
-    std::string table, name, text;
+    std::string table;
+    std::shared_ptr<const detail::sql_statement> named;
   };
   auto forms = std::make_shared<std::array<form, 8>>();
   d.lock_statement = [forms](const std::string& table, const std::string& key, const std::string& hashed_hex,
                              bool shared, bool wait, bool check) -> detail::sql_statement {
     auto& f = (*forms)[(shared ? 4 : 0) + (wait ? 2 : 0) + (check ? 1 : 0)];
-    if (f.text.empty() || f.table != table)
-      f = {table, lock_form_name(shared, wait, check), lock_form_text(table, shared, wait, check)};
-    std::vector<std::string> values{key};
+    if (!f.named || f.table != table)
+      f = {table, std::make_shared<const detail::sql_statement>(lock_form_name(shared, wait, check),
+                                                                 lock_form_text(table, shared, wait, check),
+                                                                 std::vector<std::string>{})};
+    std::vector<std::string> values;
+    values.reserve(check ? 2 : 1);
+    values.push_back(key);
     if (check)
       values.push_back("\\x" + hashed_hex);
-    return {f.name, f.text, std::move(values)};
+    return {f.named, std::move(values)};
   };
   d.lock_answer = [](const detail::sql_result& r, std::uint64_t& token,
                      std::chrono::microseconds& waited) -> answer {

@@ -2,6 +2,7 @@
 
 #include "backends/redis/grant_channel.hpp"
 #include "backends/redis/script_requests.hpp"
+#include "redis/cluster/key_slot.hpp"
 
 #include <corolock/error.hpp>
 
@@ -55,17 +56,26 @@ queue_timings backend_state::timings() const {
   return queue_timings_of(client().get());
 }
 
-std::shared_ptr<const lock_names> backend_state::names_of(const core::lock_spec& lock) {
+namespace {
+lock_names names_for(const core::lock_spec& lock) {
   switch (lock.kind) {
   case core::lock_kind::read_write:
-    return std::make_shared<const lock_names>(lock.options.prefix, lock.name, ":rw", lock.capacity);
+    return {lock.options.prefix, lock.name, ":rw", lock.capacity};
   case core::lock_kind::semaphore:
-    return std::make_shared<const lock_names>(lock.options.prefix, lock.name, ":sem",
-                                              lock.capacity);
+    return {lock.options.prefix, lock.name, ":sem", lock.capacity};
   case core::lock_kind::mutex:
     break;
   }
-  return std::make_shared<const lock_names>(lock.options.prefix, lock.name);
+  return {lock.options.prefix, lock.name};
+}
+} // namespace
+
+redis_lock::redis_lock(const core::lock_spec& lock)
+    : names(names_for(lock)), slot(corolock::detail::key_slot(names.key)) {}
+
+std::shared_ptr<const lock_names> backend_state::names_of(
+    const std::shared_ptr<const core::lock_spec>& lock) {
+  return {lock, &names(*lock)}; // aliasing: kept as long as the spec is
 }
 
 std::string redis_owner_of(const std::string& owner, const client_impl* c,

@@ -40,6 +40,14 @@ struct queue_timings {
   std::chrono::milliseconds waiter_ttl;
 };
 
+/// A lock as the Redis backends prepare it (core::backend::prepare), once per handle: its names
+/// (the key escaped once; the other names written from it) and the Cluster slot they hash to.
+struct redis_lock final : core::lock_ticket {
+  explicit redis_lock(const core::lock_spec& lock);
+  lock_names names;
+  std::uint16_t slot; ///< key_slot(names.key): where a Cluster keeps every name of the lock
+};
+
 /// A lock's redis::lock_tuning (lock_options::store), or the defaults when it has none.
 const lock_tuning& tuning_of(const core::lock_spec& lock) noexcept;
 /// The queue timings of client `c`'s locks (null: the defaults): client_config::locks.
@@ -59,8 +67,12 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   std::shared_ptr<client_impl> client() const { return client_.lock(); }
 
   queue_timings timings() const;
-  /// The lock's Redis names (a mutex: prefix{name}; read-write ":rw", semaphore ":sem").
-  static std::shared_ptr<const lock_names> names_of(const core::lock_spec& lock);
+  /// The lock's Redis names (a mutex: prefix{name}; read-write ":rw", semaphore ":sem"), as its
+  /// handle prepared them (redis_lock): shared with the spec, nothing made.
+  static std::shared_ptr<const lock_names> names_of(const std::shared_ptr<const core::lock_spec>& lock);
+  static const lock_names& names(const core::lock_spec& lock) {
+    return core::ticket_of<redis_lock>(lock).names;
+  }
   /// `owner` (a fresh '<client id>:<number>') as Redis records it: with the lock's grant lease.
   std::string redis_owner(const std::string& owner, const core::lock_spec& lock) const;
   /// Whether a Redis owner is one of this client's.
@@ -104,11 +116,16 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   /// release is sent fair, so the first waiter gets the lock; a release that passed nobody over
   /// removes the entry.
   std::unordered_map<std::string, int> passed_over;
-  /// Every bid not yet over, by Redis owner (close() gives back what they may have).
-  std::unordered_map<std::string, std::weak_ptr<bid_run>> running;
+  /// Every bid not yet over (close() gives back what they may have), linked through the bids
+  /// themselves (bid_run::enlist): nothing looks one up by owner, so a bid costs no map entry.
+  bid_run* running = nullptr;
+  std::size_t running_count = 0;
   /// Granted locks not yet released, by Redis owner: the lock as the handle named it (its lease
-  /// keeps it anyway), its Redis names made again only at close. Keeping the names here cost every
-  /// held lock another 150 bytes.
+  /// keeps it anyway; its ticket holds its names). Not a way to find a lease (a release or
+  /// renewal has its held, with the spec): kept by owner because Redis names owners — a grant
+  /// message naming an owner of ours that no bid waits for is either a held lock's (nothing to do)
+  /// or a stale place (given back: grant_channel.cpp) — and close() releases every held lock in
+  /// the client's last request (the core marks its leases lost without releasing them one by one).
   std::unordered_map<std::string, std::shared_ptr<const core::lock_spec>> held;
   /// Give-ups and releases in flight, by Redis owner (close() sends them once more).
   std::unordered_map<std::string, std::pair<std::shared_ptr<const lock_names>, int>> unsettled;

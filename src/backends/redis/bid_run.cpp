@@ -40,7 +40,7 @@ corolock::detail::contender_machine::config config_of(const backend_state& s, co
 bid_run::bid_run(std::shared_ptr<backend_state> s, core::bid b, std::string redis_owner,
                  core::contender_events& events)
     : s_(std::move(s)), bid_(std::move(b)), owner_(std::move(redis_owner)),
-      names_(backend_state::names_of(*bid_.lock)),
+      names_(backend_state::names_of(bid_.lock)),
       waiter_ttl_(s_->timings().waiter_ttl), events_(&events),
       channel_(bid_.wait ? s_->channel_if_kept(names_->key) : nullptr),
       machine_(config_of(*s_, bid_, waiter_ttl_, channel_ && channel_->confirmed())) {}
@@ -52,13 +52,13 @@ void bid_run::forget() {
     return;
   if (channel_)
     channel_->leave(*this);
-  if (auto it = s_->open.find(names_->key); it != s_->open.end()) {
-    auto p = it->second.lock();
-    if (!p || p.get() == this)
-      s_->open.erase(it);
-  }
-  if (auto it = s_->running.find(owner_); it != s_->running.end())
-    s_->running.erase(it);
+  if (std::exchange(offered_, false))
+    if (auto it = s_->open.find(names_->key); it != s_->open.end()) {
+      auto p = it->second.lock();
+      if (!p || p.get() == this)
+        s_->open.erase(it);
+    }
+  delist();
   if (timer_)
     timer_->disarm();
 }
@@ -78,7 +78,7 @@ void bid_run::start() {
     reached_ = it->second; // the core bids again in this owner: what its earlier bids may have left
     s_->unsure_owners.erase(it);
   }
-  s_->running[owner_] = self;
+  enlist();
   if (channel_) {
     channel_->join(self); // kept from an earlier wait: grants are heard from the start
     may_queue();
@@ -87,12 +87,34 @@ void bid_run::start() {
   run();
 }
 
+void bid_run::enlist() noexcept {
+  if (std::exchange(listed_, true))
+    return;
+  next_ = s_->running;
+  if (next_)
+    next_->prev_ = this;
+  s_->running = this;
+  ++s_->running_count;
+}
+
+void bid_run::delist() noexcept {
+  if (!std::exchange(listed_, false))
+    return;
+  (prev_ ? prev_->next_ : s_->running) = next_;
+  if (next_)
+    next_->prev_ = prev_;
+  prev_ = next_ = nullptr;
+  --s_->running_count;
+}
+
 void bid_run::may_queue() {
   // Only a bid queued in Redis can be handed a release of this client's (offer_handoff), and it
   // queues only once it listens on the lock's channel: a bid that finds the lock free is not
   // registered (two allocations and a hash each time, for nothing).
-  if (names_->kind == corolock::detail::lock_kind::mutex)
+  if (names_->kind == corolock::detail::lock_kind::mutex) {
     s_->open[names_->key] = shared_from_this();
+    offered_ = true;
+  }
 }
 
 void bid_run::withdraw() {

@@ -45,6 +45,8 @@ public:
   /// up, and a closing client sends nothing for it.
   bool may_have_reached();
   const std::shared_ptr<const lock_names>& names() const noexcept { return names_; }
+  /// The next bid of backend_state::running (not over yet), or null.
+  bid_run* next_running() const noexcept { return next_; }
   std::chrono::milliseconds lease() const noexcept { return bid_.lock->options.lease; }
 
 private:
@@ -57,6 +59,9 @@ private:
   void forget();
   /// A waiting bid of a mutex: the one a release of this client may hand the lock to.
   void may_queue();
+  /// In and out of backend_state::running (a bid not over yet).
+  void enlist() noexcept;
+  void delist() noexcept;
 
   std::shared_ptr<backend_state> s_;
   core::bid bid_;
@@ -73,6 +78,10 @@ private:
   bool taken_back_ = false; // an attempt was taken back unwritten: its completion is aborted
   bool running_ = false;
   bool forgotten_ = false;
+  bool listed_ = false;      // in backend_state::running
+  bool offered_ = false;     // in backend_state::open (may_queue): a release may hand it the lock
+  bid_run* prev_ = nullptr;  // its neighbours there
+  bid_run* next_ = nullptr;
 };
 
 /// The contender the core holds: withdraws its run when asked or destroyed.

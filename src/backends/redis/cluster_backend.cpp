@@ -37,17 +37,32 @@ namespace {
 
 constexpr int max_hops = 8; // redirections of one operation (a slot moves once, rarely twice)
 
+/// The lease ticket of a cluster lease (grant::ticket): the master that granted it. One per node,
+/// shared by every lease it granted (a grant costs no allocation); it outlives the node's client
+/// (a lease may), which it holds weakly.
+struct granted_by final : core::lease_ticket {
+  granted_by(const std::shared_ptr<client_impl>& c, std::uint64_t t) : node(c), tag(t) {}
+  /// The node's client while it is open, else null.
+  std::shared_ptr<client_impl> open_node() const {
+    auto c = node.lock();
+    return c && !c->closed ? c : nullptr;
+  }
+  std::weak_ptr<client_impl> node;
+  const std::uint64_t tag; ///< the node's number in cluster_state::by_tag
+};
+
 /// A node client's lock backend, hung on it as its extension: the node's reconnects and close
 /// reach it as they reach a standalone client's.
 class node_locks final : public corolock::detail::client_extension {
 public:
   node_locks(const std::shared_ptr<client_impl>& c, std::string owner_id, std::uint64_t t)
-      : backend(c, std::move(owner_id)), tag(t) {}
+      : backend(c, std::move(owner_id)), tag(t), ticket(std::make_shared<granted_by>(c, t)) {}
   void on_reconnect() override { backend.on_reconnect(); }
   void on_close(corolock::request& last) override { backend.close_into(last); }
 
   lock_backend backend;
-  const std::uint64_t tag; ///< grant::session of the leases it granted
+  const std::uint64_t tag;
+  const std::shared_ptr<granted_by> ticket; ///< grant::ticket of the leases it granted
 };
 
 } // namespace
@@ -99,13 +114,6 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
     return *n;
   }
 
-  /// The node that granted a lease (its tag), while its client is open.
-  std::shared_ptr<client_impl> node_of(std::uint64_t tag) const {
-    auto it = by_tag.find(tag);
-    auto c = it == by_tag.end() ? nullptr : it->second.lock();
-    return c && !c->closed ? c : nullptr;
-  }
-
   /// Every node backend made so far.
   template <typename F>
   void each_node(F f) const {
@@ -150,18 +158,17 @@ void find_node(const std::shared_ptr<cluster_state>& s, std::uint16_t slot, F th
                  });
 }
 
+/// The lock's slot, hashed once when its handle was made (redis_lock).
 std::uint16_t slot_of(const core::lock_spec& lock) {
-  return corolock::detail::key_slot(backend_state::names_of(lock)->key);
+  return core::ticket_of<redis_lock>(lock).slot;
 }
 
-// grant::session of a cluster lease: the tag of the node that granted it, and the lock's slot
-// (renewals and the release go to whichever master serves that slot when they are sent).
-constexpr std::uint64_t lease_session(std::uint64_t node_tag, std::uint16_t slot) {
-  return node_tag << 16 | slot;
-}
-constexpr std::uint64_t node_tag_of(std::uint64_t session) { return session >> 16; }
-constexpr std::uint16_t slot_in(std::uint64_t session) {
-  return static_cast<std::uint16_t>(session & 0xffff);
+/// The master that granted a cluster lease (its lease ticket: granted_by), while its client is
+/// open; renewals and the release go to whichever master serves the lock's slot when they are
+/// sent, this one when the map names none that is connected.
+std::shared_ptr<client_impl> granted_node(const core::held& lease) {
+  const auto* by = core::ticket_of<granted_by>(lease);
+  return by ? by->open_node() : nullptr;
 }
 
 enum class reroute {
@@ -206,7 +213,7 @@ public:
     auto self = shared_from_this();
     retire_node();
     over_ = true;
-    g.session = lease_session(tag_, slot_);
+    g.ticket = ticket_; // the master that granted it (the slot is the lock's: its ticket's)
     if (auto* e = std::exchange(events_, nullptr))
       e->granted(g);
   }
@@ -277,7 +284,7 @@ private:
     }
     node_ = std::move(node);
     auto& n = s_->on(node_);
-    tag_ = n.tag;
+    ticket_ = n.ticket;
     on_node_ = n.backend.contend(b_, owner_, *this);
   }
 
@@ -370,7 +377,7 @@ private:
   asio::steady_timer pause_;
   std::shared_ptr<client_impl> node_;
   std::unique_ptr<core::contender> on_node_;
-  std::uint64_t tag_ = 0;
+  std::shared_ptr<granted_by> ticket_; // of the node the bid is on
   int hops_ = 0;
   bool over_ = false;
 };
@@ -486,6 +493,11 @@ std::string cluster_backend::line_tag(const core::lock_spec& lock) const {
   return redis_line_tag(lock);
 }
 
+std::shared_ptr<const core::lock_ticket> cluster_backend::prepare(
+    const core::lock_spec& lock) const {
+  return std::make_shared<const redis_lock>(lock);
+}
+
 std::unique_ptr<core::contender> cluster_backend::contend(core::bid b, std::string owner,
                                                           core::contender_events& events) {
   auto bid = std::make_shared<cluster_bid>(s_, std::move(b), std::move(owner), events);
@@ -497,20 +509,20 @@ void cluster_backend::release(const core::held& lease,
                               core::handler<void(error_code, std::string)> h) {
   auto op = std::make_shared<routed_op<>>();
   op->s = s_;
-  op->slot = slot_in(lease.session);
+  op->slot = slot_of(*lease.lock);
   op->call = [lease](lock_backend& b, core::handler<void(error_code, std::string)> done) {
     b.release(lease, std::move(done));
   };
   op->h.set(std::move(h));
   // The slot's master now; the one that granted it if the map names none that is connected. A
   // lock whose slot moved is no longer kept by the node that granted it.
-  const auto granted_by = s_->node_of(node_tag_of(lease.session));
+  const auto by = granted_node(lease);
   auto nodes = s_->nodes();
   auto first = nodes ? nodes->connected_node_for(op->slot) : nullptr;
   if (!first)
-    first = granted_by;
-  if (first && granted_by && first != granted_by)
-    s_->on(granted_by).backend.forget_held(lease.owner);
+    first = by;
+  if (first && by && first != by)
+    s_->on(by).backend.forget_held(lease.owner);
   op->start(std::move(first));
 }
 
@@ -562,10 +574,10 @@ void cluster_backend::renew(std::vector<core::renewal> leases,
   auto nodes = s_->nodes();
   std::map<std::shared_ptr<client_impl>, std::vector<std::size_t>> by_node;
   for (std::size_t i = 0; i < leases.size(); ++i) {
-    const auto session = leases[i].lease.session;
-    auto node = nodes ? nodes->connected_node_for(slot_in(session)) : nullptr;
+    const auto& lease = leases[i].lease;
+    auto node = nodes ? nodes->connected_node_for(slot_of(*lease.lock)) : nullptr;
     if (!node)
-      node = s_->node_of(node_tag_of(session));
+      node = granted_node(lease);
     if (node && !s_->stopped())
       by_node[std::move(node)].push_back(i);
   }
@@ -584,7 +596,7 @@ void cluster_backend::renew(std::vector<core::renewal> leases,
     // Leases granted by another node: moved here by a migration if this node renews them.
     std::vector<std::pair<std::size_t, core::held>> moved;
     for (auto i : at) {
-      if (node_tag_of(leases[i].lease.session) != on.tag)
+      if (leases[i].lease.ticket != on.ticket)
         moved.emplace_back(batch.size(), leases[i].lease);
       batch.push_back(std::move(leases[i]));
     }
@@ -600,7 +612,7 @@ void cluster_backend::renew(std::vector<core::renewal> leases,
       for (auto& [k, lease] : moved) {
         if (k >= got.size() || got[k].what != result::renewed)
           continue;
-        if (auto from = s->node_of(node_tag_of(lease.session)))
+        if (auto from = granted_node(lease))
           s->on(from).backend.forget_held(lease.owner);
         s->on(node).backend.adopt_held(lease.owner, lease.lock);
       }

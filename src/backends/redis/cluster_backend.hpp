@@ -11,8 +11,9 @@
 //    pauses by request_timeout from the first failure; then a bid no master answered ends unsure
 //    (contract 6: the core bids again for a caller with a deadline). The owner stays the same
 //    through every hop: a bid's failure leaves nothing of it at the node it left.
-//  - a lease is renewed and released on the master serving its slot when they are sent
-//    (grant::session carries the lock's slot and the tag of the node that granted it). A live
+//  - a lease is renewed and released on the master serving its slot when they are sent (the
+//    lock's slot is hashed once, in its ticket: redis_lock; the lease's ticket, grant::ticket, is
+//    the master that granted it, where it goes when the map names none connected). A live
 //    migration moves a lock's keys with their owner, token and expiry, so the new master renews
 //    them (owner- and token-checked) and the lease goes on: a resharding costs no lock. A renewal
 //    refused with MOVED or ASK is "unknown" and the map is read again; a lease that no master
@@ -56,6 +57,8 @@ public:
   bool known_unreachable() const noexcept override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
   std::string line_tag(const core::lock_spec& lock) const override;
+  /// As a standalone client's (redis_lock: the names and the slot they hash to).
+  std::shared_ptr<const core::lock_ticket> prepare(const core::lock_spec& lock) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;

@@ -211,7 +211,7 @@ const core::backend_traits& lock_backend::traits() const noexcept { return redis
 std::size_t lock_backend::channels() const noexcept { return s_->channels.size(); }
 
 std::size_t lock_backend::owners_remembered() const noexcept {
-  return s_->running.size() + s_->unsettled.size();
+  return s_->running_count + s_->unsettled.size();
 }
 
 asio::any_io_executor lock_backend::get_executor() const { return s_->ex; }
@@ -241,6 +241,10 @@ std::string lock_backend::line_tag(const core::lock_spec& lock) const {
   return redis_line_tag(lock);
 }
 
+std::shared_ptr<const core::lock_ticket> lock_backend::prepare(const core::lock_spec& lock) const {
+  return std::make_shared<const redis_lock>(lock);
+}
+
 std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
                                                        core::contender_events& events) {
   auto run = std::make_shared<bid_run>(s_, std::move(b), std::move(owner), events);
@@ -250,23 +254,24 @@ std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string 
 
 void lock_backend::give_back(const core::bid& b, const std::string& owner,
                              core::handler<void(error_code, std::string)> h) {
-  s_->give_back(backend_state::names_of(*b.lock), owner, std::move(h));
+  s_->give_back(backend_state::names_of(b.lock), owner, std::move(h));
 }
 
 void lock_backend::release(const core::held& lease,
                            core::handler<void(error_code, std::string)> h) {
   auto op = std::make_shared<release_op>();
   op->s = s_;
-  op->names = backend_state::names_of(*lease.lock);
+  op->names = backend_state::names_of(lease.lock);
   op->owner = lease.owner;
   op->h.set(std::move(h));
   s_->held.erase(op->owner);
   if (s_->closed)
     return op->finish(error::closed, {}, true);
   // Permit locks have no hand-off: this client's own bids hear of their grants like anyone else's.
-  if (auto it = s_->open.find(op->names->key); it != s_->open.end())
-    if (auto run = it->second.lock(); run && run->offer_handoff())
-      op->handoff = std::move(run);
+  if (!s_->open.empty())
+    if (auto it = s_->open.find(op->names->key); it != s_->open.end())
+      if (auto run = it->second.lock(); run && run->offer_handoff())
+        op->handoff = std::move(run);
   if (const auto& t = tuning_of(*lease.lock); !t.fair) {
     auto passed = s_->passed_over.find(op->names->key);
     const bool counted = passed != s_->passed_over.end();
@@ -289,7 +294,8 @@ void lock_backend::permits(const core::lock_spec& lock, std::optional<std::int64
                            core::handler<void(error_code, semaphore_status, std::string)> h) {
   auto op = std::make_shared<permits_op>();
   op->s = s_;
-  op->names = backend_state::names_of(lock);
+  // A copy: the call may outlive the handle whose spec keeps the names (an admin call, rare).
+  op->names = std::make_shared<const lock_names>(backend_state::names(lock));
   op->count = count;
   op->h.set(std::move(h));
   op->send();
@@ -307,8 +313,7 @@ void lock_backend::renew(std::vector<core::renewal> leases,
   auto shortest = leases.front().lease.lock->options.lease;
   for (const auto& l : leases) {
     const auto& spec = *l.lease.lock;
-    corolock::detail::push_renew(req, *backend_state::names_of(spec),
-                                 l.lease.owner, l.lease.token,
+    corolock::detail::push_renew(req, backend_state::names(spec), l.lease.owner, l.lease.token,
                                  l.check_only ? milliseconds(0) : spec.options.lease);
     shortest = std::min(shortest, spec.options.lease);
   }
@@ -346,10 +351,14 @@ bool lock_backend::shut(request& req) {
                                      c->publish_verb());
   };
   for (auto& [owner, lock] : s_->held)
-    settle(backend_state::names_of(*lock), owner);
-  for (auto& [owner, run] : s_->running)
-    if (auto r = run.lock(); r && r->may_have_reached())
-      settle(r->names(), owner);
+    settle(backend_state::names_of(lock), owner);
+  std::vector<std::shared_ptr<bid_run>> running; // kept alive while asked (and listed first)
+  for (auto* r = s_->running; r != nullptr; r = r->next_running())
+    if (auto p = r->weak_from_this().lock())
+      running.push_back(std::move(p));
+  for (auto& r : running)
+    if (r->may_have_reached())
+      settle(r->names(), r->redis_owner());
   for (auto& [owner, u] : s_->unsettled)
     settle(u.first, owner);
   s_->held.clear();

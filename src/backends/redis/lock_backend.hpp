@@ -56,6 +56,8 @@ public:
   bool known_unreachable() const noexcept override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
   std::string line_tag(const core::lock_spec& lock) const override;
+  /// The lock's names, its key escaped once, and its Cluster slot (redis_lock).
+  std::shared_ptr<const core::lock_ticket> prepare(const core::lock_spec& lock) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;

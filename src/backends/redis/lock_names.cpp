@@ -33,13 +33,12 @@ std::string lock_key(std::string_view prefix, std::string_view name) {
   return key;
 }
 
-lock_names::lock_names(const std::string& prefix, std::string lock_name)
-    : name(std::move(lock_name)), key(lock_key(prefix, name)) {}
+lock_names::lock_names(std::string_view prefix, std::string_view lock_name)
+    : key(lock_key(prefix, lock_name)) {}
 
-lock_names::lock_names(const std::string& prefix, std::string lock_name, std::string_view suffix,
-                       std::int64_t permits)
-    : name(std::move(lock_name)), key(lock_key(prefix, name)), kind(lock_kind::permits),
-      default_permits(permits) {
+lock_names::lock_names(std::string_view prefix, std::string_view lock_name,
+                       std::string_view suffix, std::int64_t permits)
+    : key(lock_key(prefix, lock_name)), kind(lock_kind::permits), default_permits(permits) {
   key += suffix;
 }
 

@@ -38,33 +38,38 @@ std::string lock_key(std::string_view prefix, std::string_view name);
 enum class lock_kind : std::uint8_t { mutex, permits };
 
 /// The Redis names of one lock (all share the hash tag {name}, so one Cluster slot holds them).
-/// Only the name and the key are stored (every held lock keeps one of these): the others are
-/// made when a request needs them.
+/// Made once per handle (the Redis backends' lock ticket, backend_state.hpp): only the key is
+/// stored; the other names are the key and a suffix, which the requests write as two pieces
+/// (script_requests.cpp) and never build as strings. Every held lock keeps one of these.
 struct lock_names {
   /// A mutex: prefix{name}.
-  lock_names(const std::string& prefix, std::string lock_name);
+  lock_names(std::string_view prefix, std::string_view lock_name);
   /// Permits: prefix{name}<suffix> (":sem", ":rw": apart from a mutex of the same name), with
   /// `default_permits` where no count was set at run time.
-  lock_names(const std::string& prefix, std::string lock_name, std::string_view suffix,
+  lock_names(std::string_view prefix, std::string_view lock_name, std::string_view suffix,
              std::int64_t default_permits);
-  std::string name; // as the user gave it
   std::string key;  // mutex: the string '<token> <owner>', the lease as its PX
                     // permits: hash owner -> '<permits> <token>' (see permits_common.lua)
   lock_kind kind = lock_kind::mutex;
   std::int64_t default_permits = 1;
-  /// key:fence  the last fencing token handed out
-  std::string fence() const { return key + ":fence"; }
-  /// key:q      waiting owners, by arrival
-  std::string queue() const { return key + ":q"; }
-  /// key:qx     waiting owners, by when their entry expires
-  std::string expiry() const { return key + ":qx"; }
-  /// key:ch     grant announcements
-  std::string channel() const { return key + ":ch"; }
-  /// Permits: key:hx  holders, by when their lease ends; key:qn  what each waiter wants;
-  /// key:cap  the permit count set at run time.
-  std::string holder_ends() const { return key + ":hx"; }
-  std::string wants() const { return key + ":qn"; }
-  std::string permit_count() const { return key + ":cap"; }
+
+  /// The suffixes of the lock's other names, after its key.
+  static constexpr std::string_view fence_suffix = ":fence";   ///< the last fencing token handed out
+  static constexpr std::string_view queue_suffix = ":q";       ///< waiting owners, by arrival
+  static constexpr std::string_view expiry_suffix = ":qx";     ///< waiting owners, by expiry
+  static constexpr std::string_view channel_suffix = ":ch";    ///< grant announcements
+  static constexpr std::string_view holder_ends_suffix = ":hx"; ///< permits: holders, by lease end
+  static constexpr std::string_view wants_suffix = ":qn";      ///< permits: what each waiter wants
+  static constexpr std::string_view permit_count_suffix = ":cap"; ///< permits: the run-time count
+
+  /// The names as strings (the channel a grant_channel subscribes to, the tests): key + suffix.
+  std::string fence() const { return key + std::string(fence_suffix); }
+  std::string queue() const { return key + std::string(queue_suffix); }
+  std::string expiry() const { return key + std::string(expiry_suffix); }
+  std::string channel() const { return key + std::string(channel_suffix); }
+  std::string holder_ends() const { return key + std::string(holder_ends_suffix); }
+  std::string wants() const { return key + std::string(wants_suffix); }
+  std::string permit_count() const { return key + std::string(permit_count_suffix); }
   /// The KEYS of every permit script, in their order.
   std::vector<std::string> permit_keys() const {
     return {key, fence(), queue(), expiry(), holder_ends(), wants(), permit_count()};

@@ -15,7 +15,8 @@ namespace corolock::detail {
 
 using core::steady;
 
-struct sql_lock_backend::link {
+// A session; a grant's lease ticket (grant::ticket): the release goes to the session it names.
+struct sql_lock_backend::link final : core::lease_ticket {
   explicit link(const asio::any_io_executor& ex) : ping(ex) {}
   std::uint64_t id = 0;
   std::shared_ptr<sql_connection> conn;
@@ -30,13 +31,25 @@ struct sql_lock_backend::link {
   std::string tag;         // the lock name only this session holds (dialect tags_sessions)
 };
 
+// A lock as this backend prepares it (prepare), once per handle, in its ticket: the key, and the
+// statements a bid or a release sends, made once and shared (sql_statement), never per cycle.
+struct sql_lock_backend::sql_lock final : core::lock_ticket {
+  std::string key;
+  /// The unlock statements: [0] exclusive, [1] shared (a read-write lock's only).
+  std::array<std::shared_ptr<const sql_statement>, 2> unlock;
+  /// The lock statements without the fence row's check, by (shared, wait), made at their first
+  /// use (a handle uses one or two of them); on the backend's executor only (contract 1).
+  mutable std::array<std::shared_ptr<const sql_statement>, 4> lock;
+};
+
 struct sql_lock_backend::bid_state {
   std::uint64_t id = 0; // the pool's name of it
   core::bid b;
   std::string owner;
   core::contender_events* events = nullptr; // null once withdrawn or its event ran
   bool answered = false;                    // its one event is on its way
-  std::string key;
+  const sql_lock* lock = nullptr;           // b.lock's ticket (kept by b.lock)
+  const std::string& key() const noexcept { return lock->key; }
   std::shared_ptr<link> waiting_on;         // its blocking statement runs there
   unsigned lost_races = 0;                  // its lock statements run again for a lost race
 };
@@ -186,8 +199,17 @@ std::string sql_lock_backend::hashed_text(const core::lock_spec& lock) {
   return text;
 }
 
-std::string sql_lock_backend::key_of(const core::lock_spec& lock) const {
-  return lock.store_key.empty() ? derive_key(lock) : lock.store_key;
+const std::string& sql_lock_backend::key_of(const core::lock_spec& lock) const {
+  return core::ticket_of<sql_lock>(lock).key;
+}
+
+std::shared_ptr<const core::lock_ticket> sql_lock_backend::prepare(const core::lock_spec& lock) const {
+  auto t = std::make_shared<sql_lock>();
+  t->key = derive_key(lock);
+  t->unlock[0] = std::make_shared<const sql_statement>(dialect_.unlock_statement(t->key, false));
+  if (lock.kind == core::lock_kind::read_write)
+    t->unlock[1] = std::make_shared<const sql_statement>(dialect_.unlock_statement(t->key, true));
+  return t;
 }
 
 std::string sql_lock_backend::derive_key(const core::lock_spec& lock) const {
@@ -206,7 +228,7 @@ std::unique_ptr<core::contender> sql_lock_backend::contend(core::bid b, std::str
   st->b = std::move(b);
   st->owner = std::move(owner);
   st->events = &events;
-  st->key = key_of(*st->b.lock);
+  st->lock = &core::ticket_of<sql_lock>(*st->b.lock);
   st->id = ++bid_ids_;
   std::erase_if(bids_, [](const auto& w) { return w.expired(); });
   bids_.push_back(st);
@@ -220,7 +242,7 @@ std::unique_ptr<core::contender> sql_lock_backend::contend(core::bid b, std::str
   return std::make_unique<contender_impl>(*this, st, life_);
 }
 
-void sql_lock_backend::start(const std::shared_ptr<bid_state>& st) { apply(pool_.bid(st->id, st->key), st); }
+void sql_lock_backend::start(const std::shared_ptr<bid_state>& st) { apply(pool_.bid(st->id, st->key()), st); }
 
 // Does what the pool answered, in order. `current`: the bid whose event it answers (others are
 // taken from the queue).
@@ -270,10 +292,10 @@ void sql_lock_backend::apply(const sql_session_pool::actions& todo, const std::s
 // One look on a session that holds other locks: no new connection for an uncontended lock.
 void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, bool created) {
   const bool shared = st->b.shared;
-  pool_.looking(l->id, st->key); // a reader's and a writer's bid of one lock must not meet here
+  pool_.looking(l->id, st->key()); // a reader's and a writer's bid of one lock must not meet here
   run(l, {lock_statement(st, false), options_.session_timeout / 3, false,
           [this, st, l, shared, created](error_code ec, sql_result r, steady::time_point sent) {
-            pool_.looked(l->id, st->key);
+            pool_.looked(l->id, st->key());
             const auto [a, token, waited] = read_lock_answer(r);
             if (st->events != nullptr &&
                 create_fence_table(l, ec, r, created, [this, st, l] {
@@ -282,10 +304,10 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
                 }, st.get()))
               return;
             if (a == answer::granted && !l->dead) {
-              pool_.held(l->id, st->key, shared);
+              pool_.held(l->id, st->key(), shared);
               if (!ec && st->events != nullptr)
                 return hand_over(st, l, token, sent);
-              give_back(l, st->key, shared); // withdrawn, or a deadline that came too late
+              give_back(l, st); // withdrawn, or a deadline that came too late
               if (st->events != nullptr)
                 fail(st, ec, r.words.to_string());
               return;
@@ -299,7 +321,7 @@ void sql_lock_backend::try_on(const std::shared_ptr<bid_state>& st, const std::s
               return fail(st, ec ? ec : make_error_code(error::database_error), lock_words(r));
             if (!st->b.wait)
               return deliver(st, [](core::contender_events& e) { e.taken(); });
-            apply(pool_.taken(st->id, st->key), st); // a session of its own, or queued: no more looks
+            apply(pool_.taken(st->id, st->key()), st); // a session of its own, or queued: no more looks
           }});
 }
 
@@ -321,7 +343,7 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
                 }, st.get()))
               return;
             if (a == answer::granted && !l->dead) { // also after a cancel that came too late
-              pool_.held(l->id, st->key, shared);
+              pool_.held(l->id, st->key(), shared);
               pool_.wait_ended(l->id);
               // The session was busy with the statement until the grant: its idle bound on the
               // server started no sooner than `waited` (the server's count) after it was sent.
@@ -329,7 +351,7 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
               if (!ec && st->events != nullptr)
                 return hand_over(st, l, token,
                                  dialect_.lock_times_wait ? std::min(sent + waited, steady::now()) : sent);
-              give_back(l, st->key, shared);
+              give_back(l, st);
               if (st->events != nullptr)
                 fail(st, ec, r.words.to_string());
               return;
@@ -353,16 +375,20 @@ void sql_lock_backend::wait_on(const std::shared_ptr<bid_state>& st, const std::
           }});
 }
 
-// The lock statement of a bid (the token in it; the row check at the client's first use of the key).
+// The lock statement of a bid (the token in it; the row check at the client's first use of the
+// key). Without the check, the one its ticket keeps (made at its first use).
 sql_statement sql_lock_backend::lock_statement(const std::shared_ptr<bid_state>& st, bool wait) const {
-  // The hashed name goes into the statement only for the row check (a key's first use).
-  const bool check = !verified_.contains(st->key);
-  std::string hashed_hex;
-  if (check) {
-    const std::string text = hashed_text(*st->b.lock);
-    hashed_hex = hex(reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  if (verified_.contains(st->key())) {
+    auto& kept = st->lock->lock[(st->b.shared ? 2 : 0) + (wait ? 1 : 0)];
+    if (!kept)
+      kept = std::make_shared<const sql_statement>(
+          dialect_.lock_statement(fence_table_, st->key(), {}, st->b.shared, wait, false));
+    return sql_statement(kept);
   }
-  return dialect_.lock_statement(fence_table_, st->key, hashed_hex, st->b.shared, wait, check);
+  // The hashed name goes into the statement only for the row check (a key's first use).
+  const std::string text = hashed_text(*st->b.lock);
+  const std::string hashed_hex = hex(reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  return dialect_.lock_statement(fence_table_, st->key(), hashed_hex, st->b.shared, wait, true);
 }
 
 std::tuple<sql_lock_backend::answer, std::uint64_t, std::chrono::microseconds>
@@ -378,8 +404,8 @@ sql_lock_backend::read_lock_answer(const sql_result& r) const {
 void sql_lock_backend::give_back_if_taken(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
                                           error_code ec, answer a) {
   if ((ec ? !link_failure(ec) : a == answer::failed) && !l->dead) {
-    pool_.held(l->id, st->key, st->b.shared);
-    give_back(l, st->key, st->b.shared);
+    pool_.held(l->id, st->key(), st->b.shared);
+    give_back(l, st);
   }
 }
 
@@ -408,7 +434,7 @@ bool sql_lock_backend::create_fence_table(const std::shared_ptr<link>& l, error_
       then();
       return true;
     }
-    run(l, {dialect_.unlock_statement(bid->key, bid->b.shared), options_.session_timeout / 3, false,
+    run(l, {sql_statement(bid->lock->unlock[bid->b.shared ? 1 : 0]), options_.session_timeout / 3, false,
             [then](error_code, sql_result, steady::time_point) { then(); }});
     return true;
   }
@@ -453,7 +479,7 @@ void sql_lock_backend::date_lease(const std::shared_ptr<bid_state>& st, const st
               return;
             }
             if (ec || st->events == nullptr) {
-              give_back(l, st->key, st->b.shared);
+              give_back(l, st);
               if (st->events != nullptr)
                 fail(st, ec, r.words.to_string());
               return;
@@ -467,14 +493,14 @@ void sql_lock_backend::date_lease(const std::shared_ptr<bid_state>& st, const st
 void sql_lock_backend::fenced(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l,
                               std::uint64_t token, steady::time_point from) {
   if (token == 0) {
-    give_back(l, st->key, st->b.shared);
+    give_back(l, st);
     return fail(st, make_error_code(error::invalid_argument),
-                "lock name collides with another name on key " + st->key + " (fence row in " + fence_table_ +
+                "lock name collides with another name on key " + st->key() + " (fence row in " + fence_table_ +
                     " records another name)");
   }
   if (verified_.size() >= max_verified)
     verified_.clear(); // many names: their rows are checked again, once each
-  verified_.insert(st->key);
+  verified_.insert(st->key());
   alive(l, from);
   arm_ping(l);
   core::grant g;
@@ -482,14 +508,15 @@ void sql_lock_backend::fenced(const std::shared_ptr<bid_state>& st, const std::s
   g.from = from;
   g.valid_for = options_.session_timeout;
   g.session = l->id;
+  g.ticket = l; // the session that holds it: the release goes there
   deliver(st, [g](core::contender_events& e) { e.granted(g); }, l);
 }
 
-// A lock of ours nobody wants (withdrawn, failed fence): given back in its session.
-void sql_lock_backend::give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared) {
-  run(l, {dialect_.unlock_statement(key, shared), options_.session_timeout / 3, false,
-          [this, l, key](error_code, sql_result, steady::time_point) {
-            pool_.unheld(l->id, key);
+// A lock of bid `st` nobody wants (withdrawn, failed fence): given back in its session.
+void sql_lock_backend::give_back(const std::shared_ptr<link>& l, const std::shared_ptr<bid_state>& st) {
+  run(l, {sql_statement(st->lock->unlock[st->b.shared ? 1 : 0]), options_.session_timeout / 3, false,
+          [this, l, st](error_code, sql_result, steady::time_point) {
+            pool_.unheld(l->id, st->key());
             apply(pool_.freed(l->id));
           }});
 }
@@ -549,7 +576,7 @@ void sql_lock_backend::deliver(const std::shared_ptr<bid_state>& st,
     if (auto* events = std::exchange(st->events, nullptr))
       return what(*events);
     if (l)
-      give_back(l, st->key, st->b.shared);
+      give_back(l, st);
   });
 }
 
@@ -807,18 +834,19 @@ void sql_lock_backend::arm_ping(const std::shared_ptr<link>& l) {
 // ---- release, renew, close ----
 
 void sql_lock_backend::release(const core::held& lease, handler<void(error_code, std::string)> h) {
-  const std::string key = key_of(*lease.lock);
-  auto it = links_.find(lease.session);
-  if (it == links_.end() || it->second->dead || !pool_.holds(lease.session, key)) {
+  // The lease's ticket is the session that holds it (fenced); the lock's, its key and statement.
+  const auto& lock = core::ticket_of<sql_lock>(*lease.lock);
+  auto l = std::static_pointer_cast<link>(lease.ticket);
+  if (!l || l->dead || !pool_.holds(l->id, lock.key)) {
     asio::post(executor_, asio::append(std::move(h), make_error_code(error::lease_lost),
                                        std::string("the session that held it is gone")));
     return;
   }
-  auto l = it->second;
   auto hp = std::make_shared<handler<void(error_code, std::string)>>(std::move(h));
   pool_.release_sent(l->id);
-  run(l, {dialect_.unlock_statement(key, lease.shared), options_.session_timeout / 3, false,
-          [this, l, key, hp](error_code ec, sql_result r, steady::time_point) {
+  run(l, {sql_statement(lock.unlock[lease.shared ? 1 : 0]), options_.session_timeout / 3, false,
+          [this, l, spec = lease.lock, hp](error_code ec, sql_result r, steady::time_point) {
+            const auto& key = core::ticket_of<sql_lock>(*spec).key;
             const auto next = pool_.released(l->id, key, !ec);
             error_code out = ec;
             std::string words = r.words.to_string();

@@ -28,7 +28,7 @@
 //
 // Names (any corolock name, 1..1024 bytes): the key is SHA-256 over prefix, kind, a NUL byte and the
 // name (lock_options::prefix, any bytes, its NUL and \x01 bytes escaped: hashed_text;
-// "mutex"/"read_write"), derived once per handle (store_key: through
+// "mutex"/"read_write"), derived once per handle (prepare, the lock's ticket: through
 // OpenSSL it cost 13 k instructions, 17 % of an uncontended PostgreSQL cycle, per bid and release). MariaDB/MySQL lock name: "corolock:" and the
 // first 20 bytes of it in lower-case hex (49 characters: under the 64-character limit, and case
 // does not matter); PostgreSQL key: its first 8 bytes as a big-endian signed bigint. So every name
@@ -75,6 +75,11 @@
 // freed whatever it had, so the bid ends unsure (the core bids again on another session for a caller
 // with a deadline; contract 6) — or fails, when the server answered (a refusal).
 // release: the unlock statement in the holding session; 0/false, or the session gone: lease_lost.
+// Tickets: a handle's (sql_lock, prepare) keeps the lock's key and its lock and unlock statements,
+// made once, shared by every bid and release (no statement text, value or key is copied per
+// cycle); a grant's is the session that holds the lock (grant::ticket, its link), where the
+// release goes: no lookup by session number. The pool's record of which keys each session holds
+// (session_pool.hpp) stays: one name at most once per session is its rule.
 // close: waiting sessions are closed (which kills their statement on the server), holding sessions
 // release everything (RELEASE_ALL_LOCKS / pg_advisory_unlock_all) and close; done when all have
 // answered or the bound passed.
@@ -197,10 +202,12 @@ public:
   /// one tried failed. Any live session (a waiting one too) makes it false: the server answers it.
   bool known_unreachable() const noexcept override;
 
-  /// The server-side key of a lock (the literal the statements use) and the text it hashes.
-  /// key_of reads lock.store_key when the core filled it (once per handle), else derives it.
-  std::string key_of(const core::lock_spec& lock) const;
-  std::string store_key(const core::lock_spec& lock) const override { return derive_key(lock); }
+  /// The lock's key (the SHA-256 of hashed_text, once), its unlock statements and its lock
+  /// statements (made at their first use), kept in its ticket: sql_lock.
+  std::shared_ptr<const core::lock_ticket> prepare(const core::lock_spec& lock) const override;
+  /// The server-side key of a lock (the literal the statements use), as prepare() made it; and
+  /// the text it hashes.
+  const std::string& key_of(const core::lock_spec& lock) const;
   std::string derive_key(const core::lock_spec& lock) const;
   static std::string hashed_text(const core::lock_spec& lock);
   /// Sessions open (connecting, waiting, holding, spare), and the server's ids of those holding.
@@ -212,6 +219,7 @@ protected:
 private:
   using answer = sql_dialect::answer;
   struct link;
+  struct sql_lock;
   struct bid_state;
   class contender_impl;
   using done_fn = std::function<void(error_code, sql_result, core::steady::time_point sent)>;
@@ -238,7 +246,7 @@ private:
                           std::function<void()> then, bid_state* bid = nullptr);
   void fenced(const std::shared_ptr<bid_state>& st, const std::shared_ptr<link>& l, std::uint64_t token,
               core::steady::time_point from);
-  void give_back(const std::shared_ptr<link>& l, const std::string& key, bool shared);
+  void give_back(const std::shared_ptr<link>& l, const std::shared_ptr<bid_state>& st);
   void withdraw(const std::shared_ptr<bid_state>& st);
   void fail(const std::shared_ptr<bid_state>& st, error_code ec, std::string words);
   void deliver(const std::shared_ptr<bid_state>& st, std::function<void(core::contender_events&)> what,

@@ -116,7 +116,7 @@ protected:
   virtual bool idle_input_keeps_session(std::string& words);
 
   [[nodiscard]] const sql_statement& statement() const noexcept { return statement_; }
-  [[nodiscard]] const std::string& sql() const noexcept { return statement_.text; }
+  [[nodiscard]] const std::string& sql() const noexcept { return statement_.text(); }
   [[nodiscard]] const std::string& tag() const noexcept { return tag_; }
   /// The running operation was cancelled or ran out of time: a backend that runs it in steps
   /// (prepare, then execute) starts no further step.

@@ -12,10 +12,31 @@
 namespace corolock::testing::detail {
 
 namespace {
-lock_key key_of(const core::lock_spec& s) {
-  return {s.options.prefix, s.name, static_cast<int>(s.kind)};
+/// A lock as this backend prepares it, once per handle: its key in the store.
+struct testing_lock final : core::lock_ticket {
+  explicit testing_lock(lock_key k) : key(std::move(k)) {}
+  const lock_key key;
+};
+
+/// A lease as this backend grants it: whose and which grant. Nothing here needs it to find the
+/// lease (the store is keyed by lock and owner), so it checks the core instead: a release or
+/// renewal must carry back the ticket of the grant it names (backend.hpp, contract 8).
+struct testing_lease final : core::lease_ticket {
+  testing_lease(std::string o, std::uint64_t t) : owner(std::move(o)), token(t) {}
+  const std::string owner;
+  const std::uint64_t token;
+};
+
+const lock_key& key_of(const core::lock_spec& s) { return core::ticket_of<testing_lock>(s).key; }
+
+/// Whether `lease` carries its grant's ticket.
+bool carries_its_ticket(const core::held& lease) {
+  const auto* t = core::ticket_of<testing_lease>(lease);
+  return t != nullptr && t->owner == lease.owner && t->token == lease.token;
 }
+
 const char* unreachable_words = "the testing store is unreachable";
+const char* ticket_words = "the lease does not carry its grant's ticket (core::held::ticket)";
 } // namespace
 
 struct backend::bid_state {
@@ -122,6 +143,16 @@ std::unique_ptr<core::timer> backend::make_timer() {
 }
 
 std::string backend::new_owner() { return id_ + ":" + std::to_string(++owners_); }
+
+std::shared_ptr<const core::lock_ticket> backend::prepare(const core::lock_spec& lock) const {
+  ++prepared_;
+  return ticket_for(lock);
+}
+
+std::shared_ptr<const core::lock_ticket> backend::ticket_for(const core::lock_spec& lock) {
+  return std::make_shared<const testing_lock>(
+      lock_key{lock.options.prefix, lock.name, static_cast<int>(lock.kind)});
+}
 
 error_code backend::check(const core::lock_spec& lock, std::string& words) const {
   if (!lock.options.watchdog && !traits_.fixed_lease) {
@@ -246,7 +277,7 @@ void backend::on_bid_reply(const std::shared_ptr<bid_state>& b, state::bid_outco
     return;
   switch (o.result) {
   case state::bid_result::granted: {
-    auto g = make_grant(o.token, o.from, b->b.lock->options.lease);
+    auto g = make_grant(b->owner, o.token, o.from, b->b.lock->options.lease);
     return finish(b, [g](core::contender_events& ev) { ev.granted(g); });
   }
   case state::bid_result::taken:
@@ -279,11 +310,13 @@ void backend::withdraw(const std::shared_ptr<bid_state>& b) {
     remove_at_store(b->key, b->owner); // also gives back a grant that raced the withdrawal
 }
 
-core::grant backend::make_grant(std::uint64_t token, steady::time_point from,
-                                std::chrono::milliseconds lease) const {
+core::grant backend::make_grant(const std::string& owner, std::uint64_t token,
+                                steady::time_point from, std::chrono::milliseconds lease) const {
   core::grant g;
   g.token = token;
   g.from = from;
+  g.ticket = std::make_shared<testing_lease>(owner, token);
+  ++tickets_;
   if (traits_.leases == core::lease_model::session) {
     g.session = session_;
     g.valid_for = std::max(std::chrono::milliseconds(0),
@@ -360,7 +393,7 @@ void backend::grant_message(const lock_key& k, const std::string& owner, std::ui
     auto b = it->second;
     if (b->decided)
       return; // answered already (the same grant by a reply)
-    auto g = make_grant(token, from, lease);
+    auto g = make_grant(owner, token, from, lease);
     finish(b, [g](core::contender_events& ev) { ev.granted(g); });
   });
 }
@@ -372,8 +405,14 @@ void backend::release(const core::held& lease, core::handler<void(error_code, st
   auto done = [hp](error_code ec, std::string words) {
     asio::dispatch(asio::append(std::move(*hp), ec, std::move(words)));
   };
+  if (!carries_its_ticket(lease)) {
+    ++ticket_errors_;
+    run_at(st_->now(), [done] { done(error::invalid_argument, ticket_words); });
+    return;
+  }
   send(
-      [this, k = key_of(*lease.lock), owner = lease.owner, name = lease.lock->name, done] {
+      [this, spec = lease.lock, owner = lease.owner, name = lease.lock->name, done] {
+        const auto& k = key_of(*spec);
         bool ours = st_->release(k, owner);
         return std::function<void()>([ours, done, name] {
           if (ours)
@@ -420,8 +459,12 @@ void backend::renew(std::vector<core::renewal> leases,
       [this, leases = std::move(leases), sent, done] {
         std::vector<core::renew_outcome> out;
         for (const auto& r : leases) {
-          bool ours = st_->renew(key_of(*r.lease.lock), r.lease.owner, r.lease.lock->options.lease,
+          // A lease without its grant's ticket is not renewed: the core's fault, seen as a loss.
+          bool ours = carries_its_ticket(r.lease) &&
+                      st_->renew(key_of(*r.lease.lock), r.lease.owner, r.lease.lock->options.lease,
                                  r.check_only);
+          if (!carries_its_ticket(r.lease))
+            ++ticket_errors_;
           out.push_back({ours ? core::renew_outcome::result::renewed
                               : core::renew_outcome::result::lost,
                          sent});

@@ -11,6 +11,11 @@
 // Grants of queued bids come as messages, which an unreachable link loses too: a reconnect
 // therefore sends every open queued bid again.
 //
+// Tickets: a handle's lock ticket is its key in the store (made once); a grant's lease ticket
+// names its owner and token, and a release or renewal whose lease does not carry it back is
+// refused (release: invalid_argument; renewal: lost) and counted (ticket_errors): the testing store
+// checks the core's side of backend.hpp's contract 8 on every store's behalf.
+//
 // Nothing of a bid that failed or was withdrawn stays at the store: it is removed there at once, or
 // — the store unreachable — by the core's resend queue as soon as the link is back (the store drops
 // a closed client's queued bids by itself, as a server drops a dead connection's).
@@ -37,6 +42,10 @@ public:
   steady::time_point now() const override { return st_->now(); }
   std::unique_ptr<core::timer> make_timer() override;
   std::string new_owner() override;
+  /// The lock's key in the store, made once per handle (its ticket).
+  std::shared_ptr<const core::lock_ticket> prepare(const core::lock_spec& lock) const override;
+  /// What prepare() makes, without counting it (a test's spec made with no backend at hand).
+  static std::shared_ptr<const core::lock_ticket> ticket_for(const core::lock_spec& lock);
   error_code check(const core::lock_spec& lock, std::string& words) const override;
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
@@ -58,6 +67,12 @@ public:
   void expire_session();
 
   const std::string& id() const noexcept { return id_; }
+  /// Tickets made: lock tickets (prepare, once per handle) and lease tickets (one per grant); and
+  /// releases or renewals that came without their grant's ticket (the core's fault: refused as
+  /// invalid_argument, renewed as lost). For tests.
+  std::size_t prepared() const noexcept { return prepared_; }
+  std::size_t lease_tickets() const noexcept { return tickets_; }
+  std::size_t ticket_errors() const noexcept { return ticket_errors_; }
   std::uint64_t session() const noexcept { return session_; }
   std::uint64_t client_number() const noexcept { return client_; }
 
@@ -92,7 +107,7 @@ private:
   /// One try of a removal: not_connected while the store is unreachable, closed once closed.
   void remove_once(const lock_key& k, const std::string& owner,
                    core::handler<void(error_code, std::string)> h);
-  core::grant make_grant(std::uint64_t token, steady::time_point from,
+  core::grant make_grant(const std::string& owner, std::uint64_t token, steady::time_point from,
                          std::chrono::milliseconds lease) const;
   void finish(const std::shared_ptr<bid_state>& b, std::function<void(core::contender_events&)> ev);
   void finish_failed(const std::shared_ptr<bid_state>& b, error_code ec, std::string words);
@@ -120,6 +135,9 @@ private:
   bool closed_ = false;
   int lost_replies_ = 0;
   std::uint64_t ops_ = 0;
+  mutable std::size_t prepared_ = 0;
+  mutable std::size_t tickets_ = 0;
+  std::size_t ticket_errors_ = 0;
   std::map<std::uint64_t, fail_fn> inflight_;
   std::map<std::string, std::shared_ptr<bid_state>> open_;
   std::unique_ptr<core::timer> ping_timer_;

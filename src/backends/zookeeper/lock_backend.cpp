@@ -50,13 +50,25 @@ error_code lock_error(error_code ec) {
   return ec;
 }
 
+/// A lock as this backend prepares it (core::backend::prepare), once per handle: its folder, the
+/// prefix's root then node_name(lock.name) (lock_paths.hpp), escaped once.
+struct zk_lock final : core::lock_ticket {
+  explicit zk_lock(std::string d) : dir(std::move(d)) {}
+  const std::string dir;
+};
+
 /// One bid's recipe, kept by the backend until nothing of it is left at the store (also after the
-/// core has withdrawn it and destroyed its contender).
-struct bid_run {
+/// core has withdrawn it and destroyed its contender). A granted one is its lease's ticket
+/// (grant::ticket): the core hands it back with the release, which deletes its node — no map by
+/// owner finds it.
+struct bid_run final : core::lease_ticket {
   explicit bid_run(lock_recipe r, core::contender_events* e) : recipe(std::move(r)), events(e) {}
   lock_recipe recipe;
   core::contender_events* events; ///< null once withdrawn or once its event was delivered
   bool settled = false;           ///< its event was delivered
+  /// Granted and handed over, its node not yet gone: a release deletes it, and its deletion by
+  /// someone else is the lease's loss (lease_gone).
+  bool holding = false;
   std::unique_ptr<asio::steady_timer> bound; ///< see state::bound_by_session
   std::vector<core::handler<void(error_code, std::string)>> releases;
   /// Dropped at the session bound (an unsure end): replies to its requests are not followed (the
@@ -76,8 +88,9 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   hooks told;
   std::string client_id;
   std::uint64_t owners = 0;
-  std::set<std::shared_ptr<bid_run>> running; ///< bids not yet over at the store
-  std::map<std::string, std::shared_ptr<bid_run>> held; ///< granted and delivered, by owner
+  /// Bids not yet over at the store, held ones among them (bid_run::holding): what a watch event
+  /// or a reconnect concerns.
+  std::set<std::shared_ptr<bid_run>> running;
   std::int64_t session = 0;
   std::int64_t told_session = 0;  ///< the session of the last on_alive report
   steady::time_point told_until = steady::time_point::min(); ///< the bound it told
@@ -136,8 +149,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         break;
       case k::done:
         running.erase(b);
-        if (auto it = held.find(b->recipe.owner()); it != held.end() && it->second == b)
-          held.erase(it);
+        b->holding = false;
         if (b->given_back) {
           auto h = std::move(*b->given_back);
           b->given_back.reset();
@@ -159,12 +171,13 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     const auto until = zk ? zk->alive_until() - margin() : now;
     auto* e = std::exchange(b->events, nullptr);
     b->settled = true;
-    held[b->recipe.owner()] = b;
+    b->holding = true;
     session = zk ? zk->session_id() : session;
     e->granted({.token = token,
                 .from = now,
                 .valid_for = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(until - now)),
-                .session = static_cast<std::uint64_t>(session)});
+                .session = static_cast<std::uint64_t>(session),
+                .ticket = b});
     watch_own_node(b);
   }
 
@@ -185,7 +198,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   /// `b`'s node is gone at the store. Unless this client is deleting it (a release), its lease is
   /// lost now and the bid over (a later release says lease_lost, touching nothing).
   void own_node_gone(const std::shared_ptr<bid_run>& b) {
-    if (!b->releases.empty() || held.find(b->recipe.owner()) == held.end())
+    if (!b->releases.empty() || !b->holding)
       return; // our own release, or over already
     const auto owner = b->recipe.owner();
     b->recipe.node_deleted();
@@ -275,11 +288,13 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   void on_watch(const watch_event& e) {
     if (e.type == event_type::none)
       return;
-    if (e.type == event_type::node_deleted)
-      for (const auto& [owner, b] : std::map<std::string, std::shared_ptr<bid_run>>(held))
-        if (b->recipe.node() == e.path)
-          own_node_gone(b);
+    // Watches name paths: a held node's deletion is found among the running bids (a held one runs
+    // until its node is gone).
     const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
+    if (e.type == event_type::node_deleted)
+      for (const auto& b : all)
+        if (b->holding && b->recipe.node() == e.path)
+          own_node_gone(b);
     for (const auto& b : all) {
       b->recipe.watch_fired(e.path);
       run(b);
@@ -415,8 +430,12 @@ error_code lock_backend::check(const core::lock_spec& lock, std::string& words) 
   return {}; // any prefix and name: lock_root() and node_name() escape what a node cannot hold
 }
 
-std::string lock_backend::store_key(const core::lock_spec& lock) const {
-  return lock_root(lock.options.prefix) + "/" + node_name(lock.name);
+std::shared_ptr<const core::lock_ticket> lock_backend::prepare(const core::lock_spec& lock) const {
+  return ticket_for(lock);
+}
+
+std::shared_ptr<const core::lock_ticket> lock_backend::ticket_for(const core::lock_spec& lock) {
+  return std::make_shared<const zk_lock>(lock_root(lock.options.prefix) + "/" + node_name(lock.name));
 }
 
 namespace {
@@ -429,7 +448,7 @@ lock_recipe recipe_of(const std::string& dir, const core::bid& b, const std::str
 
 std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner,
                                                        core::contender_events& events) {
-  const auto dir = b.lock->store_key.empty() ? store_key(*b.lock) : b.lock->store_key;
+  const auto& dir = core::ticket_of<zk_lock>(*b.lock).dir;
   // A bid answered at once, before any node is made (posted, as every event): nothing is left.
   const auto answered = [&](node_kind kind, error_code ec, std::string words) {
     auto run = std::make_shared<bid_run>(lock_recipe(dir, kind, owner, false), &events);
@@ -462,7 +481,7 @@ void lock_backend::give_back(const core::bid& b, const std::string& owner,
                              core::handler<void(error_code, std::string)> h) {
   // A recipe of the owner that finds its node by owner and deletes it; done when nothing is left
   // (its session's end counts: the node went with it).
-  const auto dir = b.lock->store_key.empty() ? store_key(*b.lock) : b.lock->store_key;
+  const auto& dir = core::ticket_of<zk_lock>(*b.lock).dir;
   s_->unsure_owners.erase(owner);
   auto run = std::make_shared<bid_run>(recipe_of(dir, b, owner), nullptr);
   run->given_back.emplace(std::move(h));
@@ -473,15 +492,15 @@ void lock_backend::give_back(const core::bid& b, const std::string& owner,
 }
 
 void lock_backend::release(const core::held& lease, core::handler<void(error_code, std::string)> h) {
-  auto it = s_->held.find(lease.owner);
-  if (it == s_->held.end())
+  // The lease's ticket is its bid (hand_over): no lookup by owner.
+  auto* b = core::ticket_of<bid_run>(lease);
+  if (b == nullptr || !b->holding)
     return complete_later(s_->ex, std::move(h), asio::cancellation_slot{}, error_code(error::lease_lost),
                           std::string("this client holds no node of owner ") + lease.owner);
-  auto b = it->second;
   b->releases.push_back(std::move(h));
   if (b->releases.size() == 1) // a second release of the same owner shares the first one's outcome
     b->recipe.release();
-  s_->run(b);
+  s_->run(std::static_pointer_cast<bid_run>(lease.ticket));
 }
 
 void lock_backend::renew(std::vector<core::renewal> leases,

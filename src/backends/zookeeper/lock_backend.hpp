@@ -32,6 +32,10 @@
 // A held node deleted by someone else while the session lives is told too: each held node has an
 // exists watch (one per held lock); its deletion, not ours, → lease_gone(owner).
 //
+// Tickets: a handle's lock_ticket is its folder (escaped once); a grant's lease ticket is its bid
+// (the recipe with its node), which the core hands back with the release: the backend keeps no
+// map by owner (a watch event names a path: it is matched among the running bids).
+//
 // Tokens: the node's czxid, the zxid of the transaction that created it. Zxids are one counter for
 // the whole ensemble (epoch << 32 | counter; a new leader starts a higher epoch, and the leader
 // forces an election before the counter wraps), so tokens rise per lock name forever, across
@@ -70,8 +74,10 @@ public:
   /// connected again (a request sent now waits for a connection or fails).
   bool known_unreachable() const noexcept override;
   error_code check(const core::lock_spec& lock, std::string& words) const override;
-  /// The lock's folder: the prefix's root, then node_name(lock.name) (lock_paths.hpp).
-  std::string store_key(const core::lock_spec& lock) const override;
+  /// The lock's folder, made once: the prefix's root, then node_name(lock.name) (lock_paths.hpp).
+  std::shared_ptr<const core::lock_ticket> prepare(const core::lock_spec& lock) const override;
+  /// What prepare() makes (it needs no client: a test's spec made with no backend at hand).
+  static std::shared_ptr<const core::lock_ticket> ticket_for(const core::lock_spec& lock);
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;

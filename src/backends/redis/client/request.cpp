@@ -112,6 +112,41 @@ request& request::push_script_impl(const script& s, const Keys& keys, const Args
   return *this;
 }
 
+namespace detail {
+
+void request_access::push_script(request& r, const script& s, std::initializer_list<piece> keys,
+                                 std::initializer_list<piece> args) {
+  auto& out = r.payload_;
+  const std::size_t offset = out.size();
+  const std::size_t reply_index = r.expected_replies_;
+  const std::string_view sha = s.sha1();
+  // At most: each header's count 20 digits and its 3 bytes, each bulk's 2 more.
+  constexpr std::size_t framing = 20 + 3 + 2;
+  std::size_t size = 3 * framing + 7 + sha.size() + 20;
+  for (const auto* list : {&keys, &args})
+    for (const piece& p : *list)
+      size += framing + p.head.size() + p.tail.size();
+  // Grown geometrically, as resp::write_command does (an exact reserve per command would make a
+  // pipeline of many quadratic).
+  if (out.capacity() - out.size() < size)
+    out.reserve(std::max(out.size() + size, 2 * out.capacity()));
+  resp::write_array_header(out, 3 + keys.size() + args.size());
+  resp::write_bulk(out, "EVALSHA");
+  resp::write_bulk(out, sha);
+  resp::write_bulk(out, static_cast<std::int64_t>(keys.size()));
+  for (const auto* list : {&keys, &args})
+    for (const piece& p : *list) {
+      out += '$';
+      out += std::to_string(p.head.size() + p.tail.size()); // short: no allocation
+      out += "\r\n";
+      out.append(p.head).append(p.tail).append("\r\n", 2);
+    }
+  r.end_command("EVALSHA", offset);
+  r.scripts_.push_back({reply_index, offset, out.size() - offset, &s});
+}
+
+} // namespace detail
+
 request& request::push_script(const script& s, std::initializer_list<std::string_view> keys,
                               std::initializer_list<std::string_view> args) {
   return push_script_impl(s, keys, args);
