@@ -2,7 +2,7 @@
 
 #include "backends/redis/grant_channel.hpp"
 #include "backends/redis/script_requests.hpp"
-#include "redis/cluster/key_slot.hpp"
+#include "backends/redis/client/cluster/key_slot.hpp"
 
 #include <corolock/error.hpp>
 

@@ -1,7 +1,7 @@
 #include "backends/redis/script_requests.hpp"
 
 #include "backends/redis/scripts.hpp"
-#include "redis/request_access.hpp"
+#include "backends/redis/client/request_access.hpp"
 
 #include <corolock/error.hpp>
 
