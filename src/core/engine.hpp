@@ -78,6 +78,14 @@ public:
   /// or the engine closes (whose backend close gives back what is still out): what a holder gave
   /// up, or lost while cut off, does not stay held at a store whose session outlived the cut.
   void send_release(core::held lease, handler<void(error_code, std::string)> h);
+  /// send_release(lease, h), with the bid `b` of `owner` placed right after it in the same request
+  /// where the store can (backend::release_then_bid; the line's "riding the release"): the first
+  /// try carries the bid, a try after an unanswered one is the release alone (the bid ended unsure
+  /// then, contract 6). Returns the bid's contender.
+  std::unique_ptr<contender> send_release_with_bid(const core::held& lease,
+                                                   handler<void(error_code, std::string)> h,
+                                                   core::bid b, std::string owner,
+                                                   contender_events& events);
   /// `l` holds a grant back until its session's next proof of life (waiting_line::parked_): it
   /// hears session_alive and session_lost until then.
   void parked(const std::shared_ptr<waiting_line>& l) { parked_.insert(l); }

@@ -67,9 +67,12 @@ void line::granted(const grant& g, steady::time_point) {
     return; // not the open contender's: dropped by the driver
   settled();
   auto first = callers_.begin();
-  actions_.push_back({.what = line_action::kind::grant, .caller = first->first,
-                      .owner = std::exchange(open_, {}), .given = g});
+  actions_.push_back({.what = line_action::kind::grant, .caller = first->first, .owner = open_,
+                      .given = g});
   remove(first);
+  if (ride_releases_ && !callers_.empty())
+    holder_ = open_; // the next waiting bid rides on its release
+  open_.clear();
   start();
   after_event();
 }
@@ -153,10 +156,32 @@ void line::close(error_code why) {
   after_event();
 }
 
+bool line::release(const std::string& owner, steady::time_point) {
+  if (holder_.empty() || owner != holder_)
+    return false;
+  holder_.clear();
+  if (callers_.empty() || !open_.empty())
+    return false; // nobody waits, or a look is out already: the release goes alone
+  start();
+  actions_.back().ride = true;
+  after_event();
+  return true;
+}
+
+void line::lease_over(const std::string& owner, steady::time_point) {
+  if (holder_.empty() || owner != holder_)
+    return;
+  holder_.clear();
+  start();
+  after_event();
+}
+
 void line::start() {
   if (callers_.empty() || !open_.empty())
     return;
   const auto& first = callers_.begin()->second;
+  if (!holder_.empty() && first.mode == look::wait)
+    return; // held back: it rides on the holder's release (or goes when that lease ends)
   open_ = new_owner_();
   open_wait_ = first.mode == look::wait;
   actions_.push_back({.what = line_action::kind::contend, .owner = open_, .wait = open_wait_});

@@ -62,7 +62,9 @@ private:
 waiting_line::waiting_line(const std::shared_ptr<engine>& e,
                            std::shared_ptr<const lock_spec> s, std::int64_t n, bool sh)
     : spec(std::move(s)), permits(n), shared(sh), eng_(e), b_(e->store_ptr()),
-      line_([&b = *b_, &lock = *spec] { return b.new_owner(lock); }), timer_(b_->make_timer()) {}
+      line_([&b = *b_, &lock = *spec] { return b.new_owner(lock); }), timer_(b_->make_timer()) {
+  line_.ride_releases(b_->rides_release(*spec));
+}
 
 waiting_line::~waiting_line() {
   if (open_)
@@ -105,6 +107,25 @@ void waiting_line::close(error_code why) {
 
 void waiting_line::reachable() {
   line_.reachable(b_->now());
+  run();
+}
+
+void waiting_line::release(const held& lease, handler<void(error_code, std::string)> h) {
+  auto e = eng_.lock();
+  if (!e)
+    return; // lease::release found it alive: cannot happen
+  if (!line_.release(lease.owner, b_->now())) {
+    e->send_release(lease, std::move(h));
+    return;
+  }
+  riding r{lease, h};
+  riding_ = &r;
+  run(); // its ride contend action sends the release with the bid
+  riding_ = nullptr;
+}
+
+void waiting_line::lease_over(const std::string& owner) {
+  line_.lease_over(owner, b_->now());
   run();
 }
 
@@ -167,7 +188,12 @@ void waiting_line::run() {
     case line_action::kind::contend: {
       bid b{spec, permits, shared, a.wait};
       relay_ = std::make_unique<relay>(*this);
-      open_ = b_->contend(std::move(b), a.owner, *relay_);
+      auto e = a.ride && riding_ ? eng_.lock() : nullptr;
+      if (e)
+        open_ = e->send_release_with_bid(riding_->lease, std::move(riding_->h), std::move(b),
+                                         a.owner, *relay_);
+      else
+        open_ = b_->contend(std::move(b), a.owner, *relay_);
       break;
     }
     case line_action::kind::withdraw:
@@ -204,6 +230,8 @@ void waiting_line::run() {
         t.renew = false;
       }
       auto l = std::make_shared<lease>(e, spec, a.owner, a.given, t, permits, shared);
+      if (line_.holding() == a.owner)
+        l->rides = weak_from_this(); // its release carries the next waiting bid
       e->keep().add(l);
       deliver(a.caller, {}, std::move(l), {});
       break;
