@@ -69,6 +69,10 @@ public:
   /// The line of (lock, shared, permits), made if needed.
   std::shared_ptr<waiting_line> line_of(const std::shared_ptr<const lock_spec>& spec,
                                         std::int64_t permits, bool shared);
+  /// The line of (lock, shared, permits) if there is one (a lease that rides on its line finds it
+  /// here: a line made anew since has nothing riding on the lease, and releases it alone).
+  std::shared_ptr<waiting_line> line_if_any(const lock_spec& spec, std::int64_t permits,
+                                            bool shared) const;
   /// An idle line leaves (it calls this itself, once idle, holding itself while it runs).
   void forget(const waiting_line& l);
 

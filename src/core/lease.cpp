@@ -27,8 +27,10 @@ void lease::mark_lost(bool give_back_now) {
   unwatch();
   lost_signal.emit(asio::cancellation_type::terminal);
   lost_waiters_.finish(ex, error::lease_lost);
-  if (auto l = std::exchange(rides, {}).lock())
-    l->lease_over(owner); // the bid held back for its release goes now
+  if (std::exchange(rides, false))
+    if (auto e = eng.lock())
+      if (auto l = e->line_if_any(*spec, permits, shared))
+        l->lease_over(owner); // the bid held back for its release goes now
   if (give_back_now)
     give_back();
 }
@@ -102,11 +104,13 @@ void lease::give_back() {
     send_release(*e, {});
 }
 
-void lease::send_release(engine& e, handler<void(error_code, std::string)> h) {
-  if (auto l = std::exchange(rides, {}).lock())
-    l->release(describe(), std::move(h)); // with the next waiting bid, if one waits
-  else
-    e.send_release(describe(), std::move(h));
+void lease::send_release(engine& e, handler<void(error_code, std::string)>&& h) {
+  if (std::exchange(rides, false))
+    if (auto l = e.line_if_any(*spec, permits, shared)) {
+      l->release(describe(), std::move(h)); // with the next waiting bid, if one waits
+      return;
+    }
+  e.send_release(describe(), std::move(h));
 }
 
 } // namespace corolock::core

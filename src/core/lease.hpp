@@ -30,7 +30,6 @@ class diagnostics;
 namespace corolock::core {
 
 class engine;
-class waiting_line;
 
 class lease : public std::enable_shared_from_this<lease> {
 public:
@@ -88,9 +87,10 @@ public:
   std::shared_ptr<const lock_spec> spec;
   std::uint64_t session = 0;
   std::size_t slot = 0; ///< its place in the keeper (keeper.hpp)
-  /// The line that granted it, when that line's next bid rides on this lease's release (line.hpp,
-  /// "riding the release"): the release goes through it, and a lease lost tells it.
-  std::weak_ptr<waiting_line> rides;
+  /// The line that granted it holds its next bid back for this lease's release (line.hpp,
+  /// "riding the release"): the release goes through that line (engine::line_if_any), and a lease
+  /// lost tells it. A flag, not a pointer: a held lock costs no more (bench held_memory).
+  bool rides = false;
 
 private:
   /// Stop renewing or following this lease (remove it from the keeper). Called once, on the
@@ -99,7 +99,7 @@ private:
   /// mark_lost(true): release at the store, owner-checked, in the background.
   void give_back();
   /// The owner-checked release at the store, through the line that rides on it if any.
-  void send_release(engine& e, handler<void(error_code, std::string)> h);
+  void send_release(engine& e, handler<void(error_code, std::string)>&& h);
 
   lost_waiters lost_waiters_;
 };

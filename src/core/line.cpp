@@ -67,12 +67,11 @@ void line::granted(const grant& g, steady::time_point) {
     return; // not the open contender's: dropped by the driver
   settled();
   auto first = callers_.begin();
-  actions_.push_back({.what = line_action::kind::grant, .caller = first->first, .owner = open_,
-                      .given = g});
+  if (ride_releases_ && callers_.size() > 1)
+    holder_ = open_; // callers wait behind it: the next waiting bid rides on its release
+  actions_.push_back({.what = line_action::kind::grant, .caller = first->first,
+                      .owner = std::exchange(open_, {}), .given = g});
   remove(first);
-  if (ride_releases_ && !callers_.empty())
-    holder_ = open_; // the next waiting bid rides on its release
-  open_.clear();
   start();
   after_event();
 }

@@ -62,9 +62,7 @@ private:
 waiting_line::waiting_line(const std::shared_ptr<engine>& e,
                            std::shared_ptr<const lock_spec> s, std::int64_t n, bool sh)
     : spec(std::move(s)), permits(n), shared(sh), eng_(e), b_(e->store_ptr()),
-      line_([&b = *b_, &lock = *spec] { return b.new_owner(lock); }), timer_(b_->make_timer()) {
-  line_.ride_releases(b_->rides_release(*spec));
-}
+      line_([&b = *b_, &lock = *spec] { return b.new_owner(lock); }), timer_(b_->make_timer()) {}
 
 waiting_line::~waiting_line() {
   if (open_)
@@ -95,6 +93,12 @@ void waiting_line::arrive(steady::time_point deadline, bool try_only, diagnostic
     // which is not known either. The one place of this rule: no backend answers it on its own.
     deliver(id, error::not_connected, nullptr, {});
     return;
+  }
+  if (!rides_asked_ && line_.callers() > 0) {
+    // Riding matters only to a caller behind another (line.hpp): asked then, not for every lock
+    // taken uncontended (a virtual call and the store's options read, per acquisition).
+    rides_asked_ = true;
+    line_.ride_releases(b_->rides_release(*spec));
   }
   line_.arrive(id, deadline, try_only, b_->now());
   run();
@@ -230,8 +234,7 @@ void waiting_line::run() {
         t.renew = false;
       }
       auto l = std::make_shared<lease>(e, spec, a.owner, a.given, t, permits, shared);
-      if (line_.holding() == a.owner)
-        l->rides = weak_from_this(); // its release carries the next waiting bid
+      l->rides = line_.holding() == a.owner; // its release carries the next waiting bid
       e->keep().add(l);
       deliver(a.caller, {}, std::move(l), {});
       break;

@@ -127,6 +127,7 @@ private:
     handler<void(error_code, std::string)>& h;
   };
   riding* riding_ = nullptr;
+  bool rides_asked_ = false; // backend::rides_release asked (when a second caller came)
 };
 
 } // namespace corolock::core

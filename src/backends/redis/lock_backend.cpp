@@ -260,7 +260,7 @@ void lock_backend::give_back(const core::bid& b, const std::string& owner,
 namespace {
 std::shared_ptr<release_op> release_op_of(const std::shared_ptr<backend_state>& s,
                                           const core::held& lease,
-                                          core::handler<void(error_code, std::string)> h) {
+                                          core::handler<void(error_code, std::string)>&& h) {
   auto op = std::make_shared<release_op>();
   op->s = s;
   op->names = backend_state::names_of(*lease.lock);

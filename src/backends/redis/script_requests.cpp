@@ -37,10 +37,16 @@ void push_release(request& req, const lock_names& names, const std::string& owne
                      std::to_string(names.default_permits)});
     return;
   }
+  if (handoff && handoff->ride) { // ARGV[8], only then: a plain release sends one argument less
+    req.push_script(release_script(), {names.key, names.fence(), names.queue(), names.expiry()},
+                    {owner, retry ? "1" : "0", handoff->owner,
+                     std::to_string(handoff_lease.count()), names.channel(), publish, "0", "1"});
+    return;
+  }
   req.push_script(release_script(), {names.key, names.fence(), names.queue(), names.expiry()},
                   {owner, retry ? "1" : "0", handoff ? handoff->owner : std::string(),
                    std::to_string(handoff_lease.count()), names.channel(), publish,
-                   handoff && handoff->pass ? "1" : "0", handoff && handoff->ride ? "1" : "0"});
+                   handoff && handoff->pass ? "1" : "0"});
 }
 
 void push_renew(request& req, const lock_names& names, const std::string& owner,

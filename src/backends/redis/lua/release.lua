@@ -8,7 +8,7 @@
 -- bounds how often in a row it asks), else '0'
 -- ARGV[8] '1': ARGV[3] has no bid in Redis yet, its bid rides on this release (the client's next
 -- caller of the lock): it gets the lock when nobody waits, as a bid sent right after the release
--- would; else the client bids for it on its own. '0': ARGV[3] is queued (or '').
+-- would; else the client bids for it on its own. Absent: ARGV[3] is queued (or '').
 -- Returns {1} released (and granted to another client's waiter, announced on the channel);
 -- {2, token, pttl} released and given to ARGV[3] (alive: it gets its full lease, unannounced);
 -- {3, token, pttl} the same, non-fair: ARGV[3] passed over the first waiter;
