@@ -2,7 +2,8 @@
 //
 // An engine runs, on the backend's executor: the lines (one per lock, shared and permits of this
 // client: its local callers first come first served, at most one contender open, the next one
-// started at once while callers wait), the leases it grants and their lost signal, the keeper
+// started at once while callers wait, or sent with the holder's release where the store carries it
+// there: line.hpp), the leases it grants and their lost signal, the keeper
 // (per_lock stores: one timer batching the renewals due in one window into one backend::renew;
 // session stores: session_alive moves every lease of a session, session_lost ends them), guard
 // releases, and close. It reads time and arms timers only through the backend, so the testing

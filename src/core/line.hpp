@@ -5,7 +5,7 @@
 // The line runs at most one contender at a time (contract 2 of core/backend.hpp), each in the name
 // of an owner. The first caller's bid is the contender's: when it is granted the first caller
 // takes the lock, and if more callers wait the next contender starts at once, so this client keeps
-// its place in a store-side queue. It reacts to events and answers with actions:
+// its place in a store-side queue (unless it rides on the holder's release: see below). It reacts to events and answers with actions:
 //
 //   events                                   actions
 //   arrive(caller, deadline, try_only)       contend(owner, wait)     one bid

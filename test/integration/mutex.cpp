@@ -1007,6 +1007,42 @@ BOOST_AUTO_TEST_CASE(a_carried_bid_queues_behind_another_clients_waiter) {
   expect_clean(server);
 }
 
+// A caller held back for its holder's release does not wait for a release that may never come once
+// that holder's lease is lost: its bid goes at the lost signal, and it gets the lock the store let
+// lapse, while the lost holder still keeps its guard.
+BOOST_AUTO_TEST_CASE(a_lost_holder_lets_the_bid_held_back_for_its_release_go) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "lapsed", lease_of(200ms, false));
+    auto first = co_await m.acquire();
+    guard second, third;
+    bool third_done = false;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> { second = co_await m.acquire(); },
+                   asio::detached);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await m.acquire_for(3s, tuple_awaitable);
+      third = std::move(g);
+      third_done = true;
+    }, asio::detached);
+    co_await sleep_for(30ms); // the second's bid is queued in Redis, the third waits behind it
+    co_await first.unlock();  // the second gets the lock; the third's bid waits for its release
+    BOOST_REQUIRE(co_await eventually([&] { return second.owns_lock(); }, 1s));
+    // The second never releases: its 200 ms fixed lease is lost, and the third gets the lock.
+    BOOST_REQUIRE(co_await eventually([&] { return third_done; }, 4s));
+    BOOST_TEST(third.owns_lock());
+    BOOST_TEST(second.lost());
+    if (third.owns_lock()) {
+      BOOST_TEST(third.fencing_token() > second.fencing_token());
+      co_await third.unlock();
+    }
+    auto [ec] = co_await second.unlock(tuple_awaitable);
+    BOOST_TEST(ec == error::lease_lost);
+  });
+  expect_clean(server);
+}
+
 // Parked callers (behind the contender) keep every promise of a waiting acquire: their deadline,
 // their cancellation, the client's close, and FIFO order for the rest.
 BOOST_AUTO_TEST_CASE(parked_callers_time_out_cancel_and_close_cleanly) {
