@@ -283,6 +283,37 @@ public:
   /// lock, which then gets granted().
   virtual void release(const held& lease, handler<void(error_code, std::string)> h) = 0;
 
+  // ---- The release that carries the next bid (the same-process hand-off, issue 44) ----------
+  // A line of this client that holds its lock and has callers waiting behind the holder need not
+  // bid for them while it holds (it would only queue behind itself): the release can carry the
+  // next bid. Where the store serves both in one request, an acquisition handed on within one
+  // process costs one request instead of two (a bid, then the release that grants it).
+
+  /// Whether release_then_bid of `lock` costs the store one request. Then, and only then, the core
+  /// holds back the next waiting bid of a line whose lease this client holds until that lease is
+  /// released, and sends the bid with the release. Default: false (the next bid goes at once).
+  virtual bool rides_release(const lock_spec& lock) const {
+    static_cast<void>(lock);
+    return false;
+  }
+
+  /// release(lease, h), and in the same request where the store can, contend(b, owner, events)
+  /// placed right after it, as a separate bid right after the release would be: the lock goes to
+  /// the first waiter of any client, to `owner` only when nobody waits (its grant then comes with
+  /// the release's reply), and otherwise `owner` waits as any bid does. `h` gets the release's
+  /// outcome as release() gives it; `events` the bid's one event as contend()'s (withdraw() as
+  /// ever). A release the store did not answer ends the bid unsure (contracts 5, 6): the store may
+  /// hold `owner` granted or queued. Default: release(), then contend() — two requests (the core
+  /// calls it only where rides_release says one).
+  virtual std::unique_ptr<contender> release_then_bid(const held& lease,
+                                                      handler<void(error_code, std::string)> h,
+                                                      bid b, std::string owner,
+                                                      contender_events& events) {
+    release(lease, std::move(h));
+    return contend(std::move(b), std::move(owner), events);
+  }
+  // ---- end of the release that carries the next bid ----------------------------------------
+
   /// Leaves nothing of `owner` on `b.lock` at the store — out of its queue, a grant given back —
   /// after its bid ended unsure and nobody wants it any more. Idempotent (contract 3); the core
   /// calls it once per owner and sends it again while it completes with a transport error

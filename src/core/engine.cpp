@@ -140,6 +140,12 @@ std::shared_ptr<waiting_line> engine::line_of(const std::shared_ptr<const lock_s
   return l;
 }
 
+std::shared_ptr<waiting_line> engine::line_if_any(const lock_spec& spec, std::int64_t permits,
+                                                  bool shared) const {
+  auto it = lines_.find(key_of(spec, permits, shared));
+  return it == lines_.end() ? nullptr : it->second;
+}
+
 void engine::forget(const waiting_line& l) {
   auto it = lines_.find(key_of(*l.spec, l.permits, l.shared));
   if (it == lines_.end() || it->second.get() != &l)

@@ -2,7 +2,8 @@
 //
 // An engine runs, on the backend's executor: the lines (one per lock, shared and permits of this
 // client: its local callers first come first served, at most one contender open, the next one
-// started at once while callers wait), the leases it grants and their lost signal, the keeper
+// started at once while callers wait, or sent with the holder's release where the store carries it
+// there: line.hpp), the leases it grants and their lost signal, the keeper
 // (per_lock stores: one timer batching the renewals due in one window into one backend::renew;
 // session stores: session_alive moves every lease of a session, session_lost ends them), guard
 // releases, and close. It reads time and arms timers only through the backend, so the testing
@@ -69,6 +70,10 @@ public:
   /// The line of (lock, shared, permits), made if needed.
   std::shared_ptr<waiting_line> line_of(const std::shared_ptr<const lock_spec>& spec,
                                         std::int64_t permits, bool shared);
+  /// The line of (lock, shared, permits) if there is one (a lease that rides on its line finds it
+  /// here: a line made anew since has nothing riding on the lease, and releases it alone).
+  std::shared_ptr<waiting_line> line_if_any(const lock_spec& spec, std::int64_t permits,
+                                            bool shared) const;
   /// An idle line leaves (it calls this itself, once idle, holding itself while it runs).
   void forget(const waiting_line& l);
 
@@ -78,6 +83,14 @@ public:
   /// or the engine closes (whose backend close gives back what is still out): what a holder gave
   /// up, or lost while cut off, does not stay held at a store whose session outlived the cut.
   void send_release(core::held lease, handler<void(error_code, std::string)> h);
+  /// send_release(lease, h), with the bid `b` of `owner` placed right after it in the same request
+  /// where the store can (backend::release_then_bid; the line's "riding the release"): the first
+  /// try carries the bid, a try after an unanswered one is the release alone (the bid ended unsure
+  /// then, contract 6). Returns the bid's contender.
+  std::unique_ptr<contender> send_release_with_bid(const core::held& lease,
+                                                   handler<void(error_code, std::string)> h,
+                                                   core::bid b, std::string owner,
+                                                   contender_events& events);
   /// `l` holds a grant back until its session's next proof of life (waiting_line::parked_): it
   /// hears session_alive and session_lost until then.
   void parked(const std::shared_ptr<waiting_line>& l) { parked_.insert(l); }

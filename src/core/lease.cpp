@@ -5,6 +5,7 @@
 #include "core/abortable.hpp"
 #include "core/engine.hpp"
 #include "core/keeper.hpp"
+#include "core/waiting_line.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
 
@@ -26,6 +27,10 @@ void lease::mark_lost(bool give_back_now) {
   unwatch();
   lost_signal.emit(asio::cancellation_type::terminal);
   lost_waiters_.finish(ex, error::lease_lost);
+  if (std::exchange(rides, false))
+    if (auto e = eng.lock())
+      if (auto l = e->line_if_any(*spec, permits, shared))
+        l->lease_over(owner); // the bid held back for its release goes now
   if (give_back_now)
     give_back();
 }
@@ -71,7 +76,7 @@ void lease::release(diagnostics* diag, detail::handler<void(error_code)> h) {
     return;
   }
   if (!h) {
-    e->send_release(describe(), {}); // a guard dropped while holding: nobody asks
+    send_release(*e, {}); // a guard dropped while holding: nobody asks
     return;
   }
   // Any cancellation type ends the caller's wait; the release goes on (guard.hpp).
@@ -79,7 +84,7 @@ void lease::release(diagnostics* diag, detail::handler<void(error_code)> h) {
                               asio::cancellation_type::terminal |
                                   asio::cancellation_type::partial |
                                   asio::cancellation_type::total);
-  e->send_release(describe(), [op, late = released_late](error_code ec, std::string words) {
+  send_release(*e, [op, late = released_late](error_code ec, std::string words) {
     // Past the local deadline the lease was lost already (lost() said so): the release frees what
     // the store may still list, and reports it lost.
     op->finish(!ec && late ? error_code(error::lease_lost) : ec, words);
@@ -96,7 +101,16 @@ void lease::give_back() {
   // still lists us; nothing of another owner is touched.
   auto e = eng.lock();
   if (e && !e->closed())
-    e->send_release(describe(), {});
+    send_release(*e, {});
+}
+
+void lease::send_release(engine& e, handler<void(error_code, std::string)>&& h) {
+  if (std::exchange(rides, false))
+    if (auto l = e.line_if_any(*spec, permits, shared)) {
+      l->release(describe(), std::move(h)); // with the next waiting bid, if one waits
+      return;
+    }
+  e.send_release(describe(), std::move(h));
 }
 
 } // namespace corolock::core

@@ -88,6 +88,10 @@ public:
   std::uint64_t session = 0;          ///< session stores: the session it follows (grant::session)
   std::shared_ptr<lease_ticket> ticket; ///< its grant's (grant::ticket), handed back in describe()
   std::size_t slot = 0; ///< its place in the keeper (keeper.hpp)
+  /// The line that granted it holds its next bid back for this lease's release (line.hpp,
+  /// "riding the release"): the release goes through that line (engine::line_if_any), and a lease
+  /// lost tells it. A flag, not a pointer: a held lock costs no more (bench held_memory).
+  bool rides = false;
 
 private:
   /// Stop renewing or following this lease (remove it from the keeper). Called once, on the
@@ -95,6 +99,8 @@ private:
   void unwatch() noexcept;
   /// mark_lost(true): release at the store, owner-checked, in the background.
   void give_back();
+  /// The owner-checked release at the store, through the line that rides on it if any.
+  void send_release(engine& e, handler<void(error_code, std::string)>&& h);
 
   lost_waiters lost_waiters_;
 };

@@ -67,6 +67,8 @@ void line::granted(const grant& g, steady::time_point) {
     return; // not the open contender's: dropped by the driver
   settled();
   auto first = callers_.begin();
+  if (ride_releases_ && callers_.size() > 1)
+    holder_ = open_; // callers wait behind it: the next waiting bid rides on its release
   actions_.push_back({.what = line_action::kind::grant, .caller = first->first,
                       .owner = std::exchange(open_, {}), .given = g});
   remove(first);
@@ -153,10 +155,32 @@ void line::close(error_code why) {
   after_event();
 }
 
+bool line::release(const std::string& owner, steady::time_point) {
+  if (holder_.empty() || owner != holder_)
+    return false;
+  holder_.clear();
+  if (callers_.empty() || !open_.empty())
+    return false; // nobody waits, or a look is out already: the release goes alone
+  start();
+  actions_.back().ride = true;
+  after_event();
+  return true;
+}
+
+void line::lease_over(const std::string& owner, steady::time_point) {
+  if (holder_.empty() || owner != holder_)
+    return;
+  holder_.clear();
+  start();
+  after_event();
+}
+
 void line::start() {
   if (callers_.empty() || !open_.empty())
     return;
   const auto& first = callers_.begin()->second;
+  if (!holder_.empty() && first.mode == look::wait)
+    return; // held back: it rides on the holder's release (or goes when that lease ends)
   open_ = new_owner_();
   open_wait_ = first.mode == look::wait;
   actions_.push_back({.what = line_action::kind::contend, .owner = open_, .wait = open_wait_});

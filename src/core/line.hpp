@@ -5,7 +5,7 @@
 // The line runs at most one contender at a time (contract 2 of core/backend.hpp), each in the name
 // of an owner. The first caller's bid is the contender's: when it is granted the first caller
 // takes the lock, and if more callers wait the next contender starts at once, so this client keeps
-// its place in a store-side queue. It reacts to events and answers with actions:
+// its place in a store-side queue (unless it rides on the holder's release: see below). It reacts to events and answers with actions:
 //
 //   events                                   actions
 //   arrive(caller, deadline, try_only)       contend(owner, wait)     one bid
@@ -37,6 +37,15 @@
 //    store stays away, at once when the backend reports it reachable, until their deadlines. With
 //    no caller left, the owner is given back (the engine sends it until the store has run it).
 //  - Each event is about the open contender (the driver drops events of a withdrawn one).
+//  - Riding the release (backend::rides_release: a store that serves release_then_bid in one
+//    request): while a lease this line granted with callers behind it is held (holding()), the
+//    next waiting caller's bid is held back — it would only queue behind this client's own holder
+//    — and goes with that lease's release (release(owner): a contend action marked `ride`). The
+//    client's place in the store's queue is then taken at the release, as a bid sent right after
+//    it would take it: another client's bid that came during the hold goes first. A one-look
+//    caller first in line still bids at once (it must be answered now). The lease ending
+//    otherwise (lost: lease_over) lets the held-back bid go at once. Held-back callers keep their
+//    order, deadlines and cancellation as any waiting caller (nothing to withdraw for them).
 #pragma once
 
 #include "core/backend.hpp"
@@ -56,6 +65,7 @@ struct line_action {
   std::uint64_t caller = 0;   ///< grant, empty, fail
   std::string owner{};        ///< contend, withdraw, give_back, grant
   bool wait = true;           ///< contend
+  bool ride = false;          ///< contend: sent with the release of the lease being released
   core::grant given{};        ///< grant
   error_code ec{};            ///< fail
   std::string words{};        ///< fail: the words behind ec, if any
@@ -84,6 +94,17 @@ public:
   void timer(steady::time_point now);
   /// Fails every caller with `why` and withdraws the open bid (the client closes).
   void close(error_code why);
+
+  /// Riding the release (see above): on for stores that serve release_then_bid in one request.
+  void ride_releases(bool on) noexcept { ride_releases_ = on; }
+  /// The client releases the lease of `owner`: true if the next bid rides with it (a contend
+  /// action marked ride follows), false if the release goes alone.
+  bool release(const std::string& owner, steady::time_point now);
+  /// The lease of `owner` ended without a release of this client's (lost): a held-back bid goes.
+  void lease_over(const std::string& owner, steady::time_point now);
+  /// The owner of the lease this line granted and the client holds, while bids wait for its
+  /// release; '' if none (or riding is off).
+  const std::string& holding() const noexcept { return holder_; }
 
   std::vector<line_action> take_actions() { return std::exchange(actions_, {}); }
 
@@ -124,6 +145,8 @@ private:
   int redials_in_a_row_ = 0;    // of them, dropped connections asked again at once
   steady::time_point armed_at_ = steady::time_point::max();
   std::vector<line_action> actions_;
+  bool ride_releases_ = false;
+  std::string holder_; // riding: the owner whose release carries the next bid
 };
 
 } // namespace corolock::core

@@ -45,6 +45,20 @@ struct release_resend : std::enable_shared_from_this<release_resend> {
     send(e);
   }
 
+  /// The first try, carrying `b`'s bid (engine::send_release_with_bid).
+  std::unique_ptr<contender> start_with_bid(engine& e, handler<void(error_code, std::string)> h,
+                                            bid b, std::string owner, contender_events& events) {
+    eng = e.weak_from_this();
+    if (h)
+      first.set(std::move(h));
+    return e.store().release_then_bid(
+        *lease,
+        [self = shared_from_this()](error_code ec, std::string words) {
+          self->answered(ec, std::move(words));
+        },
+        std::move(b), std::move(owner), events);
+  }
+
   /// One try; `e` is alive (its backend runs the release).
   void send(engine& e) {
     auto answer = [self = shared_from_this()](error_code ec, std::string words) {
@@ -100,6 +114,15 @@ void engine::send_release(core::held lease, handler<void(error_code, std::string
   auto r = std::make_shared<release_resend>();
   r->lease.emplace(std::move(lease));
   r->start(*this, std::move(h));
+}
+
+std::unique_ptr<contender> engine::send_release_with_bid(const core::held& lease,
+                                                         handler<void(error_code, std::string)> h,
+                                                         core::bid b, std::string owner,
+                                                         contender_events& events) {
+  auto r = std::make_shared<release_resend>();
+  r->lease.emplace(lease);
+  return r->start_with_bid(*this, std::move(h), std::move(b), std::move(owner), events);
 }
 
 void engine::send_give_back(core::bid b, std::string owner) {

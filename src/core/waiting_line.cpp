@@ -94,6 +94,12 @@ void waiting_line::arrive(steady::time_point deadline, bool try_only, diagnostic
     deliver(id, error::not_connected, nullptr, {});
     return;
   }
+  if (!rides_asked_ && line_.callers() > 0) {
+    // Riding matters only to a caller behind another (line.hpp): asked then, not for every lock
+    // taken uncontended (a virtual call and the store's options read, per acquisition).
+    rides_asked_ = true;
+    line_.ride_releases(b_->rides_release(*spec));
+  }
   line_.arrive(id, deadline, try_only, b_->now());
   run();
 }
@@ -105,6 +111,25 @@ void waiting_line::close(error_code why) {
 
 void waiting_line::reachable() {
   line_.reachable(b_->now());
+  run();
+}
+
+void waiting_line::release(const held& lease, handler<void(error_code, std::string)> h) {
+  auto e = eng_.lock();
+  if (!e)
+    return; // lease::release found it alive: cannot happen
+  if (!line_.release(lease.owner, b_->now())) {
+    e->send_release(lease, std::move(h));
+    return;
+  }
+  riding r{lease, h};
+  riding_ = &r;
+  run(); // its ride contend action sends the release with the bid
+  riding_ = nullptr;
+}
+
+void waiting_line::lease_over(const std::string& owner) {
+  line_.lease_over(owner, b_->now());
   run();
 }
 
@@ -167,7 +192,12 @@ void waiting_line::run() {
     case line_action::kind::contend: {
       bid b{spec, permits, shared, a.wait};
       relay_ = std::make_unique<relay>(*this);
-      open_ = b_->contend(std::move(b), a.owner, *relay_);
+      auto e = a.ride && riding_ ? eng_.lock() : nullptr;
+      if (e)
+        open_ = e->send_release_with_bid(riding_->lease, std::move(riding_->h), std::move(b),
+                                         a.owner, *relay_);
+      else
+        open_ = b_->contend(std::move(b), a.owner, *relay_);
       break;
     }
     case line_action::kind::withdraw:
@@ -204,6 +234,7 @@ void waiting_line::run() {
         t.renew = false;
       }
       auto l = std::make_shared<lease>(e, spec, a.owner, a.given, t, permits, shared);
+      l->rides = line_.holding() == a.owner; // its release carries the next waiting bid
       e->keep().add(l);
       deliver(a.caller, {}, std::move(l), {});
       break;

@@ -57,6 +57,11 @@ public:
   void close(error_code why);
   /// The store can be reached again (backend hook): a held-back bid goes now.
   void reachable();
+  /// The client releases `lease`, a lease of this line (lease::rides): the next waiting caller's
+  /// bid goes with it (engine::send_release_with_bid) when one waits, else the release alone.
+  void release(const held& lease, handler<void(error_code, std::string)> h);
+  /// A lease of this line ended without a release (lost): a bid held back for it goes now.
+  void lease_over(const std::string& owner);
   /// Session stores: a grant parked because its session's bound had passed when it came (see
   /// relay::granted) is handed over once `session` is alive past now...
   void session_alive(std::uint64_t session, steady::time_point until);
@@ -116,6 +121,13 @@ private:
   /// otherwise. The one place of this rule for every session store.
   std::optional<grant> parked_;
   std::unique_ptr<timer> timer_;
+  /// During release(): the release a ride contend action carries.
+  struct riding {
+    const held& lease;
+    handler<void(error_code, std::string)>& h;
+  };
+  riding* riding_ = nullptr;
+  bool rides_asked_ = false; // backend::rides_release asked (when a second caller came)
 };
 
 } // namespace corolock::core

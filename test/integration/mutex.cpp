@@ -926,6 +926,123 @@ BOOST_AUTO_TEST_CASE(callers_arriving_together_send_one_attempt_between_them) {
   expect_clean(server);
 }
 
+// Callers of one client waiting behind its own holder send no bid while it holds: each release
+// carries the next caller's bid (release.lua ARGV[8]) and, nobody else waiting, brings its grant
+// back in the same reply — an acquisition handed on within one process costs one command, not a
+// bid and a release (2 per acquisition before; the layer before the core did it in one too).
+BOOST_AUTO_TEST_CASE(a_release_carries_the_next_local_bid_one_command_an_acquisition) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto counted = config_for(server);
+    counted.health_check_interval = std::chrono::milliseconds(0); // no PING among the counted
+    client c(ex, counted);
+    co_await c.connect();
+    corolock::mutex m(c, "carried");
+    auto first = co_await m.acquire(); // loads the scripts
+    const int n = 200;
+    int done = 0;
+    std::vector<int> order;
+    std::vector<std::uint64_t> tokens{first.fencing_token()};
+    bool held_by_the_store = true;
+    event all(ex);
+    for (int i = 0; i < n; ++i)
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        auto mine = co_await m.acquire();
+        order.push_back(i);
+        tokens.push_back(mine.fencing_token());
+        held_by_the_store = held_by_the_store &&
+                            server.command({"GET", "corolock:{carried}"}) ==
+                                std::to_string(mine.fencing_token()) + " " + mine.owner();
+        co_await mine.unlock();
+        if (++done == n)
+          all.set();
+      }, asio::detached);
+    co_await sleep_for(50ms);
+    const auto before = c.stats().commands;
+    co_await first.unlock();
+    co_await all.wait();
+    const auto total = c.stats().commands - before;
+    BOOST_TEST_MESSAGE("commands for " << n << " acquisitions handed on: " << total);
+    BOOST_TEST(total <= std::uint64_t(n) + 2u); // one release each, the last one's alone
+    BOOST_TEST(std::is_sorted(order.begin(), order.end()));
+    const bool rising =
+        std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end();
+    BOOST_TEST(rising); // the store's fencing tokens, strictly rising
+    BOOST_TEST(held_by_the_store);
+  });
+  expect_clean(server);
+}
+
+// Another client's waiter, come while this client holds the lock, is served before this client's
+// next caller: that caller's bid rides on the release and queues behind it, as a bid sent right
+// after the release would (before, the next caller's bid went at the grant and came first).
+BOOST_AUTO_TEST_CASE(a_carried_bid_queues_behind_another_clients_waiter) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client a(ex, config_for(server)), b(ex, config_for(server));
+    co_await a.connect();
+    co_await b.connect();
+    corolock::mutex ma(a, "behind"), mb(b, "behind");
+    auto held = co_await ma.acquire();
+    std::vector<std::string> order;
+    event all(ex);
+    auto one = [&](corolock::mutex& m, std::string who,
+                   std::chrono::milliseconds hold) -> asio::awaitable<void> {
+      auto g = co_await m.acquire();
+      order.push_back(who);
+      co_await sleep_for(hold);
+      co_await g.unlock();
+      if (order.size() == 3)
+        all.set();
+    };
+    asio::co_spawn(ex, one(ma, "a1", 100ms), asio::detached); // queued at Redis
+    asio::co_spawn(ex, one(ma, "a2", 1ms), asio::detached);   // behind it in a's line
+    co_await sleep_for(30ms);
+    co_await held.unlock(); // hands the lock to a1; a2's bid waits for a1's release
+    co_await sleep_for(30ms);
+    asio::co_spawn(ex, one(mb, "b", 1ms), asio::detached); // queued while a1 holds
+    co_await all.wait();
+    BOOST_TEST(order == (std::vector<std::string>{"a1", "b", "a2"}));
+  });
+  expect_clean(server);
+}
+
+// A caller held back for its holder's release does not wait for a release that may never come once
+// that holder's lease is lost: its bid goes at the lost signal, and it gets the lock the store let
+// lapse, while the lost holder still keeps its guard.
+BOOST_AUTO_TEST_CASE(a_lost_holder_lets_the_bid_held_back_for_its_release_go) {
+  redis_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client c(ex, config_for(server));
+    co_await c.connect();
+    corolock::mutex m(c, "lapsed", lease_of(200ms, false));
+    auto first = co_await m.acquire();
+    guard second, third;
+    bool third_done = false;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> { second = co_await m.acquire(); },
+                   asio::detached);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, g] = co_await m.acquire_for(3s, tuple_awaitable);
+      third = std::move(g);
+      third_done = true;
+    }, asio::detached);
+    co_await sleep_for(30ms); // the second's bid is queued in Redis, the third waits behind it
+    co_await first.unlock();  // the second gets the lock; the third's bid waits for its release
+    BOOST_REQUIRE(co_await eventually([&] { return second.owns_lock(); }, 1s));
+    // The second never releases: its 200 ms fixed lease is lost, and the third gets the lock.
+    BOOST_REQUIRE(co_await eventually([&] { return third_done; }, 4s));
+    BOOST_TEST(third.owns_lock());
+    BOOST_TEST(second.lost());
+    if (third.owns_lock()) {
+      BOOST_TEST(third.fencing_token() > second.fencing_token());
+      co_await third.unlock();
+    }
+    auto [ec] = co_await second.unlock(tuple_awaitable);
+    BOOST_TEST(ec == error::lease_lost);
+  });
+  expect_clean(server);
+}
+
 // Parked callers (behind the contender) keep every promise of a waiting acquire: their deadline,
 // their cancellation, the client's close, and FIFO order for the rest.
 BOOST_AUTO_TEST_CASE(parked_callers_time_out_cancel_and_close_cleanly) {

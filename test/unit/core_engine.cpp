@@ -101,6 +101,16 @@ public:
       std::move(h)(ec, ec ? std::string("scripted: not ours") : std::string());
     });
   }
+  bool rides_release(const core::lock_spec&) const override { return carries; }
+  /// Logged "carry <owner>", then as the release and the bid it carries.
+  std::unique_ptr<core::contender> release_then_bid(const core::held& l,
+                                                    core::handler<void(error_code, std::string)> h,
+                                                    core::bid b, std::string owner,
+                                                    core::contender_events& events) override {
+    say("carry " + owner);
+    release(l, std::move(h));
+    return contend(std::move(b), std::move(owner), events);
+  }
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override {
     std::string s = "renew";
@@ -213,6 +223,7 @@ public:
       renewals;
   error_code release_answer;
   error_code give_back_answer;
+  bool carries = false; // rides_release: a release may carry the next bid
   bool close_stalls = false;
   std::optional<core::handler<void()>> stalled_close;
   std::string last_owner;
@@ -393,6 +404,38 @@ BOOST_AUTO_TEST_CASE(callers_are_served_in_arrival_order_one_bid_at_a_time) {
   BOOST_TEST(c->g.fencing_token() == 9u);
   BOOST_TEST(f.engine->waiting() == 0u);
   BOOST_TEST(f.engine->held() == 3u);
+}
+
+// A store whose release can carry a bid (rides_release): the next caller's bid waits for the
+// holder's release — an unlock or a dropped guard — and goes with it; the last one's goes alone.
+BOOST_AUTO_TEST_CASE(the_next_bid_goes_with_the_holders_release_where_the_store_carries_it) {
+  fixture f;
+  f.store->carries = true;
+  auto m = f.handle();
+  auto a = f.acquire(*m), b = f.acquire(*m), c = f.acquire(*m);
+  BOOST_TEST(f.log() == "contend o1 wait");
+  f.store->grant("o1", 7, 30000ms);
+  BOOST_TEST(f.log() == ""); // b's bid waits for a's release
+  BOOST_TEST(a->g.owns_lock());
+  BOOST_TEST(f.engine->waiting() == 2u);
+  error_code released = error::timeout;
+  a->g.unlock([&](error_code ec) { released = ec; });
+  f.settle();
+  BOOST_TEST(f.log() == "carry o2; release o1 #7; contend o2 wait");
+  BOOST_TEST(!released);
+  f.store->grant("o2", 8, 30000ms);
+  f.settle();
+  BOOST_TEST(b->g.fencing_token() == 8u);
+  b->g = guard{}; // a dropped guard's release carries the next bid too
+  f.settle();
+  BOOST_TEST(f.log() == "carry o3; release o2 #8; contend o3 wait");
+  f.store->grant("o3", 9, 30000ms);
+  f.settle();
+  BOOST_TEST(c->g.fencing_token() == 9u);
+  c->g.unlock([](error_code) {});
+  f.settle();
+  BOOST_TEST(f.log() == "release o3 #9"); // nobody behind it
+  BOOST_TEST(f.engine->held() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(unlock_releases_at_the_store_and_leaves_the_keeper) {

@@ -49,7 +49,7 @@ std::string describe(const line_action& a) {
   using k = line_action::kind;
   switch (a.what) {
   case k::contend:
-    return "contend " + a.owner + (a.wait ? " wait" : " look");
+    return "contend " + a.owner + (a.wait ? " wait" : " look") + (a.ride ? " ride" : "");
   case k::withdraw:
     return "withdraw " + a.owner;
   case k::give_back:
@@ -456,6 +456,104 @@ BOOST_AUTO_TEST_CASE(close_fails_every_caller_and_withdraws) {
   BOOST_TEST(l.m.idle());
   l.m.close(error::closed);
   BOOST_TEST(l.acts() == "");
+}
+
+// ---- riding the release (a store that serves release_then_bid in one request) ---------------
+
+namespace {
+struct riding : fixture {
+  riding() { m.ride_releases(true); }
+};
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_next_bid_waits_for_the_holders_release_and_goes_with_it) {
+  riding l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  l.m.arrive(3, forever, false, at(2));
+  BOOST_TEST(l.acts() == "contend o1 wait");
+  // Callers wait behind the holder: their bid would only queue behind this client's own lease.
+  l.m.granted(token(7), at(10));
+  BOOST_TEST(l.acts() == "grant 1 o1 #7");
+  BOOST_TEST(l.m.holding() == "o1");
+  BOOST_TEST(l.m.open() == "");
+  BOOST_TEST(!l.m.idle());
+  BOOST_TEST(!l.m.release("o9", at(15))); // not the holder: a release of its own
+  BOOST_TEST(l.acts() == "");
+  BOOST_TEST(l.m.release("o1", at(20)));
+  BOOST_TEST(l.acts() == "contend o2 wait ride");
+  l.m.granted(token(8), at(21));
+  BOOST_TEST(l.acts() == "grant 2 o2 #8");
+  BOOST_TEST(l.m.release("o2", at(30)));
+  BOOST_TEST(l.acts() == "contend o3 wait ride");
+  l.m.granted(token(9), at(31));
+  BOOST_TEST(l.acts() == "grant 3 o3 #9");
+  // Nobody behind the last one: nothing rides on its release.
+  BOOST_TEST(l.m.holding() == "");
+  BOOST_TEST(!l.m.release("o3", at(40)));
+  BOOST_TEST(l.m.idle());
+}
+
+BOOST_AUTO_TEST_CASE(a_ride_that_is_not_granted_waits_as_any_bid) {
+  riding l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, at(500), false, at(1));
+  l.m.granted(token(7), at(10));
+  l.m.take_actions();
+  BOOST_TEST(l.m.release("o1", at(20)));
+  BOOST_TEST(l.acts() == "contend o2 wait ride");
+  // The release's reply was lost: the bid ended unsure, and rides through as any bid.
+  l.m.unsure(error::timeout, "no reply", at(30));
+  BOOST_TEST(l.acts() == "wake_at 80");
+  BOOST_TEST(l.m.held_back());
+  BOOST_TEST(l.acts_contend_at(80));
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_lease_lets_the_held_back_bid_go_at_once) {
+  riding l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  l.m.granted(token(7), at(10));
+  l.m.take_actions();
+  l.m.lease_over("o1", at(50));
+  BOOST_TEST(l.acts() == "contend o2 wait");
+  BOOST_TEST(l.m.holding() == "");
+  BOOST_TEST(!l.m.release("o1", at(60))); // the lost lease's give-back goes alone
+  BOOST_TEST(l.acts() == "");
+}
+
+BOOST_AUTO_TEST_CASE(held_back_callers_leave_and_time_out_with_nothing_to_withdraw) {
+  riding l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, at(100), false, at(1));
+  l.m.arrive(3, forever, false, at(2));
+  BOOST_TEST(l.acts() == "contend o1 wait; wake_at 100");
+  l.m.granted(token(7), at(10));
+  BOOST_TEST(l.acts() == "grant 1 o1 #7");
+  l.m.timer(at(100));
+  BOOST_TEST(l.acts() == "fail 2 timeout; wake_at never");
+  l.m.leave(3, aborted, at(110));
+  BOOST_TEST(l.acts() == "fail 3 aborted");
+  BOOST_TEST(l.m.idle());
+  BOOST_TEST(!l.m.release("o1", at(120))); // nobody waits: the release goes alone
+  BOOST_TEST(l.acts() == "");
+}
+
+BOOST_AUTO_TEST_CASE(a_look_first_in_line_bids_at_once_while_holding) {
+  riding l;
+  l.m.arrive(1, forever, false, at(0));
+  l.m.arrive(2, forever, false, at(1));
+  l.m.granted(token(7), at(10));
+  l.m.leave(2, aborted, at(11));
+  l.m.take_actions();
+  // A try must be answered now: it asks the store (which says taken: this client holds it).
+  l.m.arrive(3, forever, true, at(12));
+  BOOST_TEST(l.acts() == "contend o2 look");
+  l.m.arrive(4, forever, false, at(13));
+  l.m.taken(at(14));
+  BOOST_TEST(l.acts() == "empty 3"); // the waiter behind it is held back for the release
+  BOOST_TEST(l.m.release("o1", at(20)));
+  BOOST_TEST(l.acts() == "contend o3 wait ride");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

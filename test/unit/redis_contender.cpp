@@ -466,4 +466,48 @@ BOOST_AUTO_TEST_CASE(a_hand_off_after_a_withdrawal_is_left_to_the_give_up) {
   BOOST_TEST(b.acts() == "");
 }
 
+// ---- riding on this client's release (lock_backend::release_then_bid) ------------------------
+
+BOOST_AUTO_TEST_CASE(a_riding_bid_sends_nothing_and_is_granted_by_the_release_reply) {
+  bid b(cfg());
+  b.m.ride();
+  BOOST_TEST(b.acts() == "");
+  BOOST_TEST(!b.m.offer_handoff()); // not queued: no other release offers it anything
+  b.m.handed(11, at(200), milliseconds(30000), at(203));
+  BOOST_TEST(b.acts() == "granted #11 @200+30000");
+  BOOST_TEST(b.m.over());
+}
+
+BOOST_AUTO_TEST_CASE(a_riding_bid_the_release_did_not_grant_bids_on_its_own) {
+  bid b(cfg());
+  b.m.ride();
+  b.m.ride_declined({}, false, at(200)); // another client's waiter got the lock
+  BOOST_TEST(b.acts() == "attempt try");
+  b.m.attempt_done(taken(milliseconds(60000), at(200)), at(205));
+  BOOST_TEST(b.acts() == "subscribe; attempt queue");
+}
+
+BOOST_AUTO_TEST_CASE(a_riding_bid_whose_release_got_no_answer_ends_unsure) {
+  bid b(cfg());
+  b.m.ride();
+  b.m.ride_declined(error::timeout, true, at(200));
+  BOOST_TEST(b.acts() ==
+             "unsure timeout (the release that carried this bid got no answer)");
+  BOOST_TEST(b.m.over());
+  bid c(cfg());
+  c.m.ride();
+  c.m.ride_declined(error::closed, true, at(200));
+  BOOST_TEST(c.acts() == "failed " + error_code(error::closed).message());
+}
+
+BOOST_AUTO_TEST_CASE(a_riding_bid_withdrawn_gives_its_owner_up_after_the_release) {
+  bid b(cfg());
+  b.m.ride();
+  b.m.withdraw();
+  BOOST_TEST(b.acts() == "give_up"); // lands after the release: undoes a grant it carried
+  b.m.handed(11, at(200), milliseconds(30000), at(203));
+  b.m.ride_declined({}, false, at(204));
+  BOOST_TEST(b.acts() == "");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -63,6 +63,28 @@ void bid_run::forget() {
     timer_->disarm();
 }
 
+bool bid_run::ride() {
+  auto c = s_->client();
+  if (!c || c->closed || s_->closed || !c->lock_subs) {
+    start(); // fails it, as a bid of its own would
+    return false;
+  }
+  s_->running[owner_] = shared_from_this();
+  if (channel_) {
+    channel_->join(shared_from_this());
+    may_queue();
+  }
+  reached_ = true; // the release carries the owner: a withdrawal gives it up after it
+  machine_.ride();
+  run();
+  return true;
+}
+
+void bid_run::ride_declined(error_code ec, bool unknown) {
+  machine_.ride_declined(ec, unknown, steady::now());
+  run();
+}
+
 void bid_run::start() {
   auto self = shared_from_this();
   auto c = s_->client();

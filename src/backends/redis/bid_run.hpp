@@ -24,6 +24,11 @@ public:
   ~bid_run();
 
   void start();
+  /// Instead of start(): the bid rides on a release of this client's (lock_backend::
+  /// release_then_bid), which settles it by handed() or ride_declined(). False (the run ended
+  /// already, its event on the way) when no request can go.
+  bool ride();
+  void ride_declined(error_code ec, bool unknown);
   void withdraw();
 
   // From the lock's channel.

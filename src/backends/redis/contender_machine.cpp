@@ -218,7 +218,7 @@ bool contender_machine::offer_handoff() {
 void contender_machine::handed(std::uint64_t token, steady::time_point from,
                                std::chrono::milliseconds px, steady::time_point now) {
   offered_ = false;
-  if (step_ != step::waiting) {
+  if (step_ != step::waiting && step_ != step::riding) {
     after_event();
     return; // withdrawn meanwhile: its give-up, sent after the release, frees the lock
   }
@@ -238,6 +238,21 @@ void contender_machine::handoff_declined(bool unknown, steady::time_point) {
       send(attempt_mode::queue);
   }
   after_event();
+}
+
+void contender_machine::ride() {
+  step_ = step::riding;
+  sent_ = true; // the release carries the owner: a withdrawal gives it up after it
+}
+
+void contender_machine::ride_declined(error_code ec, bool unknown, steady::time_point now) {
+  if (step_ != step::riding)
+    return; // withdrawn meanwhile
+  if (ec == error::closed)
+    return fail(ec, {});
+  if (unknown)
+    return unsure(ec, "the release that carried this bid got no answer");
+  start(now);
 }
 
 void contender_machine::subscribed(bool restored, steady::time_point) {

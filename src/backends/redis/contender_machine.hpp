@@ -96,6 +96,15 @@ public:
               steady::time_point now);
   /// The release did not give it (we were not first), or its outcome is unknown (`unknown`).
   void handoff_declined(bool unknown, steady::time_point now);
+  /// Instead of start(): the bid rides on this client's release of the lock (release.lua with
+  /// ARGV[8]; core::backend::release_then_bid) and sends nothing until the release's reply:
+  /// handed(), or ride_declined().
+  void ride();
+  /// The release did not give the lock to our owner: `ec` none (released, or the lease was lost
+  /// already) or a refusal — the bid starts as start() would; `unknown` (Redis did not answer:
+  /// `ec` its transport error) — unsure (contract 6: the release may have granted it); closed —
+  /// failed.
+  void ride_declined(error_code ec, bool unknown, steady::time_point now);
   /// The channel is subscribed: the first time, or again after a reconnect (`restored`: a
   /// message may have been missed).
   void subscribed(bool restored, steady::time_point now);
@@ -115,7 +124,7 @@ public:
   bool in_flight() const noexcept { return flight_; }
 
 private:
-  enum class step { idle, looking, waiting, claiming, confirming, over };
+  enum class step { idle, riding, looking, waiting, claiming, confirming, over };
   enum class subscription { none, pending, confirmed };
 
   void send(attempt_mode mode);

@@ -44,6 +44,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
   std::string owner;                 // Redis's
   std::shared_ptr<bid_run> handoff;  // offered the lock, if any
   bool pass = false;                 // non-fair: offered even behind other clients' waiters
+  bool ride = false;                 // `handoff` is not queued: its bid rides on this release
   // Never move-assigned (see detail/completion.hpp).
   corolock::detail::stored_handler<core::handler<void(error_code, std::string)>> h;
   int tries = 0;
@@ -55,7 +56,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
     s->track(names, owner);
     request req;
     const corolock::detail::release_handoff offer{
-        handoff ? handoff->redis_owner() : std::string(), pass};
+        handoff ? handoff->redis_owner() : std::string(), pass, ride};
     corolock::detail::push_release(req, *names, owner, tries > 0, handoff ? &offer : nullptr,
                                    handoff ? handoff->lease() : milliseconds(0),
                                    c->publish_verb());
@@ -107,7 +108,10 @@ struct release_op : std::enable_shared_from_this<release_op> {
   }
 
   void finish(error_code ec, std::string words, bool unknown) {
-    if (handoff)
+    if (handoff && ride)
+      std::exchange(handoff, nullptr)->ride_declined(unknown || ec == error::closed ? ec : error_code{},
+                                                     unknown);
+    else if (handoff)
       std::exchange(handoff, nullptr)->handoff_declined(unknown);
     if (h)
       complete_later(s->ex, h.take(), asio::cancellation_slot{}, ec, std::move(words));
@@ -257,14 +261,48 @@ void lock_backend::give_back(const core::bid& b, const std::string& owner,
   s_->give_back(backend_state::names_of(b.lock), owner, std::move(h));
 }
 
-void lock_backend::release(const core::held& lease,
-                           core::handler<void(error_code, std::string)> h) {
+namespace {
+std::shared_ptr<release_op> release_op_of(const std::shared_ptr<backend_state>& s,
+                                          const core::held& lease,
+                                          core::handler<void(error_code, std::string)>&& h) {
   auto op = std::make_shared<release_op>();
-  op->s = s_;
+  op->s = s;
   op->names = backend_state::names_of(lease.lock);
   op->owner = lease.owner;
   op->h.set(std::move(h));
-  s_->held.erase(op->owner);
+  s->held.erase(op->owner);
+  return op;
+}
+} // namespace
+
+bool lock_backend::rides_release(const core::lock_spec& lock) const {
+  // A non-fair mutex keeps its next bid queued: its release passes that bid ahead of other
+  // clients' waiters (release.lua ARGV[7]), which a bid not yet in the queue could not be.
+  return lock.kind == core::lock_kind::mutex && tuning_of(lock).fair;
+}
+
+std::unique_ptr<core::contender>
+lock_backend::release_then_bid(const core::held& lease,
+                               core::handler<void(error_code, std::string)> h, core::bid b,
+                               std::string owner, core::contender_events& events) {
+  auto op = release_op_of(s_, lease, std::move(h));
+  auto run = std::make_shared<bid_run>(s_, std::move(b), std::move(owner), events);
+  if (s_->closed) {
+    op->finish(error::closed, {}, true);
+    run->start(); // fails it: closed
+  } else {
+    if (run->ride()) {
+      op->handoff = run;
+      op->ride = true;
+    }
+    op->send();
+  }
+  return std::make_unique<redis_contender>(std::move(run));
+}
+
+void lock_backend::release(const core::held& lease,
+                           core::handler<void(error_code, std::string)> h) {
+  auto op = release_op_of(s_, lease, std::move(h));
   if (s_->closed)
     return op->finish(error::closed, {}, true);
   // Permit locks have no hand-off: this client's own bids hear of their grants like anyone else's.

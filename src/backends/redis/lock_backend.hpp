@@ -61,6 +61,14 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  /// Fair mutexes: release.lua carries the bid (ARGV[8]). Non-fair mutexes (their release passes
+  /// a queued bid ahead) and the permit kinds (semaphores, read-write locks: permit scripts, no
+  /// hand-off) keep the default, never called.
+  bool rides_release(const core::lock_spec& lock) const override;
+  std::unique_ptr<core::contender> release_then_bid(const core::held& lease,
+                                                    core::handler<void(error_code, std::string)> h,
+                                                    core::bid b, std::string owner,
+                                                    core::contender_events& events) override;
   void give_back(const core::bid& b, const std::string& owner,
                  core::handler<void(error_code, std::string)> h) override;
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,

@@ -57,6 +57,15 @@ void push_release(request& req, const lock_names& names, const std::string& owne
          std::to_string(names.default_permits)});
     return;
   }
+  if (handoff && handoff->ride) { // ARGV[8], only then: a plain release sends one argument less
+    request_access::push_script(
+        req, release_script(),
+        {names.key, name(names, n::fence_suffix), name(names, n::queue_suffix),
+         name(names, n::expiry_suffix)},
+        {owner, retry ? "1" : "0", std::string_view(handoff->owner),
+         std::to_string(handoff_lease.count()), name(names, n::channel_suffix), publish, "0", "1"});
+    return;
+  }
   request_access::push_script(
       req, release_script(),
       {names.key, name(names, n::fence_suffix), name(names, n::queue_suffix),

@@ -42,6 +42,9 @@ bool unreachable(error_code ec) noexcept;
 struct release_handoff {
   std::string owner;   ///< the bid's queued owner: gets the lock if it is first in the queue
   bool pass = false;   ///< non-fair: `owner` gets the lock even behind other clients' waiters
+  /// `owner` is not queued: its bid rides on the release (lock_backend::release_then_bid) and
+  /// gets the lock when nobody waits.
+  bool ride = false;
 };
 
 /// An attempt of `owner` on the lock: take it if free; `mode` queue: else wait in its queue.

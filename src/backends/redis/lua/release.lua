@@ -6,6 +6,9 @@
 -- ARGV[5] the lock's channel  ARGV[6] 'publish' or 'spublish'
 -- ARGV[7] '1' non-fair: ARGV[3] gets the lock even behind other clients' waiters (the client
 -- bounds how often in a row it asks), else '0'
+-- ARGV[8] '1': ARGV[3] has no bid in Redis yet, its bid rides on this release (the client's next
+-- caller of the lock): it gets the lock when nobody waits, as a bid sent right after the release
+-- would; else the client bids for it on its own. Absent: ARGV[3] is queued (or '').
 -- Returns {1} released (and granted to another client's waiter, announced on the channel);
 -- {2, token, pttl} released and given to ARGV[3] (alive: it gets its full lease, unannounced);
 -- {3, token, pttl} the same, non-fair: ARGV[3] passed over the first waiter;
@@ -30,23 +33,29 @@ if holder ~= ARGV[1] then
   return {1}
 end
 redis.call('del', KEYS[1])
-if not queued then
+local rides = ARGV[8] == '1'
+if not queued and not rides then
   return {1} -- nobody waits, ARGV[3] included
 end
 local now_ms, now_us = clock()
-prune(KEYS[3], KEYS[4], now_ms)
+if queued then
+  prune(KEYS[3], KEYS[4], now_ms)
+end
 -- The lock goes to ARGV[3] (in the queue still when `queued_bid`), unannounced.
 local function hand_to_own_bid(status, queued_bid)
   local lease = tonumber(ARGV[4])
   return {status, give(KEYS, ARGV[3], lease, now_us, queued_bid), lease}
 end
-if ARGV[7] == '1' and ARGV[3] ~= '' then
+if queued and ARGV[7] == '1' and ARGV[3] ~= '' then
   local first = first_waiter(KEYS[3])
   if first and first ~= ARGV[3] and redis.call('zscore', KEYS[3], ARGV[3]) then
     return hand_to_own_bid(3, true) -- the others wait on, unannounced: the lock is not theirs
   end
 end
-local first = grant_first(KEYS, ARGV[3], now_us, ARGV[5], ARGV[6])
+local first = queued and grant_first(KEYS, ARGV[3], now_us, ARGV[5], ARGV[6])
+if rides and not first then
+  return hand_to_own_bid(2, false) -- nobody waits: the riding bid takes the lock
+end
 if not first or first ~= ARGV[3] then
   return {1} -- granted to another client's waiter (ARGV[3] '' included), or nobody waits
 end
