@@ -15,9 +15,12 @@
 /// - A waiter sleeps until the store tells its client the lock is free for it (Redis: a grant
 ///   message; ZooKeeper: a watch on the node just before its own; MariaDB and PostgreSQL: the
 ///   server's blocking lock call returns), its own deadline passes, or it is cancelled. Waiters of
-///   one client queue locally (FIFO) and the client holds one place in the store's line for the
-///   lock: one release wakes one waiter, not a herd. Across processes the line is first come,
-///   first served where the store keeps it so (Redis, ZooKeeper, the testing store).
+///   one client queue locally (FIFO) and the client holds at most one place in the store's line
+///   for the lock: one release wakes one waiter, not a herd. Across processes the line is first
+///   come, first served where the store keeps it so (Redis, ZooKeeper, the testing store). On
+///   Redis (the fair default), while a caller holds the lock its client's next caller takes its
+///   place with the holder's release (one request for both), so a waiter of another client that
+///   queued meanwhile goes first.
 /// - While a guard lives its lease is kept: renewed every lease/3 on a store whose locks have their
 ///   own lease (Redis, the testing store; unless lock_options::watchdog is false), or the session
 ///   kept alive on a store whose lease is the session (ZooKeeper, MariaDB, PostgreSQL).
