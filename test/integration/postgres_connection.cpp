@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(a_terminated_holder_frees_the_lock_and_its_connection_repor
 // the words were then libpq's "server closed the connection unexpectedly".)
 BOOST_AUTO_TEST_CASE(an_idle_session_ended_by_the_server_is_lost_on_its_last_words) {
   postgres_server server;
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+  run_async([&](asio::any_io_executor) -> asio::awaitable<void> {
     auto holder = co_await connected(server);
     BOOST_TEST(co_await one_value(*holder, "SELECT 'got' FROM pg_advisory_lock(9)") == "got");
     std::optional<std::string> words;

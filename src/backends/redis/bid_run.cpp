@@ -69,7 +69,7 @@ bool bid_run::ride() {
     start(); // fails it, as a bid of its own would
     return false;
   }
-  s_->running[owner_] = shared_from_this();
+  enlist();
   if (channel_) {
     channel_->join(shared_from_this());
     may_queue();
