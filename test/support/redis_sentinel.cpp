@@ -56,7 +56,9 @@ redis_sentinel::redis_sentinel(redis_sentinel_options options)
   try {
     std::ofstream(dir_ / "owner") << ::getpid() << '\n'; // swept by redis_server if we die
     redis_server_options data;
-    data.args = {"--replica-announce-ip", "127.0.0.1"};
+    // A replica's first sync starts at once, not after 5 s of waiting for more replicas to share
+    // it (settle() waits for the replica's link).
+    data.args = {"--replica-announce-ip", "127.0.0.1", "--repl-diskless-sync-delay", "0"};
     if (options_.tls) {
       tls_ = std::make_shared<tls_material>(dir_ / "tls");
       data.tls = true;

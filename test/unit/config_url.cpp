@@ -311,4 +311,18 @@ BOOST_AUTO_TEST_CASE(bad_cluster_urls_and_configs_are_invalid_argument) {
   BOOST_TEST((c.validate() == error::invalid_argument));
 }
 
+BOOST_AUTO_TEST_CASE(validate_address_map) {
+  client_config c;
+  c.address_map.push_back({"10.0.0.5", 6379, "127.0.0.1", 7000});
+  BOOST_TEST(!c.validate());
+  for (auto half : {corolock::address_mapping{"", 6379, "127.0.0.1", 7000},
+                    corolock::address_mapping{"10.0.0.5", 0, "127.0.0.1", 7000},
+                    corolock::address_mapping{"10.0.0.5", 6379, "", 7000},
+                    corolock::address_mapping{"10.0.0.5", 6379, "127.0.0.1", 0}}) {
+    c.address_map = {half}; // a mapping names both addresses in full
+    BOOST_TEST((c.validate() == error::invalid_argument), half.host << ":" << half.port << " -> "
+                                                                    << half.to_host << ":" << half.to_port);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,6 +2,7 @@
 /// How to reach a Redis server and how to behave towards it.
 #pragma once
 
+#include <corolock/redis/address_mapping.hpp>
 #include <corolock/redis/cluster_config.hpp>
 #include <corolock/redis/lock_options.hpp>
 #include <corolock/redis/sentinel_config.hpp>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace corolock {
 
@@ -70,6 +72,12 @@ struct client_config {
   sentinel_config sentinel;
   /// Talk to a Redis Cluster through these seed nodes instead of host/port (see cluster_config).
   cluster_config cluster;
+  /// Addresses dialled elsewhere: a cluster's nodes or a Sentinel's master behind NAT or in
+  /// containers (see address_mapping). Every address the client dials (host/port, cluster seeds
+  /// and nodes, Sentinels and the master they name) is looked up here first: the first mapping of
+  /// that host and port says where it connects instead; an address no mapping names is dialled as
+  /// it is. Empty: every address as it is.
+  std::vector<address_mapping> address_map;
   /// How this client's locks wait in Redis's queues (grant lease, queue place refresh).
   redis::lock_options locks;
 
@@ -94,7 +102,8 @@ struct client_config {
   /// Checks the values; error::invalid_argument when one makes no sense (among them: TLS over a
   /// unix socket, a client certificate without its key or a key without its certificate, TLS
   /// files or a server name while tls is off; a cluster together with Sentinel, a unix socket, a
-  /// database other than 0 (a cluster has only database 0)). Files are not opened here.
+  /// database other than 0 (a cluster has only database 0); a mapping of address_map without a
+  /// host or a port on either side). Files are not opened here.
   boost::system::error_code validate() const;
 };
 

@@ -310,6 +310,8 @@ boost::system::error_code client_config::validate() const {
   } else {
     ok = ok && !any_tls_field; // TLS settings on a plain connection are a mistake, not a no-op
   }
+  for (const auto& m : address_map) // a mapping names both addresses in full
+    ok = ok && !m.host.empty() && m.port != 0 && !m.to_host.empty() && m.to_port != 0;
   ok = ok && !locks.validate();
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }

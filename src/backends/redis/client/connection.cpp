@@ -2,6 +2,7 @@
 
 #include "detail/completion.hpp"
 #include "backends/redis/client/backoff.hpp"
+#include "backends/redis/client/dialled_address.hpp"
 #include "backends/redis/client/handshake.hpp"
 #include "backends/redis/client/sentinel.hpp"
 #include "backends/redis/client/tls_context.hpp"
@@ -391,6 +392,8 @@ asio::awaitable<error_code> connection_impl::connect_once() {
       co_return lec;
   }
   peer_ = target;
+  // Where it goes: the address as named, unless the client's address_map sends it elsewhere.
+  const server_address dialled = dialled_address(cfg_, target);
 
   // One timer bounds connect + handshake: on expiry it closes the socket, failing what is pending.
   // Its state is shared, since its handler may already be queued when this attempt ends.
@@ -420,8 +423,10 @@ asio::awaitable<error_code> connection_impl::connect_once() {
 
   error_code ec;
   auto& socket = transport_.socket();
-  const std::string where =
-      cfg_.unix_socket.empty() ? target.host + ":" + std::to_string(target.port) : cfg_.unix_socket;
+  std::string where = cfg_.unix_socket.empty() ? target.host + ":" + std::to_string(target.port)
+                                               : cfg_.unix_socket;
+  if (cfg_.unix_socket.empty() && dialled != target)
+    where += " (dialled as " + dialled.host + ":" + std::to_string(dialled.port) + ")";
   if (!cfg_.unix_socket.empty()) {
     asio::local::stream_protocol::endpoint ep(cfg_.unix_socket);
     transport_.reset();
@@ -429,9 +434,9 @@ asio::awaitable<error_code> connection_impl::connect_once() {
   } else {
     asio::ip::tcp::resolver resolver(ex_);
     auto [rec, results] =
-        co_await resolver.async_resolve(target.host, std::to_string(target.port), use_tuple);
+        co_await resolver.async_resolve(dialled.host, std::to_string(dialled.port), use_tuple);
     if (rec) {
-      last_connect_error_ = "cannot resolve " + target.host + ": " + rec.message();
+      last_connect_error_ = "cannot resolve " + dialled.host + ": " + rec.message();
       co_return error::connect_failed;
     }
     ec = asio::error::host_not_found;

@@ -32,6 +32,7 @@ client_config sentinel_connection_config(const client_config& cfg, const sentine
   out.reconnect_min = cfg.reconnect_min;
   out.reconnect_max = cfg.reconnect_max;
   out.reconnect = false;
+  out.address_map = cfg.address_map; // a Sentinel is dialled through it too
   if (cfg.tls && cfg.sentinel.tls) {
     out.tls = true;
     out.tls_ca_file = cfg.tls_ca_file;
