@@ -411,7 +411,7 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
   // Cleanup after a cancellation needs further co_awaits: do not throw on them.
   co_await asio::this_coro::throw_if_cancelled(false);
   auto c = st->client.lock();
-  if (!c || c->closed)
+  if (!c || c->closed())
     co_return acquire_result{error::closed, segment_guard{}};
   if (!c->ready_for_locks())
     co_return acquire_result{error::not_connected, segment_guard{}};
@@ -523,7 +523,7 @@ asio::awaitable<error_code> mark_op(std::shared_ptr<segmented_state> st, std::si
                                     std::uint64_t generation, diagnostics* diag) {
   auto c = st->client.lock();
   error_code ec;
-  if (!c || c->closed) {
+  if (!c || c->closed()) {
     ec = error::closed;
   } else {
     ec = co_await exec_one(*c, sadd_request(st->empty_key, i), diag);
@@ -535,7 +535,7 @@ asio::awaitable<error_code> mark_op(std::shared_ptr<segmented_state> st, std::si
 
 asio::awaitable<error_code> refresh_op(std::shared_ptr<segmented_state> st, diagnostics* diag) {
   auto c = st->client.lock();
-  if (!c || c->closed)
+  if (!c || c->closed())
     co_return error_code(error::closed);
   auto ec = co_await refresh_now(st, *c, false);
   if (ec)
@@ -545,7 +545,7 @@ asio::awaitable<error_code> refresh_op(std::shared_ptr<segmented_state> st, diag
 
 asio::awaitable<error_code> reset_op(std::shared_ptr<segmented_state> st, diagnostics* diag) {
   auto c = st->client.lock();
-  if (!c || c->closed)
+  if (!c || c->closed())
     co_return error_code(error::closed);
   request req;
   req.push("DEL", st->empty_key);

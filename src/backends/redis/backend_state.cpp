@@ -15,22 +15,22 @@ namespace {
 
 /// A give-up that no master has run: Redis did not answer it in time, or a demoted master (found
 /// through Sentinel, which drops the connection and asks for the new one) refused it.
-bool unsettled_reply(const client_impl& c, error_code ec, const corolock::response& r) {
+bool unsettled_reply(const lock_link& c, error_code ec, const corolock::response& r) {
   if (corolock::detail::unreachable(ec))
     return true;
-  return !ec && c.cfg.sentinel.enabled() && !r.empty() && r[0].is_error() &&
+  return !ec && c.config().sentinel.enabled() && !r.empty() && r[0].is_error() &&
          r[0].error_code() == "READONLY";
 }
 
 } // namespace
 
-error_code transport_error(const client_impl& c, error_code ec) {
-  return ec == error::timeout && !c.locks->connected() ? error_code(error::not_connected) : ec;
+error_code transport_error(const lock_link& c, error_code ec) {
+  return ec == error::timeout && !c.lock_connected() ? error_code(error::not_connected) : ec;
 }
 
-backend_state::backend_state(const std::shared_ptr<client_impl>& c, std::string owner_id)
-    : client_(c), id(owner_id.empty() ? c->id : std::move(owner_id)), ex(c->ex),
-      sweep_timer(c->ex) {}
+backend_state::backend_state(const std::shared_ptr<lock_link>& c, std::string owner_id)
+    : client_(c), id(owner_id.empty() ? c->client_id() : std::move(owner_id)), ex(c->executor()),
+      sweep_timer(c->executor()) {}
 
 backend_state::~backend_state() {
   for (auto& [_, ch] : channels)
@@ -43,11 +43,11 @@ const lock_tuning& tuning_of(const core::lock_spec& lock) noexcept {
   return t ? *t : defaults;
 }
 
-queue_timings queue_timings_of(const client_impl* c) {
+queue_timings queue_timings_of(const lock_link* c) {
   queue_timings t{std::chrono::milliseconds(2000), std::chrono::milliseconds(10000)};
   if (c) {
-    t.grant_lease = c->cfg.locks.grant_lease;
-    t.waiter_ttl = c->cfg.locks.waiter_ttl;
+    t.grant_lease = c->config().locks.grant_lease;
+    t.waiter_ttl = c->config().locks.waiter_ttl;
   }
   return t;
 }
@@ -78,7 +78,7 @@ std::shared_ptr<const lock_names> backend_state::names_of(
   return {lock, &names(*lock)}; // aliasing: kept as long as the spec is
 }
 
-std::string redis_owner_of(const std::string& owner, const client_impl* c,
+std::string redis_owner_of(const std::string& owner, const lock_link* c,
                            const core::lock_spec& lock) {
   const auto grant_lease = std::min(queue_timings_of(c).grant_lease, lock.options.lease);
   return owner + ':' + std::to_string(grant_lease.count());
@@ -110,14 +110,14 @@ void backend_state::release_once(const std::shared_ptr<const lock_names>& names,
                                  const std::string& redis_owner, bool retry,
                                  core::handler<void(error_code, std::string)> h) {
   auto c = client();
-  if (!c || c->closed || closed) {
+  if (!c || c->closed() || closed) {
     asio::post(ex, asio::append(std::move(h), error_code(error::closed), std::string()));
     return; // close() releases everything still unsettled
   }
   track(names, redis_owner);
   corolock::request req;
   corolock::detail::push_release(req, *names, redis_owner, retry, nullptr, {}, c->publish_verb());
-  c->locks->exec(std::move(req), [weak = weak_from_this(), redis_owner, ex = ex,
+  c->exec(std::move(req), [weak = weak_from_this(), redis_owner, ex = ex,
                                   h = std::move(h)](error_code ec, corolock::response r) mutable {
     auto self = weak.lock();
     auto c = self ? self->client() : nullptr;

@@ -12,7 +12,7 @@
 #include "backends/redis/lock_names.hpp"
 #include "backends/redis/replica_acks.hpp"
 #include "core/backend.hpp"
-#include "backends/redis/client/client_impl.hpp"
+#include "backends/redis/client/lock_link.hpp"
 
 #include <corolock/redis/lock_tuning.hpp>
 
@@ -26,7 +26,7 @@
 
 namespace corolock::redis::detail {
 
-using corolock::detail::client_impl;
+using corolock::detail::lock_link;
 using corolock::detail::lock_names;
 using core::steady;
 
@@ -51,20 +51,20 @@ struct redis_lock final : core::lock_ticket {
 /// A lock's redis::lock_tuning (lock_options::store), or the defaults when it has none.
 const lock_tuning& tuning_of(const core::lock_spec& lock) noexcept;
 /// The queue timings of client `c`'s locks (null: the defaults): client_config::locks.
-queue_timings queue_timings_of(const client_impl* c);
+queue_timings queue_timings_of(const lock_link* c);
 /// `owner` (a fresh '<client id>:<number>') as Redis records it on client `c`: with the lock's
 /// grant lease.
-std::string redis_owner_of(const std::string& owner, const client_impl* c,
+std::string redis_owner_of(const std::string& owner, const lock_link* c,
                            const core::lock_spec& lock);
 
 struct backend_state : std::enable_shared_from_this<backend_state> {
   /// `owner_id`: the id its owners start with (empty: the client's own; a cluster's nodes all take
   /// the cluster client's, whose owners they serve).
-  backend_state(const std::shared_ptr<client_impl>& c, std::string owner_id);
+  backend_state(const std::shared_ptr<lock_link>& c, std::string owner_id);
   ~backend_state();
 
   /// The client, or null once it is gone.
-  std::shared_ptr<client_impl> client() const { return client_.lock(); }
+  std::shared_ptr<lock_link> client() const { return client_.lock(); }
 
   queue_timings timings() const;
   /// The lock's Redis names (a mutex: prefix{name}; read-write ":rw", semaphore ":sem"), as its
@@ -102,7 +102,7 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   void forget_channel(const grant_channel& ch, const std::string& key);
   static constexpr std::chrono::milliseconds linger{1000};
 
-  std::weak_ptr<client_impl> client_;
+  std::weak_ptr<lock_link> client_;
   std::string id; ///< the client's id (owners start with it)
   asio::any_io_executor ex;
   std::uint64_t owners = 0;
@@ -147,6 +147,6 @@ private:
 };
 
 /// A request that timed out while the connection was down failed for want of a connection.
-error_code transport_error(const client_impl& c, error_code ec);
+error_code transport_error(const lock_link& c, error_code ec);
 
 } // namespace corolock::redis::detail

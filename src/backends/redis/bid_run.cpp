@@ -65,7 +65,7 @@ void bid_run::forget() {
 
 bool bid_run::ride() {
   auto c = s_->client();
-  if (!c || c->closed || s_->closed || !c->lock_subs) {
+  if (!c || c->closed() || s_->closed || !c->ready_for_locks()) {
     start(); // fails it, as a bid of its own would
     return false;
   }
@@ -88,10 +88,10 @@ void bid_run::ride_declined(error_code ec, bool unknown) {
 void bid_run::start() {
   auto self = shared_from_this();
   auto c = s_->client();
-  if (!c || c->closed || s_->closed || !c->lock_subs) {
+  if (!c || c->closed() || s_->closed || !c->ready_for_locks()) {
     // Closed, or never connected: no request can go (an outage later is the attempts' business).
     contender_action a{contender_action::kind::failed};
-    a.ec = !c || c->closed || s_->closed ? error_code(error::closed)
+    a.ec = !c || c->closed() || s_->closed ? error_code(error::closed)
                                          : error_code(error::not_connected);
     deliver(std::move(a));
     return;
@@ -194,7 +194,7 @@ bool bid_run::may_have_reached() {
   // An attempt not answered yet: unwritten if it can still be taken back. (A weak handle that
   // expired says nothing: the reply may be read, its completion not run yet.)
   auto c = s_->client();
-  if (c && c->locks->withdraw(attempt_)) {
+  if (c && c->withdraw(attempt_)) {
     taken_back_ = true;
     return false;
   }
@@ -234,7 +234,7 @@ void bid_run::deliver(contender_action a) {
 
 void bid_run::attempt(attempt_mode mode) {
   auto c = s_->client();
-  if (!c || c->closed || s_->closed) {
+  if (!c || c->closed() || s_->closed) {
     asio::post(s_->ex, [w = weak_from_this()] {
       attempt_outcome out;
       out.ec = error::closed;
@@ -273,9 +273,9 @@ void bid_run::attempt(attempt_mode mode) {
       self->reached_ = true;
       corolock::detail::read_attempt_reply(r.at(0), lease, out);
       if (out.ec == error::redis_error)
-        c->last_server_error = out.text;
+        c->note_server_error(out.text);
       else if (out.ec == error::invalid_argument)
-        c->last_server_error = "corolock: " + out.text;
+        c->note_server_error("corolock: " + out.text);
     }
     self->machine_.attempt_done(out, steady::now());
     self->run();
@@ -283,9 +283,9 @@ void bid_run::attempt(attempt_mode mode) {
   in_flight_ = true;
   // A waiting bid's attempt may wait for a connection (request_timeout): it can be taken back.
   if (bid_.wait)
-    attempt_ = c->locks->exec_withdrawable(std::move(req), std::move(done));
+    attempt_ = c->exec_withdrawable(std::move(req), std::move(done));
   else
-    c->locks->exec(std::move(req), std::move(done));
+    c->exec(std::move(req), std::move(done));
 }
 
 void bid_run::claim(std::uint64_t token) {
@@ -298,7 +298,7 @@ void bid_run::claim(std::uint64_t token) {
   request req;
   corolock::detail::push_renew(req, *names_, owner_, token, bid_.lock->options.lease);
   const auto sent_at = steady::now();
-  c->locks->exec(std::move(req), [w = weak_from_this(), sent_at](error_code ec, response r) {
+  c->exec(std::move(req), [w = weak_from_this(), sent_at](error_code ec, response r) {
     auto self = w.lock();
     if (!self)
       return;
@@ -331,7 +331,7 @@ void bid_run::confirm(std::uint64_t token) {
     return;
   }
   if (!s_->acks)
-    s_->acks = std::make_shared<corolock::detail::replica_acks>(*c);
+    s_->acks = std::make_shared<corolock::detail::replica_acks>(c);
   s_->track(names_, owner_); // a closing client releases it
   const auto& o = bid_.lock->options;
   const auto& t = tuning_of(*bid_.lock);

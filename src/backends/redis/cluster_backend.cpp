@@ -26,6 +26,7 @@
 namespace corolock::redis::detail {
 
 using corolock::detail::client_impl;
+using corolock::detail::lock_link;
 using corolock::detail::cluster_error_kind;
 using corolock::detail::cluster_nodes;
 using corolock::detail::complete_later;
@@ -41,13 +42,13 @@ constexpr int max_hops = 8; // redirections of one operation (a slot moves once,
 /// shared by every lease it granted (a grant costs no allocation); it outlives the node's client
 /// (a lease may), which it holds weakly.
 struct granted_by final : core::lease_ticket {
-  granted_by(const std::shared_ptr<client_impl>& c, std::uint64_t t) : node(c), tag(t) {}
+  granted_by(const std::shared_ptr<lock_link>& c, std::uint64_t t) : node(c), tag(t) {}
   /// The node's client while it is open, else null.
-  std::shared_ptr<client_impl> open_node() const {
+  std::shared_ptr<lock_link> open_node() const {
     auto c = node.lock();
-    return c && !c->closed ? c : nullptr;
+    return c && !c->closed() ? c : nullptr;
   }
-  std::weak_ptr<client_impl> node;
+  std::weak_ptr<lock_link> node;
   const std::uint64_t tag; ///< the node's number in cluster_state::by_tag
 };
 
@@ -55,7 +56,7 @@ struct granted_by final : core::lease_ticket {
 /// reach it as they reach a standalone client's.
 class node_locks final : public corolock::detail::client_extension {
 public:
-  node_locks(const std::shared_ptr<client_impl>& c, std::string owner_id, std::uint64_t t)
+  node_locks(const std::shared_ptr<lock_link>& c, std::string owner_id, std::uint64_t t)
       : backend(c, std::move(owner_id)), tag(t), ticket(std::make_shared<granted_by>(c, t)) {}
   void on_reconnect() override { backend.on_reconnect(); }
   void on_close(corolock::request& last) override { backend.close_into(last); }
@@ -78,7 +79,7 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
   }
   bool stopped() const {
     auto t = top.lock();
-    return closed || !t || t->closed;
+    return closed || !t || t->closed();
   }
   milliseconds patience() const {
     auto t = top.lock();
@@ -86,8 +87,8 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
   }
 
   /// The lock backend of node `c`, made on first use.
-  node_locks& on(const std::shared_ptr<client_impl>& c) {
-    if (!c->extension) {
+  node_locks& on(const std::shared_ptr<lock_link>& c) {
+    if (!c->extension()) {
       auto n = std::make_unique<node_locks>(c, id, ++tags);
       core::backend::hooks h;
       h.reconnected = [w = weak_from_this()] {
@@ -107,9 +108,9 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
       n->backend.set_hooks(std::move(h));
       std::erase_if(by_tag, [](const auto& kv) { return kv.second.expired(); });
       by_tag[n->tag] = c;
-      c->extension = std::move(n);
+      c->set_extension(std::move(n));
     }
-    auto* n = dynamic_cast<node_locks*>(c->extension.get());
+    auto* n = dynamic_cast<node_locks*>(c->extension());
     BOOST_ASSERT_MSG(n, "a cluster node's locks run on one lock layer");
     return *n;
   }
@@ -119,7 +120,7 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
   void each_node(F f) const {
     for (const auto& [_, w] : by_tag)
       if (auto c = w.lock())
-        if (auto* n = dynamic_cast<node_locks*>(c->extension.get()))
+        if (auto* n = dynamic_cast<node_locks*>(c->extension()))
           f(*n);
   }
 
@@ -130,7 +131,7 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
   std::uint64_t tags = 0;
   core::backend::hooks hooks;
   bool closed = false;
-  std::unordered_map<std::uint64_t, std::weak_ptr<client_impl>> by_tag;
+  std::unordered_map<std::uint64_t, std::weak_ptr<lock_link>> by_tag;
 };
 
 namespace {
@@ -166,7 +167,7 @@ std::uint16_t slot_of(const core::lock_spec& lock) {
 /// The master that granted a cluster lease (its lease ticket: granted_by), while its client is
 /// open; renewals and the release go to whichever master serves the lock's slot when they are
 /// sent, this one when the map names none that is connected.
-std::shared_ptr<client_impl> granted_node(const core::held& lease) {
+std::shared_ptr<lock_link> granted_node(const core::held& lease) {
   const auto* by = core::ticket_of<granted_by>(lease);
   return by ? by->open_node() : nullptr;
 }
@@ -257,15 +258,15 @@ private:
     if (over_)
       return;
     find_node(s_, slot_, [self = shared_from_this()](error_code ec,
-                                                     std::shared_ptr<client_impl> node) {
+                                                     std::shared_ptr<lock_link> node) {
       self->found(ec, std::move(node));
     });
   }
 
-  void found(error_code ec, std::shared_ptr<client_impl> node) {
+  void found(error_code ec, std::shared_ptr<lock_link> node) {
     if (over_)
       return;
-    if (!ec && node->closed)
+    if (!ec && node->closed())
       ec = error::closed;
     if (ec) {
       auto nodes = s_->nodes();
@@ -324,7 +325,7 @@ private:
       self->route();
     };
     // A MOVED names the new owner: no need to wait for a full refresh (which may be rate-limited).
-    if (node_ && nodes->note_moved(words, node_->cfg.host))
+    if (node_ && nodes->note_moved(words, node_->config().host))
       go_on();
     else
       refresh_then(std::move(go_on));
@@ -375,7 +376,7 @@ private:
   const std::uint16_t slot_;
   corolock::detail::retry_window window_;
   asio::steady_timer pause_;
-  std::shared_ptr<client_impl> node_;
+  std::shared_ptr<lock_link> node_;
   std::unique_ptr<core::contender> on_node_;
   std::shared_ptr<granted_by> ticket_; // of the node the bid is on
   int hops_ = 0;
@@ -405,10 +406,10 @@ struct routed_op : std::enable_shared_from_this<routed_op<Result...>> {
   node_call call;
   // Never move-assigned (see detail/completion.hpp).
   corolock::detail::stored_handler<done_handler> h;
-  std::shared_ptr<client_impl> node;
+  std::shared_ptr<lock_link> node;
   int hops = 0;
 
-  void start(std::shared_ptr<client_impl> first) {
+  void start(std::shared_ptr<lock_link> first) {
     if (first)
       return send(std::move(first));
     route();
@@ -416,7 +417,7 @@ struct routed_op : std::enable_shared_from_this<routed_op<Result...>> {
 
   void route() {
     find_node(s, slot, [self = this->shared_from_this()](error_code ec,
-                                                         std::shared_ptr<client_impl> n) {
+                                                         std::shared_ptr<lock_link> n) {
       if (ec) {
         auto nodes = self->s->nodes();
         return self->finish(ec, Result{}..., nodes ? nodes->last_error() : std::string());
@@ -425,7 +426,7 @@ struct routed_op : std::enable_shared_from_this<routed_op<Result...>> {
     });
   }
 
-  void send(std::shared_ptr<client_impl> n) {
+  void send(std::shared_ptr<lock_link> n) {
     node = std::move(n);
     call(s->on(node).backend,
          [self = this->shared_from_this()](error_code ec, Result... r, std::string words) {
@@ -438,7 +439,7 @@ struct routed_op : std::enable_shared_from_this<routed_op<Result...>> {
         corolock::detail::classify_cluster_error(words) == cluster_error_kind::moved &&
         ++hops < max_hops && !s->stopped())
       if (auto nodes = s->nodes()) {
-        nodes->note_moved(words, node->cfg.host);
+        nodes->note_moved(words, node->config().host);
         return route();
       }
     finish(ec, std::move(r)..., std::move(words));
@@ -482,7 +483,7 @@ std::string cluster_backend::new_owner(const core::lock_spec& lock) {
 
 bool cluster_backend::known_unreachable() const noexcept {
   auto t = s_->top_client();
-  return !t || t->closed || s_->closed || !t->ready_for_locks() || !t->cluster;
+  return !t || t->closed() || s_->closed || !t->ready_for_locks() || !t->cluster;
 }
 
 error_code cluster_backend::check(const core::lock_spec& lock, std::string& words) const {
@@ -518,7 +519,7 @@ void cluster_backend::release(const core::held& lease,
   // lock whose slot moved is no longer kept by the node that granted it.
   const auto by = granted_node(lease);
   auto nodes = s_->nodes();
-  auto first = nodes ? nodes->connected_node_for(op->slot) : nullptr;
+  std::shared_ptr<lock_link> first = nodes ? nodes->connected_node_for(op->slot) : nullptr;
   if (!first)
     first = by;
   if (first && by && first != by)
@@ -572,10 +573,10 @@ void cluster_backend::renew(std::vector<core::renewal> leases,
   g->out.resize(leases.size());
   g->h.set(std::move(h));
   auto nodes = s_->nodes();
-  std::map<std::shared_ptr<client_impl>, std::vector<std::size_t>> by_node;
+  std::map<std::shared_ptr<lock_link>, std::vector<std::size_t>> by_node;
   for (std::size_t i = 0; i < leases.size(); ++i) {
     const auto& lease = leases[i].lease;
-    auto node = nodes ? nodes->connected_node_for(slot_of(*lease.lock)) : nullptr;
+    std::shared_ptr<lock_link> node = nodes ? nodes->connected_node_for(slot_of(*lease.lock)) : nullptr;
     if (!node)
       node = granted_node(lease);
     if (node && !s_->stopped())

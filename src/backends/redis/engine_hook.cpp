@@ -10,7 +10,7 @@ namespace corolock::redis::detail {
 
 engine_hook::engine_hook(const std::shared_ptr<corolock::detail::client_impl>& c) {
   // Known before connect: a handle may be made first.
-  if (c->cfg.cluster.enabled()) {
+  if (c->config().cluster.enabled()) {
     auto b = std::make_unique<cluster_backend>(c);
     cluster_ = b.get();
     engine_ = core::engine::create(std::move(b));
@@ -32,9 +32,9 @@ std::size_t engine_hook::owners_remembered() const {
 engine_hook::~engine_hook() = default;
 
 engine_hook& engine_hook::of(const std::shared_ptr<corolock::detail::client_impl>& c) {
-  if (!c->extension)
-    c->extension = std::make_unique<engine_hook>(c);
-  auto* hook = dynamic_cast<engine_hook*>(c->extension.get());
+  if (!c->extension())
+    c->set_extension(std::make_unique<engine_hook>(c));
+  auto* hook = dynamic_cast<engine_hook*>(c->extension());
   BOOST_ASSERT_MSG(hook, "a client's locks run on one lock layer");
   return *hook;
 }

@@ -43,8 +43,8 @@ void grant_channel::drop() {
   confirmed_ = false;
   auto s = s_.lock();
   auto c = s ? s->client() : nullptr;
-  if (c && c->lock_subs)
-    c->lock_subs->remove(channel_, this);
+  if (c)
+    c->stop_listening(channel_, this);
 }
 
 void grant_channel::join(const std::shared_ptr<bid_run>& b) { bids_.push_back(b); }
@@ -83,10 +83,11 @@ void grant_channel::subscribe(const std::shared_ptr<bid_run>& b) {
   if (added_)
     return;
   auto c = s->client();
-  if (!c || !c->lock_subs)
-    return; // the bid's attempts fail on a client without its lock connection
-  added_ = true;
-  c->lock_subs->add(channel_, this);
+  if (!c)
+    return;
+  added_ = true; // before listen(): what it calls back may find the channel added
+  if (!c->listen(channel_, this))
+    added_ = false; // not connected yet: the bid's attempts fail on a client without its lock connection
 }
 
 std::vector<std::shared_ptr<bid_run>> grant_channel::live() const {
@@ -136,7 +137,7 @@ void grant_channel::on_refused(error_code ec, std::string_view text) {
   added_ = confirmed_ = false; // the subscriber forgot us
   if (auto s = s_.lock(); s && !text.empty())
     if (auto c = s->client())
-      c->last_server_error = std::string(text);
+      c->note_server_error(std::string(text));
   for (auto& b : live())
     b->refused(ec, text);
 }

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "backends/redis/backend_state.hpp"
-#include "backends/redis/client/subscriber.hpp"
+#include "backends/redis/client/listener.hpp"
 
 #include <memory>
 #include <string>

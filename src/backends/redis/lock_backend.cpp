@@ -51,7 +51,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
 
   void send() {
     auto c = s->client();
-    if (!c || c->closed)
+    if (!c || c->closed())
       return finish(error::closed, {}, true);
     s->track(names, owner);
     request req;
@@ -61,7 +61,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
                                    handoff ? handoff->lease() : milliseconds(0),
                                    c->publish_verb());
     const auto sent_at = steady::now();
-    c->locks->exec(std::move(req), [self = shared_from_this(), sent_at](error_code ec,
+    c->exec(std::move(req), [self = shared_from_this(), sent_at](error_code ec,
                                                                          response r) {
       self->done(ec, r, sent_at);
     });
@@ -72,7 +72,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
     auto c = s->client();
     if (!c)
       return finish(error::closed, {}, true);
-    if (ec == error::connection_lost && ++tries < 3 && !c->closed) {
+    if (ec == error::connection_lost && ++tries < 3 && !c->closed()) {
       send();
       return;
     }
@@ -82,7 +82,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
     const auto got = corolock::detail::read_release_reply(
         v, handoff ? handoff->lease() : milliseconds(0), pass);
     if (got.ec == error::redis_error) {
-      c->last_server_error = v.data;
+      c->note_server_error(v.data);
       return finish(got.ec, v.data, false);
     }
     if (got.ec)
@@ -132,11 +132,11 @@ struct permits_op : std::enable_shared_from_this<permits_op> {
 
   void send() {
     auto c = s->client();
-    if (!c || c->closed || s->closed)
+    if (!c || c->closed() || s->closed)
       return finish(error::closed, {}, "the client was closed");
     request req;
     corolock::detail::push_permits_admin(req, *names, count, c->publish_verb());
-    c->locks->exec(std::move(req), [self = shared_from_this()](error_code ec, response r) {
+    c->exec(std::move(req), [self = shared_from_this()](error_code ec, response r) {
       self->done(ec, r);
     });
   }
@@ -145,7 +145,7 @@ struct permits_op : std::enable_shared_from_this<permits_op> {
     auto c = s->client();
     if (!c)
       return finish(error::closed, {}, "the client was closed");
-    if (ec == error::connection_lost && ++tries < 3 && !c->closed) {
+    if (ec == error::connection_lost && ++tries < 3 && !c->closed()) {
       send();
       return;
     }
@@ -153,7 +153,7 @@ struct permits_op : std::enable_shared_from_this<permits_op> {
       return finish(transport_error(*c, ec), {}, {});
     auto got = corolock::detail::read_permits_admin(r, count);
     if (got.ec == error::redis_error)
-      c->last_server_error = got.text;
+      c->note_server_error(got.text);
     finish(got.ec, got.status, std::move(got.text));
   }
 
@@ -194,7 +194,7 @@ std::string redis_line_tag(const core::lock_spec& lock) {
 
 const core::backend_traits& redis_lock_traits() noexcept { return redis_traits; }
 
-lock_backend::lock_backend(const std::shared_ptr<corolock::detail::client_impl>& c,
+lock_backend::lock_backend(const std::shared_ptr<corolock::detail::lock_link>& c,
                            std::string owner_id)
     : s_(std::make_shared<backend_state>(c, std::move(owner_id))) {}
 
@@ -234,7 +234,7 @@ std::string lock_backend::new_owner(const core::lock_spec& lock) {
 
 bool lock_backend::known_unreachable() const noexcept {
   auto c = s_->client();
-  return !c || c->closed || s_->closed || !c->ready_for_locks(); // never connected, or closed
+  return !c || c->closed() || s_->closed || !c->ready_for_locks(); // never connected, or closed
 }
 
 error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
@@ -343,7 +343,7 @@ void lock_backend::renew(std::vector<core::renewal> leases,
                          core::handler<void(std::vector<core::renew_outcome>)> h) {
   std::vector<core::renew_outcome> out(leases.size());
   auto c = s_->client();
-  if (!c || c->closed || s_->closed || leases.empty()) {
+  if (!c || c->closed() || s_->closed || leases.empty()) {
     complete_later(s_->ex, std::move(h), asio::cancellation_slot{}, std::move(out));
     return;
   }
@@ -358,9 +358,9 @@ void lock_backend::renew(std::vector<core::renewal> leases,
   // Do not wait longer than a third of the shortest lease for an answer: its renewal is then
   // retried (on a connection that may have come back meanwhile).
   req.opts().timeout =
-      std::min(c->cfg.request_timeout, std::max(shortest / 3, milliseconds(1)));
+      std::min(c->config().request_timeout, std::max(shortest / 3, milliseconds(1)));
   const auto sent_at = steady::now();
-  c->locks->exec(std::move(req), [out = std::move(out), h = std::move(h), sent_at,
+  c->exec(std::move(req), [out = std::move(out), h = std::move(h), sent_at,
                                   ex = s_->ex](error_code ec, response replies) mutable {
     using corolock::detail::renew_reply;
     using result = core::renew_outcome::result;
@@ -414,13 +414,13 @@ void lock_backend::close_into(request& last) { shut(last); }
 void lock_backend::close(core::handler<void()> h) {
   auto c = s_->client();
   request req;
-  if (!shut(req) || !c || c->closed || req.empty()) {
+  if (!shut(req) || !c || c->closed() || req.empty()) {
     complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
     return;
   }
   // Bounded by the client's request_timeout, as every request on its lock connection: give_up()
   // has nothing of its own to stop (the connection is the client's, closed by its own close()).
-  c->locks->exec(std::move(req), [h = std::move(h), ex = s_->ex](error_code, response) mutable {
+  c->exec(std::move(req), [h = std::move(h), ex = s_->ex](error_code, response) mutable {
     complete_later(ex, std::move(h), asio::cancellation_slot{});
   });
 }

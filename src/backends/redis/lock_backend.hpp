@@ -1,4 +1,4 @@
-// Private: Redis behind the lock core's seam (core/backend.hpp), over one client_impl (a standalone
+// Private: Redis behind the lock core's seam (core/backend.hpp), over one lock_link (a standalone
 // client, or one behind Sentinel).
 //
 // A bid is a Redis contender (bid_run.hpp over contender_machine.hpp): one look, then a place in
@@ -26,7 +26,7 @@ namespace corolock {
 class request;
 }
 namespace corolock::detail {
-class client_impl;
+class lock_link;
 }
 
 namespace corolock::redis::detail {
@@ -37,7 +37,7 @@ class lock_backend final : public core::backend {
 public:
   /// `owner_id`: what its owners start with (empty: the client's id; a cluster node's backend
   /// takes the cluster client's, cluster_backend.hpp).
-  explicit lock_backend(const std::shared_ptr<corolock::detail::client_impl>& c,
+  explicit lock_backend(const std::shared_ptr<corolock::detail::lock_link>& c,
                         std::string owner_id = {});
   ~lock_backend() override;
 

@@ -23,7 +23,8 @@ client_config ack_connection_config(client_config cfg) {
 }
 } // namespace
 
-replica_acks::replica_acks(client_impl& c) : client_(c) {}
+replica_acks::replica_acks(const std::shared_ptr<lock_link>& c)
+    : client_(c), ex_(c->executor()), cfg_(ack_connection_config(c->config())) {}
 
 replica_acks::~replica_acks() {
   if (conn_)
@@ -35,7 +36,7 @@ void replica_acks::confirm(std::shared_ptr<const lock_names> names, std::string 
                            std::chrono::milliseconds timeout,
                            std::function<void(const replica_ack&)> done) {
   if (closed_) {
-    asio::post(client_.ex, [done = std::move(done)] { done({error::closed}); });
+    asio::post(ex_, [done = std::move(done)] { done({error::closed}); });
     return;
   }
   queue_.push_back({std::move(names), std::move(owner), token, lease, replicas, timeout,
@@ -47,9 +48,9 @@ void replica_acks::confirm(std::shared_ptr<const lock_names> names, std::string 
 }
 
 void replica_acks::start_connection() {
-  conn_ = std::make_shared<connection_impl>(client_.ex, ack_connection_config(client_.cfg));
+  conn_ = std::make_shared<connection_impl>(ex_, cfg_);
   connecting_ = true;
-  conn_->start([weak = client_.weak_from_this(), me = weak_from_this(),
+  conn_->start([weak = client_, me = weak_from_this(),
                 conn = conn_](error_code ec) {
     auto c = weak.lock();
     auto self = me.lock();
@@ -91,10 +92,10 @@ void replica_acks::send_next() {
   }
   req.push("WAIT", std::to_string(replicas), std::to_string(timeout.count()));
   // WAIT answers by its timeout; the client's request timeout bounds the rest of the trip.
-  req.opts().timeout = timeout + client_.cfg.request_timeout;
+  req.opts().timeout = timeout + cfg_.request_timeout;
   in_flight_ = true;
   const auto sent_at = steady::now();
-  conn_->exec(std::move(req), [weak = client_.weak_from_this(), me = weak_from_this(),
+  conn_->exec(std::move(req), [weak = client_, me = weak_from_this(),
                                batch = std::move(batch), sent_at](error_code ec,
                                                                   response r) mutable {
     auto c = weak.lock();
@@ -124,7 +125,8 @@ void replica_acks::finish(std::vector<item> batch, error_code ec, const response
   if (!ec) {
     const auto& wait = r.at(r.size() - 1);
     if (wait.is_error()) {
-      client_.last_server_error = wait.data; // e.g. WAIT sent to a replica
+      if (auto c = client_.lock())
+        c->note_server_error(wait.data); // e.g. WAIT sent to a replica
       all_text = wait.data;
       all = error::redis_error;
     } else if (wait.type != resp::type::integer || wait.integer < 0) {
@@ -144,7 +146,8 @@ void replica_acks::finish(std::vector<item> batch, error_code ec, const response
       const auto& marked = r.at(2 * i + 1);
       if (renewed.is_error() || marked.is_error()) {
         out.text = renewed.is_error() ? renewed.data : marked.data;
-        client_.last_server_error = out.text;
+        if (auto c = client_.lock())
+          c->note_server_error(out.text);
         out.ec = error::redis_error;
       } else {
         // Not ours any more (the lease ran out first): no mark was written, nothing to count.
@@ -167,7 +170,7 @@ void replica_acks::finish(std::vector<item> batch, error_code ec, const response
 void replica_acks::close() {
   closed_ = true;
   for (auto& it : std::exchange(queue_, {}))
-    asio::post(client_.ex, [done = std::move(it.done)] { done({error::closed}); });
+    asio::post(ex_, [done = std::move(it.done)] { done({error::closed}); });
   if (conn_)
     conn_->close(); // a batch in flight fails with error::closed
   conn_.reset();

@@ -17,7 +17,8 @@
 #pragma once
 
 #include "backends/redis/lock_names.hpp"
-#include "backends/redis/client/client_impl.hpp"
+#include "backends/redis/client/connection_impl.hpp"
+#include "backends/redis/client/lock_link.hpp"
 
 #include <deque>
 #include <functional>
@@ -41,7 +42,7 @@ struct replica_ack {
 /// Owned by a shared_ptr (its callbacks hold it weakly): the Redis lock backend's state.
 class replica_acks : public std::enable_shared_from_this<replica_acks> {
 public:
-  explicit replica_acks(client_impl& c);
+  explicit replica_acks(const std::shared_ptr<lock_link>& c);
   ~replica_acks();
 
   /// Waits for `replicas` replicas (at most `timeout`) to acknowledge the write that made `owner`
@@ -71,7 +72,9 @@ private:
   void finish(std::vector<item> batch, error_code ec, const response& r,
               steady::time_point sent_at);
 
-  client_impl& client_;
+  std::weak_ptr<lock_link> client_;
+  asio::any_io_executor ex_;
+  client_config cfg_; ///< of the acknowledgements' connection
   std::shared_ptr<connection_impl> conn_;
   bool connecting_ = false;
   bool in_flight_ = false;

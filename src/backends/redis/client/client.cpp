@@ -39,13 +39,25 @@ client_impl::client_impl(asio::any_io_executor executor, client_config config)
 
 client_impl::~client_impl() { close(); }
 
+bool client_impl::listen(const std::string& channel, listener* l) {
+  if (!lock_subs)
+    return false;
+  lock_subs->add(channel, l);
+  return true;
+}
+
+void client_impl::stop_listening(const std::string& channel, listener* l) {
+  if (lock_subs)
+    lock_subs->remove(channel, l);
+}
+
 void client_impl::close() {
-  if (closed)
+  if (closed_)
     return;
-  closed = true;
+  closed_ = true;
   request last;
-  if (extension)
-    extension->on_close(last);
+  if (extension_)
+    extension_->on_close(last);
   for (auto& subs : {user_subs, lock_subs})
     if (subs)
       subs->close_all();
@@ -182,7 +194,7 @@ void follow_master(const std::shared_ptr<client_impl>& impl) {
   auto on_master = [weak = std::weak_ptr<client_impl>(impl)](const server_address& at,
                                                              bool switched) {
     auto c = weak.lock();
-    if (!c || c->closed)
+    if (!c || c->closed())
       return;
     for (auto* conn : {c->user.get(), c->locks.get(), c->pubsub.get()})
       if (conn && conn->connected() && conn->peer_ != at)
@@ -215,7 +227,7 @@ asio::awaitable<error_code> detail::connect_standalone(std::shared_ptr<client_im
     for (auto* c : {&impl->user, &impl->locks, &impl->pubsub})
       if (*c)
         (*c)->close();
-    if (!impl->closed) {
+    if (!impl->closed()) {
       impl->connect_started = false;
       impl->user = std::make_shared<connection_impl>(impl->ex, impl->cfg);
       impl->locks = std::make_shared<connection_impl>(impl->ex, lock_connection_config(impl->cfg));
@@ -233,7 +245,7 @@ asio::awaitable<error_code> detail::connect_standalone(std::shared_ptr<client_im
     if (auto ec = co_await connect_to_master(impl->pubsub))
       co_return fail(ec);
   }
-  if (impl->closed)
+  if (impl->closed())
     co_return fail(error::closed);
   impl->connected_once = true;
   impl->last_connect_error.clear();
@@ -255,8 +267,8 @@ asio::awaitable<error_code> detail::connect_standalone(std::shared_ptr<client_im
                                 subs = std::move(impl->locks->on_connected_)](bool reconnect) {
     if (subs)
       subs(reconnect);
-    if (auto c = weak.lock(); c && reconnect && c->extension)
-      c->extension->on_reconnect();
+    if (auto c = weak.lock(); c && reconnect && c->extension())
+      c->extension()->on_reconnect();
   };
   co_return error_code{};
 }
@@ -267,13 +279,13 @@ asio::awaitable<error_code> connect_cluster(std::shared_ptr<client_impl> impl) {
     co_return ec;
   impl->cluster = std::make_shared<cluster_nodes>(impl->ex, impl->cfg);
   auto ec = co_await impl->cluster->connect();
-  if (!ec && impl->closed)
+  if (!ec && impl->closed())
     ec = error::closed;
   if (ec) {
     impl->last_connect_error = impl->cluster->last_error();
     impl->cluster->close();
     impl->cluster.reset();
-    impl->connect_started = impl->closed; // a failed connect may be tried again
+    impl->connect_started = impl->closed(); // a failed connect may be tried again
     co_return ec;
   }
   impl->connected_once = true;
@@ -283,8 +295,8 @@ asio::awaitable<error_code> connect_cluster(std::shared_ptr<client_impl> impl) {
 } // namespace
 
 void client::async_connect_impl(diagnostics* diag, detail::handler<void(error_code)> h) {
-  if (impl_->connect_started || impl_->closed) {
-    error_code ec = impl_->closed ? error_code(error::closed) : error_code(error::invalid_argument);
+  if (impl_->connect_started || impl_->closed()) {
+    error_code ec = impl_->closed() ? error_code(error::closed) : error_code(error::invalid_argument);
     asio::post(impl_->ex, asio::append(std::move(h), ec));
     return;
   }

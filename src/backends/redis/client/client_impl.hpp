@@ -1,7 +1,10 @@
-// Private: what a client owns. The lock layer reaches it through client_access.
+// Private: what a client owns. The Redis lock backend reaches it only as a lock_link
+// (lock_link.hpp: the lock connection's requests and subscriptions, a few facts, the extension);
+// the wiring of a client's lock core (engine_hook, cluster_backend's routing by the cluster map)
+// reaches it through client_access.
 //
 // The client knows no lock: what a layer above it keeps per client (the Redis lock backend's
-// waiting lines, watchdog, releases on close) hangs on it as its one `extension`, which the client
+// waiting lines, watchdog, releases on close) hangs on it as its one extension, which the client
 // only tells of a reconnect of the lock connection and of its close.
 //
 // Connections: `user` carries exec() and the user's subscriptions; `locks` carries the lock
@@ -11,6 +14,7 @@
 #pragma once
 
 #include "backends/redis/client/connection_impl.hpp"
+#include "backends/redis/client/lock_link.hpp"
 #include "backends/redis/client/subscriber.hpp"
 
 #include <corolock/redis/client.hpp>
@@ -28,19 +32,9 @@ namespace corolock::detail {
 class failover_watch;
 class cluster_nodes;
 
-/// What a layer above the client keeps per client, and the two events it must hear of.
-class client_extension {
-public:
-  virtual ~client_extension() = default;
-  /// The lock connection came back (a server that restarted or a promoted master may have
-  /// forgotten what the layer wrote).
-  virtual void on_reconnect() = 0;
-  /// The client closes, before its connections do: `last` gets the requests to send on the lock
-  /// connection before it closes (a closing client's releases).
-  virtual void on_close(request& last) = 0;
-};
-
-class client_impl : public std::enable_shared_from_this<client_impl> {
+/// A client's state. It is the lock backend's lock_link (lock_link.hpp); the client's own parts
+/// (client.cpp, its connections, Sentinel and cluster code) use its members directly.
+class client_impl final : public lock_link, public std::enable_shared_from_this<client_impl> {
 public:
   client_impl(asio::any_io_executor ex, client_config cfg);
   ~client_impl();
@@ -56,7 +50,7 @@ public:
 
   /// The lock layer's waiting subscriptions share the connection of its scripts (RESP3): a
   /// SUBSCRIBE and an attempt sent after it reach the server in that order.
-  bool lock_pubsub_ordered() const noexcept { return !pubsub; }
+  bool lock_pubsub_ordered() const noexcept override { return !pubsub; }
 
   /// Runs a request on the user connection (on a cluster: of the master of the request's slot,
   /// following redirections) with any completion token (for client::exec and the library's own
@@ -78,9 +72,26 @@ public:
 
   /// Whether lock operations can start: connected once (a standalone client: its lock
   /// subscriber exists).
-  bool ready_for_locks() const noexcept { return cluster ? connected_once : lock_subs != nullptr; }
+  bool ready_for_locks() const noexcept override {
+    return cluster ? connected_once : lock_subs != nullptr;
+  }
   /// How the lock scripts announce grants: a cluster node's by sharded pub/sub.
-  const char* publish_verb() const noexcept { return sharded_pubsub ? "spublish" : "publish"; }
+  const char* publish_verb() const noexcept override {
+    return sharded_pubsub ? "spublish" : "publish";
+  }
+
+  // ---- lock_link: what the lock backend may use (lock_link.hpp) ----
+  const asio::any_io_executor& executor() const noexcept override { return ex; }
+  const std::string& client_id() const noexcept override { return id; }
+  const client_config& config() const noexcept override { return cfg; }
+  bool closed() const noexcept override { return closed_; }
+  bool lock_connected() const noexcept override { return locks->connected(); }
+  bool withdraw(const std::weak_ptr<pending>& p) override { return locks->withdraw(p); }
+  bool listen(const std::string& channel, listener* l) override;
+  void stop_listening(const std::string& channel, listener* l) override;
+  void note_server_error(std::string words) override { last_server_error = std::move(words); }
+  client_extension* extension() const noexcept override { return extension_.get(); }
+  void set_extension(std::unique_ptr<client_extension> e) override { extension_ = std::move(e); }
 
   asio::any_io_executor ex;
   client_config cfg;
@@ -98,18 +109,25 @@ public:
   bool sharded_pubsub = false;
   /// A cluster node: the cluster client it serves (to follow a MOVED that a lock's release meets).
   std::weak_ptr<cluster_nodes> cluster_of;
-  /// The layer above, set by the first lock that needs it; destroyed with the client_impl, which
-  /// every lock operation keeps alive: the lock core over the Redis backend
-  /// (backends/redis/engine_hook.hpp); on a cluster node, that node's lock backend
-  /// (backends/redis/cluster_backend.hpp).
-  std::unique_ptr<client_extension> extension;
   std::string last_server_error;
   std::string last_connect_error; ///< of the connection that made connect() fail
   bool connect_started = false;
   bool connected_once = false;
-  bool closed = false;
 
 private:
+  void exec_erased(request&& req, reply_handler&& h, bool on_executor) override {
+    locks->exec_erased(std::move(req), std::move(h), on_executor);
+  }
+  std::weak_ptr<pending> exec_withdrawable_erased(request&& req, reply_handler&& h,
+                                                  bool on_executor) override {
+    return locks->exec_withdrawable_erased(std::move(req), std::move(h), on_executor);
+  }
+  /// The layer above, set by the first lock that needs it; destroyed with the client_impl, which
+  /// every lock operation keeps alive: the lock core over the Redis backend
+  /// (backends/redis/engine_hook.hpp); on a cluster node, that node's lock backend
+  /// (backends/redis/cluster_backend.hpp).
+  std::unique_ptr<client_extension> extension_;
+  bool closed_ = false;
   void finish_close();
   std::list<stored_handler<handler<void(error_code)>>> close_waiters_;
   bool fully_closed_ = false;

@@ -94,7 +94,7 @@ request next_id_request(const id_generator_state& st, std::chrono::sys_days day,
 
 asio::awaitable<issued> issue(std::shared_ptr<id_generator_state> st, std::uint32_t n) {
   auto c = st->client.lock();
-  if (!c || c->closed)
+  if (!c || c->closed())
     co_return issued{error::closed};
   if (!c->ready_for_locks())
     co_return issued{error::not_connected};
@@ -106,7 +106,7 @@ asio::awaitable<issued> issue(std::shared_ptr<id_generator_state> st, std::uint3
     const auto day = std::chrono::floor<std::chrono::days>(now);
     auto [ec, replies] = co_await c->exec(next_id_request(*st, day, n),
                                                asio::as_tuple(asio::use_awaitable));
-    if (ec == error::connection_lost && !c->closed) {
+    if (ec == error::connection_lost && !c->closed()) {
       failure = ec;
       continue;
     }

@@ -158,7 +158,7 @@ void subscription::async_receive_impl(diagnostics* diag,
 subscription client::subscribe(std::string channel) {
   if (channel.empty())
     throw boost::system::system_error(error::invalid_argument, "empty channel name");
-  if (impl_->closed)
+  if (impl_->closed())
     throw boost::system::system_error(error::closed, "subscribe after close");
   // On a cluster: classic SUBSCRIBE on one master, which hears what is PUBLISHed on any node.
   auto on = impl_;
