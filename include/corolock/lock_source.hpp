@@ -23,7 +23,8 @@
 namespace corolock {
 
 namespace core {
-class handle;
+class backend;
+class engine;
 enum class lock_kind : std::uint8_t;
 struct source_access;
 } // namespace core
@@ -32,25 +33,33 @@ struct source_access;
 /// from any lock_source. It has no public operations: a store's client (redis::client,
 /// zookeeper::client, …) implements it, and its handles' operations complete through the
 /// client's executor. It must outlive the handles made from it.
+///
+/// Every store's client holds its lock core the same way: the lock_source owns it, and the client
+/// makes it with make_lock_core() over its store's backend — at construction, or when the first
+/// handle needs it (lock_core_needed(): a client used without locks never makes one).
 class lock_source {
 public:
-  virtual ~lock_source() = default;
+  virtual ~lock_source();
+  lock_source(const lock_source&) = delete;
+  lock_source& operator=(const lock_source&) = delete;
 
 protected:
   /// For the stores' clients.
-  lock_source() = default;
-  /// For the stores' clients.
-  lock_source(const lock_source&) = default;
-  /// For the stores' clients.
-  lock_source& operator=(const lock_source&) = default;
+  lock_source() noexcept;
+
+  /// Makes this client's lock core over `backend`, the store's implementation of the lock
+  /// core's seam (src/core/backend.hpp). Once; returns it.
+  const std::shared_ptr<core::engine>& make_lock_core(std::unique_ptr<core::backend> backend);
+  /// The lock core, or null before make_lock_core().
+  const std::shared_ptr<core::engine>& lock_core() const noexcept { return core_; }
 
 private:
   friend struct core::source_access;
-  /// The store's handle for one lock; throws system_error(error::invalid_argument) naming `what`.
-  virtual std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
-                                                         lock_options options,
-                                                         std::int64_t capacity,
-                                                         const char* what) = 0;
+  /// A handle needs the lock core and none is made: a client that makes it lazily calls
+  /// make_lock_core() here. Default: nothing (a client that made it at construction).
+  virtual void lock_core_needed() {}
+
+  std::shared_ptr<core::engine> core_;
 };
 
 } // namespace corolock

@@ -13,15 +13,15 @@ namespace corolock::test {
 
 /// Lock channels a client keeps subscribed: they linger after a wait, and only after a wait.
 inline std::size_t lock_subscriptions_kept(corolock::client& c) {
-  return corolock::redis::detail::engine_hook::of(corolock::detail::client_access::shared(c))
-      .channels();
+  auto* hook = corolock::redis::detail::engine_hook::find(corolock::detail::client_access::impl(c));
+  return hook ? hook->channels() : 0;
 }
 
 /// Owners a client remembers as possibly still at Redis: bids not over and give-ups in flight.
 /// None once everything settled.
 inline std::size_t lock_owners_remembered(corolock::client& c) {
-  return corolock::redis::detail::engine_hook::of(corolock::detail::client_access::shared(c))
-      .owners_remembered();
+  auto* hook = corolock::redis::detail::engine_hook::find(corolock::detail::client_access::impl(c));
+  return hook ? hook->owners_remembered() : 0;
 }
 
 } // namespace corolock::test

@@ -290,18 +290,12 @@ private:
   std::string log_;
 };
 
-/// A store's client as the public handles see it: forwards to the engine.
+/// A store's client as the public handles see it: it makes its lock core over the scripted
+/// backend, as every store's client does (lock_source::make_lock_core).
 class scripted_source final : public lock_source {
 public:
-  explicit scripted_source(std::shared_ptr<core::engine> e) : e_(std::move(e)) {}
-
-private:
-  std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
-                                                 lock_options options, std::int64_t capacity,
-                                                 const char* what) override {
-    return e_->make_handle(kind, std::move(name), std::move(options), capacity, what);
-  }
-  std::shared_ptr<core::engine> e_;
+  explicit scripted_source(std::unique_ptr<core::backend> b) { make_lock_core(std::move(b)); }
+  const std::shared_ptr<core::engine>& engine() const noexcept { return lock_core(); }
 };
 
 struct outcome {
@@ -313,6 +307,7 @@ struct outcome {
 struct fixture {
   asio::io_context ioc;
   scripted* store = nullptr;
+  std::unique_ptr<scripted_source> source;
   std::shared_ptr<core::engine> engine;
   std::vector<std::shared_ptr<core::handle>> handles;
   std::uint64_t tokens = 0;
@@ -320,10 +315,12 @@ struct fixture {
   explicit fixture(core::lease_model leases = core::lease_model::per_lock) {
     auto b = std::make_unique<scripted>(ioc, leases);
     store = b.get();
-    engine = core::engine::create(std::move(b));
+    source = std::make_unique<scripted_source>(std::move(b));
+    engine = source->engine();
   }
   ~fixture() {
     engine.reset();
+    source.reset();
     store = nullptr;
     ioc.poll();
   }
@@ -1028,8 +1025,7 @@ BOOST_AUTO_TEST_CASE(a_close_the_store_does_not_answer_ends_at_its_bound_with_a_
 
 BOOST_AUTO_TEST_CASE(public_mutex_over_the_engine) {
   fixture f;
-  scripted_source source(f.engine);
-  corolock::mutex m(source, "order:42");
+  corolock::mutex m(*f.source, "order:42");
   std::vector<std::string> got;
   guard first, second;
   m.acquire([&](error_code ec, guard g) {

@@ -198,9 +198,7 @@ public:
 
 private:
   friend struct detail::client_access;
-  std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
-                                                 lock_options options, std::int64_t capacity,
-                                                 const char* what) override;
+  void lock_core_needed() override;
   void async_connect_impl(diagnostics* diag, detail::handler<void(error_code)> h);
   // By reference: a request and a handler cross three layers to the connection's queue without
   // a move and a destruction at each (measured: scripts/bench_instructions.sh).

@@ -104,12 +104,9 @@ protected:
   lock_client(asio::any_io_executor ex, std::unique_ptr<core::backend> backend);
 
 private:
-  std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name, lock_options options,
-                                                 std::int64_t capacity, const char* what) override;
   void start_close(std::chrono::milliseconds bound, detail::handler<void(error_code)> h);
 
   asio::any_io_executor executor_;
-  std::shared_ptr<core::engine> engine_;
 };
 
 } // namespace sql

@@ -252,9 +252,6 @@ public:
   void expire_session();
 
 private:
-  std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
-                                                 lock_options options, std::int64_t capacity,
-                                                 const char* what) override;
   void async_close_impl(std::chrono::milliseconds bound, corolock::detail::handler<void(error_code)> h);
   std::chrono::milliseconds default_close_bound() const noexcept;
 

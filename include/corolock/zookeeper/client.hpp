@@ -259,9 +259,7 @@ public:
 
 private:
   friend struct detail::lock_access;
-  std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
-                                                 lock_options options, std::int64_t capacity,
-                                                 const char* what) override; // the lock backend listens beside the user's callbacks
+  void lock_core_needed() override; // the lock backend listens beside the user's callbacks
   void async_connect_impl(diagnostics* diag, corolock::detail::handler<void(error_code)> h);
   void async_create_impl(std::string path, std::string data, create_mode mode, diagnostics* diag,
                          corolock::detail::handler<void(error_code, created)> h);
@@ -276,7 +274,6 @@ private:
   void async_close_impl(std::chrono::milliseconds bound, corolock::detail::handler<void(error_code)> h);
 
   std::shared_ptr<detail::client_impl> impl_;
-  std::shared_ptr<core::engine> engine_; // made at the first lock handle
 };
 
 } // namespace corolock::zookeeper

@@ -8,17 +8,20 @@
 
 namespace corolock::redis::detail {
 
-engine_hook::engine_hook(const std::shared_ptr<corolock::detail::client_impl>& c) {
-  // Known before connect: a handle may be made first.
-  if (c->config().cluster.enabled()) {
-    auto b = std::make_unique<cluster_backend>(c);
-    cluster_ = b.get();
-    engine_ = core::engine::create(std::move(b));
-    return;
-  }
-  auto b = std::make_unique<lock_backend>(c);
-  backend_ = b.get();
-  engine_ = core::engine::create(std::move(b));
+engine_hook::engine_hook(std::shared_ptr<core::engine> engine) : engine_(std::move(engine)) {
+  backend_ = dynamic_cast<lock_backend*>(&engine_->store());
+  if (!backend_)
+    cluster_ = &dynamic_cast<cluster_backend&>(engine_->store());
+}
+
+void engine_hook::attach(const std::shared_ptr<corolock::detail::client_impl>& c,
+                         std::shared_ptr<core::engine> engine) {
+  BOOST_ASSERT_MSG(!c->extension(), "a client's locks run on one lock core");
+  c->set_extension(std::make_unique<engine_hook>(std::move(engine)));
+}
+
+engine_hook* engine_hook::find(const corolock::detail::client_impl& c) {
+  return dynamic_cast<engine_hook*>(c.extension());
 }
 
 std::size_t engine_hook::channels() const {
@@ -30,14 +33,6 @@ std::size_t engine_hook::owners_remembered() const {
 }
 
 engine_hook::~engine_hook() = default;
-
-engine_hook& engine_hook::of(const std::shared_ptr<corolock::detail::client_impl>& c) {
-  if (!c->extension())
-    c->set_extension(std::make_unique<engine_hook>(c));
-  auto* hook = dynamic_cast<engine_hook*>(c->extension());
-  BOOST_ASSERT_MSG(hook, "a client's locks run on one lock layer");
-  return *hook;
-}
 
 void engine_hook::on_reconnect() {
   if (backend_)

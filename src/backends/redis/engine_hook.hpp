@@ -1,11 +1,12 @@
-// Private: the lock core on a Redis client. The engine over the Redis backend (lock_backend.hpp;
-// on a cluster client cluster_backend.hpp, which puts a lock_backend on each master's client)
-// hangs on the client as its client_extension, made by the first handle that needs it and
-// destroyed with the client_impl. The client knows no lock; through this hook its reconnects reach
-// the backend (every lease checked at once) and its close reaches the engine and the backend:
-// waiting callers fail with closed, leases end, and one release per held lock, open bid and
-// give-up in flight goes into the client's last request on the lock connection, sent before that
-// connection closes (the same bound as any request: request_timeout).
+// Private: the lock core on a Redis client. The client (a lock_source) owns its engine over the
+// Redis backend (lock_backend.hpp; on a cluster client cluster_backend.hpp, which puts a
+// lock_backend on each master's client); this hook shares it and hangs on the client_impl as its
+// client_extension, attached when the first handle made the engine and destroyed with the
+// client_impl. The client knows no lock; through this hook its reconnects reach the backend
+// (every lease checked at once) and its close reaches the engine and the backend: waiting callers
+// fail with closed, leases end, and one release per held lock, open bid and give-up in flight goes
+// into the client's last request on the lock connection, sent before that connection closes (the
+// same bound as any request: request_timeout).
 #pragma once
 
 #include "backends/redis/client/client_impl.hpp"
@@ -23,11 +24,14 @@ class cluster_backend;
 
 class engine_hook final : public corolock::detail::client_extension {
 public:
-  explicit engine_hook(const std::shared_ptr<corolock::detail::client_impl>& c);
-  ~engine_hook() override;
+  /// Hangs the hook of `engine` (over a lock_backend or cluster_backend of `c`) on `c`.
+  static void attach(const std::shared_ptr<corolock::detail::client_impl>& c,
+                     std::shared_ptr<core::engine> engine);
+  /// The hook hung on `c`, or null before its first lock handle.
+  static engine_hook* find(const corolock::detail::client_impl& c);
 
-  /// The hook of `c`, made on first use. `c` must not carry the old lock layer.
-  static engine_hook& of(const std::shared_ptr<corolock::detail::client_impl>& c);
+  explicit engine_hook(std::shared_ptr<core::engine> engine);
+  ~engine_hook() override;
 
   core::engine& engine() noexcept { return *engine_; }
   /// Lock channels kept and owners remembered, over the client (every node of a cluster): for

@@ -9,8 +9,7 @@ namespace corolock::testing {
 
 struct client::impl {
   asio::any_io_executor ex;
-  detail::backend* link = nullptr; // owned by the engine
-  std::shared_ptr<core::engine> engine;
+  detail::backend* link = nullptr; // owned by the lock core (lock_source::lock_core)
   std::chrono::milliseconds request_timeout{}; // the store's: async_close's default bound
 };
 
@@ -19,29 +18,23 @@ client::client(executor_type ex, store& s) : impl_(std::make_unique<impl>()) {
   impl_->request_timeout = s.options().request_timeout;
   auto b = std::make_unique<detail::backend>(std::move(ex), detail::store_access::of(s));
   impl_->link = b.get();
-  impl_->engine = core::engine::create(std::move(b));
+  make_lock_core(std::move(b));
 }
 
 client::~client() {
-  if (impl_ && impl_->engine)
-    impl_->engine->close(std::chrono::milliseconds(0), [] {});
+  if (lock_core())
+    lock_core()->close(std::chrono::milliseconds(0), [] {});
 }
 
 client::executor_type client::get_executor() const noexcept { return impl_->ex; }
 const std::string& client::id() const noexcept { return impl_->link->id(); }
 std::uint64_t client::session() const noexcept { return impl_->link->session(); }
-std::size_t client::held() const noexcept { return impl_->engine->held(); }
-std::size_t client::waiting() const noexcept { return impl_->engine->waiting(); }
-
-std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
-                                                       lock_options options,
-                                                       std::int64_t capacity, const char* what) {
-  return impl_->engine->make_handle(kind, std::move(name), std::move(options), capacity, what);
-}
+std::size_t client::held() const noexcept { return lock_core()->held(); }
+std::size_t client::waiting() const noexcept { return lock_core()->waiting(); }
 
 void client::async_close_impl(std::chrono::milliseconds bound,
                               corolock::detail::handler<void(error_code)> h) {
-  impl_->engine->close(bound, [h = std::move(h)]() mutable {
+  lock_core()->close(bound, [h = std::move(h)]() mutable {
     asio::dispatch(asio::append(std::move(h), error_code{}));
   });
 }

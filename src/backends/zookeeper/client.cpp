@@ -482,23 +482,17 @@ client::client(executor_type ex, config cfg) {
 client::client(executor_type ex, std::string_view url) : client(std::move(ex), config::from_url(url)) {}
 
 client::~client() {
-  if (engine_) {
+  if (lock_core()) {
     // The backend refers to *this: cut it off first (its bids end as closed, never inline), then
     // let the engine fail its callers and mark its leases lost; bound 0, nothing waits here. The
     // connection drops last; the session's nodes go when the server expires it.
-    static_cast<detail::lock_backend&>(engine_->store()).detach();
-    engine_->close(std::chrono::milliseconds(0), [](auto&&...) {});
+    static_cast<detail::lock_backend&>(lock_core()->store()).detach();
+    lock_core()->close(std::chrono::milliseconds(0), [](auto&&...) {});
   }
   impl_->abandon();
 }
 
-std::shared_ptr<core::handle> client::make_lock_handle(core::lock_kind kind, std::string name,
-                                                       lock_options options, std::int64_t capacity,
-                                                       const char* what) {
-  if (!engine_)
-    engine_ = core::engine::create(std::make_unique<detail::lock_backend>(*this));
-  return engine_->make_handle(kind, std::move(name), std::move(options), capacity, what);
-}
+void client::lock_core_needed() { make_lock_core(std::make_unique<detail::lock_backend>(*this)); }
 
 client::executor_type client::get_executor() const noexcept { return impl_->ex_; }
 const config& client::get_config() const noexcept { return impl_->cfg_; }
@@ -615,7 +609,7 @@ void client::async_multi_impl(std::vector<multi_op> ops, diagnostics* diag,
 }
 
 void client::async_close_impl(std::chrono::milliseconds bound, handler<void(error_code)> h) {
-  if (!engine_) {
+  if (!lock_core()) {
     // No lock made: the session's close alone, which keeps the connect timeout as its own bound.
     if (bound >= impl_->cfg_.connect_timeout)
       return impl_->close(std::move(h));
@@ -626,7 +620,7 @@ void client::async_close_impl(std::chrono::milliseconds bound, handler<void(erro
   // Through the engine: its callers fail with closed, its leases are lost, then the backend closes
   // the session (lock_access::close_session) within `bound` (then backend::give_up).
   auto done = std::make_shared<handler<void(error_code)>>(std::move(h));
-  engine_->close(bound, [done] { std::move(*done)(error_code{}); });
+  lock_core()->close(bound, [done] { std::move(*done)(error_code{}); });
 }
 
 void detail::lock_access::listen(client& c, listeners l) {
