@@ -35,6 +35,8 @@ struct quorum_fixture {
     static composites::quorum_options options() {
       composites::quorum_options o;
       o.retry_delay = std::chrono::milliseconds(20); // the cases' pace, not a service's
+      if constexpr (requires { M::member_timeout; })
+        o.per_member_timeout = M::member_timeout;
       return o;
     }
     quorum_fixture& f_;
