@@ -19,13 +19,6 @@ struct redis_member : corolock::conformance::redis_store_fixture<corolock::clien
   /// never lasts that long, so the quorum's member clients never found their connections dead
   /// (deadline_while_unreachable: not back within 15 s). Left open: see docs/waiting.md, "Quorum".
   static constexpr std::chrono::milliseconds member_timeout{6000};
-  asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor ex) {
-    auto proxy = new_proxy();
-    auto c = std::make_unique<source>(ex, proxy->url());
-    co_await c->connect();
-    proxies[c.get()] = std::move(proxy);
-    co_return c;
-  }
 };
 
 } // namespace
