@@ -165,6 +165,28 @@ BOOST_AUTO_TEST_CASE(two_members_down_fail_by_the_deadline_and_leave_nothing) {
   BOOST_TEST(f.empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_silent_member_costs_a_try_its_per_member_timeout_only) {
+  quorum_options o;
+  o.per_member_timeout = 20ms;
+  fixture f{o};
+  f.clients[2]->lose_replies(1); // applied at its store, never answered (request_timeout 200 ms)
+  mutex m{*f.q, "L", lease(1000ms)};
+  attempt x;
+  const auto start = f.stores[0].now();
+  m.acquire(into(f, x));
+  f.run(100ms);
+  BOOST_REQUIRE(x.done);
+  BOOST_TEST(!x.ec, x.ec.message());
+  BOOST_TEST(x.g.owns_lock());
+  BOOST_TEST(std::chrono::duration_cast<milliseconds>(x.at - start).count() <= 21);
+  const auto tokens = quorum_source::member_tokens(x.g);
+  BOOST_REQUIRE(tokens.size() == 3u);
+  BOOST_TEST(tokens[2] == 0u);
+  f.run(300ms); // what the silent member granted is given back by its own core
+  BOOST_TEST(f.stores[2].holders("L").empty());
+  BOOST_TEST(f.stores[0].holders("L").size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(a_majority_won_too_late_for_its_lease_is_not_granted) {
   // Every answer comes 60 ms after the request: of a 100 ms lease, 40 ms are left.
   quorum_options late;
