@@ -181,7 +181,8 @@ private:
         l->tokens[i] = wins_[i].fencing_token();
     l->members = std::move(wins_);
     watch(l);
-    st_->leases.push_back(l);
+    st_->leases.remove_if([](const std::weak_ptr<quorum_lease>& w) { return w.expired(); });
+    st_->leases.push_back(l); // the live ones only: a long-lived source does not collect them
     core::grant g;
     g.token = 0; // no single token: quorum_source::member_tokens
     g.from = started_;
