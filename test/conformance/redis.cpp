@@ -17,14 +17,6 @@ struct redis_fixture_core : corolock::conformance::redis_store_fixture<corolock:
   static constexpr const char* backend = "redis";
   static constexpr bool run_time_permits = true;
 
-  /// A Redis client, through a fault proxy of its own.
-  asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor ex) {
-    auto proxy = new_proxy();
-    auto c = std::make_unique<source>(ex, proxy->url());
-    co_await c->connect();
-    proxies[c.get()] = std::move(proxy);
-    co_return c;
-  }
   /// The client's close reaches the engine and the backend (backends/redis/engine_hook.hpp).
   asio::awaitable<void> close(source& c) { co_await c.async_close(); }
 };

@@ -29,6 +29,15 @@ struct redis_store_fixture {
   std::unique_ptr<corolock::test::fault_proxy> new_proxy() {
     return std::make_unique<corolock::test::fault_proxy>(server.port());
   }
+  /// A client of the server, connected through a proxy of its own (a fixture whose clients are
+  /// made otherwise hides it with its own connect()).
+  boost::asio::awaitable<std::unique_ptr<Source>> connect(boost::asio::any_io_executor ex) {
+    auto proxy = new_proxy();
+    auto c = std::make_unique<Source>(ex, proxy->url());
+    co_await c->connect();
+    proxies[c.get()] = std::move(proxy);
+    co_return c;
+  }
   void cut_off(Source& c, bool off) {
     auto& p = *proxies.at(&c);
     if (!off)

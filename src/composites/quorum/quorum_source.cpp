@@ -1,0 +1,103 @@
+// quorum_source: the engine over a quorum_backend, and what it checks of its members.
+#include "composites/quorum/quorum_source.hpp"
+
+#include "composites/quorum/quorum_backend.hpp"
+#include "core/engine.hpp"
+#include "core/handle.hpp"
+#include "core/lease.hpp"
+#include "core/source_access.hpp"
+#include "detail/guard_access.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+
+namespace corolock::composites {
+
+namespace {
+[[noreturn]] void refuse(const std::string& words) {
+  throw boost::system::system_error(error::invalid_argument, "quorum_source: " + words);
+}
+} // namespace
+
+quorum_source::quorum_source(std::vector<std::reference_wrapper<lock_source>> members,
+                             quorum_options options) {
+  if (members.empty())
+    refuse("no member lock source given");
+  std::string words;
+  if (options.validate(words))
+    refuse(words);
+  auto st = std::make_shared<quorum_state>();
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    auto* m = &members[i].get();
+    if (m == this)
+      refuse("member " + std::to_string(i + 1) + " is the quorum itself");
+    if (std::find(st->members.begin(), st->members.end(), m) != st->members.end())
+      refuse("member " + std::to_string(i + 1) + " of " + std::to_string(members.size()) +
+             " is given twice (each member must be another store)");
+    // A lock source names no executor: a handle made of it does (no I/O, nothing kept).
+    auto probe = core::source_access::make(*m, core::lock_kind::mutex, "quorum-probe", {}, 1,
+                                           "quorum_source");
+    if (i == 0) {
+      st->ex = probe->ex;
+      st->clock = probe->engine_of();
+    } else if (probe->ex != st->ex) {
+      refuse("member " + std::to_string(i + 1) + " of " + std::to_string(members.size()) +
+             " runs on another executor than member 1: every member must use one executor");
+    }
+    st->members.push_back(m);
+  }
+  st->options = options;
+  st->quorum = members.size() / 2 + 1;
+  ex_ = st->ex;
+  members_ = members.size();
+  auto b = std::make_unique<quorum_backend>(std::move(st));
+  backend_ = b.get();
+  engine_ = core::engine::create(std::move(b));
+}
+
+quorum_source::~quorum_source() {
+  if (engine_)
+    engine_->close(std::chrono::milliseconds(0), [] {});
+}
+
+asio::any_io_executor quorum_source::get_executor() const noexcept { return ex_; }
+std::size_t quorum_source::members() const noexcept { return members_; }
+std::size_t quorum_source::quorum() const noexcept { return members_ / 2 + 1; }
+
+std::size_t quorum_source::waiting_bids(const std::string& name) const {
+  const auto& w = backend_->state().waiting;
+  auto it = w.find(name);
+  return it == w.end() ? 0 : it->second;
+}
+
+std::vector<std::uint64_t> quorum_source::member_tokens(const guard& g) {
+  const auto& l = detail::guard_access::lease_of(g);
+  if (!l || !g.owns_lock())
+    return {};
+  auto e = l->eng.lock();
+  if (!e || e->store().traits().store != "quorum" || !l->ticket)
+    return {};
+  return static_cast<const quorum_lease&>(*l->ticket).tokens;
+}
+
+std::shared_ptr<core::handle> quorum_source::make_lock_handle(core::lock_kind kind,
+                                                              std::string name,
+                                                              lock_options options,
+                                                              std::int64_t capacity,
+                                                              const char* what) {
+  return engine_->make_handle(kind, std::move(name), std::move(options), capacity, what);
+}
+
+void quorum_source::async_close_impl(std::chrono::milliseconds bound,
+                                     detail::handler<void(error_code)> h) {
+  engine_->close(bound, [h = std::move(h)]() mutable {
+    asio::dispatch(asio::append(std::move(h), error_code{}));
+  });
+}
+
+} // namespace corolock::composites
