@@ -47,10 +47,6 @@ public:
                    detail::handler<void(error_code, semaphore_status)> h);
   void status(diagnostics* diag, detail::handler<void(error_code, semaphore_status)> h);
 
-  /// The engine that made the handle (null once its client is gone): a composite over other
-  /// stores' handles (the quorum) reads its clock and timers from there.
-  std::shared_ptr<engine> engine_of() const noexcept { return eng_.lock(); }
-
   asio::any_io_executor ex;
   std::shared_ptr<const lock_spec> spec;
 

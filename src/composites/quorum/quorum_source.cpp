@@ -39,13 +39,14 @@ quorum_source::quorum_source(std::vector<std::reference_wrapper<lock_source>> me
     if (std::find(st->members.begin(), st->members.end(), m) != st->members.end())
       refuse("member " + std::to_string(i + 1) + " of " + std::to_string(members.size()) +
              " is given twice (each member must be another store)");
-    // A lock source names no executor: a handle made of it does (no I/O, nothing kept).
-    auto probe = core::source_access::make(*m, core::lock_kind::mutex, "quorum-probe", {}, 1,
-                                           "quorum_source");
+    // A lock source names no executor: its lock core does (made now if its client makes it
+    // lazily; no I/O).
+    auto& core = core::source_access::core_of(*m);
+    const auto ex = core.store().get_executor();
     if (i == 0) {
-      st->ex = probe->ex;
-      st->clock = probe->engine_of();
-    } else if (probe->ex != st->ex) {
+      st->ex = ex;
+      st->clock = core.shared_from_this();
+    } else if (ex != st->ex) {
       refuse("member " + std::to_string(i + 1) + " of " + std::to_string(members.size()) +
              " runs on another executor than member 1: every member must use one executor");
     }
@@ -57,12 +58,12 @@ quorum_source::quorum_source(std::vector<std::reference_wrapper<lock_source>> me
   members_ = members.size();
   auto b = std::make_unique<quorum_backend>(std::move(st));
   backend_ = b.get();
-  engine_ = core::engine::create(std::move(b));
+  make_lock_core(std::move(b));
 }
 
 quorum_source::~quorum_source() {
-  if (engine_)
-    engine_->close(std::chrono::milliseconds(0), [] {});
+  if (lock_core())
+    lock_core()->close(std::chrono::milliseconds(0), [] {});
 }
 
 asio::any_io_executor quorum_source::get_executor() const noexcept { return ex_; }
@@ -85,17 +86,9 @@ std::vector<std::uint64_t> quorum_source::member_tokens(const guard& g) {
   return static_cast<const quorum_lease&>(*l->ticket).tokens;
 }
 
-std::shared_ptr<core::handle> quorum_source::make_lock_handle(core::lock_kind kind,
-                                                              std::string name,
-                                                              lock_options options,
-                                                              std::int64_t capacity,
-                                                              const char* what) {
-  return engine_->make_handle(kind, std::move(name), std::move(options), capacity, what);
-}
-
 void quorum_source::async_close_impl(std::chrono::milliseconds bound,
                                      detail::handler<void(error_code)> h) {
-  engine_->close(bound, [h = std::move(h)]() mutable {
+  lock_core()->close(bound, [h = std::move(h)]() mutable {
     asio::dispatch(asio::append(std::move(h), error_code{}));
   });
 }

@@ -100,15 +100,11 @@ public:
   }
 
 private:
-  std::shared_ptr<core::handle> make_lock_handle(core::lock_kind kind, std::string name,
-                                                 lock_options options, std::int64_t capacity,
-                                                 const char* what) override;
   void async_close_impl(std::chrono::milliseconds bound, detail::handler<void(error_code)> h);
 
   asio::any_io_executor ex_;
   std::size_t members_ = 0;
-  quorum_backend* backend_ = nullptr; // owned by the engine
-  std::shared_ptr<core::engine> engine_;
+  quorum_backend* backend_ = nullptr; // owned by the lock core (lock_source::lock_core)
 };
 
 } // namespace corolock::composites
