@@ -28,7 +28,6 @@ namespace {
 struct zookeeper_fixture {
   using source = corolock::zookeeper::client;
   static constexpr const char* backend = "zookeeper";
-  static constexpr bool refuses_marks = true; // no marks yet: no segmented_lock
   /// The least session the server grants (minSessionTimeout 1 s) with room for a reconnect.
   static constexpr auto session_lease = std::chrono::milliseconds(1500);
   corolock::test::zookeeper_server server;
@@ -79,4 +78,5 @@ BOOST_AUTO_TEST_SUITE(zookeeper)
 COROLOCK_CONFORMANCE_CASES(zookeeper_fixture)
 COROLOCK_CONFORMANCE_PERMIT_CASES(zookeeper_fixture)
 COROLOCK_CONFORMANCE_SHARED_CASES(zookeeper_fixture)
+COROLOCK_CONFORMANCE_SEGMENTED_CASES(zookeeper_fixture)
 BOOST_AUTO_TEST_SUITE_END()
