@@ -27,7 +27,8 @@
 ///   one per waiter. A segment released by a local segment_guard that nobody here waits for is
 ///   offered to a waiting acquire_any. Nothing polls.
 /// - Empty marks are kept by the store under the lock's own name (its prefix and name: Redis, the
-///   set "<prefix>{<name>}:empty"), shared by every process, and are
+///   set "<prefix>{<name>}:empty", its braces escaped as the lock's keys are; ZooKeeper, persistent
+///   nodes in the folder "<lock folder>%marks"), shared by every process, and are
 ///   cached here: mark_empty() applies at once locally (waits on that segment are redirected) and
 ///   for other processes after their next refresh (at most options.refresh_interval old when an
 ///   acquire_any starts, and re-read before a segment is handed out if the cache has aged since).
