@@ -1,13 +1,17 @@
+// segmented_lock over any lock_source (its header): K segment mutexes of the source, and the
+// empty marks kept by the store as the lock's marks (core::backend::marks, reached through a
+// handle of the lock's own name). Nothing here knows a store: a store without marks is refused
+// when the segmented_lock is made.
 #include <corolock/lock/segmented_lock.hpp>
 
-#include "backends/redis/lock_names.hpp"
+#include "core/handle.hpp"
+#include "core/source_access.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
+#include "detail/printable_name.hpp"
 #include "detail/spawn.hpp"
-#include "backends/redis/client/client_impl.hpp"
 
 #include <corolock/error.hpp>
-#include <corolock/redis/client.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -17,7 +21,6 @@
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <deque>
 #include <list>
 #include <random>
@@ -69,16 +72,14 @@ struct race {
 
 class segmented_state : public std::enable_shared_from_this<segmented_state> {
 public:
-  segmented_state(corolock::client& c, std::string n, std::size_t k, segmented_lock_options o)
-      : client(client_access::shared(c)), ex(client_access::shared(c)->ex), name(std::move(n)),
-        opts(std::move(o)), empty_key(detail::lock_key(opts.lock.prefix, name) + ":empty"),
-        empty(k, 0),
+  segmented_state(lock_source& src, std::shared_ptr<core::handle> m, std::string n,
+                  std::size_t k, segmented_lock_options o)
+      : marks(std::move(m)), ex(marks->ex), name(std::move(n)), opts(std::move(o)), empty(k, 0),
         adds_in_flight(k, 0), busy(k, 0), waiting(k, 0), acquiring(k, 0), followers(k),
-        refresh_done(ex, seg_clock::time_point::max()),
-        rng(std::random_device{}()) {
+        refresh_done(ex, seg_clock::time_point::max()), rng(std::random_device{}()) {
     mutexes.reserve(k);
     for (std::size_t i = 0; i < k; ++i)
-      mutexes.emplace_back(c, name + "#" + std::to_string(i), opts.lock);
+      mutexes.emplace_back(src, name + "#" + std::to_string(i), opts.lock);
   }
 
   std::size_t size() const { return mutexes.size(); }
@@ -128,12 +129,13 @@ public:
   /// acquire_any adds it to its race: a free segment does not sit idle next to a local waiter.
   void offer(std::size_t i);
 
-  std::weak_ptr<client_impl> client;
+  /// The lock's own name on its store: its marks (the empty segments). Holds the client weakly:
+  /// once it is gone, every marks call completes with error::closed.
+  std::shared_ptr<core::handle> marks;
   asio::any_io_executor ex;
   std::string name;
   segmented_lock_options opts;
   std::vector<mutex> mutexes;
-  std::string empty_key;
   std::vector<char> empty;                    // the local copy of the marks
   std::vector<std::uint32_t> adds_in_flight;  // our SADDs not yet answered: a refresh keeps them
   std::size_t empty_count = 0;
@@ -152,7 +154,7 @@ public:
   seg_clock::time_point refreshed_at{};
   bool refreshing = false;
   error_code refresh_error;
-  std::string refresh_said;                   // the server's words for refresh_error
+  diagnostics refresh_said;                   // the store's words for refresh_error
   asio::steady_timer refresh_done;            // never expires: cancel() wakes refresh waiters
   std::list<std::shared_ptr<race>> races;     // waiting acquire_any calls, oldest first
   std::minstd_rand rng;
@@ -293,45 +295,39 @@ asio::awaitable<bool> cancelled() {
   co_return cs.cancelled() != asio::cancellation_type::none;
 }
 
-request smembers_request(const std::string& key, bool fail_fast) {
-  request req;
-  req.opts().cancel_if_not_connected = fail_fast;
-  req.push("SMEMBERS", key);
-  return req;
+/// One call of the lock's marks (core::backend::marks); the store's words go to `said`.
+/// Not a coroutine, and taking `st` by reference: g++ 12 destroys some temporaries of a co_await
+/// expression twice (a lambda made inside a coroutine's co_await released its captured state
+/// twice), so the initiation is made here, outside any coroutine.
+auto call_marks(const std::shared_ptr<segmented_state>& st, core::marks_call what,
+                std::uint32_t index, diagnostics* said) {
+  return asio::async_initiate<decltype(tuple_awaitable),
+                              void(error_code, std::vector<std::uint32_t>)>(
+      [st, what, index, said](auto h) {
+        st->marks->marks(what, index, said, std::move(h));
+      },
+      tuple_awaitable);
 }
 
-/// Reads the marks from Redis (one SMEMBERS) into the local copy. A mark of ours whose SADD is
-/// still on its way is kept; a reply sent before a reset() is ignored.
-asio::awaitable<error_code> refresh_now(std::shared_ptr<segmented_state> st, client_impl& c,
-                                        bool fail_fast) {
+/// Reads the marks from the store into the local copy. A mark of ours whose add is still on its
+/// way is kept; a reply sent before a reset() is ignored.
+asio::awaitable<error_code> refresh_now(std::shared_ptr<segmented_state> st) {
   st->refreshing = true;
   const auto generation = st->generation;
   const auto sent = seg_clock::now();
-  auto [ec, replies] = co_await c.exec(smembers_request(st->empty_key, fail_fast),
-                                            tuple_awaitable);
+  diagnostics said;
+  auto [ec, set] = co_await call_marks(st, core::marks_call::read, 0, &said);
   st->refreshing = false;
   st->refresh_done.cancel();
-  st->refresh_said.clear();
-  if (!ec) {
-    const auto& r = replies.at(0);
-    if (r.is_error()) {
-      ec = error::redis_error; // e.g. WRONGTYPE: something else stored under the marks' key
-      st->refresh_said = r.data;
-    } else if (r.type != resp::type::set && r.type != resp::type::array) {
-      ec = error::unexpected_reply;
-    }
-  }
+  st->refresh_said = said;
   if (!ec && generation == st->generation) {
-    std::vector<char> in_redis(st->size(), 0);
-    for (const auto& member : replies[0].children) {
-      std::size_t i = 0;
-      auto [end, err] = std::from_chars(member.data.data(), member.data.data() + member.data.size(), i);
+    std::vector<char> in_store(st->size(), 0);
+    for (auto i : set)
       // Another process's segmented_lock of this name may count more segments: ignore theirs.
-      if (err == std::errc() && end == member.data.data() + member.data.size() && i < st->size())
-        in_redis[i] = 1;
-    }
+      if (i < st->size())
+        in_store[i] = 1;
     for (std::size_t i = 0; i < st->size(); ++i)
-      st->set_empty(i, in_redis[i] || st->adds_in_flight[i] > 0);
+      st->set_empty(i, in_store[i] || st->adds_in_flight[i] > 0);
     st->loaded = true;
     st->refreshed_at = sent;
   }
@@ -340,13 +336,12 @@ asio::awaitable<error_code> refresh_now(std::shared_ptr<segmented_state> st, cli
 }
 
 /// Makes the local marks at most refresh_interval old, sharing a refresh already in flight.
-asio::awaitable<error_code> ensure_fresh(std::shared_ptr<segmented_state> st, client_impl& c,
-                                         bool fail_fast) {
+asio::awaitable<error_code> ensure_fresh(std::shared_ptr<segmented_state> st) {
   for (int round = 0; round < 3; ++round) {
     if (st->fresh())
       co_return error_code{};
     if (!st->refreshing)
-      co_return co_await refresh_now(st, c, fail_fast);
+      co_return co_await refresh_now(st);
     while (st->refreshing) {
       co_await st->refresh_done.async_wait(tuple_awaitable);
       if (co_await cancelled())
@@ -392,11 +387,11 @@ std::vector<std::size_t> pick_waits(const segmented_state& st, std::vector<std::
 
 /// We hold segment i. Hands it out unless it is marked empty (by us meanwhile, or, if our copy
 /// has aged, by another process): then gives it back and returns an empty segment_guard.
-asio::awaitable<segment_guard> deliver(std::shared_ptr<segmented_state> st, client_impl& c,
-                                       std::size_t i, guard g, std::shared_ptr<segment_hold> hold) {
-  if (!st->empty[i] && !st->fresh()) {
+asio::awaitable<segment_guard> deliver(std::shared_ptr<segmented_state> st, std::size_t i,
+                                       guard g, std::shared_ptr<segment_hold> hold) {
+  if (!st->empty[i] && !st->fresh() && !st->marks->known_unreachable()) {
     // Best effort: the mark is a hint, so a failed re-read does not cost the caller the segment.
-    co_await ensure_fresh(st, c, true);
+    co_await ensure_fresh(st);
   }
   if (st->empty[i]) {
     co_await g.unlock(tuple_awaitable);
@@ -410,14 +405,16 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
                                                diagnostics* diag) {
   // Cleanup after a cancellation needs further co_awaits: do not throw on them.
   co_await asio::this_coro::throw_if_cancelled(false);
-  auto c = st->client.lock();
-  if (!c || c->closed())
-    co_return acquire_result{error::closed, segment_guard{}};
-  if (!c->ready_for_locks())
+  // A store known out of reach fails at once, as a try_acquire does (the marks' read would wait
+  // for it); a closed client fails with error::closed (the marks' call says so).
+  if (st->marks->known_unreachable()) {
+    diagnostics_access::client(diag, "segmented lock " + printable_name(st->name) +
+                                         ": the store cannot be reached now");
     co_return acquire_result{error::not_connected, segment_guard{}};
-  if (auto ec = co_await ensure_fresh(st, *c, false)) {
-    if (ec != asio::error::operation_aborted)
-      diagnostics_access::of(diag, ec, st->refresh_said);
+  }
+  if (auto ec = co_await ensure_fresh(st)) {
+    if (ec != asio::error::operation_aborted && diag)
+      *diag = st->refresh_said;
     co_return acquire_result{ec, segment_guard{}};
   }
 
@@ -446,7 +443,7 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
       }
       if (!g)
         continue;
-      auto out = co_await deliver(st, *c, i, std::move(g), std::move(hold));
+      auto out = co_await deliver(st, i, std::move(g), std::move(hold));
       if (out)
         co_return acquire_result{error_code{}, std::move(out)};
     }
@@ -485,7 +482,7 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
     if (aborted) // a segment won meanwhile is given back by its guard's destructor
       co_return acquire_result{asio::error::operation_aborted, segment_guard{}};
     if (r->won) {
-      auto out = co_await deliver(st, *c, r->won_index, std::move(r->won_guard),
+      auto out = co_await deliver(st, r->won_index, std::move(r->won_guard),
                                   std::move(r->won_hold));
       if (out)
         co_return acquire_result{error_code{}, std::move(out)};
@@ -503,53 +500,25 @@ asio::awaitable<acquire_result> acquire_any_op(std::shared_ptr<segmented_state> 
   co_return acquire_result{error::exhausted, segment_guard{}};
 }
 
-request sadd_request(const std::string& key, std::size_t i) {
-  request req;
-  req.push("SADD", key, std::to_string(i));
-  return req;
-}
-
-/// One command; an error reply is redis_error, and its text the server's words.
-asio::awaitable<error_code> exec_one(client_impl& c, request req, diagnostics* diag) {
-  auto [ec, replies] = co_await c.exec(std::move(req), tuple_awaitable);
-  if (!ec && replies.at(0).is_error()) {
-    diagnostics_access::server(diag, replies[0].data);
-    co_return error_code(error::redis_error);
-  }
-  co_return ec;
-}
-
 asio::awaitable<error_code> mark_op(std::shared_ptr<segmented_state> st, std::size_t i,
                                     std::uint64_t generation, diagnostics* diag) {
-  auto c = st->client.lock();
-  error_code ec;
-  if (!c || c->closed()) {
-    ec = error::closed;
-  } else {
-    ec = co_await exec_one(*c, sadd_request(st->empty_key, i), diag);
-  }
+  auto [ec, none] = co_await call_marks(st, core::marks_call::add, static_cast<std::uint32_t>(i),
+                                        diag);
   if (generation == st->generation)
     --st->adds_in_flight[i];
   co_return ec;
 }
 
 asio::awaitable<error_code> refresh_op(std::shared_ptr<segmented_state> st, diagnostics* diag) {
-  auto c = st->client.lock();
-  if (!c || c->closed())
-    co_return error_code(error::closed);
-  auto ec = co_await refresh_now(st, *c, false);
-  if (ec)
-    diagnostics_access::server(diag, st->refresh_said);
+  auto ec = co_await refresh_now(st);
+  if (ec && diag)
+    *diag = st->refresh_said;
   co_return ec;
 }
 
 asio::awaitable<error_code> reset_op(std::shared_ptr<segmented_state> st, diagnostics* diag) {
-  auto c = st->client.lock();
-  if (!c || c->closed())
-    co_return error_code(error::closed);
-  request req;
-  req.push("DEL", st->empty_key);
-  co_return co_await exec_one(*c, std::move(req), diag);
+  auto [ec, none] = co_await call_marks(st, core::marks_call::clear, 0, diag);
+  co_return ec;
 }
 
 } // namespace
@@ -574,20 +543,34 @@ void segment_guard::async_unlock_impl(diagnostics* diag, detail::handler<void(er
   hold_.reset();
 }
 
-segmented_lock::segmented_lock(client& c, std::string name, std::size_t segments,
+segmented_lock::segmented_lock(lock_source& source, std::string name, std::size_t segments,
                                segmented_lock_options options) {
   using boost::system::system_error;
+  constexpr const char* what = "corolock::segmented_lock";
   if (name.empty())
     throw system_error(error::invalid_argument, "corolock::segmented_lock: empty name");
   if (segments == 0 || segments > max_segments)
     throw system_error(error::invalid_argument,
                        "corolock::segmented_lock: segments must be between 1 and " +
                            std::to_string(max_segments));
+  // The last segment's name "<name>#<K-1>" is a lock name too.
+  const auto longest = name.size() + 1 + std::to_string(segments - 1).size();
+  if (longest > lock_options::max_name)
+    throw system_error(error::invalid_argument,
+                       "corolock::segmented_lock: a name of " + std::to_string(name.size()) +
+                           " bytes and " + std::to_string(segments) + " segments make segment "
+                           "names of " + std::to_string(longest) + " bytes (at most " +
+                           std::to_string(lock_options::max_name) + ")");
   if (auto ec = options.validate())
     throw system_error(ec, "corolock::segmented_lock: bad options (lease between 1 ms and 24 h, "
                            "wait_width >= 1, refresh_interval >= 0)");
-  state_ = std::make_shared<detail::segmented_state>(c, std::move(name), segments,
-                                                     std::move(options));
+  // The lock's own handle: its marks. The store's refusal of the name or the options, or its lack
+  // of marks, comes before any segment is made.
+  auto marks = core::source_access::make(source, core::lock_kind::mutex, name, options.lock, 1,
+                                         what);
+  marks->require_marks(what);
+  state_ = std::make_shared<detail::segmented_state>(source, std::move(marks), std::move(name),
+                                                     segments, std::move(options));
 }
 
 segmented_lock::~segmented_lock() = default;

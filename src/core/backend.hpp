@@ -79,6 +79,8 @@ struct backend_traits {
   bool semaphore = false;               ///< semaphore
   bool fifo = false;                    ///< waiters of different processes served in arrival order
   bool run_time_permits = false;        ///< semaphore::set_permits / status: a count the store keeps
+  bool marks = false;                   ///< backend::marks: a shared set of indexes per lock
+                                        ///< (segmented_lock's empty segments); a store opts in
   std::size_t max_name = lock_options::max_name; ///< the same on every store: leave it
 };
 
@@ -174,6 +176,13 @@ struct renew_outcome {
   enum class result : std::uint8_t { renewed, lost, unknown };
   result what = result::unknown;
   steady::time_point sent_at{}; ///< renewed: the lease runs lock.options.lease from here
+};
+
+/// What backend::marks does with a lock's marks.
+enum class marks_call : std::uint8_t {
+  add,   ///< puts `index` into the set (already there: no change)
+  read,  ///< reads the whole set
+  clear, ///< empties the set (nothing of it is left at the store)
 };
 
 /// The core's line implements it; a backend calls exactly one of these per bid, posted, unless
@@ -334,6 +343,22 @@ public:
   /// words. A set whose reply was lost may have taken effect; sending it again is harmless.
   virtual void permits(const lock_spec& lock, std::optional<std::int64_t> count,
                        handler<void(error_code, semaphore_status, std::string)> h);
+
+  // ---- Marks: the one thing a segmented_lock needs beyond mutexes ----------------------------
+  // A lock's marks are a small set of indexes (0..segmented_lock::max_segments - 1) that every
+  // client of the store reads and adds to, kept by the store under the lock (its prefix and name,
+  // apart from a mutex of the same name) until cleared: a segmented_lock's empty segments. The
+  // store keeps them as data, never as holders: they outlive sessions and leases, and nothing of
+  // them is given back at close.
+
+  /// traits.marks only (the core never calls it otherwise; a segmented_lock over a store without
+  /// marks is refused at construction): `what` with `lock`'s marks (`index` for add only).
+  /// Completes (posted, contract 1) with the set as it is after the call — read: every index,
+  /// ascending; add and clear: empty — or with not_connected, timeout, connection_lost, closed or
+  /// the store's error, and its words. add and clear are idempotent (contract 3): one whose reply
+  /// was lost may have taken effect, sending it again is harmless. Default: invalid_argument.
+  virtual void marks(const lock_spec& lock, marks_call what, std::uint32_t index,
+                     handler<void(error_code, std::vector<std::uint32_t>, std::string)> h);
 
   /// The client closes: every held lock and open bid of this backend is given back (or its session
   /// ended). Completes (posted) when done. The backend keeps no bound of its own for it: the core

@@ -4,6 +4,7 @@
 
 #include "core/engine.hpp"
 #include "core/lease.hpp"
+#include "core/marks.hpp"
 #include "core/permits_admin.hpp"
 #include "core/waiting_line.hpp"
 #include "detail/completion.hpp"
@@ -85,6 +86,28 @@ void handle::admin(std::optional<std::int64_t> count, diagnostics* diag,
     return;
   }
   permits_admin(e->store(), ex, *spec, count, diag, std::move(h));
+}
+
+void handle::marks(marks_call what, std::uint32_t index, diagnostics* diag,
+                   detail::handler<void(error_code, std::vector<std::uint32_t>)> h) {
+  auto e = eng_.lock();
+  if (!e || e->closed()) {
+    detail::diagnostics_access::client(diag, "the client is closed");
+    detail::complete_later(ex, std::move(h), {}, error_code(error::closed),
+                           std::vector<std::uint32_t>{});
+    return;
+  }
+  marks_admin(e->store(), ex, *spec, what, index, diag, std::move(h));
+}
+
+void handle::require_marks(const char* what) const {
+  if (auto e = eng_.lock())
+    check_marks(e->store().traits(), *spec, what);
+}
+
+bool handle::known_unreachable() const noexcept {
+  auto e = eng_.lock();
+  return e && !e->closed() && e->store().known_unreachable();
 }
 
 } // namespace corolock::core

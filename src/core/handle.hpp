@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace corolock {
 class diagnostics;
@@ -46,6 +47,17 @@ public:
   void set_permits(std::int64_t permits, diagnostics* diag,
                    detail::handler<void(error_code, semaphore_status)> h);
   void status(diagnostics* diag, detail::handler<void(error_code, semaphore_status)> h);
+
+  /// The lock's marks (core/marks.hpp): `what` (`index` for add), completing with the set read
+  /// or an empty one. error::closed once the client is gone or closed.
+  void marks(marks_call what, std::uint32_t index, diagnostics* diag,
+             detail::handler<void(error_code, std::vector<std::uint32_t>)> h);
+  /// Throws system_error(error::invalid_argument) naming `what`, the lock and the store when the
+  /// store keeps no marks (traits.marks), as a handle's construction refuses a missing trait.
+  void require_marks(const char* what) const;
+  /// backend::known_unreachable of the lock's store (false once the client is gone or closed:
+  /// its calls then say error::closed).
+  bool known_unreachable() const noexcept;
 
   asio::any_io_executor ex;
   std::shared_ptr<const lock_spec> spec;

@@ -3,7 +3,8 @@
 // backend by one fixture. Each test/conformance/<backend>.cpp holds one suite named after its
 // backend that instantiates every case here with its fixture: COROLOCK_CONFORMANCE_CASES(fixture),
 // and COROLOCK_CONFORMANCE_PERMIT_CASES / COROLOCK_CONFORMANCE_SHARED_CASES where its store serves
-// a semaphore / a read-write lock (test/CMakeLists.txt makes one ctest of each case a suite has).
+// a semaphore / a read-write lock, and COROLOCK_CONFORMANCE_SEGMENTED_CASES where it keeps marks
+// (a segmented_lock; test/CMakeLists.txt makes one ctest of each case a suite has).
 //
 // A fixture F gives:
 //   using source = …;                                   a lock_source type (the store's client)
@@ -16,6 +17,7 @@
 //   static std::optional<lock_options> lacking();       options asking for a trait it lacks
 //   static constexpr bool barging = true;               only if it serves lock_tuning{.fair = false}
 //   static constexpr bool refuses_shared = true;        only if it has no read-write lock
+//   static constexpr bool refuses_marks = true;         only if it keeps no marks (no segmented_lock)
 //   std::size_t queued_shared(const std::string& name); optional: a read-write lock's queued bids
 //   static constexpr bool unordered = true;             only if it serves no FIFO across clients
 //                                                       (a quorum: waiters retry, nobody queues)
@@ -687,6 +689,11 @@ asio::awaitable<void> odd_prefixes_work_on_every_store(F& f, asio::any_io_execut
 template <typename F>
 constexpr bool refuses_shared = requires { requires F::refuses_shared; };
 
+/// Whether fixture F's store keeps no marks (`static constexpr bool refuses_marks = true`): no
+/// segmented_lock over it, and its suite has no COROLOCK_CONFORMANCE_SEGMENTED_CASES.
+template <typename F>
+constexpr bool refuses_marks = requires { requires F::refuses_marks; };
+
 /// Each trait a store lacks is refused when the handle is made: the options F::lacking() gives,
 /// and a shared_mutex where the store has no read-write lock (in words naming the lock, the store
 /// and the kind); a store that serves one makes the handle.
@@ -703,6 +710,21 @@ asio::awaitable<void> a_lacking_trait_is_refused(F& f, asio::any_io_executor ex)
     BOOST_TEST(std::string(e.what()).find(" store has no read-write lock (shared_mutex)") !=
                    std::string::npos,
                e.what());
+  }
+  // A segmented_lock needs the store's marks: made, or refused in words naming the lock, the store
+  // and the trait.
+  try {
+    segmented_lock seg{*a, "trait", 2};
+    BOOST_TEST(!refuses_marks<F>, F::backend << " made a segmented_lock its fixture says it refuses");
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST(refuses_marks<F>, e.what());
+    BOOST_TEST(e.code() == error::invalid_argument);
+    const std::string words = e.what();
+    BOOST_TEST(words.find("corolock::segmented_lock: lock 'trait': the ") != std::string::npos,
+               words);
+    BOOST_TEST(words.find(" store keeps no shared marks (backend_traits::marks)") !=
+                   std::string::npos,
+               words);
   }
   auto o = F::lacking();
   if (!o) {
@@ -1525,6 +1547,182 @@ asio::awaitable<void> shared_a_service_of_readers_and_writers(F& f, asio::any_io
   BOOST_TEST(co_await clean(f));
 }
 
+// ---- segmented_lock: K segment mutexes and the store's marks (COROLOCK_CONFORMANCE_SEGMENTED_CASES)
+
+/// Segments are held by at most one holder each, and K holders work at once: six callers in two
+/// clients take any segment of three, hold it across a turn of the loop, three rounds each; a
+/// segment never has two holders, and at some moment all three are held. Then with every segment
+/// held by one client: a try finds none free (an empty segment_guard), a deadline ends in timeout,
+/// a cancelled wait in operation_aborted — and neither leaves anything held or queued.
+template <typename F>
+asio::awaitable<void> segmented_k_holders_and_never_two_on_one(F& f, asio::any_io_executor ex) {
+  constexpr std::size_t k = 3;
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  segmented_lock sa{*a, "seg", k}, sb{*b, "seg", k};
+  std::vector<int> on(k, 0);
+  int two = 0, most = 0, now = 0, failures = 0;
+  auto caller = [&](segmented_lock& s) -> asio::awaitable<void> {
+    for (int round = 0; round < 3; ++round) {
+      diagnostics why;
+      auto [ec, g] = co_await s.acquire_any_for(5s, bind_diagnostics(why, tuple_awaitable));
+      if (ec || !g) {
+        ++failures;
+        BOOST_ERROR(f.backend << ": acquire_any: " << ec.message() << " " << why.message());
+        co_return;
+      }
+      two += on[g.index()]++ > 0 ? 1 : 0;
+      most = std::max(most, ++now);
+      co_await sleep_for(30ms);
+      --now;
+      --on[g.index()];
+      co_await g.unlock(tuple_awaitable);
+    }
+  };
+  std::vector<test::event> done;
+  for (int i = 0; i < 6; ++i)
+    done.emplace_back(ex);
+  for (int i = 0; i < 6; ++i)
+    asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+      co_await caller(i % 2 ? sb : sa);
+      done[i].set();
+    }, asio::detached);
+  for (auto& d : done)
+    co_await d.wait();
+  BOOST_TEST(failures == 0);
+  BOOST_TEST(two == 0, f.backend << ": " << two << " times two holders on one segment");
+  BOOST_TEST(most == static_cast<int>(k), f.backend << ": at most " << most << " holders at once");
+
+  // Every segment held by a: b finds none, waits in vain, is cancelled; nothing of b stays.
+  std::vector<segment_guard> held;
+  for (std::size_t i = 0; i < k; ++i) {
+    auto [ec, g] = co_await sa.try_acquire_any(tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(g.owns_lock());
+    held.push_back(std::move(g));
+  }
+  auto [tec, none] = co_await sb.try_acquire_any(tuple_awaitable);
+  BOOST_TEST(!tec, tec.message());
+  BOOST_TEST(!none.owns_lock());
+  BOOST_TEST(none.index() == segment_guard::npos);
+  auto [dec, late] = co_await sb.acquire_any_for(150ms, tuple_awaitable);
+  BOOST_TEST(dec == error::timeout, dec.message());
+  BOOST_TEST(!late.owns_lock());
+  asio::cancellation_signal stop;
+  std::optional<error_code> cancelled;
+  asio::co_spawn(ex, sb.acquire_any(asio::as_tuple(asio::use_awaitable)),
+                 asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr, auto r) {
+                   cancelled = std::get<0>(r);
+                 }));
+  co_await sleep_for(100ms);
+  stop.emit(asio::cancellation_type::terminal);
+  BOOST_TEST(co_await eventually([&] { return cancelled.has_value(); }, 5s));
+  BOOST_TEST((cancelled && *cancelled == asio::error::operation_aborted));
+  for (std::size_t i = 0; i < k; ++i)
+    BOOST_TEST(co_await gone_from_queue(f, "seg#" + std::to_string(i)));
+  // b's waits are gone: each released segment is free for a try of b.
+  for (auto& g : held)
+    co_await g.unlock(tuple_awaitable);
+  for (std::size_t i = 0; i < k; ++i) {
+    auto [ec, g] = co_await sb.segment(i).try_acquire(tuple_awaitable);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(g.owns_lock(), f.backend << ": segment " << i << " still held after the waits left");
+    co_await g.unlock(tuple_awaitable);
+  }
+  BOOST_TEST(co_await clean(f));
+}
+
+/// The marks are the store's, for every client: a segment marked empty by one client is skipped
+/// by another after its refresh; once every segment is marked, the other client's acquire_any and
+/// try_acquire_any end in error::exhausted. reset() clears them for everyone: the other client
+/// reads none again and takes a segment, and the store keeps nothing of the lock (clean). A bad
+/// index is refused with words and marks nothing.
+template <typename F>
+asio::awaitable<void> segmented_exhausted_for_everyone_until_reset(F& f,
+                                                                   asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  segmented_lock_options fresh;
+  fresh.refresh_interval = 0ms; // b re-reads the marks on every call
+  segmented_lock sa{*a, "stock", 3}, sb{*b, "stock", 3, fresh};
+  diagnostics why;
+  auto [bad] = co_await sa.mark_empty(3, bind_diagnostics(why, tuple_awaitable));
+  BOOST_TEST(bad == error::invalid_argument);
+  BOOST_TEST(why.client_message() == "no segment 3 of 3", why.message());
+
+  auto [m0] = co_await sa.mark_empty(0, bind_diagnostics(why, tuple_awaitable));
+  auto [m2] = co_await sa.mark_empty(2, bind_diagnostics(why, tuple_awaitable));
+  BOOST_TEST(!m0, m0.message() << " " << why.message());
+  BOOST_TEST(!m2, m2.message() << " " << why.message());
+  for (int i = 0; i < 4; ++i) { // only segment 1 is left, whatever the random start
+    auto [ec, g] = co_await sb.acquire_any_for(2s, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(!ec, ec.message() << " " << why.message());
+    BOOST_TEST(g.index() == 1u);
+    co_await g.unlock(tuple_awaitable);
+  }
+  BOOST_TEST(sb.empty_count() == 2u);
+  auto [m1] = co_await sa.mark_empty(1, tuple_awaitable);
+  BOOST_TEST(!m1, m1.message());
+  auto [xec, xg] = co_await sb.acquire_any_for(2s, tuple_awaitable);
+  BOOST_TEST(xec == error::exhausted, xec.message());
+  BOOST_TEST(!xg.owns_lock());
+  auto [yec, yg] = co_await sb.try_acquire_any(tuple_awaitable);
+  BOOST_TEST(yec == error::exhausted, yec.message());
+  BOOST_TEST(sb.empty_count() == 3u);
+  BOOST_TEST(sb.marked_empty(0));
+  BOOST_TEST(sb.marked_empty(2));
+
+  auto [rec] = co_await sb.reset(bind_diagnostics(why, tuple_awaitable));
+  BOOST_TEST(!rec, rec.message() << " " << why.message());
+  auto [fec] = co_await sa.refresh(tuple_awaitable);
+  BOOST_TEST(!fec, fec.message());
+  BOOST_TEST(sa.empty_count() == 0u);
+  auto [gec, g] = co_await sa.acquire_any_for(2s, tuple_awaitable);
+  BOOST_TEST(!gec, gec.message());
+  BOOST_TEST(g.owns_lock());
+  co_await g.unlock(tuple_awaitable);
+  BOOST_TEST(co_await clean(f)); // no holder, no queue, and (reset) no marks
+}
+
+/// Names every store takes alike (as odd_names_work_on_every_store, for a segmented lock): '/',
+/// "..", braces, 1000 bytes. Each name's segments and marks are its own: a mark under one name is
+/// read by another client under that name and under no other; its segment is held apart.
+template <typename F>
+asio::awaitable<void> segmented_odd_names_work(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  const std::vector<std::string> names{"a/b", "..", "x{y}", "x", std::string(1000, 'n')};
+  segmented_lock_options fresh;
+  fresh.refresh_interval = 0ms;
+  std::vector<segmented_lock> sa, sb;
+  for (const auto& n : names) {
+    sa.emplace_back(*a, n, 2);
+    sb.emplace_back(*b, n, 2, fresh);
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto shown = printable(names[i]);
+    diagnostics why;
+    auto [mec] = co_await sa[i].mark_empty(i % 2, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(!mec, f.backend << " " << shown << ": " << mec.message() << " " << why.message());
+    for (std::size_t j = 0; j < names.size(); ++j) {
+      auto [rec] = co_await sb[j].refresh(bind_diagnostics(why, tuple_awaitable));
+      BOOST_TEST(!rec, f.backend << " " << printable(names[j]) << ": " << rec.message());
+      BOOST_TEST(sb[j].empty_count() == (j == i ? 1u : 0u),
+                 f.backend << " " << shown << "'s mark read under " << printable(names[j]));
+    }
+    auto [gec, g] = co_await sb[i].acquire_any_for(2s, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(!gec, f.backend << " " << shown << ": " << gec.message() << " " << why.message());
+    BOOST_TEST(g.index() == 1 - i % 2, f.backend << " " << shown << ": a marked segment taken");
+    auto [tec, t] = co_await sa[i].segment(g.index()).try_acquire(tuple_awaitable);
+    BOOST_TEST(!tec, tec.message());
+    BOOST_TEST(!t.owns_lock(), f.backend << " " << shown << ": two owners of a segment");
+    co_await g.unlock(tuple_awaitable);
+    auto [xec] = co_await sa[i].reset(tuple_awaitable);
+    BOOST_TEST(!xec, xec.message());
+  }
+  BOOST_TEST(co_await clean(f));
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -1576,3 +1774,10 @@ asio::awaitable<void> shared_a_service_of_readers_and_writers(F& f, asio::any_io
   COROLOCK_CONFORMANCE_CASE(F, shared_a_deadline_on_a_queued_writer_leaves_nothing)               \
   COROLOCK_CONFORMANCE_CASE(F, shared_close_releases_read_and_write_locks)                        \
   COROLOCK_CONFORMANCE_CASE(F, shared_a_service_of_readers_and_writers)
+
+// The segmented lock's cases, for a store that keeps marks (a store that keeps none says so in its
+// fixture: refuses_marks, checked by a_lacking_trait_is_refused).
+#define COROLOCK_CONFORMANCE_SEGMENTED_CASES(F)                                                   \
+  COROLOCK_CONFORMANCE_CASE(F, segmented_k_holders_and_never_two_on_one)                          \
+  COROLOCK_CONFORMANCE_CASE(F, segmented_exhausted_for_everyone_until_reset)                      \
+  COROLOCK_CONFORMANCE_CASE(F, segmented_odd_names_work)

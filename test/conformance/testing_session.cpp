@@ -9,4 +9,6 @@ COROLOCK_CONFORMANCE_PERMIT_CASES(
     corolock::conformance::testing_fixture<corolock::testing::lease_mode::session>)
 COROLOCK_CONFORMANCE_SHARED_CASES(
     corolock::conformance::testing_fixture<corolock::testing::lease_mode::session>)
+COROLOCK_CONFORMANCE_SEGMENTED_CASES(
+    corolock::conformance::testing_fixture<corolock::testing::lease_mode::session>)
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,9 +1,12 @@
 /// @file
 /// A segmented lock: one hot item whose stock is split into K segments, each behind its own mutex,
 /// so up to K holders work on the item at once (the ConcurrentHashMap / LongAdder idea, seed 001).
+/// It is made over any lock_source whose store keeps marks (Redis standalone, Sentinel and
+/// Cluster, the testing store; see the README's capability table): a store without them is
+/// refused at construction with error::invalid_argument, in words naming the store.
 ///
 /// ```cpp
-/// corolock::segmented_lock stock{redis, "iphone", 20};
+/// corolock::segmented_lock stock{redis, "iphone", 20};   // or a ZooKeeper client, a database …
 /// auto [ec, sg] = co_await stock.acquire_any(asio::as_tuple(asio::use_awaitable));
 /// if (ec == corolock::error::exhausted) { /* every segment is marked empty: sold out */ }
 /// // ... read and decrement segment sg.index()'s stock under sg ...
@@ -11,19 +14,21 @@
 /// co_await sg.unlock();
 /// ```
 ///
-/// - Segment i is the corolock::mutex "<name>#<i>": its own hash tag, so segments spread over the
-///   slots of a Redis Cluster. Everything a mutex guarantees (leases, watchdog, fencing tokens,
-///   owner-checked release, cancellation safety) holds for each segment.
+/// - Segment i is the corolock::mutex "<name>#<i>" of the source (on a Redis Cluster its own hash
+///   tag, so segments spread over the slots). Everything a mutex of that store guarantees (leases,
+///   fencing tokens, owner-checked release, cancellation safety) holds for each segment.
 /// - acquire_any() first tries the segments that are neither marked empty nor busy here, starting
 ///   at a random one (no herd on segment 0). If none is free it waits on up to
 ///   options.wait_width segments at once — those with the fewest local waiters — through the
-///   mutexes' own pub/sub waiting, and takes whichever is released first; the other waits are
+///   mutexes' own waiting (no polling), and takes whichever is released first; the other waits are
 ///   cancelled (a mutex gives back a lock won by a cancelled acquisition itself). Per segment at
 ///   most two of this object's waits run a mutex acquisition; the others line up locally behind
-///   them (oldest first), so a crowd arriving at once costs Redis a few attempts per segment, not
+///   them (oldest first), so a crowd arriving at once costs the store a few attempts per segment, not
 ///   one per waiter. A segment released by a local segment_guard that nobody here waits for is
 ///   offered to a waiting acquire_any. Nothing polls.
-/// - Empty marks live in the Redis set "<prefix>{<name>}:empty", shared by every process, and are
+/// - Empty marks are kept by the store under the lock's own name (its prefix and name: Redis, the
+///   set "<prefix>{<name>}:empty", its braces escaped as the lock's keys are; ZooKeeper, persistent
+///   nodes in the folder "<lock folder>%marks"), shared by every process, and are
 ///   cached here: mark_empty() applies at once locally (waits on that segment are redirected) and
 ///   for other processes after their next refresh (at most options.refresh_interval old when an
 ///   acquire_any starts, and re-read before a segment is handed out if the cache has aged since).
@@ -32,6 +37,8 @@
 /// - The words behind an error go to a diagnostics bound to the token (bind_diagnostics): the
 ///   server's reply in server_message(), and for a segment mutex's failure "segment i" in
 ///   client_message().
+/// - A store known out of reach (a client never connected, or cut off) fails acquire_any and
+///   try_acquire_any at once with error::not_connected, as a mutex's try_acquire does.
 /// - Not thread-safe; use it from its client's executor. It must not outlive its client.
 #pragma once
 
@@ -40,6 +47,7 @@
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/mutex.hpp>
 #include <corolock/lock/options.hpp>
+#include <corolock/lock_source.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -49,8 +57,6 @@
 #include <utility>
 
 namespace corolock {
-
-class client;
 
 namespace detail {
 class segmented_state;
@@ -77,6 +83,11 @@ struct segmented_lock_options {
 
 /// What acquire_any gives: the lock of one segment and which segment it is. Move-only; releasing
 /// (or destroying) it releases the segment's lock, as a guard does.
+///
+/// A thin wrapper over the segment mutex's corolock::guard (lock()), kept as its own type for two
+/// things a guard cannot carry without every guard paying for them: the segment's index, and the
+/// release telling this segmented_lock that the segment is free here (it offers it to a waiting
+/// acquire_any of this process at once, without a round trip to the store).
 class [[nodiscard]] segment_guard {
 public:
   /// index() of an empty segment_guard.
@@ -148,7 +159,9 @@ private:
 /// dispatched to the handler's associated executor. Errors besides those each lists: those of a
 /// mutex acquisition (see corolock::mutex; `segment i` in a bound diagnostics when a segment's
 /// mutex failed), and for mark_empty(), refresh(), reset(): error::closed, error::not_connected,
-/// error::timeout, error::redis_error. Cancellation: terminal (the cancellation Asio's coroutines
+/// error::timeout, error::connection_lost, and the store's own error with its words (Redis:
+/// error::redis_error, e.g. WRONGTYPE when something else is stored under the marks' key).
+/// Cancellation: terminal (the cancellation Asio's coroutines
 /// pass on by default), with asio::error::operation_aborted and no segment left held. Lifetimes:
 /// the segmented_lock must be alive at initiation, the operation keeps its state; the client must
 /// outlive it; use it from the client's executor.
@@ -159,9 +172,11 @@ public:
   /// The most segments.
   static constexpr std::size_t max_segments = 4096;
 
+  /// K = `segments` mutexes of `source` named "<name>#<i>", and the marks of `name` on its store.
   /// Throws system_error(error::invalid_argument) for an empty name, 0 or more than max_segments
-  /// segments, or bad options.
-  segmented_lock(client& c, std::string name, std::size_t segments,
+  /// segments, segment names longer than lock_options::max_name, bad options (those of every
+  /// mutex of the store, too), or a store that keeps no marks (its words name the store).
+  segmented_lock(lock_source& source, std::string name, std::size_t segments,
                  segmented_lock_options options = {});
   ~segmented_lock();
   /// Moves the handle; a moved-from segmented_lock may only be destroyed or assigned to.
@@ -210,7 +225,7 @@ public:
     return initiate_acquire(clock::time_point::min(), true, std::forward<CompletionToken>(token));
   }
 
-  /// Marks segment i empty, here at once and in Redis (SADD) for everyone.
+  /// Marks segment i empty, here at once and at the store for everyone.
   /// error::invalid_argument if i is out of range. Handler `void(error_code)`.
   template <typename CompletionToken = default_token>
   auto mark_empty(std::size_t i, CompletionToken&& token = {}) {
@@ -222,7 +237,7 @@ public:
         token, i);
   }
 
-  /// Re-reads the empty marks from Redis now. Handler `void(error_code)`.
+  /// Re-reads the empty marks from the store now. Handler `void(error_code)`.
   template <typename CompletionToken = default_token>
   auto refresh(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
@@ -233,7 +248,7 @@ public:
         token);
   }
 
-  /// Clears every empty mark, in Redis and here (for demos and tests). Other processes see it at
+  /// Clears every empty mark, at the store and here (for demos and tests). Other processes see it at
   /// their next refresh. Handler `void(error_code)`.
   template <typename CompletionToken = default_token>
   auto reset(CompletionToken&& token = {}) {

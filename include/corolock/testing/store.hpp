@@ -129,7 +129,8 @@ public:
   /// The last fencing token handed out for `name` (its latest kind), 0 if none.
   std::uint64_t token(const std::string& name,
                       const std::string& prefix = lock_options{}.prefix) const;
-  /// No lock is held and no bid is queued (fencing counters are kept, as a server keeps them).
+  /// No lock is held, no bid is queued and no mark is kept (a segmented_lock's empty marks, until
+  /// its reset()); fencing counters are kept, as a server keeps them.
   bool empty() const;
 
   // --- faults ----------------------------------------------------------------------------------
@@ -153,8 +154,9 @@ private:
 /// One "process" connected to a store: a corolock::lock_source, so mutex, shared_mutex and
 /// semaphore are made from it as from a Redis client. Connected at construction.
 ///
-/// Traits: mutex, shared_mutex and semaphore (with set_permits / status); FIFO across clients;
-/// fixed leases (lock_options::watchdog = false) in per_lock mode only. Another store's own options
+/// Traits: mutex, shared_mutex and semaphore (with set_permits / status); marks (segmented_lock's
+/// empty marks, kept until its reset()); FIFO across clients; fixed leases
+/// (lock_options::watchdog = false) in per_lock mode only. Another store's own options
 /// (lock_options::store, e.g. redis::lock_tuning) are refused (error::invalid_argument at the
 /// handle's construction).
 /// Not thread-safe: use it from its executor.

@@ -553,6 +553,21 @@ void cluster_backend::permits(const core::lock_spec& lock, std::optional<std::in
   op->start(nullptr);
 }
 
+void cluster_backend::marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+                            core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) {
+  // The set shares the lock's hash tag: on the master serving the lock's slot, routed as permits.
+  auto op = std::make_shared<routed_op<std::vector<std::uint32_t>>>();
+  op->s = s_;
+  op->slot = slot_of(lock);
+  op->call = [lock, what, index](lock_backend& b,
+                                 core::handler<void(error_code, std::vector<std::uint32_t>,
+                                                    std::string)> done) {
+    b.marks(lock, what, index, std::move(done));
+  };
+  op->h.set(std::move(h));
+  op->start(nullptr);
+}
+
 void cluster_backend::renew(std::vector<core::renewal> leases,
                             core::handler<void(std::vector<core::renew_outcome>)> h) {
   // Each lease on the master serving its slot now (the one that granted it until the map

@@ -15,6 +15,9 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+#include <charconv>
+#include <functional>
 #include <set>
 
 namespace corolock::redis::detail {
@@ -34,6 +37,7 @@ constexpr core::backend_traits redis_traits{
     .semaphore = true,
     .fifo = true,
     .run_time_permits = true,
+    .marks = true,
 };
 
 /// One release of a held lock, sent again (same owner) while a dropped connection leaves its
@@ -118,49 +122,59 @@ struct release_op : std::enable_shared_from_this<release_op> {
   }
 };
 
-/// set_permits / status: one request of the permit scripts on the lock connection, sent again
-/// (twice at most) when its connection dropped before the reply: both scripts are idempotent.
-struct permits_op : std::enable_shared_from_this<permits_op> {
-  std::shared_ptr<backend_state> s;
-  std::shared_ptr<const lock_names> names;
-  std::optional<std::int64_t> count;
-  // Never move-assigned (see detail/completion.hpp).
-  corolock::detail::stored_handler<
-      core::handler<void(error_code, semaphore_status, std::string)>>
-      h;
-  int tries = 0;
+/// One request of a lock's admin calls (set_permits / status, marks) on the lock connection,
+/// made by `make` for each try and sent again (twice at most) when its connection dropped before
+/// the reply: each of those requests is idempotent. `read` gets the reply answered, or the error
+/// and its words: closed (the client gone or closed), or the transport's (no words).
+using admin_make = std::function<void(request&, const lock_link&)>;
+using admin_read = std::function<void(error_code, const response&, std::string words)>;
 
-  void send() {
-    auto c = s->client();
-    if (!c || c->closed() || s->closed)
-      return finish(error::closed, {}, "the client was closed");
-    request req;
-    corolock::detail::push_permits_admin(req, *names, count, c->publish_verb());
-    c->exec(std::move(req), [self = shared_from_this()](error_code ec, response r) {
-      self->done(ec, r);
-    });
-  }
-
-  void done(error_code ec, const response& r) {
+void admin_request(const std::shared_ptr<backend_state>& s, admin_make make, admin_read read,
+                   int tries = 0) {
+  auto c = s->client();
+  if (!c || c->closed() || s->closed)
+    return read(error::closed, {}, "the client was closed");
+  request req;
+  make(req, *c);
+  c->exec(std::move(req), [s, make = std::move(make), read = std::move(read),
+                           tries](error_code ec, response r) mutable {
     auto c = s->client();
     if (!c)
-      return finish(error::closed, {}, "the client was closed");
-    if (ec == error::connection_lost && ++tries < 3 && !c->closed()) {
-      send();
-      return;
-    }
+      return read(error::closed, {}, "the client was closed");
+    if (ec == error::connection_lost && tries + 1 < 3 && !c->closed())
+      return admin_request(s, std::move(make), std::move(read), tries + 1);
     if (ec)
-      return finish(transport_error(*c, ec), {}, {});
-    auto got = corolock::detail::read_permits_admin(r, count);
-    if (got.ec == error::redis_error)
-      c->note_server_error(got.text);
-    finish(got.ec, got.status, std::move(got.text));
-  }
+      return read(transport_error(*c, ec), {}, {});
+    read({}, r, {});
+  });
+}
 
-  void finish(error_code ec, semaphore_status st, std::string words) {
-    complete_later(s->ex, h.take(), asio::cancellation_slot{}, ec, st, std::move(words));
+/// A caller's handler, kept where a std::function (copyable) carries it.
+template <typename Signature>
+using shared_handler = std::shared_ptr<corolock::detail::stored_handler<core::handler<Signature>>>;
+
+template <typename Signature>
+shared_handler<Signature> share(core::handler<Signature> h) {
+  auto out = std::make_shared<corolock::detail::stored_handler<core::handler<Signature>>>();
+  out->set(std::move(h));
+  return out;
+}
+
+/// The members of a SMEMBERS reply that are marks (decimal indexes), ascending; false if the
+/// reply is no set.
+bool read_marks(const resp::value& reply, std::vector<std::uint32_t>& set) {
+  if (reply.type != resp::type::set && reply.type != resp::type::array)
+    return false;
+  for (const auto& member : reply.children) {
+    const auto& d = member.data;
+    std::uint32_t i = 0;
+    auto [end, err] = std::from_chars(d.data(), d.data() + d.size(), i);
+    if (err == std::errc() && end == d.data() + d.size()) // another member is not a mark
+      set.push_back(i);
   }
-};
+  std::sort(set.begin(), set.end());
+  return true;
+}
 
 } // namespace
 
@@ -330,13 +344,59 @@ void lock_backend::adopt_held(const std::string& redis_owner,
 
 void lock_backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                            core::handler<void(error_code, semaphore_status, std::string)> h) {
-  auto op = std::make_shared<permits_op>();
-  op->s = s_;
-  // A copy: the call may outlive the handle whose spec keeps the names (an admin call, rare).
-  op->names = std::make_shared<const lock_names>(backend_state::names(lock));
-  op->count = count;
-  op->h.set(std::move(h));
-  op->send();
+  // set_permits.lua / permits_status.lua. A copy of the names: the call may outlive the handle
+  // whose spec keeps them (an admin call, rare).
+  auto names = std::make_shared<const lock_names>(backend_state::names(lock));
+  auto hp = share(std::move(h));
+  admin_request(
+      s_,
+      [names, count](request& req, const lock_link& c) {
+        corolock::detail::push_permits_admin(req, *names, count, c.publish_verb());
+      },
+      [s = s_, hp, count](error_code ec, const response& r, std::string words) {
+        semaphore_status st;
+        if (!ec) {
+          auto got = corolock::detail::read_permits_admin(r, count);
+          if (got.ec == error::redis_error)
+            if (auto c = s->client())
+              c->note_server_error(got.text);
+          ec = got.ec;
+          st = got.status;
+          words = std::move(got.text);
+        }
+        complete_later(s->ex, hp->take(), asio::cancellation_slot{}, ec, st, std::move(words));
+      });
+}
+
+void lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+                         core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) {
+  // The set "<lock key>:empty": the lock's key as lock_names encodes it (any name works and, on a
+  // Cluster, the set is in the lock's slot). SADD, SMEMBERS and DEL are idempotent.
+  auto key = corolock::detail::lock_key(lock.options.prefix, lock.name) + ":empty";
+  auto hp = share(std::move(h));
+  admin_request(
+      s_,
+      [key, what, index](request& req, const lock_link&) {
+        switch (what) {
+        case core::marks_call::add: req.push("SADD", key, std::to_string(index)); break;
+        case core::marks_call::read: req.push("SMEMBERS", key); break;
+        case core::marks_call::clear: req.push("DEL", key); break;
+        }
+      },
+      [s = s_, hp, key, what](error_code ec, const response& r, std::string words) {
+        std::vector<std::uint32_t> set;
+        if (!ec && r.at(0).is_error()) { // e.g. WRONGTYPE: something else is under the key
+          ec = error::redis_error;
+          words = r[0].data;
+          if (auto c = s->client())
+            c->note_server_error(words);
+        } else if (!ec && what == core::marks_call::read && !read_marks(r[0], set)) {
+          ec = error::unexpected_reply;
+          words = "SMEMBERS of " + key + " read no set";
+        }
+        complete_later(s->ex, hp->take(), asio::cancellation_slot{}, ec, std::move(set),
+                       std::move(words));
+      });
 }
 
 void lock_backend::renew(std::vector<core::renewal> leases,

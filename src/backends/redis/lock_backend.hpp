@@ -11,7 +11,8 @@
 // hand-off: granted in the same reply, nothing published). renew() = one pipelined request of
 // renew.lua per lease (the watchdog's batch). close() = one request of release.lua for every held
 // lock, open bid and give-up in flight. permits() = set_permits.lua / permits_status.lua
-// (permits_admin.hpp). on_reconnect(): the client's lock connection came back (a
+// (permits_admin.hpp). marks() = SADD / SMEMBERS / DEL of the set "<lock key>:empty".
+// on_reconnect(): the client's lock connection came back (a
 // restart, a Sentinel switch): the core checks every lease at once.
 //
 // Leases are per lock (PX), renewed by the core's keeper; tokens are the lock's fence counter.
@@ -73,6 +74,9 @@ public:
                  core::handler<void(error_code, std::string)> h) override;
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                core::handler<void(error_code, semaphore_status, std::string)> h) override;
+  /// The set "<lock key>:empty": SADD / SMEMBERS / DEL on the lock connection.
+  void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+             core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;

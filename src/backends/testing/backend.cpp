@@ -120,6 +120,7 @@ backend::backend(asio::any_io_executor ex, std::shared_ptr<state> st)
   traits_.semaphore = true;
   traits_.fifo = true;
   traits_.run_time_permits = true;
+  traits_.marks = true;
   client_ = st_->connect(*this);
   id_ = "client-" + std::to_string(client_);
   was_reachable_ = reachable();
@@ -440,6 +441,29 @@ void backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> c
         const auto u = st_->usage_of(k);
         semaphore_status st{st_->count(k, fallback), u.used, u.waiting};
         return std::function<void()>([st, done] { done({}, st, {}); });
+      },
+      [done](error_code ec) {
+        done(ec, {}, ec == error::closed ? "the testing client is closed"
+                                         : "no reply from the testing store");
+      });
+}
+
+void backend::marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+                    core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) {
+  using set = std::vector<std::uint32_t>;
+  auto hp = std::make_shared<core::handler<void(error_code, set, std::string)>>(std::move(h));
+  auto done = [hp](error_code ec, set s, std::string words) {
+    asio::dispatch(asio::append(std::move(*hp), ec, std::move(s), std::move(words)));
+  };
+  send(
+      [this, prefix = lock.options.prefix, name = lock.name, what, index, done] {
+        set out;
+        switch (what) {
+        case core::marks_call::add: st_->add_mark(prefix, name, index); break;
+        case core::marks_call::read: out = st_->marks(prefix, name); break;
+        case core::marks_call::clear: st_->clear_marks(prefix, name); break;
+        }
+        return std::function<void()>([out = std::move(out), done] { done({}, out, {}); });
       },
       [done](error_code ec) {
         done(ec, {}, ec == error::closed ? "the testing client is closed"

@@ -370,6 +370,21 @@ std::uint64_t state::token(const std::string& prefix, const std::string& name) c
   return t;
 }
 
-bool state::empty() const { return locks_.empty(); }
+bool state::empty() const { return locks_.empty() && marks_.empty(); }
+
+void state::add_mark(const std::string& prefix, const std::string& name, std::uint32_t index) {
+  marks_[{prefix, name}].insert(index);
+}
+
+std::vector<std::uint32_t> state::marks(const std::string& prefix, const std::string& name) const {
+  auto it = marks_.find({prefix, name});
+  if (it == marks_.end())
+    return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+void state::clear_marks(const std::string& prefix, const std::string& name) {
+  marks_.erase({prefix, name});
+}
 
 } // namespace corolock::testing::detail

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <set>
 #include <vector>
 
 namespace corolock::testing::detail {
@@ -150,11 +151,18 @@ public:
   /// Gives back everything of `client` (close): holders and queued bids.
   void drop_all(std::uint64_t client);
 
+  // --- marks (core::backend::marks): data of the lock, kept until cleared ----------------------
+  void add_mark(const std::string& prefix, const std::string& name, std::uint32_t index);
+  /// Ascending.
+  std::vector<std::uint32_t> marks(const std::string& prefix, const std::string& name) const;
+  void clear_marks(const std::string& prefix, const std::string& name);
+
   // --- introspection -------------------------------------------------------------------------
   /// Holders (or queued bids) of every kind of lock `name`.
   std::vector<holder_info> list(const std::string& prefix, const std::string& name,
                                 bool holders) const;
   std::uint64_t token(const std::string& prefix, const std::string& name) const;
+  /// No holder, no queued bid, no mark.
   bool empty() const;
 
 private:
@@ -191,6 +199,8 @@ private:
   std::map<lock_key, lock_state> locks_;
   std::map<lock_key, std::uint64_t> fences_; // kept forever: tokens never repeat
   std::map<lock_key, std::int64_t> counts_;  // semaphore counts set at run time
+  // Marks by (prefix, name): a lock's name of any kind; no set is kept empty (clear erases it).
+  std::map<std::pair<std::string, std::string>, std::set<std::uint32_t>> marks_;
   std::map<std::uint64_t, sink*> clients_;
   std::map<std::uint64_t, session> sessions_;
   std::uint64_t next_client_ = 1;

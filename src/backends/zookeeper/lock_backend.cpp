@@ -4,6 +4,7 @@
 #include "backends/zookeeper/lock_access.hpp"
 #include "backends/zookeeper/lock_paths.hpp"
 #include "backends/zookeeper/lock_recipe.hpp"
+#include "backends/zookeeper/marks.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
 #include "detail/random_id.hpp"
@@ -34,6 +35,7 @@ constexpr core::backend_traits zookeeper_traits{
     .read_write = true,
     .semaphore = true,
     .fifo = true,
+    .marks = true,
 };
 
 node_kind node_kind_of(const core::bid& b) {
@@ -432,6 +434,17 @@ error_code lock_backend::check(const core::lock_spec& lock, std::string& words) 
 
 std::shared_ptr<const core::lock_ticket> lock_backend::prepare(const core::lock_spec& lock) const {
   return ticket_for(lock);
+}
+
+void lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+                         core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) {
+  if (!s_->zk) { // detached: as a closed client, never inline
+    complete_later(s_->ex, std::move(h), {}, error_code(error::closed), std::vector<std::uint32_t>{},
+                   std::string("the ZooKeeper client is closed"));
+    return;
+  }
+  zookeeper_marks(*s_->zk, marks_folder(core::ticket_of<zk_lock>(lock).dir), what, index,
+                  std::move(h));
 }
 
 std::shared_ptr<const core::lock_ticket> lock_backend::ticket_for(const core::lock_spec& lock) {

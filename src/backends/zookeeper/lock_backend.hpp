@@ -83,6 +83,9 @@ public:
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
   void give_back(const core::bid& b, const std::string& owner,
                  core::handler<void(error_code, std::string)> h) override;
+  /// Persistent nodes in a folder beside the lock's own (marks.hpp).
+  void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+             core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;

@@ -151,4 +151,12 @@ std::string lock_root(std::string_view prefix) {
   }
 }
 
+std::vector<std::string> containers_of(const std::string& dir) {
+  std::vector<std::string> out;
+  for (auto p = dir.find('/', 1); p != std::string::npos; p = dir.find('/', p + 1))
+    out.push_back(dir.substr(0, p));
+  out.push_back(dir);
+  return out;
+}
+
 } // namespace corolock::zookeeper::detail

@@ -33,6 +33,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace corolock::zookeeper::detail {
 
@@ -41,6 +42,10 @@ std::string lock_root(std::string_view prefix);
 
 /// The node of lock `name` (any bytes) below the root: `name` escaped as above.
 std::string node_name(std::string_view name);
+
+/// The folders of path `dir`, top first: "/a", "/a/b", "/a/b/c" for "/a/b/c" (what a create
+/// makes, one by one, when the server says a parent is missing).
+std::vector<std::string> containers_of(const std::string& dir);
 
 /// Whether `name` can be one node's name as it is; else `words` says why.
 bool valid_node_name(std::string_view name, std::string& words);

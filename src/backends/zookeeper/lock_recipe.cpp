@@ -1,6 +1,7 @@
 // The lock recipe's state machine (lock_recipe.hpp).
 #include "backends/zookeeper/lock_recipe.hpp"
 
+#include "backends/zookeeper/lock_paths.hpp"
 #include "backends/zookeeper/semaphore_rule.hpp"
 
 #include <corolock/error.hpp>
@@ -60,15 +61,6 @@ bool same_family(node_kind a, node_kind b) {
 
 std::string_view base_name(std::string_view path) {
   return path.substr(path.rfind('/') + 1);
-}
-
-/// "/a", "/a/b", "/a/b/c" for "/a/b/c".
-std::vector<std::string> containers_of(const std::string& dir) {
-  std::vector<std::string> out;
-  for (auto p = dir.find('/', 1); p != std::string::npos; p = dir.find('/', p + 1))
-    out.push_back(dir.substr(0, p));
-  out.push_back(dir);
-  return out;
 }
 
 /// The words of a bid ended with its session: none for session_expired, whose own message says it
