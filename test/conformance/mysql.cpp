@@ -35,4 +35,5 @@ struct mariadb {
 
 BOOST_AUTO_TEST_SUITE(mysql)
 COROLOCK_CONFORMANCE_CASES(corolock::conformance::sql_fixture<mariadb>)
+COROLOCK_CONFORMANCE_SEGMENTED_CASES(corolock::conformance::sql_fixture<mariadb>) // the marks table
 BOOST_AUTO_TEST_SUITE_END()

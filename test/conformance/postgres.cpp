@@ -32,4 +32,5 @@ struct postgres_db {
 BOOST_AUTO_TEST_SUITE(postgres)
 COROLOCK_CONFORMANCE_CASES(corolock::conformance::sql_fixture<postgres_db>)
 COROLOCK_CONFORMANCE_SHARED_CASES(corolock::conformance::sql_fixture<postgres_db>) // pg_advisory_lock_shared
+COROLOCK_CONFORMANCE_SEGMENTED_CASES(corolock::conformance::sql_fixture<postgres_db>) // the marks table
 BOOST_AUTO_TEST_SUITE_END()

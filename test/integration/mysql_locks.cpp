@@ -52,6 +52,18 @@ struct mariadb {
     return s.sql("SELECT ID FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' LIMIT 1");
   }
   static void kill(server_type& s, const std::string& id) { s.sql("KILL " + id); }
+  /// Ends every session of the clients under test.
+  static void kill_client_sessions(server_type& s) {
+    const std::string ids = s.sql("SELECT GROUP_CONCAT(ID SEPARATOR ' ') FROM information_schema.PROCESSLIST WHERE "
+                                  "ID <> CONNECTION_ID() AND COMMAND <> 'Daemon' AND USER = 'root'");
+    std::size_t at = 0;
+    while (at < ids.size()) {
+      const auto end = std::min(ids.find(' ', at), ids.size());
+      if (end > at)
+        kill(s, ids.substr(at, end - at));
+      at = end + 1;
+    }
+  }
   /// A table of someone else's, and its name.
   static std::string make_canary(server_type& s) {
     s.sql("CREATE DATABASE keep");
@@ -117,6 +129,7 @@ COROLOCK_SQL_LOCK_CASE(a_late_grant_whose_dating_select_stalls_past_its_deadline
 COROLOCK_SQL_LOCK_CASE(a_one_look_read_after_a_short_stop_is_answered, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_bounded_close_on_a_stalled_server_leaves_the_io_context_at_its_bound, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_timed_out_statement_ends_its_session_and_its_holders_are_told_at_once, mariadb)
+COROLOCK_SQL_LOCK_CASE(marks_are_rows_every_client_shares, mariadb)
 
 // A wait withdrawn after the server restarted, before the client read its session's end: the
 // cancel (KILL QUERY <id>, from a second connection) reaches the new run of the server, where the

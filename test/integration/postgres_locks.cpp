@@ -63,6 +63,10 @@ struct postgres {
     return s.sql("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted LIMIT 1");
   }
   static void kill(server_type& s, const std::string& pid) { s.sql("SELECT pg_terminate_backend(" + pid + ")"); }
+  /// Ends every session of the clients under test.
+  static void kill_client_sessions(server_type& s) {
+    s.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'corolock'");
+  }
   /// A table of someone else's (in the search path's schema), and its name.
   static std::string make_canary(server_type& s) {
     s.sql("CREATE TABLE canary (x INT)");
@@ -149,6 +153,7 @@ COROLOCK_SQL_LOCK_CASE(a_late_grant_whose_dating_select_stalls_past_its_deadline
 COROLOCK_SQL_LOCK_CASE(a_one_look_read_after_a_short_stop_is_answered, postgres)
 COROLOCK_SQL_LOCK_CASE(a_bounded_close_on_a_stalled_server_leaves_the_io_context_at_its_bound, postgres)
 COROLOCK_SQL_LOCK_CASE(a_timed_out_statement_ends_its_session_and_its_holders_are_told_at_once, postgres)
+COROLOCK_SQL_LOCK_CASE(marks_are_rows_every_client_shares, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait
 // (pg_advisory_lock_shared queues behind a conflicting waiter), so writers do not starve.

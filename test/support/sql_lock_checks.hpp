@@ -139,6 +139,18 @@ struct client {
     h.ticket = b.grant->ticket;
     backend->release(h, core::handler<void(error_code, std::string)>([&out](error_code ec, std::string) { out = ec; }));
   }
+  /// backend::marks, and its outcome.
+  asio::awaitable<std::tuple<error_code, std::vector<std::uint32_t>, std::string>>
+  marks(const std::shared_ptr<const core::lock_spec>& lock, core::marks_call what, std::uint32_t index = 0) {
+    auto token = asio::as_tuple(asio::use_awaitable);
+    const core::lock_spec* spec = lock.get(); // not the shared_ptr in the lambda: GCC 12 frees it twice
+    co_return co_await asio::async_initiate<decltype(token), void(error_code, std::vector<std::uint32_t>, std::string)>(
+        [this, spec, what, index](auto handler) {
+          backend->marks(*spec, what, index,
+                         core::handler<void(error_code, std::vector<std::uint32_t>, std::string)>(std::move(handler)));
+        },
+        token);
+  }
   /// The backend's close, bounded as the core bounds it (engine::close): give_up() at `bound`.
   asio::awaitable<void> close(std::chrono::milliseconds bound = std::chrono::seconds(5)) {
     auto token = asio::use_awaitable;
@@ -820,6 +832,61 @@ void an_account_without_rights_on_the_fence_table_gets_no_lock() {
     BOOST_TEST(x.words.find("fence") != std::string::npos);
     BOOST_TEST_MESSAGE("refused: " << x.words);
     BOOST_TEST(co_await eventually([&] { return Db::holder(server, a.backend->key_of(*lock)) == "0"; }));
+  });
+}
+
+// Marks (a segmented lock's empty segments) are rows every client shares: added twice they are one
+// row, read in ascending order by another client, kept apart per name; the marks' connection ended
+// by the server between calls is opened again by the next call; clear empties them for everyone. An
+// account without rights gets the server's words; a call still queued at close ends with closed,
+// and the close leaves nothing running.
+template <typename Db>
+void marks_are_rows_every_client_shares() {
+  typename Db::server_type server;
+  const std::string url = Db::account_without_rights(server);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server), b(ex, server);
+    const auto stock = a.spec("stock"), other = a.spec("stock2");
+    const auto stock_b = b.spec("stock");
+    using core::marks_call;
+    for (const std::uint32_t i : {2u, 2u, 0u}) {
+      auto [ec, set, words] = co_await a.marks(stock, marks_call::add, i);
+      BOOST_TEST(!ec, ec.message() << ": " << words);
+      BOOST_TEST(set.empty());
+    }
+    auto [rec, read, rwords] = co_await b.marks(stock_b, marks_call::read);
+    BOOST_TEST(!rec, rec.message() << ": " << rwords);
+    BOOST_TEST((read == std::vector<std::uint32_t>{0, 2}));
+    auto [oec, none, owords] = co_await a.marks(other, marks_call::read);
+    BOOST_TEST(!oec, oec.message() << ": " << owords);
+    BOOST_TEST(none.empty(), "another name's marks: " << none.size());
+
+    Db::kill_client_sessions(server); // the marks' connections of a and b end between calls
+    co_await sleep_for(std::chrono::milliseconds(200));
+    auto [kec, again, kwords] = co_await a.marks(stock, marks_call::read);
+    BOOST_TEST(!kec, kec.message() << ": " << kwords);
+    BOOST_TEST((again == std::vector<std::uint32_t>{0, 2}));
+    auto [cec, cleared, cwords] = co_await b.marks(stock_b, marks_call::clear);
+    BOOST_TEST(!cec, cec.message() << ": " << cwords);
+    auto [eec, empty, ewords] = co_await a.marks(stock, marks_call::read);
+    BOOST_TEST(!eec, eec.message() << ": " << ewords);
+    BOOST_TEST(empty.empty());
+
+    client<Db> n(ex, url);
+    auto [nec, nset, nwords] = co_await n.marks(n.spec("stock"), marks_call::add, 1);
+    BOOST_TEST((nec == error::database_error), nec.message() << ": " << nwords);
+    BOOST_TEST(!nwords.empty());
+    BOOST_TEST_MESSAGE("without rights: " << nwords);
+    co_await n.close();
+
+    std::optional<error_code> queued;
+    a.backend->marks(*stock, marks_call::read, 0,
+                     core::handler<void(error_code, std::vector<std::uint32_t>, std::string)>(
+                         [&](error_code ec, std::vector<std::uint32_t>, std::string) { queued = ec; }));
+    co_await a.close();
+    BOOST_TEST(co_await eventually([&] { return queued.has_value(); }));
+    BOOST_TEST((queued && *queued == error::closed), (queued ? queued->message() : "no answer"));
+    co_await b.close();
   });
 }
 

@@ -2,8 +2,9 @@
 /// A segmented lock: one hot item whose stock is split into K segments, each behind its own mutex,
 /// so up to K holders work on the item at once (the ConcurrentHashMap / LongAdder idea, seed 001).
 /// It is made over any lock_source whose store keeps marks (Redis standalone, Sentinel and
-/// Cluster, the testing store; see the README's capability table): a store without them is
-/// refused at construction with error::invalid_argument, in words naming the store.
+/// Cluster, ZooKeeper, MariaDB/MySQL, PostgreSQL, the testing store; see the README's capability
+/// table): a store without them is refused at construction with error::invalid_argument, in words
+/// naming the store.
 ///
 /// ```cpp
 /// corolock::segmented_lock stock{redis, "iphone", 20};   // or a ZooKeeper client, a database …
@@ -28,7 +29,10 @@
 ///   offered to a waiting acquire_any. Nothing polls.
 /// - Empty marks are kept by the store under the lock's own name (its prefix and name: Redis, the
 ///   set "<prefix>{<name>}:empty", its braces escaped as the lock's keys are; ZooKeeper, persistent
-///   nodes in the folder "<lock folder>%marks"), shared by every process, and are
+///   nodes in the folder "<lock folder>%marks"; MariaDB/MySQL and PostgreSQL, rows of the table
+///   "<fence table>_marks", created at first use, keyed by the lock's hashed name, read and written
+///   through a connection of the client's own beside its lock sessions), shared by every process,
+///   and are
 ///   cached here: mark_empty() applies at once locally (waits on that segment are redirected) and
 ///   for other processes after their next refresh (at most options.refresh_interval old when an
 ///   acquire_any starts, and re-read before a segment is handed out if the cache has aged since).

@@ -43,6 +43,7 @@ core::backend_traits mysql_traits() {
   core::backend_traits t;
   t.store = "mysql";
   t.leases = core::lease_model::session;
+  t.marks = true;
   return t; // no fixed lease, no read_write, no semaphore, no fifo promise, no replicas
 }
 
@@ -143,6 +144,22 @@ detail::sql_dialect dialect(config cfg) {
   // Two first uses of names inserting their fence rows at once (InnoDB's gap locks): one is
   // chosen to fail and rolled back.
   d.lost_race = [](const detail::sql_words& w) -> bool { return w.code == er_lock_deadlock; };
+  // Marks (backends/sql/marks.hpp): one row per mark; an add that finds its row adds nothing.
+  d.marks.table = [](const std::string& table) { return object(table, "_marks"); };
+  d.marks.create_table = [](const std::string& table) -> std::vector<std::string> {
+    std::vector<std::string> out;
+    if (const auto dot = table.find('.'); dot != std::string::npos)
+      out.push_back("CREATE DATABASE IF NOT EXISTS `" + table.substr(0, dot) + "`");
+    out.push_back("CREATE TABLE IF NOT EXISTS " + object(table, "_marks") +
+                  " (lock_key CHAR(64) NOT NULL, segment INT UNSIGNED NOT NULL, PRIMARY KEY (lock_key, segment))"
+                  " ENGINE=InnoDB");
+    return out;
+  };
+  d.marks.add = [](const std::string& marks, const std::string& key, std::uint32_t index) {
+    return "INSERT IGNORE INTO " + marks + " (lock_key, segment) VALUES ('" + key + "', " + std::to_string(index) + ")";
+  };
+  d.marks.missing_table = d.missing_table;
+  d.marks.lost_race = d.lost_race;
   return d;
 }
 

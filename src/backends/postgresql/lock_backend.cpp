@@ -18,6 +18,7 @@ core::backend_traits postgresql_traits() {
   t.store = "postgresql";
   t.leases = core::lease_model::session;
   t.read_write = true;
+  t.marks = true;
   return t; // no fixed lease, no semaphore, no fifo promise, no replicas
 }
 
@@ -195,6 +196,18 @@ detail::sql_dialect dialect(config cfg) {
     return w.sqlstate == "40P01" || w.sqlstate == "40001" || w.sqlstate == "23505" || w.sqlstate == "42P07" ||
            w.sqlstate == "42710";
   };
+  // Marks (backends/sql/marks.hpp): one row per mark; an add that finds its row adds nothing.
+  d.marks.table = [](const std::string& table) { return object(table, "_marks"); };
+  d.marks.create_table = [](const std::string& table) -> std::vector<std::string> {
+    return {"CREATE TABLE IF NOT EXISTS " + object(table, "_marks") +
+            " (lock_key CHAR(64) NOT NULL, segment INTEGER NOT NULL, PRIMARY KEY (lock_key, segment))"};
+  };
+  d.marks.add = [](const std::string& marks, const std::string& key, std::uint32_t index) {
+    return "INSERT INTO " + marks + " (lock_key, segment) VALUES ('" + key + "', " + std::to_string(index) +
+           ") ON CONFLICT DO NOTHING";
+  };
+  d.marks.missing_table = d.missing_table;
+  d.marks.lost_race = d.lost_race;
   return d;
 }
 

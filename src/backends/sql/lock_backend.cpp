@@ -1,6 +1,7 @@
 #include "backends/sql/lock_backend.hpp"
 #include "core/asio_timer.hpp"
 
+#include <boost/asio/append.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
@@ -35,6 +36,7 @@ struct sql_lock_backend::link final : core::lease_ticket {
 // statements a bid or a release sends, made once and shared (sql_statement), never per cycle.
 struct sql_lock_backend::sql_lock final : core::lock_ticket {
   std::string key;
+  std::string marks_key; // the 64 hex digits of the whole digest: the lock's rows of the marks table
   /// The unlock statements: [0] exclusive, [1] shared (a read-write lock's only).
   std::array<std::shared_ptr<const sql_statement>, 2> unlock;
   /// The lock statements without the fence row's check, by (shared, wait), made at their first
@@ -145,6 +147,8 @@ sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, sql_dialect dialect
 
 sql_lock_backend::~sql_lock_backend() {
   life_.reset();
+  if (marks_)
+    marks_->close();
   for (auto& [id, l] : links_) {
     l->ping.cancel();
     l->conn->close();
@@ -205,20 +209,24 @@ const std::string& sql_lock_backend::key_of(const core::lock_spec& lock) const {
 
 std::shared_ptr<const core::lock_ticket> sql_lock_backend::prepare(const core::lock_spec& lock) const {
   auto t = std::make_shared<sql_lock>();
-  t->key = derive_key(lock);
+  const auto digest = digest_of(lock);
+  t->key = dialect_.key_literal(digest);
+  t->marks_key = hex(digest.data(), digest.size());
   t->unlock[0] = std::make_shared<const sql_statement>(dialect_.unlock_statement(t->key, false));
   if (lock.kind == core::lock_kind::read_write)
     t->unlock[1] = std::make_shared<const sql_statement>(dialect_.unlock_statement(t->key, true));
   return t;
 }
 
-std::string sql_lock_backend::derive_key(const core::lock_spec& lock) const {
+std::array<unsigned char, 32> sql_lock_backend::digest_of(const core::lock_spec& lock) {
   const std::string text = hashed_text(lock);
   std::array<unsigned char, 32> digest{};
   unsigned size = 0;
   EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr);
-  return dialect_.key_literal(digest);
+  return digest;
 }
+
+std::string sql_lock_backend::derive_key(const core::lock_spec& lock) const { return dialect_.key_literal(digest_of(lock)); }
 
 // ---- bids ----
 
@@ -862,6 +870,19 @@ void sql_lock_backend::release(const core::held& lease, handler<void(error_code,
           }});
 }
 
+void sql_lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+                             handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) {
+  if (closing_) {
+    asio::post(executor_, asio::append(std::move(h), make_error_code(error::closed), std::vector<std::uint32_t>{},
+                                       std::string("the client is closing")));
+    return;
+  }
+  if (!marks_)
+    marks_ = std::make_shared<sql_marks>(executor_, dialect_.new_connection, dialect_.marks, fence_table_,
+                                         options_.session_timeout / 3);
+  marks_->call(core::ticket_of<sql_lock>(lock).marks_key, what, index, std::move(h));
+}
+
 void sql_lock_backend::renew(std::vector<core::renewal> leases, handler<void(std::vector<core::renew_outcome>)> h) {
   // Session leases are never renewed one by one (contract): say "unknown" for each.
   asio::post(executor_, asio::append(std::move(h), std::vector<core::renew_outcome>(leases.size())));
@@ -870,6 +891,8 @@ void sql_lock_backend::renew(std::vector<core::renewal> leases, handler<void(std
 void sql_lock_backend::close(handler<void()> h) {
   closing_ = true;
   pool_.close();
+  if (marks_)
+    marks_->close(); // holds nothing: shut at once
   for (auto& w : bids_)
     if (auto st = w.lock())
       withdraw(st);

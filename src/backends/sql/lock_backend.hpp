@@ -80,12 +80,15 @@
 // cycle); a grant's is the session that holds the lock (grant::ticket, its link), where the
 // release goes: no lookup by session number. The pool's record of which keys each session holds
 // (session_pool.hpp) stays: one name at most once per session is its rule.
+// marks: rows of a table beside the fence's, through a connection of their own (marks.hpp): data,
+// not holders, so never in a pool session's line.
 // close: waiting sessions are closed (which kills their statement on the server), holding sessions
 // release everything (RELEASE_ALL_LOCKS / pg_advisory_unlock_all) and close; done when all have
 // answered or the bound passed.
 #pragma once
 
 #include "backends/sql/connection.hpp"
+#include "backends/sql/marks.hpp"
 #include "backends/sql/session_pool.hpp"
 #include "core/backend.hpp"
 
@@ -175,6 +178,8 @@ struct sql_dialect {
   /// A failure of a statement on the fence that lost a race with another session's (a deadlock, a
   /// CREATE racing another): run again (create_fence_table).
   std::function<bool(const sql_words& w)> lost_race;
+  /// The marks' table and statements (marks.hpp); traits.marks says whether they are offered.
+  sql_marks_dialect marks;
 };
 
 class sql_lock_backend : public core::backend {
@@ -197,6 +202,9 @@ public:
   void close(handler<void()> h) override;
   void give_up() override;
   void set_hooks(hooks h) override { hooks_ = std::move(h); }
+  /// Rows of the marks table, through a connection of their own (marks.hpp).
+  void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+             handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
   /// Closing or closed; or no session connected and the last connect that completed did not reach
   /// the server (connect_failed, timeout): a statement now needs a new connection, and the last
   /// one tried failed. Any live session (a waiting one too) makes it false: the server answers it.
@@ -209,6 +217,7 @@ public:
   /// the text it hashes.
   const std::string& key_of(const core::lock_spec& lock) const;
   std::string derive_key(const core::lock_spec& lock) const;
+  static std::array<unsigned char, 32> digest_of(const core::lock_spec& lock);
   static std::string hashed_text(const core::lock_spec& lock);
   /// Sessions open (connecting, waiting, holding, spare), and the server's ids of those holding.
   std::size_t sessions() const noexcept { return links_.size(); }
@@ -287,6 +296,7 @@ private:
     void one_done();
   };
   std::shared_ptr<closing> closing_state_;
+  std::shared_ptr<sql_marks> marks_; // made at the first marks call
   bool connect_failed_ = false; // the last connect that completed did not reach the server
   std::mt19937_64 random_;
   std::uint64_t owners_ = 0;
