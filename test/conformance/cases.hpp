@@ -1684,6 +1684,55 @@ asio::awaitable<void> segmented_exhausted_for_everyone_until_reset(F& f,
   BOOST_TEST(co_await clean(f)); // no holder, no queue, and (reset) no marks
 }
 
+/// An ordinary service of segmented stock on default options: 60 callers in two clients over 4
+/// items of 3 segments each (a segmented_lock per item and client, kept as a service keeps it),
+/// four fenced read-modify-writes each on whichever segment they get. Every acquisition completes,
+/// no segment has two holders at once, no write is refused by the segment's fence, no update lost.
+template <typename F>
+asio::awaitable<void> segmented_a_service_of_many_callers(F& f, asio::any_io_executor ex) {
+  constexpr int callers = 60, items = 4, rounds = 4;
+  constexpr std::size_t k = 3;
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  std::vector<std::unique_ptr<segmented_lock>> sa, sb;
+  for (int n = 0; n < items; ++n) {
+    sa.push_back(std::make_unique<segmented_lock>(*a, "stock-" + std::to_string(n), k));
+    sb.push_back(std::make_unique<segmented_lock>(*b, "stock-" + std::to_string(n), k));
+  }
+  std::vector<service_record> records(items * k);
+  int overlaps = 0, refused = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto turn = [&](int i, int round) -> asio::awaitable<std::string> {
+    const int n = (i + round) % items;
+    auto& s = i % 2 ? *sb[n] : *sa[n];
+    diagnostics why;
+    auto [ec, g] = co_await s.acquire_any_for(30s, bind_diagnostics(why, tuple_awaitable));
+    if (ec || !g.owns_lock() || g.index() >= k)
+      co_return s.name() + ": acquire_any: " + ec.message() + " " + why.message();
+    auto& r = records[n * k + g.index()];
+    overlaps += r.writers++ > 0 ? 1 : 0;
+    refused += co_await fenced_increment(r, g.fencing_token()) ? 0 : 1;
+    --r.writers;
+    auto [uec] = co_await g.unlock(tuple_awaitable);
+    co_return uec ? s.name() + ": unlock: " + uec.message() : std::string();
+  };
+  auto failures = co_await callers_in_rounds(ex, callers, rounds, turn);
+  int total = 0;
+  for (const auto& r : records)
+    total += r.value;
+  BOOST_TEST_MESSAGE(f.backend << ": " << total << " of " << callers * rounds << " segmented read-modify-writes in "
+                               << ms_since(t0) << " ms");
+  BOOST_TEST(failures.empty(), first_of(failures));
+  BOOST_TEST(total == callers * rounds);
+  BOOST_TEST(overlaps == 0);
+  BOOST_TEST(refused == 0);
+  sa.clear();
+  sb.clear();
+  co_await f.close(*a);
+  co_await f.close(*b);
+  BOOST_TEST(co_await clean(f));
+}
+
 /// Names every store takes alike (as odd_names_work_on_every_store, for a segmented lock): '/',
 /// "..", braces, 1000 bytes. Each name's segments and marks are its own: a mark under one name is
 /// read by another client under that name and under no other; its segment is held apart.
@@ -1780,4 +1829,5 @@ asio::awaitable<void> segmented_odd_names_work(F& f, asio::any_io_executor ex) {
 #define COROLOCK_CONFORMANCE_SEGMENTED_CASES(F)                                                   \
   COROLOCK_CONFORMANCE_CASE(F, segmented_k_holders_and_never_two_on_one)                          \
   COROLOCK_CONFORMANCE_CASE(F, segmented_exhausted_for_everyone_until_reset)                      \
+  COROLOCK_CONFORMANCE_CASE(F, segmented_a_service_of_many_callers)                               \
   COROLOCK_CONFORMANCE_CASE(F, segmented_odd_names_work)
