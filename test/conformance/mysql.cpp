@@ -29,6 +29,13 @@ struct mariadb {
       return "0"; // no lock ever taken
     return s.sql("SELECT COUNT(*) FROM corolock.fence WHERE IS_USED_LOCK(lock_key) IS NOT NULL");
   }
+  /// Rows of the marks table (a segmented lock's empty marks).
+  static std::string marks(server_type& s) {
+    if (s.sql("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'corolock' AND "
+              "TABLE_NAME = 'fence_marks'") == "0")
+      return "0"; // no mark ever made
+    return s.sql("SELECT COUNT(*) FROM corolock.fence_marks");
+  }
 };
 
 } // namespace

@@ -25,6 +25,12 @@ struct postgres_db {
   static std::string held(server_type& s) {
     return s.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted");
   }
+  /// Rows of the marks table (a segmented lock's empty marks).
+  static std::string marks(server_type& s) {
+    if (s.sql("SELECT to_regclass('corolock_fence_marks') IS NULL") == "t")
+      return "0"; // no mark ever made
+    return s.sql("SELECT count(*) FROM corolock_fence_marks");
+  }
 };
 
 } // namespace

@@ -47,7 +47,8 @@ struct sql_fixture {
     p.blackhole(test::direction::both, off);
   }
   std::size_t queued(const std::string&) { return std::stoul(Db::waiting(server)); }
-  bool clean() { return Db::waiting(server) == "0" && Db::held(server) == "0"; }
+  /// No holder, no waiter, no mark.
+  bool clean() { return Db::waiting(server) == "0" && Db::held(server) == "0" && Db::marks(server) == "0"; }
   /// A lock lives as long as its session: no fixed lease.
   static std::optional<lock_options> lacking() {
     lock_options o;
