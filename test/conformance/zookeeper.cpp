@@ -59,11 +59,39 @@ struct zookeeper_fixture {
     holders = std::max<std::size_t>(holders, nodes.empty() ? 0 : 1);
     return nodes.size() - holders;
   }
+  /// No holder, no queue, and no mark: a segmented lock's marks are persistent nodes in
+  /// "<lock folder>%marks", which `dump` (ephemeral nodes only) does not list.
   bool clean() {
     const auto all = corolock::test::ephemeral_nodes(server.port());
     return std::none_of(all.begin(), all.end(), [](const std::string& p) {
       return p.starts_with("/corolock/") || p.starts_with("/conformance"); // default and cases' prefixes
-    });
+    }) && marks_left() == 0;
+  }
+  /// The marks below the default prefix, read by a client of its own on an io_context of its own
+  /// (clean() is asked between two awaits, synchronously).
+  std::size_t marks_left() {
+    namespace asio = boost::asio;
+    asio::io_context io;
+    std::size_t left = 0;
+    bool read = false;
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      const auto url = "zookeeper://127.0.0.1:" + std::to_string(server.port());
+      source c(io.get_executor(), corolock::test::zookeeper_config(url, session_lease));
+      auto [cec] = co_await c.connect(asio::as_tuple(asio::use_awaitable));
+      auto [ec, folders] = co_await c.get_children("/corolock", false, asio::as_tuple(asio::use_awaitable));
+      read = !cec && (!ec || ec == corolock::zookeeper::zk_error::no_node);
+      for (const auto& name : folders.names) {
+        if (!name.ends_with("%marks"))
+          continue;
+        auto [mec, marks] = co_await c.get_children("/corolock/" + name, false, asio::as_tuple(asio::use_awaitable));
+        read = read && (!mec || mec == corolock::zookeeper::zk_error::no_node);
+        left += marks.names.size();
+      }
+      co_await c.async_close(asio::as_tuple(asio::use_awaitable));
+    }, asio::detached);
+    io.run();
+    BOOST_TEST(read, "the marks could not be read");
+    return read ? left : 1;
   }
   static std::optional<corolock::lock_options> lacking() {
     corolock::lock_options o;
