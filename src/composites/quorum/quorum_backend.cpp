@@ -16,6 +16,7 @@
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
+#include <deque>
 
 namespace corolock::composites {
 
@@ -47,7 +48,8 @@ public:
   quorum_try(std::shared_ptr<quorum_state> st, core::bid b, core::contender_events& ev)
       : st_(std::move(st)), bid_(std::move(b)), events_(&ev), n_(st_->members.size()),
         member_timer_(st_->make_timer()), retry_timer_(st_->make_timer()),
-        answered_(n_, true) /* nothing in flight before the first try */ {
+        answered_(n_, true) /* nothing in flight before the first try */, heard_(n_, 0),
+        seen_(n_, 0), freed_(n_, 0) {
     for (std::size_t i = 0; i < n_; ++i) {
       cancels_.push_back(std::make_unique<asio::cancellation_signal>());
       diags_.push_back(std::make_unique<diagnostics>());
@@ -72,7 +74,7 @@ public:
     for (std::size_t i = 0; i < n_; ++i)
       if (!answered_[i])
         cancels_[i]->emit(asio::cancellation_type::all); // the member's core gives a late win back
-    st_->give_back(wins_);
+    st_->give_back(bid_.lock, wins_);
   }
 
 private:
@@ -80,6 +82,8 @@ private:
     if (over_)
       return;
     ++round_;
+    sleeping_ = false;
+    seen_ = heard_;
     started_ = st_->now();
     pending_ = n_;
     wins_.clear();
@@ -109,7 +113,7 @@ private:
       if (g.owns_lock()) {
         std::vector<guard> late;
         late.push_back(std::move(g));
-        st_->give_back(late);
+        st_->give_back(bid_.lock, late);
       }
       return;
     }
@@ -137,20 +141,15 @@ private:
     const auto elapsed = st_->now() - started_;
     if (won >= st_->quorum && lease - elapsed - drift > core::steady::duration::zero())
       return grant();
-    st_->give_back(wins_); // a minority, or a majority won too late: nothing is kept
+    for (std::size_t i = 0; i < n_; ++i)
+      freed_[i] = wins_[i].owns_lock();
+    st_->give_back(bid_.lock, wins_); // a minority, or a majority won too late: nothing is kept
     if (answered >= st_->quorum) { // the lock is busy (or split between bidders)
       if (!bid_.wait) {
         finish();
         return events_->taken();
       }
-      const auto pause = st_->options.retry_delay;
-      const auto jitter = std::uniform_int_distribution<std::int64_t>(0, pause.count() / 2)(
-          st_->jitter);
-      retry_timer_->arm(st_->now() + pause + std::chrono::milliseconds(jitter),
-                        [w = weak_from_this()] {
-                          if (auto self = w.lock())
-                            self->try_once();
-                        });
+      sleep();
       return;
     }
     // Fewer than a quorum answered: what the members keep is known (nothing: every win is given
@@ -173,8 +172,74 @@ private:
       events_->failed(ec, std::move(words));
   }
 
+  /// Between two tries of a waiting bid: until the retry delay, or a wake-up (see
+  /// quorum_backend.hpp, "Wake-up"). The first sleep starts the watches.
+  void sleep() {
+    const auto pause = st_->options.retry_delay;
+    const auto jitter =
+        std::uniform_int_distribution<std::int64_t>(0, pause.count() / 2)(st_->jitter);
+    sleeping_ = true;
+    retry_timer_->arm(st_->now() + pause + std::chrono::milliseconds(jitter),
+                      [w = weak_from_this()] {
+                        if (auto self = w.lock(); self && self->sleeping_)
+                          self->try_once();
+                      });
+    if (!watching_)
+      watch_releases();
+    else if (could_win())
+      wake(); // announced while the try was under way
+  }
+
+  void wake() {
+    if (!sleeping_ || over_)
+      return;
+    retry_timer_->disarm();
+    try_once();
+  }
+
+  /// Watches every member that can tell of releases; once all are in place, tries again.
+  void watch_releases() {
+    watching_ = true;
+    watches_.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (!st_->notices[i])
+        continue;
+      ++unready_;
+      core::release_notices::watch_events ev;
+      ev.ready = [w = weak_from_this()] {
+        if (auto self = w.lock(); self && --self->unready_ == 0)
+          self->wake(); // what was released before the watches was not heard: look again
+      };
+      ev.released = [w = weak_from_this(), i] {
+        if (auto self = w.lock())
+          self->heard(i);
+      };
+      watches_[i] = st_->notices[i]->watch_releases(*bid_.lock, std::move(ev));
+    }
+  }
+
+  void heard(std::size_t i) {
+    ++heard_[i];
+    if (sleeping_ && unready_ == 0 && could_win())
+      wake();
+  }
+
+  /// Something was announced since the last try began, and the members that could be free make
+  /// a quorum.
+  bool could_win() const {
+    std::size_t free = 0;
+    bool news = false;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const bool announced = heard_[i] > seen_[i];
+      news = news || announced;
+      free += announced || freed_[i];
+    }
+    return news && free >= st_->quorum;
+  }
+
   void grant() {
     auto l = std::make_shared<quorum_lease>();
+    l->lock = bid_.lock;
     l->tokens.assign(n_, 0);
     for (std::size_t i = 0; i < n_; ++i)
       if (wins_[i].owns_lock())
@@ -210,8 +275,10 @@ private:
 
   void finish() {
     over_ = true;
+    sleeping_ = false;
     member_timer_->disarm();
     retry_timer_->disarm();
+    watches_.clear();
     if (counted_) {
       counted_ = false;
       auto it = st_->waiting.find(bid_.lock->name);
@@ -235,6 +302,14 @@ private:
   core::steady::time_point started_{};
   bool over_ = false;    // an event was delivered, or withdrawn
   bool counted_ = false; // in st_->waiting
+  // Wake-up (quorum_backend.hpp): per member, notices heard, those heard when the last try began,
+  // and whether the last try won it (then gave it back).
+  std::vector<std::uint64_t> heard_, seen_;
+  std::vector<char> freed_;
+  std::vector<std::unique_ptr<core::release_watch>> watches_; // [i]: null where not watched
+  std::size_t unready_ = 0; // watches not yet in place
+  bool watching_ = false;
+  bool sleeping_ = false; // between two tries, the retry timer armed
 };
 
 class quorum_contender final : public core::contender {
@@ -302,19 +377,32 @@ std::size_t quorum_state::held(const quorum_lease& l) const {
   }));
 }
 
-void quorum_state::give_back(std::vector<guard>& guards, std::function<void()> done) {
+void quorum_state::announce(std::size_t i, const core::lock_spec& lock) const {
+  if (i < notices.size() && notices[i] && !cores[i].expired())
+    notices[i]->announce_release(lock);
+}
+
+void quorum_state::give_back(const std::shared_ptr<const core::lock_spec>& lock,
+                             std::vector<guard>& guards, std::function<void()> done) {
   auto left = std::make_shared<std::size_t>(1); // 1: this call, so `done` runs once, at the end
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   auto one = [left, finish] {
     if (--*left == 0 && *finish)
       (*finish)();
   };
-  for (auto& g : guards) {
-    if (!g.owns_lock())
+  for (std::size_t i = 0; i < guards.size(); ++i) {
+    if (!guards[i].owns_lock())
       continue;
     ++*left;
-    guard mine = std::move(g);
-    mine.unlock(asio::bind_executor(ex, [one](error_code) { one(); }));
+    guard mine = std::move(guards[i]);
+    // The state outlives nothing here: a late answer may come after the source is gone, and
+    // then nobody is left to announce to.
+    mine.unlock(asio::bind_executor(
+        ex, [one, i, lock, w = weak_from_this()](error_code ec) {
+          if (auto self = w.lock(); self && lock && ec != error::closed)
+            self->announce(i, *lock);
+          one();
+        }));
   }
   one();
 }
@@ -390,30 +478,36 @@ void quorum_backend::release(const core::held& lease, handler<void(error_code, s
   // Each member's release is its own core's to send again until its store ran it: a later call
   // (the core resending after a transport error below) finds nothing left and succeeds.
   struct tally {
-    explicit tally(handler<void(error_code, std::string)> done) : h(std::move(done)) {}
+    tally(handler<void(error_code, std::string)> done, std::size_t n)
+        : errors(n), said(n), h(std::move(done)) {}
     std::size_t ok = 0, lost = 0;
-    error_code other;
-    std::size_t first_other = 0;
+    std::vector<error_code> errors;  // [i]: member i's other error (not lease_lost), if any
+    std::deque<diagnostics> said;    // [i]: its words; a deque: bound by address, must not move
     handler<void(error_code, std::string)> h; // never assigned: Asio 1.81's erased handler
                                               // recurses when move-assigned
   };
-  auto t = std::make_shared<tally>(std::move(h));
   const std::size_t n = l->members.size(), q = st_->quorum;
+  auto t = std::make_shared<tally>(std::move(h), n);
   auto left = std::make_shared<std::size_t>(1);
   auto done = [t, n, q, ex = st_->ex] {
     error_code ec;
     std::string words;
-    if (t->ok == 0 && t->lost == 0 && !t->other) {
+    // The first member in the given order that failed otherwise, not the first to answer.
+    const auto other = std::find_if(t->errors.begin(), t->errors.end(),
+                                    [](error_code e) { return !!e; });
+    const std::size_t first_other = static_cast<std::size_t>(other - t->errors.begin());
+    if (t->ok == 0 && t->lost == 0 && other == t->errors.end()) {
       // nothing was left to release (a resend after a transport error)
     } else if (t->ok >= q) {
     } else if (t->lost > n - q) {
       ec = error::lease_lost;
       words = "quorum: only " + std::to_string(t->ok) + " of " + std::to_string(n) +
               " members still listed the holder (the lock needs " + std::to_string(q) + ")";
-    } else if (t->other) {
-      ec = t->other;
-      words = member_words(t->first_other, n) + ": " + t->other.message() +
-              " (its client sends the release again)";
+    } else if (other != t->errors.end()) {
+      ec = *other;
+      const auto& said = t->said[first_other];
+      words = member_words(first_other, n) + ": " + (said.empty() ? ec.message() : said.message()) +
+              (transport(ec) ? " (its client sends the release again)" : "");
     }
     asio::post(ex, asio::append(std::move(t->h), ec, std::move(words)));
   };
@@ -427,17 +521,19 @@ void quorum_backend::release(const core::held& lease, handler<void(error_code, s
       continue;
     ++*left;
     guard mine = std::move(g);
-    mine.unlock(asio::bind_executor(st_->ex, [t, i, one](error_code ec) {
-      if (!ec)
-        ++t->ok;
-      else if (ec == error::lease_lost)
-        ++t->lost;
-      else if (!t->other) {
-        t->other = ec;
-        t->first_other = i;
-      }
-      one();
-    }));
+    mine.unlock(bind_diagnostics(
+        t->said[i], asio::bind_executor(st_->ex, [t, i, one, lock = l->lock,
+                                                  w = std::weak_ptr<quorum_state>(st_)](error_code ec) {
+          if (auto st = w.lock(); st && lock && ec != error::closed)
+            st->announce(i, *lock);
+          if (!ec)
+            ++t->ok;
+          else if (ec == error::lease_lost)
+            ++t->lost;
+          else
+            t->errors[i] = ec;
+          one();
+        })));
   }
   one();
 }
@@ -475,19 +571,21 @@ void quorum_backend::renew(std::vector<core::renewal> leases,
 void quorum_backend::close(handler<void()> h) {
   st_->closed = true;
   closing_ = std::make_shared<handler<void()>>(std::move(h));
-  std::vector<guard> all;
-  for (auto& w : st_->leases)
-    if (auto l = w.lock())
-      for (auto& g : l->members)
-        if (g.owns_lock())
-          all.push_back(std::move(g));
-  st_->leases.clear();
-  st_->give_back(all, [c = closing_, ex = st_->ex] {
-    if (*c) {
+  auto left = std::make_shared<std::size_t>(1); // 1: this loop, so the handler runs once, at the end
+  auto one = [left, c = closing_, ex = st_->ex] {
+    if (--*left == 0 && *c) {
       asio::post(ex, std::move(*c));
       *c = nullptr;
     }
-  });
+  };
+  auto leases = std::move(st_->leases);
+  st_->leases.clear();
+  for (auto& w : leases)
+    if (auto l = w.lock()) {
+      ++*left;
+      st_->give_back(l->lock, l->members, one);
+    }
+  one();
 }
 
 void quorum_backend::give_up() {
