@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 
 using namespace corolock;
 using namespace corolock::test;
@@ -120,6 +121,14 @@ constexpr std::chrono::milliseconds long_lease{30000};
 
 bool has_key(redis_server& server, const std::string& name) {
   return sync(server, "EXISTS", key_of(name)) == "1";
+}
+
+/// No master of `group` has the lock `name`'s key.
+bool on_no_master(redis_server_group& group, const std::string& name) {
+  for (auto& server : group)
+    if (has_key(server, name))
+      return false;
+  return true;
 }
 
 void expect_clean_except(redis_server_group& group, std::initializer_list<std::size_t> dead) {
@@ -316,12 +325,8 @@ BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
     for (std::size_t i = 0; i < 3; ++i)
       released += has_key(group[i], "order:1") ? 0 : 1;
     BOOST_TEST(released >= 2u, "released on " << released << " masters at completion");
-    BOOST_TEST(co_await eventually([&] {
-      for (std::size_t i = 0; i < 3; ++i)
-        if (has_key(group[i], "order:1"))
-          return false;
-      return true;
-    }, std::chrono::milliseconds(1000)));
+    BOOST_TEST(co_await eventually([&] { return on_no_master(group, "order:1"); },
+                                   std::chrono::milliseconds(1000)));
     auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::already_released);
 
@@ -332,6 +337,31 @@ BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
       co_return;
     });
     BOOST_TEST(ran);
+  }, std::chrono::seconds(20));
+}
+
+// A redlock is a corolock::mutex (one acquire family, one guard type); it moves; and its end gives
+// back what a guard of it still holds, on every master.
+BOOST_AUTO_TEST_CASE(a_redlock_is_a_mutex_that_moves_and_releases_its_guards_at_its_end) {
+  redis_server_group group(3);
+  with_master_sets<1>(group, [&](master_set& m) -> asio::awaitable<void> {
+    auto opts = fast(long_lease);
+    opts.retry_delay = std::chrono::milliseconds(25);
+    std::optional<corolock::redlock> lock;
+    lock.emplace(m.refs(), "moved", opts);
+    BOOST_TEST(lock->options().retry_delay.count() == 25);
+    corolock::redlock moved(std::move(*lock));
+    lock.reset(); // the moved-from one may be destroyed: it owned nothing any more
+    corolock::mutex& as_mutex = moved;
+    BOOST_TEST(as_mutex.name() == "moved");
+    BOOST_TEST((as_mutex.options().lease == long_lease));
+    auto g = co_await as_mutex.acquire();
+    BOOST_TEST(masters_won(g) == 3u);
+    {
+      corolock::redlock gone(std::move(moved)); // the lock, and g's quorum, now live here
+    } // its end closes the quorum: g's masters are given back, 30 s before the lease ends
+    BOOST_TEST(co_await eventually([&] { return on_no_master(group, "moved"); },
+                                   std::chrono::seconds(3)));
   }, std::chrono::seconds(20));
 }
 

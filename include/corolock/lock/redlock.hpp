@@ -120,7 +120,8 @@ public:
   ~redlock();
   /// Moves the lock; a moved-from redlock may only be destroyed or assigned to.
   redlock(redlock&&) noexcept;
-  redlock& operator=(redlock&&) noexcept;
+  /// Closes this redlock's quorum (as the destructor), then takes over `other`'s.
+  redlock& operator=(redlock&& other) noexcept;
 
   /// The options, as given (mutex::options() through a mutex& gives options().lock).
   const redlock_options& options() const noexcept;
