@@ -48,8 +48,8 @@ public:
   quorum_try(std::shared_ptr<quorum_state> st, core::bid b, core::contender_events& ev)
       : st_(std::move(st)), bid_(std::move(b)), events_(&ev), n_(st_->members.size()),
         member_timer_(st_->make_timer()), retry_timer_(st_->make_timer()),
-        answered_(n_, true) /* nothing in flight before the first try */, heard_(n_, 0),
-        seen_(n_, 0), freed_(n_, 0) {
+        answered_(n_, true) /* nothing in flight before the first try */, seen_(n_, 0),
+        freed_(n_, 0) {
     for (std::size_t i = 0; i < n_; ++i) {
       cancels_.push_back(std::make_unique<asio::cancellation_signal>());
       diags_.push_back(std::make_unique<diagnostics>());
@@ -60,6 +60,8 @@ public:
     if (bid_.wait) {
       ++st_->waiting[bid_.lock->name];
       counted_ = true;
+      if (auto w = st_->watch_of(*bid_.lock, false)) // kept from an earlier bid
+        take_up(std::move(w));
     }
     // Posted: contend() must not deliver an event inline (contract 1), nor start member
     // operations that might.
@@ -83,7 +85,11 @@ private:
       return;
     ++round_;
     sleeping_ = false;
-    seen_ = heard_;
+    // A try sent once the watches are in place is refused only while the lock is held, and the
+    // release that ends that holding is heard.
+    ordered_ = watch_ && watch_->ready();
+    if (watch_)
+      seen_ = watch_->heard;
     started_ = st_->now();
     pending_ = n_;
     wins_.clear();
@@ -173,7 +179,7 @@ private:
   }
 
   /// Between two tries of a waiting bid: until the retry delay, or a wake-up (see
-  /// quorum_backend.hpp, "Wake-up"). The first sleep starts the watches.
+  /// quorum_backend.hpp, "Wake-up"). The first sleep starts the watches, if none are kept.
   void sleep() {
     const auto pause = st_->options.retry_delay;
     const auto jitter =
@@ -184,10 +190,12 @@ private:
                         if (auto self = w.lock(); self && self->sleeping_)
                           self->try_once();
                       });
-    if (!watching_)
-      watch_releases();
-    else if (could_win())
-      wake(); // announced while the try was under way
+    if (!watch_)
+      take_up(st_->watch_of(*bid_.lock, true));
+    if (!watch_->ready())
+      return; // on_ready wakes it
+    if (!ordered_ || could_win())
+      wake(); // the try went out before the watches, or news came while it was under way
   }
 
   void wake() {
@@ -197,31 +205,19 @@ private:
     try_once();
   }
 
-  /// Watches every member that can tell of releases; once all are in place, tries again.
-  void watch_releases() {
-    watching_ = true;
-    watches_.resize(n_);
-    for (std::size_t i = 0; i < n_; ++i) {
-      if (!st_->notices[i])
-        continue;
-      ++unready_;
-      core::release_notices::watch_events ev;
-      ev.ready = [w = weak_from_this()] {
-        if (auto self = w.lock(); self && --self->unready_ == 0)
-          self->wake(); // what was released before the watches was not heard: look again
-      };
-      ev.released = [w = weak_from_this(), i] {
-        if (auto self = w.lock())
-          self->heard(i);
-      };
-      watches_[i] = st_->notices[i]->watch_releases(*bid_.lock, std::move(ev));
-    }
-  }
-
-  void heard(std::size_t i) {
-    ++heard_[i];
-    if (sleeping_ && unready_ == 0 && could_win())
-      wake();
+  /// This bid uses the lock's watches from now on.
+  void take_up(std::shared_ptr<quorum_watch> w) {
+    watch_ = std::move(w);
+    watch_->linger->disarm();
+    watch_->on_ready = [t = weak_from_this()] {
+      if (auto self = t.lock())
+        self->wake(); // what was released before the watches was not heard: look again
+    };
+    watch_->on_heard = [t = weak_from_this()](std::size_t) {
+      if (auto self = t.lock(); self && self->sleeping_ && self->watch_->ready() &&
+                                self->could_win())
+        self->wake();
+    };
   }
 
   /// Something was announced since the last try began, and the members that could be free make
@@ -229,8 +225,10 @@ private:
   bool could_win() const {
     std::size_t free = 0;
     bool news = false;
+    if (!watch_)
+      return false;
     for (std::size_t i = 0; i < n_; ++i) {
-      const bool announced = heard_[i] > seen_[i];
+      const bool announced = watch_->heard[i] > seen_[i];
       news = news || announced;
       free += announced || freed_[i];
     }
@@ -278,7 +276,8 @@ private:
     sleeping_ = false;
     member_timer_->disarm();
     retry_timer_->disarm();
-    watches_.clear();
+    if (auto w = std::exchange(watch_, nullptr))
+      st_->leave_watch(w, *bid_.lock);
     if (counted_) {
       counted_ = false;
       auto it = st_->waiting.find(bid_.lock->name);
@@ -302,13 +301,12 @@ private:
   core::steady::time_point started_{};
   bool over_ = false;    // an event was delivered, or withdrawn
   bool counted_ = false; // in st_->waiting
-  // Wake-up (quorum_backend.hpp): per member, notices heard, those heard when the last try began,
-  // and whether the last try won it (then gave it back).
-  std::vector<std::uint64_t> heard_, seen_;
+  // Wake-up (quorum_backend.hpp): per member, the notices heard when the last try began, and
+  // whether the last try won it (then gave it back).
+  std::vector<std::uint64_t> seen_; // the watch's heard when the last try began
   std::vector<char> freed_;
-  std::vector<std::unique_ptr<core::release_watch>> watches_; // [i]: null where not watched
-  std::size_t unready_ = 0; // watches not yet in place
-  bool watching_ = false;
+  std::shared_ptr<quorum_watch> watch_; // the lock's, once taken up
+  bool ordered_ = false;  // the last try went out after the watches were in place
   bool sleeping_ = false; // between two tries, the retry timer armed
 };
 
@@ -380,6 +378,61 @@ std::size_t quorum_state::held(const quorum_lease& l) const {
 void quorum_state::announce(std::size_t i, const core::lock_spec& lock) const {
   if (i < notices.size() && notices[i] && !cores[i].expired())
     notices[i]->announce_release(lock);
+}
+
+namespace {
+std::string watch_key(const core::lock_spec& lock) { return lock.options.prefix + '\0' + lock.name; }
+} // namespace
+
+std::shared_ptr<quorum_watch> quorum_state::watch_of(const core::lock_spec& lock, bool make) {
+  const auto key = watch_key(lock);
+  if (auto it = watches.find(key); it != watches.end())
+    return it->second;
+  if (!make)
+    return nullptr;
+  auto w = std::make_shared<quorum_watch>();
+  w->heard.assign(members.size(), 0);
+  w->watches.resize(members.size());
+  w->linger = make_timer();
+  watches.emplace(key, w);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!notices[i])
+      continue;
+    ++w->unready;
+    core::release_notices::watch_events ev;
+    ev.ready = [weak = std::weak_ptr<quorum_watch>(w)] {
+      if (auto self = weak.lock(); self && --self->unready == 0 && self->on_ready)
+        self->on_ready();
+    };
+    ev.released = [weak = std::weak_ptr<quorum_watch>(w), i] {
+      if (auto self = weak.lock()) {
+        ++self->heard[i];
+        if (self->on_heard)
+          self->on_heard(i);
+      }
+    };
+    w->watches[i] = notices[i]->watch_releases(lock, std::move(ev));
+  }
+  return w;
+}
+
+void quorum_state::leave_watch(const std::shared_ptr<quorum_watch>& w, const core::lock_spec& lock) {
+  w->on_ready = nullptr;
+  w->on_heard = nullptr;
+  if (closed)
+    return; // close() dropped the kept watches: this one goes with its bid
+  w->linger->arm(now() + watch_linger, [st = weak_from_this(), key = watch_key(lock),
+                                        weak = std::weak_ptr<quorum_watch>(w)] {
+    auto self = st.lock();
+    auto gone = weak.lock();
+    if (!self || !gone)
+      return;
+    if (auto it = self->watches.find(key); it != self->watches.end() && it->second == gone) {
+      self->watches.erase(it); // nobody took it up within the linger
+      // Destroyed after this callback returns: the linger timer is the watch's own.
+      asio::post(self->ex, [last = std::move(gone)] {});
+    }
+  });
 }
 
 void quorum_state::give_back(const std::shared_ptr<const core::lock_spec>& lock,
@@ -570,6 +623,7 @@ void quorum_backend::renew(std::vector<core::renewal> leases,
 
 void quorum_backend::close(handler<void()> h) {
   st_->closed = true;
+  st_->watches.clear(); // no more waiting bids: their watches (and linger timers) go
   closing_ = std::make_shared<handler<void()>>(std::move(h));
   auto left = std::make_shared<std::size_t>(1); // 1: this loop, so the handler runs once, at the end
   auto one = [left, c = closing_, ex = st_->ex] {

@@ -37,8 +37,10 @@
 // retry delay at most; a member without the capability is heard by polling only. What the quorum
 // gives back on a member (a release, a failed try's wins, a lost lease's leftovers) is announced
 // there once the member answered (announce_release: nothing where the store announces itself).
-// The watches live as long as the bid; the core keeps one bid per lock per quorum (contract 2),
-// so a release wakes one try per process, not every local caller.
+// The core keeps one bid per lock per quorum (contract 2), so a release wakes one try per process,
+// not every local caller. A lock's watches (a quorum_watch) outlive its bid by a linger of a
+// second, so a hot lock's next bid finds them in place (its first try is already sent after them,
+// and no SUBSCRIBE / UNSUBSCRIBE is paid per bid); close() drops them.
 //
 // Tokens: grant::token is 0 (see quorum_source.hpp); the members' tokens stay in the ticket.
 #pragma once
@@ -71,6 +73,18 @@ struct quorum_lease final : core::lease_ticket {
   std::vector<std::uint64_t> tokens;  // [i]: member i's token, 0 where not won
 };
 
+/// One lock's release watches on the members that can tell (see "Wake-up" above), used by one bid
+/// at a time, kept a linger after it.
+struct quorum_watch {
+  std::vector<std::unique_ptr<core::release_watch>> watches; // [i]: null where not watched
+  std::vector<std::uint64_t> heard; // [i]: notices heard from member i
+  std::size_t unready = 0;          // watches not yet in place
+  std::function<void()> on_ready;               // the current bid's
+  std::function<void(std::size_t)> on_heard;    // the current bid's
+  std::unique_ptr<core::timer> linger;
+  bool ready() const noexcept { return unready == 0; }
+};
+
 /// What the backend, its bids and its leases share (a member's late completion may outlive the
 /// backend: it finds this state, never the backend).
 struct quorum_state : std::enable_shared_from_this<quorum_state> {
@@ -83,6 +97,7 @@ struct quorum_state : std::enable_shared_from_this<quorum_state> {
   std::weak_ptr<core::engine> clock; // member 0's engine: its clock and timers
   core::backend::hooks hooks;
   std::map<std::string, std::size_t> waiting; // open waiting bids per lock name
+  std::map<std::string, std::shared_ptr<quorum_watch>> watches; // per lock (prefix, name)
   std::list<std::weak_ptr<quorum_lease>> leases; // live, for close
   std::minstd_rand jitter{std::random_device{}()};
   bool closed = false;
@@ -98,6 +113,12 @@ struct quorum_state : std::enable_shared_from_this<quorum_state> {
                  std::function<void()> done = {});
   /// Tells member i's watchers of a give-back of `lock` there (when it can).
   void announce(std::size_t i, const core::lock_spec& lock) const;
+  /// The lock's watches, if kept; made (watching every member that can tell) when `make`.
+  std::shared_ptr<quorum_watch> watch_of(const core::lock_spec& lock, bool make);
+  /// The bid using `w` is over: its callbacks go, and `w` is dropped after the linger unless
+  /// another bid takes it up.
+  void leave_watch(const std::shared_ptr<quorum_watch>& w, const core::lock_spec& lock);
+  static constexpr std::chrono::milliseconds watch_linger{1000};
 };
 
 class quorum_backend final : public core::backend {
