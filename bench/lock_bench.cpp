@@ -810,10 +810,8 @@ void paired_ratio(json::object& row, const std::string& key, const std::vector<d
 /// Redlock over 3 servers beside a plain mutex on the first, in one run: uncontended cycles, and a
 /// hot key (4 x 1 taking turns, as hot_key) where redlock's own acquire (try every master; refused,
 /// wait for a release message, retry_delay 200 ms + 0-100 ms jitter at most) runs against try /
-/// sleep 30 ms or 1 ms / retry of redlock::try_acquire. Redlock runs in both announcing forms:
-/// `redlock` (each give-back followed by a PUBLISH) and `redlock_keyspace` (keyspace_events: the
-/// masters notify, a release publishes nothing); the masters get notify-keyspace-events Kgx for the
-/// whole scenario, so every row runs with it on. Commands are summed over the masters. Its ratios
+/// sleep 30 ms or 1 ms / retry of redlock::try_acquire. Each give-back of a redlock is followed by
+/// a PUBLISH on the lock's release channel. Commands are summed over the masters. Its ratios
 /// (vs_*) are medians of per-repetition ratios (paired_ratio).
 asio::awaitable<void> redlock(context& ctx) {
   const auto& urls = ctx.s.redlock_urls;
@@ -829,46 +827,41 @@ asio::awaitable<void> redlock(context& ctx) {
     owned.push_back(std::make_unique<corolock::client>(ex, u));
     masters.push_back(owned.back().get());
     co_await owned.back()->connect();
-    corolock::request notify;
-    notify.push("CONFIG", "SET", "notify-keyspace-events", "Kgx");
-    co_await owned.back()->exec(std::move(notify));
   }
   auto label = [&](json::object& row, primitive prim) {
     row["primitive"] = primitive_name(prim);
     row["masters"] = is_redlock(prim) ? static_cast<double>(urls.size()) : 1.0;
     row["contenders"] = "4 processes, each its own client per server";
   };
-  const primitive three[] = {primitive::mutex, primitive::redlock, primitive::redlock_keyspace};
-  std::vector<bench::repetitions> unc(3);
-  std::vector<std::vector<double>> unc_rate(3);
+  const primitive both[] = {primitive::mutex, primitive::redlock};
+  constexpr std::size_t kinds = std::size(both);
+  std::vector<bench::repetitions> unc(kinds);
+  std::vector<std::vector<double>> unc_rate(kinds);
   for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
-    for (std::size_t i = 0; i < 3; ++i) { // interleaved: load that comes and goes weighs on all
+    for (std::size_t i = 0; i < kinds; ++i) { // interleaved: load that comes and goes weighs on all
       std::vector<corolock::client*> on = masters;
-      if (three[i] == primitive::mutex)
+      if (both[i] == primitive::mutex)
         on.resize(1);
-      auto f = co_await run_latency(ctx, three[i], on);
-      bench::print_rep(fmt::format("redlock_uncontended {}", primitive_name(three[i])), rep, f);
+      auto f = co_await run_latency(ctx, both[i], on);
+      bench::print_rep(fmt::format("redlock_uncontended {}", primitive_name(both[i])), rep, f);
       unc_rate[i].push_back(f["ops_per_s"]);
       unc[i].add(std::move(f));
     }
-  for (std::size_t i = 0; i < 3; ++i) {
+  for (std::size_t i = 0; i < kinds; ++i) {
     auto row = bench::make_row("redlock_uncontended", "uncontended", 1, 1, 1, unc[i]);
-    label(row, three[i]);
-    if (is_redlock(three[i]))
+    label(row, both[i]);
+    if (is_redlock(both[i]))
       paired_ratio(row, "vs_mutex", unc_rate[i], unc_rate[0]);
-    if (three[i] == primitive::redlock_keyspace)
-      paired_ratio(row, "vs_redlock", unc_rate[i], unc_rate[1]);
     emit(ctx, std::move(row));
   }
 
-  // The hot key: redlock's acquire in both forms and its polling forms, the mutex (pub/sub) beside.
+  // The hot key: redlock's acquire and its polling forms, the mutex (pub/sub) beside.
   std::vector<config> cs;
   cs.push_back({wait_mode::pubsub, {4, 1}, 0, primitive::redlock, true});
-  cs.push_back({wait_mode::pubsub, {4, 1}, 0, primitive::redlock_keyspace, true});
   for (auto m : {wait_mode::poll_30ms, wait_mode::poll_1ms})
     cs.push_back({m, {4, 1}, 0, primitive::redlock, true});
   cs.push_back({wait_mode::pubsub, {4, 1}, 0, primitive::mutex, true});
-  const std::size_t poll_rows[] = {2, 3}, mutex_row = 4;
+  const std::size_t poll_rows[] = {1, 2}, mutex_row = 3;
   context rctx = ctx; // a longer window: the 30 ms polling form hands over a few dozen times a second
   rctx.s.hot_duration_ms = ctx.s.redlock_hot_duration_ms;
   std::vector<std::vector<double>> rate(cs.size());
@@ -883,13 +876,11 @@ asio::awaitable<void> redlock(context& ctx) {
     label(row, cs[i].prim);
     row["hold_us"] = ctx.s.hold_us;
     if (is_redlock(cs[i].prim) && cs[i].mode == wait_mode::pubsub) {
-      row["mode"] = "acquire"; // redlock::acquire_until, default options (+ keyspace_events)
+      row["mode"] = "acquire"; // redlock::acquire_until, default options
       row["retry"] = "on a release message; else after retry_delay 200 ms + 0-100 ms jitter";
       for (std::size_t p : poll_rows)
         paired_ratio(row, std::string("vs_") + mode_name(cs[p].mode), rate[i], rate[p]);
     }
-    if (cs[i].prim == primitive::redlock_keyspace)
-      paired_ratio(row, "vs_redlock", rate[i], rate[0]);
     if (is_redlock(cs[i].prim))
       paired_ratio(row, "vs_mutex", rate[i], rate[mutex_row]);
     if (cs[i].prim == primitive::mutex) // a pub/sub waiter's refusal costs no extra command: unseen

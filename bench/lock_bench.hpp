@@ -44,26 +44,22 @@ enum class primitive : int {
   semaphore,    ///< a semaphore of 1 permit, taken one at a time
   shared_writer, ///< shared_mutex::acquire
   shared_reader, ///< shared_mutex::acquire_shared (never waits for another reader)
-  redlock,       ///< redlock over the clients given (its acquire retries after retry_delay)
-  redlock_keyspace, ///< the same with keyspace_events (the masters notify; releases publish nothing)
+  redlock,       ///< redlock over the clients given (woken by release messages, else retry_delay)
 };
 const char* primitive_name(primitive p);
-inline bool is_redlock(primitive p) {
-  return p == primitive::redlock || p == primitive::redlock_keyspace;
-}
+inline bool is_redlock(primitive p) { return p == primitive::redlock; }
 
-/// A held lock of any primitive: the mutex family's guard or a redlock's.
+/// A held lock of any primitive (a redlock's guard is the mutex family's).
 class any_guard {
 public:
   any_guard() = default;
   any_guard(corolock::guard g) : g_(std::move(g)) {}
-  any_guard(corolock::redlock_guard g) : g_(std::move(g)) {}
   explicit operator bool() const noexcept;
   /// Throws on an error, as unlock(asio::use_awaitable) does.
   asio::awaitable<void> unlock(asio::use_awaitable_t<>);
 
 private:
-  std::variant<corolock::guard, corolock::redlock_guard> g_;
+  corolock::guard g_;
 };
 
 /// One lock of any primitive, with the two calls the benchmark makes.

@@ -46,19 +46,14 @@ std::string row_mode(wait_mode m, bench::backend b) {
 
 const char* primitive_name(primitive p) {
   static const char* const names[] = {"mutex", "semaphore", "shared_writer", "shared_reader",
-                                      "redlock", "redlock_keyspace"};
+                                      "redlock"};
   return names[static_cast<int>(p)];
 }
 
-any_guard::operator bool() const noexcept {
-  return std::visit([](const auto& g) { return static_cast<bool>(g); }, g_);
-}
+any_guard::operator bool() const noexcept { return static_cast<bool>(g_); }
 
 asio::awaitable<void> any_guard::unlock(asio::use_awaitable_t<>) {
-  if (auto* g = std::get_if<corolock::guard>(&g_))
-    co_await g->unlock(asio::use_awaitable);
-  else
-    co_await std::get<corolock::redlock_guard>(g_).unlock(asio::use_awaitable);
+  co_await g_.unlock(asio::use_awaitable);
 }
 
 namespace {
@@ -74,8 +69,7 @@ auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
   }
   case primitive::semaphore:
     return corolock::semaphore(c, name, 1);
-  case primitive::redlock:
-  case primitive::redlock_keyspace: {
+  case primitive::redlock: {
     auto* first = dynamic_cast<corolock::client*>(&c);
     if (!first)
       throw std::invalid_argument("redlock: Redis masters only");
@@ -83,7 +77,6 @@ auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
     for (auto* o : others)
       masters.emplace_back(*o);
     corolock::redlock_options o; // default options: retry_delay 200 ms as the fallback
-    o.keyspace_events = p == primitive::redlock_keyspace;
     return corolock::redlock(std::move(masters), name, o);
   }
   default:
@@ -119,8 +112,7 @@ bench_lock::acquire_until(steady::time_point deadline) {
                                                                              bench::use_tuple);
     co_return widen(r);
   }
-  case primitive::redlock:
-  case primitive::redlock_keyspace: {
+  case primitive::redlock: {
     auto r = co_await std::get<corolock::redlock>(lock_).acquire_until(deadline, bench::use_tuple);
     co_return widen(r);
   }
@@ -146,8 +138,7 @@ asio::awaitable<any_guard> bench_lock::try_acquire() {
     auto g = co_await std::get<corolock::shared_mutex>(lock_).try_acquire(asio::use_awaitable);
     co_return any_guard(std::move(g));
   }
-  case primitive::redlock:
-  case primitive::redlock_keyspace: {
+  case primitive::redlock: {
     auto g = co_await std::get<corolock::redlock>(lock_).try_acquire(asio::use_awaitable);
     co_return any_guard(std::move(g));
   }

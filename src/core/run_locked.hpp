@@ -1,5 +1,5 @@
-// Private: "acquire, run, release on every exit path" for every kind of guard (guard, and
-// redlock_guard, which share unlock(), lost() and wait_lost()): the body races the lease, and is
+// Private: "acquire, run, release on every exit path" for a guard of any lock (its unlock(),
+// lost() and wait_lost()): the body races the lease, and is
 // cancelled (terminal) if the lease is lost first; then system_error(error::lease_lost) is thrown.
 // The body's exception is rethrown after the release. `what` names the operation in exceptions.
 #pragma once

@@ -1,4 +1,5 @@
-// Redlock over independent redis-servers (redis_server_group), some of them killed or paused.
+// Redlock over independent redis-servers (redis_server_group), some of them killed or paused: a
+// corolock::mutex over a quorum of Redis clients, its guard the ordinary corolock::guard.
 #include <corolock/error.hpp>
 #include <corolock/lock/mutex.hpp>
 #include <corolock/lock/redlock.hpp>
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 
 using namespace corolock;
 using namespace corolock::test;
@@ -121,6 +123,14 @@ bool has_key(redis_server& server, const std::string& name) {
   return sync(server, "EXISTS", key_of(name)) == "1";
 }
 
+/// No master of `group` has the lock `name`'s key.
+bool on_no_master(redis_server_group& group, const std::string& name) {
+  for (auto& server : group)
+    if (has_key(server, name))
+      return false;
+  return true;
+}
+
 void expect_clean_except(redis_server_group& group, std::initializer_list<std::size_t> dead) {
   for (std::size_t i = 0; i < group.size(); ++i)
     if (std::find(dead.begin(), dead.end(), i) == dead.end())
@@ -194,33 +204,16 @@ long long calls_of(redis_server& server, const std::string& command) {
 /// The EVALSHA calls a server has run: a redlock attempt is one per master, a release one more.
 long long evalsha_calls(redis_server& server) { return calls_of(server, "evalsha"); }
 
-/// The PUBLISH calls the servers of a group have run, in all.
-long long publish_calls(redis_server_group& group) {
-  long long n = 0;
-  for (auto& server : group)
-    n += calls_of(server, "publish");
-  return n;
-}
-
-/// Turns on the keyspace notifications redlock_options::keyspace_events asks for.
-void notify_keyspace_events(redis_server_group& group) {
-  for (auto& server : group)
-    BOOST_REQUIRE_EQUAL(sync(server, "CONFIG", "SET", "notify-keyspace-events", "Kgx"), "OK");
-}
-
-/// A PING on each client of `m`, answered: what those clients exec()ed before (a PUBLISH after a
-/// release) has run on its server.
-asio::awaitable<void> flush_exec(master_set& m, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    request ping;
-    ping.push("PING");
-    co_await m[i].exec(std::move(ping));
-  }
+/// The masters a redlock guard won: its non-zero member tokens.
+std::size_t masters_won(const guard& g) {
+  const auto tokens = corolock::redlock::member_tokens(g);
+  return static_cast<std::size_t>(std::count_if(tokens.begin(), tokens.end(),
+                                                [](std::uint64_t t) { return t != 0; }));
 }
 
 /// `waiter` waits (acquire_for 8 s) while `held` is released 300 ms later (the waiter refused
 /// meanwhile): how many ms after the release the waiter got the lock.
-asio::awaitable<long long> hand_over(redlock_guard& held, corolock::redlock& waiter) {
+asio::awaitable<long long> hand_over(guard& held, corolock::redlock& waiter) {
   steady::time_point released{}, got{};
   auto wait = [&]() -> asio::awaitable<void> {
     auto [ec, g] = co_await waiter.acquire_for(std::chrono::seconds(8), tuple_awaitable);
@@ -243,13 +236,6 @@ asio::awaitable<long long> hand_over(redlock_guard& held, corolock::redlock& wai
 redlock_options waits_by_message(std::chrono::milliseconds retry_delay = std::chrono::seconds(10)) {
   auto o = fast();
   o.retry_delay = retry_delay;
-  return o;
-}
-
-/// waits_by_message(), the masters telling of releases themselves (keyspace_events).
-redlock_options waits_by_keyspace_events() {
-  auto o = waits_by_message();
-  o.keyspace_events = true;
   return o;
 }
 } // namespace
@@ -319,19 +305,14 @@ BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
     const auto after = steady::now();
     BOOST_TEST(g.owns_lock());
     BOOST_TEST(!g.lost());
-    BOOST_TEST(g.held_count() == 3u);
-    BOOST_TEST(g.quorum() == 2u);
-    // validity_until = start + lease - drift, the attempt's start lying between before and after.
-    BOOST_TEST((g.validity_until() >= before + opts.lock.lease - opts.drift()));
-    BOOST_TEST((g.validity_until() <= after + opts.lock.lease - opts.drift()));
-    BOOST_TEST((g.validity_until() < steady::now() + opts.lock.lease));
-    BOOST_TEST((g.validity_until() > after));
+    BOOST_TEST(masters_won(g) == 3u);
+    BOOST_TEST(lock.quorum() == 2u);
+    BOOST_TEST(g.fencing_token() == 0u); // no single token: member_tokens
+    BOOST_TEST(g.name() == "order:1");
     BOOST_TEST_MESSAGE("acquired on 3 masters in "
                        << std::chrono::duration_cast<std::chrono::microseconds>(after - before).count()
-                       << " us; validity " << std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                  g.validity_until() - after).count()
-                       << " ms of a 1000 ms lease");
-    auto tokens = g.fencing_tokens();
+                       << " us");
+    auto tokens = corolock::redlock::member_tokens(g);
     BOOST_REQUIRE_EQUAL(tokens.size(), 3u);
     for (std::size_t i = 0; i < 3; ++i) {
       BOOST_TEST(tokens[i] > 0u);
@@ -344,22 +325,43 @@ BOOST_AUTO_TEST_CASE(three_masters_acquire_and_release_on_every_master) {
     for (std::size_t i = 0; i < 3; ++i)
       released += has_key(group[i], "order:1") ? 0 : 1;
     BOOST_TEST(released >= 2u, "released on " << released << " masters at completion");
-    BOOST_TEST(co_await eventually([&] {
-      for (std::size_t i = 0; i < 3; ++i)
-        if (has_key(group[i], "order:1"))
-          return false;
-      return true;
-    }, std::chrono::milliseconds(1000)));
+    BOOST_TEST(co_await eventually([&] { return on_no_master(group, "order:1"); },
+                                   std::chrono::milliseconds(1000)));
     auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::already_released);
 
     // with_lock: the body runs under the lock, which is gone afterwards.
     bool ran = false;
-    co_await lock.with_lock([&](redlock_guard& held) -> asio::awaitable<void> {
+    co_await lock.with_lock([&](guard& held) -> asio::awaitable<void> {
       ran = held.owns_lock() && has_key(group[1], "order:1");
       co_return;
     });
     BOOST_TEST(ran);
+  }, std::chrono::seconds(20));
+}
+
+// A redlock is a corolock::mutex (one acquire family, one guard type); it moves; and its end gives
+// back what a guard of it still holds, on every master.
+BOOST_AUTO_TEST_CASE(a_redlock_is_a_mutex_that_moves_and_releases_its_guards_at_its_end) {
+  redis_server_group group(3);
+  with_master_sets<1>(group, [&](master_set& m) -> asio::awaitable<void> {
+    auto opts = fast(long_lease);
+    opts.retry_delay = std::chrono::milliseconds(25);
+    std::optional<corolock::redlock> lock;
+    lock.emplace(m.refs(), "moved", opts);
+    BOOST_TEST(lock->options().retry_delay.count() == 25);
+    corolock::redlock moved(std::move(*lock));
+    lock.reset(); // the moved-from one may be destroyed: it owned nothing any more
+    corolock::mutex& as_mutex = moved;
+    BOOST_TEST(as_mutex.name() == "moved");
+    BOOST_TEST((as_mutex.options().lease == long_lease));
+    auto g = co_await as_mutex.acquire();
+    BOOST_TEST(masters_won(g) == 3u);
+    {
+      corolock::redlock gone(std::move(moved)); // the lock, and g's quorum, now live here
+    } // its end closes the quorum: g's masters are given back, 30 s before the lease ends
+    BOOST_TEST(co_await eventually([&] { return on_no_master(group, "moved"); },
+                                   std::chrono::seconds(3)));
   }, std::chrono::seconds(20));
 }
 
@@ -368,6 +370,7 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
   with_master_sets<2>(group, [&](master_set& a, master_set& b) -> asio::awaitable<void> {
     corolock::redlock la(a.refs(), "excl", fast()), lb(b.refs(), "excl", fast());
     auto g = co_await la.acquire();
+    const auto first = corolock::redlock::member_tokens(g);
     auto busy = co_await lb.try_acquire();
     BOOST_TEST(!busy); // taken: an empty guard, no error
     auto t0 = steady::now();
@@ -382,7 +385,8 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
     // Fencing tokens grow per master (each master has its own counter). A redlock holds a
     // majority, not every master (0: not held there; g's release completes once a quorum has
     // it, so the third master may still refuse g2), so compare where both held.
-    const auto first = g.fencing_tokens(), second = g2.fencing_tokens();
+    BOOST_TEST(corolock::redlock::member_tokens(g).empty()); // released: holds nothing now
+    const auto second = corolock::redlock::member_tokens(g2);
     int held_by_both = 0;
     for (std::size_t i = 0; i < 3; ++i) {
       if (first[i] == 0 || second[i] == 0)
@@ -412,70 +416,60 @@ BOOST_AUTO_TEST_CASE(two_client_sets_exclude_each_other) {
   }, std::chrono::seconds(30));
 }
 
-// The words behind a redlock's error name the master and carry its server's reply verbatim; a
-// timeout says how far the last attempt got; an unlock says which master refused, or how many
-// still had the lease.
+// The words behind a redlock's error name the master and carry its server's reply; an unlock
+// says which master refused, or how many still had the lease.
 BOOST_AUTO_TEST_CASE(the_words_name_the_failing_master) {
   redis_server_group group(3);
   with_master_sets<2>(group, [&](master_set& a, master_set& b) -> asio::awaitable<void> {
     corolock::redlock la(a.refs(), "words", fast()), lb(b.refs(), "words", fast());
     const auto key = key_of("words");
     diagnostics why;
+    auto says = [&](const std::string& part) { return why.message().find(part) != std::string::npos; };
 
     // Masters 2 and 3 hold a list under the lock's name: no quorum answers, master 2's words.
     sync(group[1], "RPUSH", key, "x");
     sync(group[2], "RPUSH", key, "x");
     auto [ec, none] = co_await la.try_acquire(bind_diagnostics(why, tuple_awaitable));
     BOOST_TEST(ec == error::redis_error);
-    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
-    BOOST_TEST(why.client_message() == "master 2 of 3", why.client_message());
+    BOOST_TEST(says("WRONGTYPE"), why.message());
+    BOOST_TEST(says("member 2 of 3"), why.message());
+    BOOST_TEST(says("1 of 3 members answered; the lock needs 2"), why.message());
+    BOOST_TEST(!none);
     // What master 1 won is given back (a moment later: the release runs in the background).
     BOOST_TEST(co_await eventually([&] { return !has_key(group[0], "words"); }));
     sync(group[1], "DEL", key);
     sync(group[2], "DEL", key);
 
-    // Taken by the other set: a timeout, and how far the last attempt got (the masters g did
-    // not win, if a slow one was given back: none, as a rule).
+    // Taken by the other set: a timeout, nothing held.
     auto g = co_await la.acquire();
-    const auto tokens = g.fencing_tokens();
-    const auto free = std::count(tokens.begin(), tokens.end(), 0u);
+    const auto tokens = corolock::redlock::member_tokens(g);
     auto [tec, tnone] = co_await lb.acquire_for(std::chrono::milliseconds(100),
                                                 bind_diagnostics(why, tuple_awaitable));
     BOOST_TEST(tec == error::timeout);
-    BOOST_TEST(why.server_message().empty(), why.server_message());
-    BOOST_TEST(why.client_message() == "no quorum in time: the last attempt held " +
-                                           std::to_string(free) + " of 3 masters, 2 needed",
-               why.client_message());
+    BOOST_TEST(!tnone);
 
-    // Released where masters 2 and 3 refuse (a list replaced the lock there): the first refusing
+    // Released where masters 2 and 3 refuse (a list replaced the lock there): a refusing
     // master's words.
     sync(group[1], "DEL", key);
     sync(group[1], "RPUSH", key, "x");
     sync(group[2], "DEL", key);
     sync(group[2], "RPUSH", key, "x");
     auto [uec] = co_await g.unlock(bind_diagnostics(why, tuple_awaitable));
-    BOOST_TEST(uec == error::redis_error);
-    BOOST_TEST(why.server_message().starts_with("WRONGTYPE"), why.message());
-    BOOST_TEST(why.client_message() == (tokens[1] != 0 ? "master 2 of 3" : "master 3 of 3"),
-               why.client_message());
+    BOOST_TEST(uec == error::redis_error, uec.message());
+    BOOST_TEST(says("WRONGTYPE"), why.message());
+    BOOST_TEST((says(tokens[1] != 0 ? "member 2 of 3" : "member 3 of 3")), why.message());
     sync(group[1], "DEL", key);
     sync(group[2], "DEL", key);
 
-    // Released after masters 2 and 3 lost it: lease_lost, and how many still had it (of the
-    // masters h won: all three, as a rule).
+    // Released after masters 2 and 3 lost it: lease_lost, and how many still had it.
     auto h = co_await la.acquire();
-    const auto won = h.fencing_tokens();
-    const auto held = 3 - std::count(won.begin(), won.end(), 0u);
-    const auto still = won[0] != 0 ? 1 : 0;
+    const auto won = corolock::redlock::member_tokens(h);
     sync(group[1], "DEL", key);
     sync(group[2], "DEL", key);
     auto [lec] = co_await h.unlock(bind_diagnostics(why, tuple_awaitable));
-    BOOST_TEST(lec == error::lease_lost);
-    BOOST_TEST(why.server_message().empty(), why.server_message());
-    BOOST_TEST(why.client_message() == "the lease was lost: " + std::to_string(still) + " of the " +
-                                           std::to_string(held) +
-                                           " masters held still had it, 2 needed",
-               why.client_message());
+    BOOST_TEST(lec == error::lease_lost, lec.message());
+    if (won[0] != 0 && won[1] != 0 && won[2] != 0 && !why.empty()) // the loss told at unlock
+      BOOST_TEST(says("still listed the holder"), why.message());
 
     // A success leaves the reused diagnostics empty.
     auto k = co_await la.acquire(bind_diagnostics(why));
@@ -494,8 +488,8 @@ BOOST_AUTO_TEST_CASE(three_masters_one_killed_still_acquire) {
     auto g = co_await lock.acquire_for(std::chrono::seconds(2));
     const auto took = ms_since(t0);
     BOOST_TEST(g.owns_lock());
-    BOOST_TEST(g.held_count() == 2u);
-    auto tokens = g.fencing_tokens();
+    BOOST_TEST(masters_won(g) == 2u);
+    auto tokens = corolock::redlock::member_tokens(g);
     BOOST_TEST(tokens[0] > 0u);
     BOOST_TEST(tokens[1] == 0u); // not held there
     BOOST_TEST(tokens[2] > 0u);
@@ -556,7 +550,7 @@ BOOST_AUTO_TEST_CASE(five_masters_survive_two_losses_not_three) {
     auto t0 = steady::now();
     auto g = co_await lock.acquire_for(std::chrono::seconds(2));
     const auto took = ms_since(t0);
-    BOOST_TEST(g.held_count() == 3u);
+    BOOST_TEST(masters_won(g) == 3u);
     co_await g.unlock();
     group[4].kill();
     t0 = steady::now();
@@ -589,10 +583,8 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_majority_dies_is_told_within_a_lease) {
     }));
     group[0].kill();
     co_await sleep_for(2 * lease); // well past the lease: only renewals keep it
-    BOOST_TEST(!g.lost());
+    BOOST_TEST(!g.lost()); // renewed past its first validity on the two masters left
     BOOST_TEST(!fired.is_set());
-    BOOST_TEST(g.held_count() == 2u);
-    BOOST_TEST((steady::now() > g.validity_until())); // renewed past the first validity
     group[1].kill();
     const auto killed = steady::now();
     using namespace asio::experimental::awaitable_operators;
@@ -608,22 +600,22 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_majority_dies_is_told_within_a_lease) {
                                                                           "bound: lease + 100 ms)");
     auto [ec] = co_await g.unlock(tuple_awaitable);
     BOOST_TEST(ec == error::lease_lost);
-    auto [ec2] = co_await g.wait_lost(tuple_awaitable);
-    BOOST_TEST(ec2 == asio::error::operation_aborted); // released
+    BOOST_TEST(!g.owns_lock()); // released
   }, std::chrono::seconds(20), {0, 1}); // the survivor's lease was given back at the loss
 }
 
-BOOST_AUTO_TEST_CASE(without_a_watchdog_the_lock_ends_at_validity_until) {
+BOOST_AUTO_TEST_CASE(without_a_watchdog_the_lock_ends_at_its_validity) {
   redis_server_group group(3);
   with_master_sets<2>(group, [&](master_set& m, master_set& r) -> asio::awaitable<void> {
     const auto lease = std::chrono::milliseconds(300);
     auto opts = fast(lease, false);
     corolock::redlock lock(m.refs(), "fixed", opts), rival(r.refs(), "fixed", opts);
+    // The validity runs from the winning try's start, after this moment: lease - drift from it is
+    // the earliest the lock may end.
+    const auto until = steady::now() + lease - opts.drift();
     auto g = co_await lock.acquire();
-    const auto until = g.validity_until();
-    BOOST_TEST((until < steady::now() + lease));
     // A rival tries every 2 ms. It wins once the masters' leases have run out (after
-    // validity_until: the lease less the drift allowance, counted from before the requests went
+    // the validity: the lease less the drift allowance, counted from before the requests went
     // out) or once the holder gave them back at its loss: either way the holder must read lost()
     // by then, however late the machine runs its timers.
     bool lost_when_the_rival_won = false;
@@ -657,7 +649,7 @@ BOOST_AUTO_TEST_CASE(without_a_watchdog_the_lock_ends_at_validity_until) {
       return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
     };
     BOOST_TEST_MESSAGE("fixed 300 ms lease: wait_lost " << us(told - until)
-                                                        << " us after validity_until, the rival won "
+                                                        <<  " us after the validity's lower bound, the rival won "
                                                         << us(rival_won - until)
                                                         << " us after it (drift allowance "
                                                         << us(opts.drift()) << " us)");
@@ -678,8 +670,8 @@ BOOST_AUTO_TEST_CASE(late_answers_count_as_failures_and_are_given_back) {
     auto t0 = steady::now();
     auto g = co_await lock.acquire_for(std::chrono::seconds(2));
     const auto took = ms_since(t0);
-    BOOST_TEST(g.held_count() == 2u);
-    BOOST_TEST(g.fencing_tokens()[2] == 0u);
+    BOOST_TEST(masters_won(g) == 2u);
+    BOOST_TEST(corolock::redlock::member_tokens(g)[2] == 0u);
     group[2].resume(); // the attempt runs now, wins, and is given back
     co_await answered_so_far(lock);
     BOOST_TEST(co_await eventually([&] { return !has_key(group[2], "slow"); },
@@ -843,92 +835,18 @@ BOOST_AUTO_TEST_CASE(a_release_wakes_one_caller_of_a_process_not_the_herd) {
     const auto calls = evalsha_calls(group[0]) - before;
     BOOST_TEST_MESSAGE(callers << " callers served " << served << " turns in " << took
                                << " ms after the release; master 0 ran " << calls
-                               << " EVALSHA (1 release + per turn 1 attempt and 1 release)");
+                               << " EVALSHA (1 release + per turn 1 attempt and 1 release, and at "
+                                  "most 1 more try)");
     BOOST_TEST(served == callers);
-    // 1 + 2 per turn when each release wakes one caller; a herd needs 36 attempts more. The
-    // slack: a turn whose attempt split the masters with nobody, or a retry on a stale message.
-    BOOST_TEST(calls <= 1 + 2 * callers + callers, calls << " EVALSHA");
+    // The process's callers wait in the core's line behind one bid: per turn an attempt and a
+    // release, and at most one more try (the next caller's first try may reach a master before
+    // the previous caller's release there: refused, then woken by that release's message; the
+    // lock's watches linger from bid to bid, so no try waits for a watch to be set up again:
+    // with a watch per bid, 31), and 2 of slack for a try cut by the per-master timeout on a
+    // loaded machine. A herd — every waiting caller trying on each release — needs 36 more.
+    BOOST_TEST(calls <= 1 + 3 * callers + 2, calls << " EVALSHA");
     BOOST_TEST(co_await eventually([&] { return finished == callers; }, std::chrono::seconds(5)));
   }, std::chrono::seconds(30));
-}
-
-// With keyspace_events, a release sends no PUBLISH: nobody waiting, the masters tell nobody (and a
-// cycle is one EVALSHA per master to acquire, one to release). Before: 3 PUBLISHes per cycle.
-BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_nobody_waits_for_publishes_nothing) {
-  redis_server_group group(3);
-  notify_keyspace_events(group);
-  with_master_sets<1>(group, [&](master_set& a) -> asio::awaitable<void> {
-    corolock::redlock la(a.refs(), "quiet", waits_by_keyspace_events());
-    const auto before = publish_calls(group);
-    constexpr int cycles = 10;
-    for (int i = 0; i < cycles; ++i)
-      co_await (co_await la.acquire()).unlock();
-    co_await flush_exec(a, group.size());
-    const auto published = publish_calls(group) - before;
-    BOOST_TEST_MESSAGE(cycles << " uncontended cycles on 3 masters: " << published << " PUBLISH");
-    BOOST_TEST(published == 0);
-    co_await a.shutdown();
-  }, std::chrono::seconds(20));
-}
-
-// With keyspace_events, the waiter hears the release from the masters' notification of the key's
-// deletion, not from a PUBLISH (none is sent): served long before its retry_delay of 10 s.
-BOOST_AUTO_TEST_CASE(with_keyspace_events_a_release_wakes_a_waiter_without_a_publish) {
-  redis_server_group group(3);
-  notify_keyspace_events(group);
-  with_master_sets<2>(group, [&](master_set& a, master_set& b) -> asio::awaitable<void> {
-    const auto opts = waits_by_keyspace_events();
-    corolock::redlock la(a.refs(), "ks_wake", opts), lb(b.refs(), "ks_wake", opts);
-    const auto before = publish_calls(group);
-    for (int round = 0; round < 3; ++round) { // the first subscribes; the later ones reuse it
-      auto g = co_await la.acquire();
-      const auto after = co_await hand_over(g, lb);
-      BOOST_TEST_MESSAGE("round " << round << ": the waiter got the lock " << after
-                                  << " ms after the release (retry_delay 10 000 ms)");
-      BOOST_TEST(after < 5000, after << " ms: not woken by the release");
-    }
-    co_await flush_exec(a, group.size());
-    co_await flush_exec(b, group.size());
-    BOOST_TEST(publish_calls(group) - before == 0);
-    co_await a.shutdown();
-    co_await b.shutdown();
-  }, std::chrono::seconds(60));
-}
-
-// With keyspace_events, a holder that vanishes without a release (its links blackholed) wakes the
-// waiters when its lease runs out on the masters: the "expired" notification. The waiter's
-// retry_delay (10 s) is beyond its deadline (8 s), so only the notification can serve it in time.
-// Before (a PUBLISH by the releaser, who never releases): the waiter timed out.
-BOOST_AUTO_TEST_CASE(with_keyspace_events_a_lease_that_runs_out_wakes_a_waiter) {
-  redis_server_group group(3);
-  notify_keyspace_events(group);
-  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
-    proxied_set holder(ex, group);
-    co_await holder.connect();
-    master_set b(ex, group);
-    co_await b.connect();
-    auto opts = waits_by_keyspace_events();
-    opts.lock.lease = std::chrono::milliseconds(1000);
-    opts.lock.watchdog = false;
-    corolock::redlock la(holder.refs(), "ks_expiry", opts), lb(b.refs(), "ks_expiry", opts);
-    auto g = co_await la.acquire();
-    for (std::size_t i = 0; i < group.size(); ++i) // the holder is gone for the masters: no release
-      holder.proxy(i).blackhole(direction::both, true);
-    const auto t0 = steady::now();
-    auto [ec, h] = co_await lb.acquire_for(std::chrono::seconds(8), tuple_awaitable);
-    const auto took = ms_since(t0);
-    BOOST_TEST_MESSAGE("the waiter got the lock " << took
-                                                  << " ms after it began (lease 1 000 ms, "
-                                                     "retry_delay 10 000 ms): "
-                                                  << (ec ? ec.message() : "ok"));
-    BOOST_TEST(!ec, ec.message());
-    if (h)
-      co_await h.unlock();
-    g = {};
-    holder.close();
-    co_await b.shutdown();
-  }, std::chrono::seconds(30));
-  expect_clean_except(group, {});
 }
 
 // Two masters stall for the holder (its links blackholed) while a waiter listens on every master:

@@ -2,7 +2,8 @@
 // together: what only a quorum does, exactly and in no real time — a member down (still acquired),
 // two down (not_connected for a try, timeout by the deadline, nothing left on any member), a
 // majority won too late for its lease (the drift rule), a member's lease lost (the holder told
-// before the stores can give the lock to anyone else), member tokens, and what it refuses, in words.
+// before the stores can give the lock to anyone else), member tokens, a waiter woken by the members'
+// release notices long before its retry delay, and what it refuses, in words.
 // The conformance suite runs the rest (test/conformance/quorum_testing.cpp).
 #include "composites/quorum/quorum_source.hpp"
 
@@ -39,8 +40,9 @@ struct fixture {
   std::vector<std::unique_ptr<ct::client>> clients;
   std::optional<quorum_source> q;
 
-  explicit fixture(quorum_options o = {}, milliseconds latency = 0ms) {
-    o.retry_delay = 20ms;
+  explicit fixture(quorum_options o = {}, milliseconds latency = 0ms,
+                   milliseconds retry_delay = 20ms) {
+    o.retry_delay = retry_delay;
     for (int i = 0; i < 3; ++i) {
       ct::store_options so;
       so.clock = ct::clock_mode::manual;
@@ -71,6 +73,21 @@ struct fixture {
   bool empty() const {
     return stores[0].empty() && stores[1].empty() && stores[2].empty();
   }
+
+  /// Another process's quorum over the same stores (clients of its own), made once.
+  quorum_source& another_process(milliseconds retry_delay) {
+    std::vector<std::reference_wrapper<lock_source>> refs;
+    for (auto& s : stores) {
+      other_clients.push_back(std::make_unique<ct::client>(io.get_executor(), s));
+      refs.emplace_back(*other_clients.back());
+    }
+    quorum_options o;
+    o.retry_delay = retry_delay;
+    other.emplace(std::move(refs), o);
+    return *other;
+  }
+  std::vector<std::unique_ptr<ct::client>> other_clients;
+  std::optional<quorum_source> other;
 };
 
 struct attempt {
@@ -99,6 +116,28 @@ lock_options lease(milliseconds d) {
 bool says(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
+
+/// Lock "L" held by the fixture's quorum, then asked for by another process's (retry delay 10 s).
+struct contended {
+  contended(fixture& f, milliseconds until_held)
+      : holder{*f.q, "L", lease(1000ms)}, waiter{f.another_process(10000ms), "L", lease(1000ms)} {
+    holder.acquire(into(f, held));
+    f.run(until_held);
+    BOOST_REQUIRE(held.done && held.g.owns_lock());
+    waiter.acquire(into(f, waited));
+  }
+  /// The waiter has the lock; given back, nothing is left on any store.
+  void expect_served_then_clean(fixture& f) {
+    BOOST_REQUIRE(waited.done);
+    BOOST_TEST(!waited.ec, waited.ec.message());
+    BOOST_TEST(waited.g.owns_lock());
+    waited.g.unlock([](error_code) {});
+    f.run(20ms);
+    BOOST_TEST(f.empty());
+  }
+  mutex holder, waiter;
+  attempt held, waited;
+};
 
 } // namespace
 
@@ -247,6 +286,34 @@ BOOST_AUTO_TEST_CASE(a_member_lease_lost_tells_the_holder_before_the_stores_free
   // the holder thought it held.
   BOOST_TEST((*told <= *freed));
   BOOST_TEST(x.g.lost());
+}
+
+BOOST_AUTO_TEST_CASE(a_release_wakes_a_waiter_of_another_process_long_before_its_retry_delay) {
+  // Two processes' quorums over the same three stores, each with a retry delay of 10 s: what
+  // wakes the waiter sooner is the stores' release notices (core::release_notices).
+  fixture f{{}, 1ms, 10000ms};
+  contended c{f, 5ms};
+  f.run(300ms); // refused, watching, refused again: asleep until its retry delay
+  BOOST_REQUIRE(!c.waited.done);
+  BOOST_TEST(f.other->waiting_bids("L") == 1u);
+  const auto released = f.stores[0].now();
+  c.held.g.unlock([](error_code ec) { BOOST_TEST(!ec, ec.message()); });
+  f.run(50ms);
+  c.expect_served_then_clean(f);
+  // The release's answer (1 ms), the notice (1 ms), a try (1 ms per member answer): a few ms.
+  BOOST_TEST(std::chrono::duration_cast<milliseconds>(c.waited.at - released).count() <= 10);
+}
+
+BOOST_AUTO_TEST_CASE(a_release_before_the_waiter_watches_is_seen_by_its_next_try) {
+  // The holder lets go while the waiter's first try is under way (refused, no watch in place
+  // yet): the try that follows the watches' setting up finds the lock free, long before the retry
+  // delay.
+  fixture f{{}, 5ms, 10000ms};
+  contended c{f, 20ms};
+  f.run(2ms); // the first try is at the stores (refused), its answers not yet back
+  c.held.g.unlock([](error_code) {});
+  f.run(100ms);
+  c.expect_served_then_clean(f);
 }
 
 BOOST_AUTO_TEST_CASE(what_a_quorum_cannot_serve_is_refused_in_words) {

@@ -8,7 +8,9 @@
 ///   or releases would only wait out its time. unlock() was called release() before; that name is
 ///   kept as a deprecated alias, because for a std::unique_lock user it promises the opposite.
 /// - fencing_token(): strictly increasing across every fresh acquisition of the lock's name, by any
-///   process, forever. Pass it to the resource you protect so it can reject a stale holder.
+///   process, forever. Pass it to the resource you protect so it can reject a stale holder. A
+///   redlock's guard has none (0): its masters' counters are not comparable; redlock::member_tokens
+///   gives them.
 /// - lost(): the lease is gone — the store no longer lists this owner (Redis: the key expired or
 ///   names another; ZooKeeper/SQL: the session ended), or renewals failed until the lease's local
 ///   deadline. wait_lost() and lost_slot() signal it.
@@ -69,7 +71,7 @@ public:
   /// it) has passed, even if no timer has run since.
   bool lost() const noexcept;
   /// The acquisition's fencing token: greater than every token handed out before for the lock's
-  /// name, by any process (0 for an empty guard).
+  /// name, by any process (0 for an empty guard, and for a redlock's: redlock::member_tokens).
   std::uint64_t fencing_token() const noexcept;
   /// The lock's name, as given to the mutex.
   const std::string& name() const noexcept;

@@ -15,11 +15,19 @@
 // on_reconnect(): the client's lock connection came back (a
 // restart, a Sentinel switch): the core checks every lease at once.
 //
+// Release notices (core::release_notices, release_watch.cpp): a watch listens on the lock's
+// channel "<key>:redlock" on the lock connection; announce_release() PUBLISHes "released" there
+// (a cluster node: SPUBLISH), after a give-back the caller saw answered. A watch is in place once
+// the server confirmed its SUBSCRIBE, or at once where the SUBSCRIBE and later requests share the
+// lock connection (lock_pubsub_ordered); a restored subscription counts as a possibly missed
+// release. The lock's own queue and grants never use that channel.
+//
 // Leases are per lock (PX), renewed by the core's keeper; tokens are the lock's fence counter.
 // Lifetime: the backend holds the client weakly; with the client gone every call fails (closed).
 #pragma once
 
 #include "core/backend.hpp"
+#include "core/release_notices.hpp"
 
 #include <memory>
 
@@ -34,7 +42,7 @@ namespace corolock::redis::detail {
 
 struct backend_state;
 
-class lock_backend final : public core::backend {
+class lock_backend final : public core::backend, public core::release_notices {
 public:
   /// `owner_id`: what its owners start with (empty: the client's id; a cluster node's backend
   /// takes the cluster client's, cluster_backend.hpp).
@@ -82,6 +90,11 @@ public:
   void close(core::handler<void()> h) override;
   void give_up() override;
   void set_hooks(hooks h) override;
+
+  // core::release_notices (release_watch.cpp)
+  std::unique_ptr<core::release_watch> watch_releases(const core::lock_spec& lock,
+                                                      watch_events events) override;
+  void announce_release(const core::lock_spec& lock) override;
 
   /// A cluster node's: a held lock of `redis_owner` is now kept by another node (its slot moved),
   /// or kept here from now on. What close() gives back follows it.

@@ -589,6 +589,9 @@ void backend::link_up() {
     run_at(st_->now(), [this] { hooks_.reconnected(); });
   if (hooks_.reachable)
     run_at(st_->now(), [this] { hooks_.reachable(); });
+  // Release notices may have been lost meanwhile: every watcher hears of a possible one.
+  if (!watchers_.empty())
+    run_at(st_->now(), [this] { notify_watchers([](const release_watcher&) { return true; }); });
   // Grant messages may have been lost meanwhile: look again, same owners.
   std::vector<std::shared_ptr<bid_state>> again;
   for (auto& [owner, b] : open_)

@@ -16,6 +16,11 @@
 // refused (release: invalid_argument; renewal: lost) and counted (ticket_errors): the testing store
 // checks the core's side of backend.hpp's contract 8 on every store's behalf.
 //
+// Release notices (core::release_notices): the store announces by itself every holder that leaves
+// (released, given back, expired, dropped with its client), to every connected client, as a server
+// tells of a key's deletion; a client hears it `latency` later, and not at all while unreachable (a
+// reconnect then counts as a possibly missed notice). announce_release() has nothing to add.
+//
 // Nothing of a bid that failed or was withdrawn stays at the store: it is removed there at once, or
 // — the store unreachable — by the core's resend queue as soon as the link is back (the store drops
 // a closed client's queued bids by itself, as a server drops a dead connection's).
@@ -23,6 +28,7 @@
 
 #include "backends/testing/state.hpp"
 #include "core/backend.hpp"
+#include "core/release_notices.hpp"
 
 #include <map>
 #include <memory>
@@ -31,7 +37,7 @@
 
 namespace corolock::testing::detail {
 
-class backend final : public core::backend, private sink {
+class backend final : public core::backend, public core::release_notices, private sink {
 public:
   backend(asio::any_io_executor ex, std::shared_ptr<state> st);
   ~backend() override;
@@ -63,6 +69,11 @@ public:
   void give_up() override;
   void set_hooks(hooks h) override { hooks_ = std::move(h); }
 
+  // core::release_notices (release_watches.cpp)
+  std::unique_ptr<core::release_watch> watch_releases(const core::lock_spec& lock,
+                                                      watch_events events) override;
+  void announce_release(const core::lock_spec& lock) override;
+
   // faults of this link (testing::client)
   void set_reachable(bool r);
   void drop_connection();
@@ -90,6 +101,7 @@ private:
                      std::chrono::milliseconds lease) override;
   void session_ended(std::uint64_t session) override;
   void link_changed() override;
+  void lock_released(const lock_key& k) override;
 
   bool reachable() const noexcept { return !st_->down && link_up_; }
   /// Runs `fn` on the executor at `t` on the store's clock (posted at once if due), unless this
@@ -146,6 +158,10 @@ private:
   std::unique_ptr<core::timer> ping_timer_;
   std::unique_ptr<core::timer> down_timer_;
   std::shared_ptr<core::handler<void()>> closing_;
+  struct release_watcher;
+  std::vector<std::weak_ptr<release_watcher>> watchers_; // live ones, pruned as notices pass
+  /// Tells every watcher (on the link's return: notices may have been lost meanwhile).
+  void notify_watchers(const std::function<bool(const release_watcher&)>& which);
 };
 
 } // namespace corolock::testing::detail

@@ -287,6 +287,7 @@ void state::watch_expiry(const lock_key& k, entry& holder) {
       return; // released, or renewed (a later timer watches it)
     hs.erase(h);
     grant_waiters(k);
+    holder_left(k);
   }));
 }
 
@@ -295,9 +296,11 @@ void state::remove(const lock_key& k, const std::string& owner) {
   if (it == locks_.end())
     return;
   auto& l = it->second;
-  std::erase_if(l.holders, [&](const entry& x) { return x.owner == owner; });
+  const auto held = std::erase_if(l.holders, [&](const entry& x) { return x.owner == owner; });
   std::erase_if(l.queue, [&](const entry& x) { return x.owner == owner; });
   grant_waiters(k);
+  if (held > 0)
+    holder_left(k);
 }
 
 bool state::release(const lock_key& k, const std::string& owner) {
@@ -306,6 +309,8 @@ bool state::release(const lock_key& k, const std::string& owner) {
     return false;
   auto n = std::erase_if(it->second.holders, [&](const entry& x) { return x.owner == owner; });
   grant_waiters(k);
+  if (n > 0)
+    holder_left(k);
   return n > 0;
 }
 
@@ -331,14 +336,23 @@ void state::drop_all(std::uint64_t client) {
 }
 
 void state::purge(const std::function<bool(const entry&)>& gone) {
-  std::vector<lock_key> touched;
+  std::vector<lock_key> touched, left;
   for (auto& [k, l] : locks_) {
-    auto n = std::erase_if(l.holders, gone) + std::erase_if(l.queue, gone);
-    if (n > 0)
+    const auto held = std::erase_if(l.holders, gone);
+    if (held + std::erase_if(l.queue, gone) > 0)
       touched.push_back(k);
+    if (held > 0)
+      left.push_back(k);
   }
   for (const auto& k : touched)
     grant_waiters(k);
+  for (const auto& k : left)
+    holder_left(k);
+}
+
+void state::holder_left(const lock_key& k) {
+  for (auto& [id, s] : clients_)
+    s->lock_released(k);
 }
 
 // --- introspection ----------------------------------------------------------------------------

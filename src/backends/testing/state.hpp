@@ -52,6 +52,9 @@ public:
   virtual void session_ended(std::uint64_t session) = 0;
   /// store::set_down changed: the client may have lost or regained the store.
   virtual void link_changed() = 0;
+  /// A holder of `k` left (released, given back, expired, purged): what the store announces to
+  /// every connected client, as a server tells of a key's deletion (core::release_notices).
+  virtual void lock_released(const lock_key& k) = 0;
 
 protected:
   ~sink() = default;
@@ -177,6 +180,8 @@ private:
   };
 
   void grant(const lock_key& k, lock_state& l, entry e);
+  /// Tells every connected client that a holder of `k` left (sink::lock_released).
+  void holder_left(const lock_key& k);
   void grant_waiters(const lock_key& k);
   /// Removes every holder and queued bid matching `gone`; grants who fits next.
   void purge(const std::function<bool(const entry&)>& gone);

@@ -16,6 +16,7 @@
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
+#include <deque>
 
 namespace corolock::composites {
 
@@ -47,7 +48,8 @@ public:
   quorum_try(std::shared_ptr<quorum_state> st, core::bid b, core::contender_events& ev)
       : st_(std::move(st)), bid_(std::move(b)), events_(&ev), n_(st_->members.size()),
         member_timer_(st_->make_timer()), retry_timer_(st_->make_timer()),
-        answered_(n_, true) /* nothing in flight before the first try */ {
+        answered_(n_, true) /* nothing in flight before the first try */, seen_(n_, 0),
+        freed_(n_, 0) {
     for (std::size_t i = 0; i < n_; ++i) {
       cancels_.push_back(std::make_unique<asio::cancellation_signal>());
       diags_.push_back(std::make_unique<diagnostics>());
@@ -58,6 +60,8 @@ public:
     if (bid_.wait) {
       ++st_->waiting[bid_.lock->name];
       counted_ = true;
+      if (auto w = st_->watch_of(*bid_.lock, false)) // kept from an earlier bid
+        take_up(std::move(w));
     }
     // Posted: contend() must not deliver an event inline (contract 1), nor start member
     // operations that might.
@@ -72,7 +76,7 @@ public:
     for (std::size_t i = 0; i < n_; ++i)
       if (!answered_[i])
         cancels_[i]->emit(asio::cancellation_type::all); // the member's core gives a late win back
-    st_->give_back(wins_);
+    st_->give_back(bid_.lock, wins_);
   }
 
 private:
@@ -80,6 +84,12 @@ private:
     if (over_)
       return;
     ++round_;
+    sleeping_ = false;
+    // A try sent once the watches are in place is refused only while the lock is held, and the
+    // release that ends that holding is heard.
+    ordered_ = watch_ && watch_->ready();
+    if (watch_)
+      seen_ = watch_->heard;
     started_ = st_->now();
     pending_ = n_;
     wins_.clear();
@@ -109,7 +119,7 @@ private:
       if (g.owns_lock()) {
         std::vector<guard> late;
         late.push_back(std::move(g));
-        st_->give_back(late);
+        st_->give_back(bid_.lock, late);
       }
       return;
     }
@@ -137,20 +147,15 @@ private:
     const auto elapsed = st_->now() - started_;
     if (won >= st_->quorum && lease - elapsed - drift > core::steady::duration::zero())
       return grant();
-    st_->give_back(wins_); // a minority, or a majority won too late: nothing is kept
+    for (std::size_t i = 0; i < n_; ++i)
+      freed_[i] = wins_[i].owns_lock();
+    st_->give_back(bid_.lock, wins_); // a minority, or a majority won too late: nothing is kept
     if (answered >= st_->quorum) { // the lock is busy (or split between bidders)
       if (!bid_.wait) {
         finish();
         return events_->taken();
       }
-      const auto pause = st_->options.retry_delay;
-      const auto jitter = std::uniform_int_distribution<std::int64_t>(0, pause.count() / 2)(
-          st_->jitter);
-      retry_timer_->arm(st_->now() + pause + std::chrono::milliseconds(jitter),
-                        [w = weak_from_this()] {
-                          if (auto self = w.lock())
-                            self->try_once();
-                        });
+      sleep();
       return;
     }
     // Fewer than a quorum answered: what the members keep is known (nothing: every win is given
@@ -173,8 +178,66 @@ private:
       events_->failed(ec, std::move(words));
   }
 
+  /// Between two tries of a waiting bid: until the retry delay, or a wake-up (see
+  /// quorum_backend.hpp, "Wake-up"). The first sleep starts the watches, if none are kept.
+  void sleep() {
+    const auto pause = st_->options.retry_delay;
+    const auto jitter =
+        std::uniform_int_distribution<std::int64_t>(0, pause.count() / 2)(st_->jitter);
+    sleeping_ = true;
+    retry_timer_->arm(st_->now() + pause + std::chrono::milliseconds(jitter),
+                      [w = weak_from_this()] {
+                        if (auto self = w.lock(); self && self->sleeping_)
+                          self->try_once();
+                      });
+    if (!watch_)
+      take_up(st_->watch_of(*bid_.lock, true));
+    if (!watch_->ready())
+      return; // on_ready wakes it
+    if (!ordered_ || could_win())
+      wake(); // the try went out before the watches, or news came while it was under way
+  }
+
+  void wake() {
+    if (!sleeping_ || over_)
+      return;
+    retry_timer_->disarm();
+    try_once();
+  }
+
+  /// This bid uses the lock's watches from now on.
+  void take_up(std::shared_ptr<quorum_watch> w) {
+    watch_ = std::move(w);
+    watch_->linger->disarm();
+    watch_->on_ready = [t = weak_from_this()] {
+      if (auto self = t.lock())
+        self->wake(); // what was released before the watches was not heard: look again
+    };
+    watch_->on_heard = [t = weak_from_this()](std::size_t) {
+      if (auto self = t.lock(); self && self->sleeping_ && self->watch_->ready() &&
+                                self->could_win())
+        self->wake();
+    };
+  }
+
+  /// Something was announced since the last try began, and the members that could be free make
+  /// a quorum.
+  bool could_win() const {
+    std::size_t free = 0;
+    bool news = false;
+    if (!watch_)
+      return false;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const bool announced = watch_->heard[i] > seen_[i];
+      news = news || announced;
+      free += announced || freed_[i];
+    }
+    return news && free >= st_->quorum;
+  }
+
   void grant() {
     auto l = std::make_shared<quorum_lease>();
+    l->lock = bid_.lock;
     l->tokens.assign(n_, 0);
     for (std::size_t i = 0; i < n_; ++i)
       if (wins_[i].owns_lock())
@@ -210,8 +273,11 @@ private:
 
   void finish() {
     over_ = true;
+    sleeping_ = false;
     member_timer_->disarm();
     retry_timer_->disarm();
+    if (auto w = std::exchange(watch_, nullptr))
+      st_->leave_watch(w, *bid_.lock);
     if (counted_) {
       counted_ = false;
       auto it = st_->waiting.find(bid_.lock->name);
@@ -235,6 +301,13 @@ private:
   core::steady::time_point started_{};
   bool over_ = false;    // an event was delivered, or withdrawn
   bool counted_ = false; // in st_->waiting
+  // Wake-up (quorum_backend.hpp): per member, the notices heard when the last try began, and
+  // whether the last try won it (then gave it back).
+  std::vector<std::uint64_t> seen_; // the watch's heard when the last try began
+  std::vector<char> freed_;
+  std::shared_ptr<quorum_watch> watch_; // the lock's, once taken up
+  bool ordered_ = false;  // the last try went out after the watches were in place
+  bool sleeping_ = false; // between two tries, the retry timer armed
 };
 
 class quorum_contender final : public core::contender {
@@ -302,19 +375,87 @@ std::size_t quorum_state::held(const quorum_lease& l) const {
   }));
 }
 
-void quorum_state::give_back(std::vector<guard>& guards, std::function<void()> done) {
+void quorum_state::announce(std::size_t i, const core::lock_spec& lock) const {
+  if (i < notices.size() && notices[i] && !cores[i].expired())
+    notices[i]->announce_release(lock);
+}
+
+namespace {
+std::string watch_key(const core::lock_spec& lock) { return lock.options.prefix + '\0' + lock.name; }
+} // namespace
+
+std::shared_ptr<quorum_watch> quorum_state::watch_of(const core::lock_spec& lock, bool make) {
+  const auto key = watch_key(lock);
+  if (auto it = watches.find(key); it != watches.end())
+    return it->second;
+  if (!make)
+    return nullptr;
+  auto w = std::make_shared<quorum_watch>();
+  w->heard.assign(members.size(), 0);
+  w->watches.resize(members.size());
+  w->linger = make_timer();
+  watches.emplace(key, w);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!notices[i])
+      continue;
+    ++w->unready;
+    core::release_notices::watch_events ev;
+    ev.ready = [weak = std::weak_ptr<quorum_watch>(w)] {
+      if (auto self = weak.lock(); self && --self->unready == 0 && self->on_ready)
+        self->on_ready();
+    };
+    ev.released = [weak = std::weak_ptr<quorum_watch>(w), i] {
+      if (auto self = weak.lock()) {
+        ++self->heard[i];
+        if (self->on_heard)
+          self->on_heard(i);
+      }
+    };
+    w->watches[i] = notices[i]->watch_releases(lock, std::move(ev));
+  }
+  return w;
+}
+
+void quorum_state::leave_watch(const std::shared_ptr<quorum_watch>& w, const core::lock_spec& lock) {
+  w->on_ready = nullptr;
+  w->on_heard = nullptr;
+  if (closed)
+    return; // close() dropped the kept watches: this one goes with its bid
+  w->linger->arm(now() + watch_linger, [st = weak_from_this(), key = watch_key(lock),
+                                        weak = std::weak_ptr<quorum_watch>(w)] {
+    auto self = st.lock();
+    auto gone = weak.lock();
+    if (!self || !gone)
+      return;
+    if (auto it = self->watches.find(key); it != self->watches.end() && it->second == gone) {
+      self->watches.erase(it); // nobody took it up within the linger
+      // Destroyed after this callback returns: the linger timer is the watch's own.
+      asio::post(self->ex, [last = std::move(gone)] {});
+    }
+  });
+}
+
+void quorum_state::give_back(const std::shared_ptr<const core::lock_spec>& lock,
+                             std::vector<guard>& guards, std::function<void()> done) {
   auto left = std::make_shared<std::size_t>(1); // 1: this call, so `done` runs once, at the end
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   auto one = [left, finish] {
     if (--*left == 0 && *finish)
       (*finish)();
   };
-  for (auto& g : guards) {
-    if (!g.owns_lock())
+  for (std::size_t i = 0; i < guards.size(); ++i) {
+    if (!guards[i].owns_lock())
       continue;
     ++*left;
-    guard mine = std::move(g);
-    mine.unlock(asio::bind_executor(ex, [one](error_code) { one(); }));
+    guard mine = std::move(guards[i]);
+    // The state outlives nothing here: a late answer may come after the source is gone, and
+    // then nobody is left to announce to.
+    mine.unlock(asio::bind_executor(
+        ex, [one, i, lock, w = weak_from_this()](error_code ec) {
+          if (auto self = w.lock(); self && lock && ec != error::closed)
+            self->announce(i, *lock);
+          one();
+        }));
   }
   one();
 }
@@ -390,30 +531,36 @@ void quorum_backend::release(const core::held& lease, handler<void(error_code, s
   // Each member's release is its own core's to send again until its store ran it: a later call
   // (the core resending after a transport error below) finds nothing left and succeeds.
   struct tally {
-    explicit tally(handler<void(error_code, std::string)> done) : h(std::move(done)) {}
+    tally(handler<void(error_code, std::string)> done, std::size_t n)
+        : errors(n), said(n), h(std::move(done)) {}
     std::size_t ok = 0, lost = 0;
-    error_code other;
-    std::size_t first_other = 0;
+    std::vector<error_code> errors;  // [i]: member i's other error (not lease_lost), if any
+    std::deque<diagnostics> said;    // [i]: its words; a deque: bound by address, must not move
     handler<void(error_code, std::string)> h; // never assigned: Asio 1.81's erased handler
                                               // recurses when move-assigned
   };
-  auto t = std::make_shared<tally>(std::move(h));
   const std::size_t n = l->members.size(), q = st_->quorum;
+  auto t = std::make_shared<tally>(std::move(h), n);
   auto left = std::make_shared<std::size_t>(1);
   auto done = [t, n, q, ex = st_->ex] {
     error_code ec;
     std::string words;
-    if (t->ok == 0 && t->lost == 0 && !t->other) {
+    // The first member in the given order that failed otherwise, not the first to answer.
+    const auto other = std::find_if(t->errors.begin(), t->errors.end(),
+                                    [](error_code e) { return !!e; });
+    const std::size_t first_other = static_cast<std::size_t>(other - t->errors.begin());
+    if (t->ok == 0 && t->lost == 0 && other == t->errors.end()) {
       // nothing was left to release (a resend after a transport error)
     } else if (t->ok >= q) {
     } else if (t->lost > n - q) {
       ec = error::lease_lost;
       words = "quorum: only " + std::to_string(t->ok) + " of " + std::to_string(n) +
               " members still listed the holder (the lock needs " + std::to_string(q) + ")";
-    } else if (t->other) {
-      ec = t->other;
-      words = member_words(t->first_other, n) + ": " + t->other.message() +
-              " (its client sends the release again)";
+    } else if (other != t->errors.end()) {
+      ec = *other;
+      const auto& said = t->said[first_other];
+      words = member_words(first_other, n) + ": " + (said.empty() ? ec.message() : said.message()) +
+              (transport(ec) ? " (its client sends the release again)" : "");
     }
     asio::post(ex, asio::append(std::move(t->h), ec, std::move(words)));
   };
@@ -427,17 +574,19 @@ void quorum_backend::release(const core::held& lease, handler<void(error_code, s
       continue;
     ++*left;
     guard mine = std::move(g);
-    mine.unlock(asio::bind_executor(st_->ex, [t, i, one](error_code ec) {
-      if (!ec)
-        ++t->ok;
-      else if (ec == error::lease_lost)
-        ++t->lost;
-      else if (!t->other) {
-        t->other = ec;
-        t->first_other = i;
-      }
-      one();
-    }));
+    mine.unlock(bind_diagnostics(
+        t->said[i], asio::bind_executor(st_->ex, [t, i, one, lock = l->lock,
+                                                  w = std::weak_ptr<quorum_state>(st_)](error_code ec) {
+          if (auto st = w.lock(); st && lock && ec != error::closed)
+            st->announce(i, *lock);
+          if (!ec)
+            ++t->ok;
+          else if (ec == error::lease_lost)
+            ++t->lost;
+          else
+            t->errors[i] = ec;
+          one();
+        })));
   }
   one();
 }
@@ -474,20 +623,23 @@ void quorum_backend::renew(std::vector<core::renewal> leases,
 
 void quorum_backend::close(handler<void()> h) {
   st_->closed = true;
+  st_->watches.clear(); // no more waiting bids: their watches (and linger timers) go
   closing_ = std::make_shared<handler<void()>>(std::move(h));
-  std::vector<guard> all;
-  for (auto& w : st_->leases)
-    if (auto l = w.lock())
-      for (auto& g : l->members)
-        if (g.owns_lock())
-          all.push_back(std::move(g));
-  st_->leases.clear();
-  st_->give_back(all, [c = closing_, ex = st_->ex] {
-    if (*c) {
+  auto left = std::make_shared<std::size_t>(1); // 1: this loop, so the handler runs once, at the end
+  auto one = [left, c = closing_, ex = st_->ex] {
+    if (--*left == 0 && *c) {
       asio::post(ex, std::move(*c));
       *c = nullptr;
     }
-  });
+  };
+  auto leases = std::move(st_->leases);
+  st_->leases.clear();
+  for (auto& w : leases)
+    if (auto l = w.lock()) {
+      ++*left;
+      st_->give_back(l->lock, l->members, one);
+    }
+  one();
 }
 
 void quorum_backend::give_up() {

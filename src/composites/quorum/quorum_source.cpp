@@ -51,6 +51,10 @@ quorum_source::quorum_source(std::vector<std::reference_wrapper<lock_source>> me
              " runs on another executor than member 1: every member must use one executor");
     }
     st->members.push_back(m);
+    // Whether the member's store tells of releases (core::release_notices): its waiters wake
+    // on them; without, they poll.
+    st->notices.push_back(dynamic_cast<core::release_notices*>(&core.store()));
+    st->cores.push_back(core.shared_from_this());
   }
   st->options = options;
   st->quorum = members.size() / 2 + 1;

@@ -1,7 +1,9 @@
-// Private (experimental, issue 44 step 4): a lock source whose store is a majority of N other lock
-// sources — the Redlock algorithm on the core. Not yet public: corolock::redlock still ships its
-// own implementation (src/composites/redlock.cpp) until it is rebuilt on this one, and two Redlock
-// implementations must not both be offered to users.
+// Private (issue 44 step 4): a lock source whose store is a majority of N other lock sources — the
+// Redlock algorithm on the core, and what corolock::redlock (a mutex over it, on Redis clients) is
+// made of. It stays private for now: redlock is its public face, and a quorum over other stores
+// (ZooKeeper, SQL) has no wake-up by message yet (their backends lack core::release_notices: they
+// are polled after retry_delay), so its waiting there would be a promise the library cannot make
+// well; making this header public later adds API, it changes none.
 //
 //   corolock::testing::client s0{ex, a}, s1{ex, b}, s2{ex, c};   // any stores, one executor
 //   corolock::composites::quorum_source q{{s0, s1, s2}};
