@@ -23,6 +23,14 @@ std::string object(const std::string& table, std::string_view suffix = {}) {
   return detail::fence_identifier(table, suffix, '`');
 }
 
+// The database of a fence table named `database.table`, created if missing (none for `table`): the
+// first statement of each table's creation.
+std::vector<std::string> create_database(const std::string& table) {
+  if (const auto dot = table.find('.'); dot != std::string::npos)
+    return {"CREATE DATABASE IF NOT EXISTS `" + table.substr(0, dot) + "`"};
+  return {};
+}
+
 // The fence's floor: the server's clock in microseconds, and above every token of the former
 // scheme (whose epoch is durable). Every new session moves the counter up to it (SETVAL never
 // moves a sequence down), and a counter created again after an admin dropped it starts there:
@@ -120,9 +128,7 @@ detail::sql_dialect dialect(config cfg) {
   // epoch of the former scheme stays durable (the floor reads it). The counter is created at the
   // floor (one statement: no draw below it).
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
-    std::vector<std::string> out;
-    if (const auto dot = table.find('.'); dot != std::string::npos)
-      out.push_back("CREATE DATABASE IF NOT EXISTS `" + table.substr(0, dot) + "`");
+    std::vector<std::string> out = create_database(table);
     out.push_back("CREATE TABLE IF NOT EXISTS " + object(table) +
                   " (lock_key VARBINARY(64) NOT NULL PRIMARY KEY, name VARBINARY(1400) NOT NULL,"
                   " token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
@@ -147,9 +153,7 @@ detail::sql_dialect dialect(config cfg) {
   // Marks (backends/sql/marks.hpp): one row per mark; an add that finds its row adds nothing.
   d.marks.table = [](const std::string& table) { return object(table, "_marks"); };
   d.marks.create_table = [](const std::string& table) -> std::vector<std::string> {
-    std::vector<std::string> out;
-    if (const auto dot = table.find('.'); dot != std::string::npos)
-      out.push_back("CREATE DATABASE IF NOT EXISTS `" + table.substr(0, dot) + "`");
+    std::vector<std::string> out = create_database(table);
     out.push_back("CREATE TABLE IF NOT EXISTS " + object(table, "_marks") +
                   " (lock_key CHAR(64) NOT NULL, segment INT UNSIGNED NOT NULL, PRIMARY KEY (lock_key, segment))"
                   " ENGINE=InnoDB");
@@ -158,8 +162,6 @@ detail::sql_dialect dialect(config cfg) {
   d.marks.add = [](const std::string& marks, const std::string& key, std::uint32_t index) {
     return "INSERT IGNORE INTO " + marks + " (lock_key, segment) VALUES ('" + key + "', " + std::to_string(index) + ")";
   };
-  d.marks.missing_table = d.missing_table;
-  d.marks.lost_race = d.lost_race;
   return d;
 }
 

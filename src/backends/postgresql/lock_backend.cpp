@@ -206,8 +206,6 @@ detail::sql_dialect dialect(config cfg) {
     return "INSERT INTO " + marks + " (lock_key, segment) VALUES ('" + key + "', " + std::to_string(index) +
            ") ON CONFLICT DO NOTHING";
   };
-  d.marks.missing_table = d.missing_table;
-  d.marks.lost_race = d.lost_race;
   return d;
 }
 

@@ -141,6 +141,9 @@ sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, sql_dialect dialect
                                       "corolock::" + std::string(traits_.store) +
                                           "::lock_client: lock_pool_options::fence_table '" + printable(fence_table_) +
                                           "' refused: " + why);
+  // The marks' statements read failures as the fence's do.
+  dialect_.marks.missing_table = dialect_.missing_table;
+  dialect_.marks.lost_race = dialect_.lost_race;
   options_.session_timeout = std::max(options_.session_timeout, std::chrono::milliseconds(3000));
   options_.max_sessions = std::max<std::size_t>(options_.max_sessions, 1);
 }

@@ -42,6 +42,7 @@ struct sql_marks_dialect {
   std::function<std::vector<std::string>(const std::string& fence_table)> create_table;
   /// The add statement of row (key, index) into `table`, that adds nothing if it is there.
   std::function<std::string(const std::string& table, const std::string& key, std::uint32_t index)> add;
+  /// The dialect's own (sql_dialect::missing_table, lost_race), set by the lock backend.
   std::function<bool(const sql_words& w)> missing_table;
   std::function<bool(const sql_words& w)> lost_race;
 };
