@@ -38,8 +38,8 @@ struct settings {
 
 enum class op : int { ping, set };
 
-corolock::request make_request(op k) {
-  corolock::request r;
+corolock::redis::request make_request(op k) {
+  corolock::redis::request r;
   if (k == op::ping)
     r.push("PING");
   else
@@ -47,7 +47,7 @@ corolock::request make_request(op k) {
   return r;
 }
 
-void check_reply(op k, const corolock::response& r) {
+void check_reply(op k, const corolock::redis::response& r) {
   if (r.size() != 1 || r[0].data != (k == op::ping ? "PONG" : "OK"))
     throw std::runtime_error("unexpected reply");
 }
@@ -59,7 +59,7 @@ struct window {
   bench::samples latency_us;
 };
 
-asio::awaitable<void> load_loop(corolock::client& redis, op kind, const bool& stop,
+asio::awaitable<void> load_loop(corolock::redis::client& redis, op kind, const bool& stop,
                                 const bool& measuring, window& w) {
   while (!stop) {
     auto t = steady::now();
@@ -73,7 +73,7 @@ asio::awaitable<void> load_loop(corolock::client& redis, op kind, const bool& st
   }
 }
 
-asio::awaitable<window> run_window(corolock::client& redis, op kind, int coroutines,
+asio::awaitable<window> run_window(corolock::redis::client& redis, op kind, int coroutines,
                                    steady::time_point start, ms warmup, ms duration) {
   auto ex = co_await asio::this_coro::executor;
   window w;
@@ -122,7 +122,7 @@ figures window_figures(window& w, double redis_calls, double calls_over) {
 struct context {
   settings s;
   bench::results_file* out;
-  corolock::client* redis;
+  corolock::redis::client* redis;
 };
 
 // ---- the scenarios ----------------------------------------------------------------------------
@@ -152,7 +152,7 @@ asio::awaitable<figures> ping_latency(context& ctx, int) {
 
 /// The same loop on a bare Asio socket, RESP2, no HELLO.
 asio::awaitable<figures> ping_latency_raw(context& ctx, int) {
-  auto cfg = corolock::client_config::from_url(ctx.s.common.url);
+  auto cfg = corolock::redis::client_config::from_url(ctx.s.common.url);
   auto ex = co_await asio::this_coro::executor;
   asio::ip::tcp::resolver resolver(ex);
   asio::ip::tcp::socket sock(ex);
@@ -201,7 +201,7 @@ using mp_state = bench::mp::shared_state<mp_params, mp_result>;
 
 asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
   auto st = mp_state::attach(wa.shm_fd);
-  corolock::client redis(co_await asio::this_coro::executor, wa.args.at(0));
+  corolock::redis::client redis(co_await asio::this_coro::executor, wa.args.at(0));
   co_await redis.connect();
   st.signal_ready();
   auto start = st.wait_start();
@@ -279,7 +279,7 @@ std::vector<scenario> scenarios(const settings& s) {
 
 asio::awaitable<int> parent_main(settings s) {
   bench::results_file out(s.common.out);
-  corolock::client redis(co_await asio::this_coro::executor, s.common.url);
+  corolock::redis::client redis(co_await asio::this_coro::executor, s.common.url);
   co_await redis.connect();
   context ctx{s, &out, &redis};
   auto version = bench::info_field(co_await bench::read_info(redis, "server"), "redis_version");
@@ -307,7 +307,7 @@ asio::awaitable<int> parent_main(settings s) {
     bench::target_vs(row, sc.baseline, "redis-benchmark", sc.metric, sc.op, sc.target, sc.label);
     out.scenario(std::move(row));
   }
-  corolock::request cleanup;
+  corolock::redis::request cleanup;
   cleanup.push("DEL", "corolock:bench:set");
   co_await redis.exec(std::move(cleanup), asio::use_awaitable);
   redis.close();

@@ -85,7 +85,7 @@ struct config {
 struct context {
   settings s;
   bench::results_file* out = nullptr;
-  corolock::client* redis = nullptr; ///< null on the other stores
+  corolock::redis::client* redis = nullptr; ///< null on the other stores
   bench::store* store = nullptr;     ///< the run's store (its client: redis, when on Redis)
   int lock_seq = 0;
   /// Where in-process scenarios take their locks: `redis` (which tls and cluster point
@@ -149,12 +149,12 @@ asio::awaitable<void> cycle(bench_lock& m) {
 /// `on`: the clients the lock uses (a redlock's masters); empty: ctx.redis. Commands are summed
 /// over them.
 asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::mutex,
-                                     std::vector<corolock::client*> on = {}) {
+                                     std::vector<corolock::redis::client*> on = {}) {
   if (on.empty() && ctx.redis)
     on.push_back(ctx.redis);
   bench_lock m(on.empty() ? ctx.source() : *on[0], ctx.lock_name("latency"), prim,
-               on.empty() ? std::vector<corolock::client*>{}
-                          : std::vector<corolock::client*>{on.begin() + 1, on.end()});
+               on.empty() ? std::vector<corolock::redis::client*>{}
+                          : std::vector<corolock::redis::client*>{on.begin() + 1, on.end()});
   for (long long i = 0; i < ctx.s.latency_warmup; ++i)
     co_await cycle(m);
   auto sent = [&] {
@@ -165,7 +165,7 @@ asio::awaitable<figures> run_latency(context& ctx, primitive prim = primitive::m
   };
   // A cluster client's INFO has no key to route by (the client refuses it with invalid_argument),
   // and one node's figures would describe a third: no server-side figures then.
-  const bool server_side = std::none_of(on.begin(), on.end(), [](corolock::client* c) {
+  const bool server_side = std::none_of(on.begin(), on.end(), [](corolock::redis::client* c) {
     return c->config().cluster.enabled();
   });
   auto calls = [&]() -> asio::awaitable<std::vector<bench::command_stats>> {
@@ -751,7 +751,7 @@ asio::awaitable<void> held_memory(context& ctx) {
   co_return;
 }
 
-asio::awaitable<void> delete_bench_keys(corolock::client& redis);
+asio::awaitable<void> delete_bench_keys(corolock::redis::client& redis);
 
 /// The lock family side by side: each primitive uncontended (one coroutine, acquire + release
 /// cycles), and on a hot key (4 x 1 taking turns, as hot_key) against its own polling form.
@@ -821,10 +821,10 @@ asio::awaitable<void> redlock(context& ctx) {
     co_return;
   }
   auto ex = co_await asio::this_coro::executor;
-  std::vector<std::unique_ptr<corolock::client>> owned;
-  std::vector<corolock::client*> masters;
+  std::vector<std::unique_ptr<corolock::redis::client>> owned;
+  std::vector<corolock::redis::client*> masters;
   for (const auto& u : urls) {
-    owned.push_back(std::make_unique<corolock::client>(ex, u));
+    owned.push_back(std::make_unique<corolock::redis::client>(ex, u));
     masters.push_back(owned.back().get());
     co_await owned.back()->connect();
   }
@@ -839,7 +839,7 @@ asio::awaitable<void> redlock(context& ctx) {
   std::vector<std::vector<double>> unc_rate(kinds);
   for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
     for (std::size_t i = 0; i < kinds; ++i) { // interleaved: load that comes and goes weighs on all
-      std::vector<corolock::client*> on = masters;
+      std::vector<corolock::redis::client*> on = masters;
       if (both[i] == primitive::mutex)
         on.resize(1);
       auto f = co_await run_latency(ctx, both[i], on);
@@ -896,8 +896,8 @@ asio::awaitable<void> redlock(context& ctx) {
 }
 
 /// One coroutine, PING after PING: the round trip a transport adds to every command.
-asio::awaitable<figures> run_ping(corolock::client& redis, long long warmup, long long count) {
-  corolock::request ping;
+asio::awaitable<figures> run_ping(corolock::redis::client& redis, long long warmup, long long count) {
+  corolock::redis::request ping;
   ping.push("PING");
   for (long long i = 0; i < warmup; ++i)
     co_await redis.exec(ping, asio::use_awaitable);
@@ -944,11 +944,11 @@ asio::awaitable<void> tls(context& ctx) {
   options.tls = true;
   corolock::test::redis_server server(options);
   auto ex = co_await asio::this_coro::executor;
-  corolock::client plain(ex, server.url());
-  corolock::client secure(ex, server.tls_url());
+  corolock::redis::client plain(ex, server.url());
+  corolock::redis::client secure(ex, server.tls_url());
   co_await plain.connect(asio::use_awaitable);
   co_await secure.connect(asio::use_awaitable);
-  corolock::client* transports[] = {&plain, &secure};
+  corolock::redis::client* transports[] = {&plain, &secure};
   const char* names[] = {"plain", "tls"};
   const long long pings = ctx.s.latency_cycles * 2, ping_warmup = ctx.s.latency_warmup;
 
@@ -984,11 +984,11 @@ asio::awaitable<void> cluster(context& ctx) {
   std::string url = "redis+cluster://";
   for (std::size_t i = 0; i < three.size(); ++i)
     url += fmt::format("{}127.0.0.1:{}", i ? "," : "", three.node(i).port());
-  corolock::client single(ex, one.url());
-  corolock::client sharded(ex, url);
+  corolock::redis::client single(ex, one.url());
+  corolock::redis::client sharded(ex, url);
   co_await single.connect(asio::use_awaitable);
   co_await sharded.connect(asio::use_awaitable);
-  corolock::client* targets[] = {&single, &sharded};
+  corolock::redis::client* targets[] = {&single, &sharded};
   const char* names[] = {"one_master", "cluster_3_masters"};
   bench::repetitions reps[2];
   std::vector<double> rate[2];
@@ -1034,11 +1034,11 @@ asio::awaitable<void> cluster_tls(context& ctx) {
     tls_url += fmt::format("{}127.0.0.1:{}", i ? "," : "", three.node(i).tls_port());
   }
   tls_url += "?ca_file=" + three.tls_files().ca_cert().string();
-  corolock::client plain(ex, plain_url);
-  corolock::client secure(ex, tls_url);
+  corolock::redis::client plain(ex, plain_url);
+  corolock::redis::client secure(ex, tls_url);
   co_await plain.connect(asio::use_awaitable);
   co_await secure.connect(asio::use_awaitable);
-  corolock::client* transports[] = {&plain, &secure};
+  corolock::redis::client* transports[] = {&plain, &secure};
   const char* names[] = {"plain", "tls"};
   bench::repetitions tp_reps[2], lat_reps[2];
   for (int rep = 1; rep <= ctx.s.common.repetitions; ++rep)
@@ -1068,10 +1068,10 @@ const std::pair<const char*, asio::awaitable<void> (*)(context&)> scenarios[] = 
     {"tls", tls},                                 {"cluster", cluster},
     {"cluster_tls", cluster_tls}};
 
-asio::awaitable<void> delete_bench_keys(corolock::client& redis) {
+asio::awaitable<void> delete_bench_keys(corolock::redis::client& redis) {
   std::string cursor = "0";
   for (int round = 0; round < 10000; ++round) {
-    corolock::request scan;
+    corolock::redis::request scan;
     scan.push("SCAN", cursor, "MATCH", "corolock:{bench:*", "COUNT", "1000");
     auto r = co_await redis.exec(std::move(scan), asio::use_awaitable);
     if (r.at(0).children.size() != 2)
@@ -1081,7 +1081,7 @@ asio::awaitable<void> delete_bench_keys(corolock::client& redis) {
     for (const auto& k : r[0].children[1].children)
       keys.push_back(k.data);
     if (!keys.empty()) {
-      corolock::request del;
+      corolock::redis::request del;
       del.push_range("UNLINK", keys);
       co_await redis.exec(std::move(del), asio::use_awaitable);
     }

@@ -68,7 +68,7 @@ public:
   /// `src`: any store's client. `others`: for a redlock (src a Redis client), the
   /// masters after `src` (the first).
   bench_lock(corolock::lock_source& src, const std::string& name, primitive p,
-             const std::vector<corolock::client*>& others = {}, bool fair = true);
+             const std::vector<corolock::redis::client*>& others = {}, bool fair = true);
   asio::awaitable<std::tuple<corolock::error_code, any_guard>>
   acquire_until(steady::time_point deadline);
   asio::awaitable<any_guard> try_acquire();
@@ -89,9 +89,9 @@ struct held {
 /// One acquisition in `mode`, giving up at `deadline` (an empty `held`). Counts attempts in
 /// `tries`. Throws on any other error. `c`: the Redis client, for setnx_30ms only (null on the
 /// other stores, where that mode is refused).
-asio::awaitable<held> take(corolock::client* c, bench_lock& m, const std::string& name,
+asio::awaitable<held> take(corolock::redis::client* c, bench_lock& m, const std::string& name,
                            wait_mode mode, steady::time_point deadline, std::uint64_t& tries);
-asio::awaitable<void> give_back(corolock::client* c, const std::string& name, held& h);
+asio::awaitable<void> give_back(corolock::redis::client* c, const std::string& name, held& h);
 
 /// How a row names a mode: corolock's own waiting is `pubsub` on Redis, `watch` on ZooKeeper
 /// (the predecessor's node), `server_wait` on SQL (GET_LOCK / pg_advisory_lock waiting).

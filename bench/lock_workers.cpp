@@ -58,7 +58,7 @@ asio::awaitable<void> any_guard::unlock(asio::use_awaitable_t<>) {
 
 namespace {
 auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
-               const std::vector<corolock::client*>& others, bool fair)
+               const std::vector<corolock::redis::client*>& others, bool fair)
     -> std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex, corolock::redlock> {
   switch (p) {
   case primitive::mutex: {
@@ -70,10 +70,10 @@ auto make_lock(corolock::lock_source& c, const std::string& name, primitive p,
   case primitive::semaphore:
     return corolock::semaphore(c, name, 1);
   case primitive::redlock: {
-    auto* first = dynamic_cast<corolock::client*>(&c);
+    auto* first = dynamic_cast<corolock::redis::client*>(&c);
     if (!first)
       throw std::invalid_argument("redlock: Redis masters only");
-    std::vector<std::reference_wrapper<corolock::client>> masters{*first};
+    std::vector<std::reference_wrapper<corolock::redis::client>> masters{*first};
     for (auto* o : others)
       masters.emplace_back(*o);
     corolock::redlock_options o; // default options: retry_delay 200 ms as the fallback
@@ -92,7 +92,7 @@ std::tuple<corolock::error_code, any_guard> widen(std::tuple<corolock::error_cod
 } // namespace
 
 bench_lock::bench_lock(corolock::lock_source& src, const std::string& name, primitive p,
-                       const std::vector<corolock::client*>& others, bool fair)
+                       const std::vector<corolock::redis::client*>& others, bool fair)
     : p_(p), lock_(make_lock(src, name, p, others, fair)) {}
 
 asio::awaitable<std::tuple<corolock::error_code, any_guard>>
@@ -152,19 +152,19 @@ asio::awaitable<any_guard> bench_lock::try_acquire() {
 
 namespace {
 
-const corolock::script compare_and_delete(
+const corolock::redis::script compare_and_delete(
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0");
 
 std::string setnx_key(const std::string& name) { return "corolock:{" + name + "}:setnx"; }
 
-corolock::client& redis_for_setnx(corolock::client* c) {
+corolock::redis::client& redis_for_setnx(corolock::redis::client* c) {
   if (!c)
     throw std::invalid_argument("setnx_30ms: a Redis mode (SET NX), not on this store");
   return *c;
 }
 
 /// try_acquire for the polling modes: corolock's own, or the seeds' SET NX PX.
-asio::awaitable<held> try_once(corolock::client* c, bench_lock& m, const std::string& name,
+asio::awaitable<held> try_once(corolock::redis::client* c, bench_lock& m, const std::string& name,
                                wait_mode mode) {
   held h;
   if (mode != wait_mode::setnx_30ms) {
@@ -174,7 +174,7 @@ asio::awaitable<held> try_once(corolock::client* c, bench_lock& m, const std::st
   }
   static std::uint64_t seq = 0;
   h.token = fmt::format("{}:{}", ::getpid(), ++seq);
-  corolock::request req;
+  corolock::redis::request req;
   req.push("SET", setnx_key(name), h.token, "NX", "PX", "30000");
   auto r = co_await redis_for_setnx(c).exec(std::move(req), asio::use_awaitable);
   if (r.at(0).is_error())
@@ -185,7 +185,7 @@ asio::awaitable<held> try_once(corolock::client* c, bench_lock& m, const std::st
 
 } // namespace
 
-asio::awaitable<held> take(corolock::client* c, bench_lock& m, const std::string& name,
+asio::awaitable<held> take(corolock::redis::client* c, bench_lock& m, const std::string& name,
                            wait_mode mode, steady::time_point deadline, std::uint64_t& tries) {
   if (mode == wait_mode::pubsub || mode == wait_mode::pubsub_unfair) {
     ++tries;
@@ -206,12 +206,12 @@ asio::awaitable<held> take(corolock::client* c, bench_lock& m, const std::string
   }
 }
 
-asio::awaitable<void> give_back(corolock::client* c, const std::string& name, held& h) {
+asio::awaitable<void> give_back(corolock::redis::client* c, const std::string& name, held& h) {
   if (h.token.empty()) {
     co_await h.guard.unlock(asio::use_awaitable);
     co_return;
   }
-  corolock::request req;
+  corolock::redis::request req;
   req.push_script(compare_and_delete, {setnx_key(name)}, {h.token});
   auto r = co_await redis_for_setnx(c).exec(std::move(req), asio::use_awaitable);
   if (r.at(0).is_error() || r[0].integer != 1)
@@ -245,7 +245,7 @@ struct run_times {
 struct worker_ctx {
   const mp_state& st;
   std::uint32_t index;
-  corolock::client* client; ///< the Redis client; null on the other stores
+  corolock::redis::client* client; ///< the Redis client; null on the other stores
   bench_lock& m;
   std::string name;
   run_times t;
@@ -438,7 +438,7 @@ asio::awaitable<void> memory_waiter(const worker_ctx& w, std::uint64_t& done) {
 asio::awaitable<void> memory_job(const worker_ctx& w, const std::string& url) {
   auto& res = w.res();
   auto ex = co_await asio::this_coro::executor;
-  corolock::client holder(ex, url);
+  corolock::redis::client holder(ex, url);
   co_await holder.connect();
   corolock::mutex held_m(holder, w.name);
   auto hg = co_await held_m.acquire();
@@ -545,15 +545,15 @@ asio::awaitable<int> worker_main(bench::mp::worker_args wa) {
   auto ex = co_await asio::this_coro::executor;
   const std::string url = wa.args.at(0), name = sh.lock_name;
   bench::store main_store(ex, sh.store, url);
-  corolock::client* redis = main_store.redis(); // null on the other stores
+  corolock::redis::client* redis = main_store.redis(); // null on the other stores
   // redlock: a client per master (args: the masters' URLs, redis on the first); they all count
-  std::vector<std::unique_ptr<corolock::client>> more;
-  std::vector<corolock::client*> others, clients;
+  std::vector<std::unique_ptr<corolock::redis::client>> more;
+  std::vector<corolock::redis::client*> others, clients;
   if (redis)
     clients.push_back(redis);
   if (is_redlock(sh.prim))
     for (std::size_t i = 1; i < wa.args.size(); ++i) {
-      more.push_back(std::make_unique<corolock::client>(ex, wa.args[i]));
+      more.push_back(std::make_unique<corolock::redis::client>(ex, wa.args[i]));
       others.push_back(more.back().get());
       clients.push_back(more.back().get());
     }

@@ -47,7 +47,7 @@ store::store(asio::any_io_executor ex, backend b, const std::string& url)
     : kind_(b), port_(url_port(url)) {
   switch (b) {
   case backend::redis:
-    redis_ = std::make_unique<corolock::client>(ex, url);
+    redis_ = std::make_unique<corolock::redis::client>(ex, url);
     break;
   case backend::zookeeper:
 #ifdef COROLOCK_BENCH_ZOOKEEPER

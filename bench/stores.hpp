@@ -40,7 +40,7 @@ public:
   backend kind() const noexcept { return kind_; }
   corolock::lock_source& source() noexcept;
   /// The Redis client; null on the other stores.
-  corolock::client* redis() noexcept { return redis_.get(); }
+  corolock::redis::client* redis() noexcept { return redis_.get(); }
   /// The server's port (from the URL): what connections_to() counts.
   std::uint16_t port() const noexcept { return port_; }
 
@@ -51,7 +51,7 @@ public:
 private:
   backend kind_;
   std::uint16_t port_ = 0;
-  std::unique_ptr<corolock::client> redis_;
+  std::unique_ptr<corolock::redis::client> redis_;
   std::unique_ptr<corolock::lock_source> other_;
 };
 

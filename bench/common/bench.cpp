@@ -330,8 +330,8 @@ std::string info_field(std::string_view text, std::string_view key) {
   return {};
 }
 
-asio::awaitable<std::string> read_info(corolock::client& redis, std::string section) {
-  corolock::request req;
+asio::awaitable<std::string> read_info(corolock::redis::client& redis, std::string section) {
+  corolock::redis::request req;
   req.push("INFO", section);
   auto replies = co_await redis.exec(std::move(req), asio::use_awaitable);
   const auto& v = replies.at(0);
@@ -343,7 +343,7 @@ asio::awaitable<std::string> read_info(corolock::client& redis, std::string sect
   co_return text;
 }
 
-asio::awaitable<command_stats> read_commandstats(corolock::client& redis) {
+asio::awaitable<command_stats> read_commandstats(corolock::redis::client& redis) {
   auto text = co_await read_info(redis, "commandstats");
   command_stats s;
   // cmdstat_<name>:calls=<n>,usec=...
@@ -359,7 +359,7 @@ asio::awaitable<command_stats> read_commandstats(corolock::client& redis) {
   co_return s;
 }
 
-asio::awaitable<double> redis_cpu_seconds(corolock::client& redis) {
+asio::awaitable<double> redis_cpu_seconds(corolock::redis::client& redis) {
   auto text = co_await read_info(redis, "cpu");
   co_return std::atof(info_field(text, "used_cpu_user").c_str()) +
       std::atof(info_field(text, "used_cpu_sys").c_str());

@@ -181,11 +181,11 @@ struct command_stats {
   std::uint64_t total() const; ///< every call except INFO's own
   friend command_stats operator-(const command_stats& after, const command_stats& before);
 };
-asio::awaitable<std::string> read_info(corolock::client& redis, std::string section);
-asio::awaitable<command_stats> read_commandstats(corolock::client& redis);
+asio::awaitable<std::string> read_info(corolock::redis::client& redis, std::string section);
+asio::awaitable<command_stats> read_commandstats(corolock::redis::client& redis);
 /// One `key:value` field of an INFO section; empty when absent.
 std::string info_field(std::string_view text, std::string_view key);
 /// used_cpu_user + used_cpu_sys of the server.
-asio::awaitable<double> redis_cpu_seconds(corolock::client& redis);
+asio::awaitable<double> redis_cpu_seconds(corolock::redis::client& redis);
 
 } // namespace corolock::bench

@@ -12,7 +12,7 @@ namespace {
 // a holder that paused past its lease (and so holds an older token) is refused, whatever it
 // believes. Tokens are compared as numbers; Lua's doubles are exact up to 2^53.
 
-const corolock::script claim_script(R"lua(
+const corolock::redis::script claim_script(R"lua(
 -- KEYS: nicks, nick fence, nick events   ARGV: nick, owner, expected current owner ('' none), token
 local last = tonumber(redis.call('hget', KEYS[2], ARGV[1]) or '0')
 if tonumber(ARGV[4]) < last then return -1 end
@@ -26,7 +26,7 @@ redis.call('rpush', KEYS[3], 'claim ' .. ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. pre
 return 1
 )lua");
 
-const corolock::script free_script(R"lua(
+const corolock::redis::script free_script(R"lua(
 -- KEYS: nicks, nick fence, nick events   ARGV: nick, owner, token
 local last = tonumber(redis.call('hget', KEYS[2], ARGV[1]) or '0')
 if tonumber(ARGV[3]) < last then return -1 end
@@ -39,7 +39,7 @@ return 1
 
 // Reading under the lock records the token too: a stale holder that read before a newer holder
 // must not write afterwards.
-const corolock::script room_read_script(R"lua(
+const corolock::redis::script room_read_script(R"lua(
 -- KEYS: seq, fence   ARGV: token
 local last = tonumber(redis.call('get', KEYS[2]) or '0')
 if tonumber(ARGV[1]) < last then return -1 end
@@ -49,7 +49,7 @@ return tonumber(redis.call('get', KEYS[1]) or '0')
 
 // The seq check is belt and braces: with the lock and the token it never fires, and the demo's
 // check counts it. Publishing inside the script orders fan-out exactly as the log.
-const corolock::script room_append_script(R"lua(
+const corolock::redis::script room_append_script(R"lua(
 -- KEYS: seq, fence, log, stats, nicks, rooms
 -- ARGV: token, seq, instance, nick, owner, text, channel, room
 local last = tonumber(redis.call('get', KEYS[2]) or '0')
@@ -73,7 +73,7 @@ redis.call('publish', ARGV[7], ARGV[2] .. ' ' .. ARGV[4] .. ' ' .. ARGV[6])
 return cur + 1
 )lua");
 
-const corolock::script announce_script(R"lua(
+const corolock::redis::script announce_script(R"lua(
 -- KEYS: announcer, history, digest fence   ARGV: name, token
 local last = tonumber(redis.call('get', KEYS[3]) or '0')
 if tonumber(ARGV[2]) < last then return -1 end
@@ -85,7 +85,7 @@ redis.call('rpush', KEYS[2], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ms)
 return tonumber(ms)
 )lua");
 
-const corolock::script digest_script(R"lua(
+const corolock::redis::script digest_script(R"lua(
 -- KEYS: digest fence, digest, nicks, stats   ARGV: name, token, channel
 local last = tonumber(redis.call('get', KEYS[1]) or '0')
 if tonumber(ARGV[2]) < last then
@@ -105,34 +105,34 @@ return 1
 
 } // namespace
 
-corolock::request claim_nick_request(const keys& k, std::string_view nick, std::string_view owner,
+corolock::redis::request claim_nick_request(const keys& k, std::string_view nick, std::string_view owner,
                                      std::string_view prev, std::uint64_t token) {
-  corolock::request req;
+  corolock::redis::request req;
   req.push_script(claim_script, {k.nicks(), k.nick_fence(), k.nick_events()},
                   {nick, owner, prev, std::to_string(token)});
   return req;
 }
 
-corolock::request free_nick_request(const keys& k, std::string_view nick, std::string_view owner,
+corolock::redis::request free_nick_request(const keys& k, std::string_view nick, std::string_view owner,
                                     std::uint64_t token) {
-  corolock::request req;
+  corolock::redis::request req;
   req.push_script(free_script, {k.nicks(), k.nick_fence(), k.nick_events()},
                   {nick, owner, std::to_string(token)});
   return req;
 }
 
-corolock::request room_read_request(const keys& k, std::string_view room, std::uint64_t token) {
-  corolock::request req;
+corolock::redis::request room_read_request(const keys& k, std::string_view room, std::uint64_t token) {
+  corolock::redis::request req;
   req.push_script(room_read_script, {k.room_seq(room), k.room_fence(room)},
                   {std::to_string(token)});
   return req;
 }
 
-corolock::request room_append_request(const keys& k, std::string_view room, std::uint64_t token,
+corolock::redis::request room_append_request(const keys& k, std::string_view room, std::uint64_t token,
                                       std::int64_t seq, std::string_view instance,
                                       std::string_view nick, std::string_view owner,
                                       std::string_view text) {
-  corolock::request req;
+  corolock::redis::request req;
   req.push_script(
       room_append_script,
       {k.room_seq(room), k.room_fence(room), k.room_log(room), k.stats(), k.nicks(), k.rooms()},
@@ -141,15 +141,15 @@ corolock::request room_append_request(const keys& k, std::string_view room, std:
   return req;
 }
 
-corolock::request announce_request(const keys& k, std::string_view name, std::uint64_t token) {
-  corolock::request req;
+corolock::redis::request announce_request(const keys& k, std::string_view name, std::uint64_t token) {
+  corolock::redis::request req;
   req.push_script(announce_script, {k.announcer(), k.announcer_history(), k.digest_fence()},
                   {name, std::to_string(token)});
   return req;
 }
 
-corolock::request digest_request(const keys& k, std::string_view name, std::uint64_t token) {
-  corolock::request req;
+corolock::redis::request digest_request(const keys& k, std::string_view name, std::uint64_t token) {
+  corolock::redis::request req;
   req.push_script(digest_script, {k.digest_fence(), k.digest(), k.nicks(), k.stats()},
                   {name, std::to_string(token), k.digest_channel()});
   return req;
@@ -202,13 +202,13 @@ std::string upper(std::string_view s) {
   return out;
 }
 
-std::int64_t int_reply(const corolock::response& r, std::size_t i) {
+std::int64_t int_reply(const corolock::redis::response& r, std::size_t i) {
   if (i >= r.size() || r[i].type != corolock::resp::type::integer)
     return -999;
   return r[i].integer;
 }
 
-std::string str_reply(const corolock::response& r, std::size_t i) {
+std::string str_reply(const corolock::redis::response& r, std::size_t i) {
   if (i >= r.size() || !r[i].is_string())
     return {};
   return r[i].data;

@@ -64,23 +64,23 @@ private:
 // takes braced lists, which GCC 12 mishandles inside coroutines.
 
 /// Reply: 1 claimed; -1 stale token; -2 the registry changed since `prev` was read.
-corolock::request claim_nick_request(const keys& k, std::string_view nick, std::string_view owner,
+corolock::redis::request claim_nick_request(const keys& k, std::string_view nick, std::string_view owner,
                                      std::string_view prev, std::uint64_t token);
 /// Reply: 1 freed; 0 not ours (any more); -1 stale token.
-corolock::request free_nick_request(const keys& k, std::string_view nick, std::string_view owner,
+corolock::redis::request free_nick_request(const keys& k, std::string_view nick, std::string_view owner,
                                     std::uint64_t token);
 /// Reply: the room's current seq, recording `token` as the newest; -1 stale token.
-corolock::request room_read_request(const keys& k, std::string_view room, std::uint64_t token);
+corolock::redis::request room_read_request(const keys& k, std::string_view room, std::uint64_t token);
 /// Reply: seq appended; -1 stale token; -2 seq is not current+1; -3 the sender's nick is not its
 /// own.
-corolock::request room_append_request(const keys& k, std::string_view room, std::uint64_t token,
+corolock::redis::request room_append_request(const keys& k, std::string_view room, std::uint64_t token,
                                       std::int64_t seq, std::string_view instance,
                                       std::string_view nick, std::string_view owner,
                                       std::string_view text);
 /// Reply: the Redis server's unix time in ms when recorded; -1 stale token.
-corolock::request announce_request(const keys& k, std::string_view name, std::uint64_t token);
+corolock::redis::request announce_request(const keys& k, std::string_view name, std::uint64_t token);
 /// Reply: 1 posted; -1 stale token.
-corolock::request digest_request(const keys& k, std::string_view name, std::uint64_t token);
+corolock::redis::request digest_request(const keys& k, std::string_view name, std::uint64_t token);
 
 // Text helpers.
 std::vector<std::string_view> split(std::string_view s, char sep = ' ');
@@ -91,9 +91,9 @@ std::optional<std::int64_t> to_int(std::string_view s);
 bool valid_name(std::string_view s);
 std::string upper(std::string_view s);
 /// Integer reply (or -999 for anything else, which no script returns).
-std::int64_t int_reply(const corolock::response& r, std::size_t i = 0);
+std::int64_t int_reply(const corolock::redis::response& r, std::size_t i = 0);
 /// String reply, empty for nil.
-std::string str_reply(const corolock::response& r, std::size_t i = 0);
+std::string str_reply(const corolock::redis::response& r, std::size_t i = 0);
 std::int64_t unix_ms();
 
 } // namespace chat

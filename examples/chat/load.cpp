@@ -516,9 +516,9 @@ std::vector<std::string> strings(const corolock::resp::value& v) {
   return out;
 }
 
-asio::awaitable<corolock::resp::value> fetch(corolock::client& redis, std::string cmd,
+asio::awaitable<corolock::resp::value> fetch(corolock::redis::client& redis, std::string cmd,
                                              std::string key) {
-  corolock::request req;
+  corolock::redis::request req;
   if (cmd == "LRANGE")
     req.push("LRANGE", key, 0, -1);
   else
@@ -532,7 +532,7 @@ struct election {
   std::int64_t token = 0, ms = 0;
 };
 
-asio::awaitable<void> check_nicknames(corolock::client& redis, const keys& k,
+asio::awaitable<void> check_nicknames(corolock::redis::client& redis, const keys& k,
                                       const check_options& o) {
   auto events = strings(co_await fetch(redis, "LRANGE", k.nick_events()));
   std::map<std::string, std::string> owner; // the registry replayed from its log
@@ -585,7 +585,7 @@ asio::awaitable<void> check_nicknames(corolock::client& redis, const keys& k,
     fail(fmt::format("nicknames: {} violations; first: {}", bad, first_bad));
 }
 
-asio::awaitable<void> check_rooms(corolock::client& redis, const keys& k) {
+asio::awaitable<void> check_rooms(corolock::redis::client& redis, const keys& k) {
   auto rooms = strings(co_await fetch(redis, "SMEMBERS", k.rooms()));
   std::sort(rooms.begin(), rooms.end());
   if (rooms.empty())
@@ -639,7 +639,7 @@ asio::awaitable<void> check_rooms(corolock::client& redis, const keys& k) {
                        stats[i + 1]));
 }
 
-asio::awaitable<void> check_announcer(corolock::client& redis, const keys& k,
+asio::awaitable<void> check_announcer(corolock::redis::client& redis, const keys& k,
                                       const check_options& o) {
   std::vector<election> elections;
   auto history = strings(co_await fetch(redis, "LRANGE", k.announcer_history()));
@@ -757,7 +757,7 @@ asio::awaitable<void> check_announcer(corolock::client& redis, const keys& k,
 }
 
 asio::awaitable<void> run_check(check_options o) {
-  corolock::client redis(co_await asio::this_coro::executor, o.url);
+  corolock::redis::client redis(co_await asio::this_coro::executor, o.url);
   co_await redis.connect();
   keys k(o.prefix);
   co_await check_nicknames(redis, k, o);

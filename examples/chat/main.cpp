@@ -78,9 +78,9 @@ int main(int argc, char** argv) {
 
   try {
     boost::asio::io_context io;
-    auto cfg = corolock::client_config::from_url(url);
+    auto cfg = corolock::redis::client_config::from_url(url);
     cfg.client_name = "chat-" + opts.name;
-    corolock::client redis(io.get_executor(), cfg);
+    corolock::redis::client redis(io.get_executor(), cfg);
     chat::server srv(redis, opts);
 
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);

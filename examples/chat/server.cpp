@@ -219,11 +219,11 @@ struct server::room_state {
     std::weak_ptr<session> s;
     std::int64_t after = -1; // deliver only seqs above this (the room's seq when it joined)
   };
-  corolock::subscription sub;
+  corolock::redis::subscription sub;
   std::map<session*, member> members;
 };
 
-server::server(corolock::client& redis, server_options opts)
+server::server(corolock::redis::client& redis, server_options opts)
     : redis_(redis), opts_(std::move(opts)), keys_(opts_.key_prefix), run_id_(random_run_id()),
       acceptor_(redis.get_executor()), stop_timer_(redis.get_executor()),
       announce_timer_(redis.get_executor()), heartbeat_timer_(redis.get_executor()),
@@ -263,7 +263,7 @@ asio::awaitable<void> server::run() {
   // Alive before the first claim: other instances must not take over our names as a crashed
   // owner's.
   {
-    corolock::request hb;
+    corolock::redis::request hb;
     hb.push("SET", keys_.alive(opts_.name), run_id_, "PX", opts_.heartbeat_ttl.count());
     co_await redis_.exec(std::move(hb));
   }
@@ -307,7 +307,7 @@ asio::awaitable<void> server::run() {
   }
   if (active_ > 0)
     log(fmt::format("{} tasks still running at exit", active_));
-  corolock::request del;
+  corolock::redis::request del;
   del.push("DEL", keys_.alive(opts_.name));
   co_await redis_.exec(std::move(del), tuple);
   redis_.close();
@@ -345,7 +345,7 @@ asio::awaitable<void> server::heartbeat_loop() {
     co_await heartbeat_timer_.async_wait(tuple);
     if (stopping_)
       break;
-    corolock::request hb;
+    corolock::redis::request hb;
     hb.push("SET", keys_.alive(opts_.name), run_id_, "PX", opts_.heartbeat_ttl.count());
     auto [ec, r] = co_await redis_.exec(std::move(hb), tuple);
     if (ec)
@@ -363,7 +363,7 @@ asio::awaitable<std::string> server::claim_nick(std::string nick, std::string ow
     co_return "ERR nickname lock: " + ec.message();
 
   std::string reply;
-  corolock::request get;
+  corolock::redis::request get;
   get.push("HGET", keys_.nicks(), nick);
   auto [ec1, r1] = co_await redis_.exec(std::move(get), tuple);
   std::string current = ec1 ? std::string() : str_reply(r1);
@@ -374,7 +374,7 @@ asio::awaitable<std::string> server::claim_nick(std::string nick, std::string ow
     auto parts = split(current, '/');
     std::string alive;
     if (parts.size() == 3) {
-      corolock::request a;
+      corolock::redis::request a;
       a.push("GET", keys_.alive(parts[0]));
       auto [ec2, r2] = co_await redis_.exec(std::move(a), tuple);
       alive = ec2 ? std::string(parts[1]) : str_reply(r2); // unsure: treat as alive
@@ -485,7 +485,7 @@ asio::awaitable<std::string> server::join(std::shared_ptr<session> s, std::strin
   mem.s = s;
   state->members[s.get()] = mem;
   // Sent after the SUBSCRIBE, so every message with a higher seq reaches us.
-  corolock::request get;
+  corolock::redis::request get;
   get.push("GET", keys_.room_seq(room));
   auto [ec, r] = co_await redis_.exec(std::move(get), tuple);
   if (ec) {

@@ -33,7 +33,7 @@ class session;
 
 class server {
 public:
-  server(corolock::client& redis, server_options opts);
+  server(corolock::redis::client& redis, server_options opts);
   ~server();
 
   /// Connects, listens, serves until request_stop(), then shuts down cleanly: stops accepting,
@@ -69,7 +69,7 @@ private:
   void spawn_tracked(asio::awaitable<void> op, std::string what);
   corolock::mutex& room_lock(const std::string& room);
 
-  corolock::client& redis_;
+  corolock::redis::client& redis_;
   server_options opts_;
   keys keys_;
   corolock::lock_options lock_opts_;
@@ -79,7 +79,7 @@ private:
   asio::steady_timer announce_timer_;
   asio::steady_timer heartbeat_timer_;
   asio::cancellation_signal announcer_stop_;
-  corolock::subscription digest_sub_;
+  corolock::redis::subscription digest_sub_;
   std::map<std::string, corolock::mutex> room_locks_;
   std::map<std::string, std::shared_ptr<room_state>> rooms_;
   std::map<session*, std::weak_ptr<session>> sessions_;

@@ -21,12 +21,12 @@ void expect(bool ok, const std::string& what) {
     throw std::runtime_error("unexpected: " + what);
 }
 
-asio::awaitable<void> demo(corolock::client& redis) {
+asio::awaitable<void> demo(corolock::redis::client& redis) {
   co_await redis.connect();
   fmt::print("connected, client id {}\n", redis.id());
 
   // One request, two commands, two replies.
-  corolock::request req;
+  corolock::redis::request req;
   req.push("SET", "tour:greeting", "hello from corolock").push("GET", "tour:greeting");
   auto replies = co_await redis.exec(req);
   const auto set = corolock::resp::to_debug_string(replies[0]);
@@ -36,7 +36,7 @@ asio::awaitable<void> demo(corolock::client& redis) {
   expect(replies[1].data == "hello from corolock", "GET -> " + got);
 
   // 10 000 INCRs from 100 coroutines at once: they leave in a few large writes.
-  corolock::request reset;
+  corolock::redis::request reset;
   reset.push("DEL", "tour:counter");
   co_await redis.exec(reset);
   auto before = redis.stats();
@@ -47,7 +47,7 @@ asio::awaitable<void> demo(corolock::client& redis) {
   for (int c = 0; c < 100; ++c) {
     asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
       for (int i = 0; i < 100; ++i) {
-        corolock::request incr;
+        corolock::redis::request incr;
         incr.push("INCR", "tour:counter");
         co_await redis.exec(std::move(incr));
       }
@@ -58,7 +58,7 @@ asio::awaitable<void> demo(corolock::client& redis) {
   co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
   auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto after = redis.stats();
-  corolock::request get;
+  corolock::redis::request get;
   get.push("GET", "tour:counter").push("DEL", "tour:counter", "tour:greeting");
   auto counter = co_await redis.exec(get);
   const auto writes = after.writes - before.writes;
@@ -70,7 +70,7 @@ asio::awaitable<void> demo(corolock::client& redis) {
 
   // Pub/sub round trip on the same connection (RESP3 push frames).
   auto sub = redis.subscribe("tour:news");
-  corolock::request pub;
+  corolock::redis::request pub;
   pub.push("PUBLISH", "tour:news", "corolock says hi");
   start = std::chrono::steady_clock::now();
   co_await redis.exec(pub);
@@ -87,7 +87,7 @@ asio::awaitable<void> demo(corolock::client& redis) {
 int main(int argc, char** argv) {
   const char* url = argc > 1 ? argv[1] : "redis://127.0.0.1:6379";
   asio::io_context io;
-  corolock::client redis(io.get_executor(), url);
+  corolock::redis::client redis(io.get_executor(), url);
   int status = 0;
   asio::co_spawn(io, demo(redis), [&](std::exception_ptr e) {
     if (!e)

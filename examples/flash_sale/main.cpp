@@ -4,7 +4,7 @@
 //   2. One hot product, stock 1 000, 5 000 buyers: under one lock, then with the stock split over
 //      20 segments (corolock::segmented_lock) — the throughputs side by side.
 //   Every buyer may double-click or click again; a per-user lock keeps it to one order per user
-//   and product. Order ids come from corolock::id_generator. At the end the numbers are checked
+//   and product. Order ids come from corolock::redis::id_generator. At the end the numbers are checked
 //   from Redis; any violation makes the exit status 1.
 //
 //   flash_sale [REDIS_URL] [--small] [--redis-url URL] [--products N] [--buyers N] [--hot-stock N]
@@ -123,7 +123,7 @@ scenario make_scenario(lock_kind kind, const std::string& base, const std::strin
 }
 
 /// Checks one part from Redis and prints the verdict; collects its order ids.
-asio::awaitable<bool> check_part(corolock::client& redis, std::string label, const scenario& sc,
+asio::awaitable<bool> check_part(corolock::redis::client& redis, std::string label, const scenario& sc,
                                  const settings& s, std::vector<std::uint64_t>& all_ids) {
   auto v = co_await verify(redis, sc, s);
   fmt::print("    {:<16} sold {} + remaining {} = {} (initial {}); orders {}; users with two "
@@ -138,7 +138,7 @@ asio::awaitable<bool> check_part(corolock::client& redis, std::string label, con
 
 asio::awaitable<int> sale(std::string url, settings s) {
   auto ex = co_await asio::this_coro::executor;
-  auto cfg = corolock::client_config::from_url(url);
+  auto cfg = corolock::redis::client_config::from_url(url);
   const std::string base = "flash:" + run_id() + ":";
   std::vector<std::unique_ptr<instance>> instances;
   for (int i = 0; i < s.instances; ++i) {
@@ -146,7 +146,7 @@ asio::awaitable<int> sale(std::string url, settings s) {
     auto& in = *instances.back();
     co_await in.redis.connect();
     in.lock_opts.prefix = base + "lock:"; // every lock key of this run, for the clean-up
-    corolock::id_generator_options ido;
+    corolock::redis::id_generator_options ido;
     ido.prefix = "flash:"; // the day counters outlive the run: ids stay unique across runs
     in.ids.emplace(in.redis, "orders", ido);
   }
@@ -226,7 +226,7 @@ asio::awaitable<int> sale(std::string url, settings s) {
     auto& gen = *instances.front()->ids;
     auto show = [&](std::uint64_t id) {
       fmt::print("      e.g. {} = issued {:%Y-%m-%d %H:%M:%S} UTC, #{} of the day\n", id,
-                 gen.time_of(id), corolock::id_generator::sequence_of(id));
+                 gen.time_of(id), corolock::redis::id_generator::sequence_of(id));
     };
     show(all_ids.front());
     show(all_ids.back());

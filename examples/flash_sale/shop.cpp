@@ -14,8 +14,8 @@ namespace {
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
 template <typename... Args>
-corolock::request cmd(const Args&... args) {
-  corolock::request r;
+corolock::redis::request cmd(const Args&... args) {
+  corolock::redis::request r;
   r.push(args...);
   return r;
 }
@@ -38,8 +38,8 @@ std::string buyer_key(int user, const std::string& item) {
 
 std::string segment_item(int i) { return "hot#" + std::to_string(i); }
 
-corolock::request order_request(const keys& k, std::uint64_t id, const std::string& buyer) {
-  corolock::request r;
+corolock::redis::request order_request(const keys& k, std::uint64_t id, const std::string& buyer) {
+  corolock::redis::request r;
   r.push("HSETNX", k.orders(), std::to_string(id), buyer)
       .push("HINCRBY", k.orders_of(), buyer, 1)
       .push("INCR", k.order_count());
@@ -66,7 +66,7 @@ asio::awaitable<void> create_order(instance& in, scenario& sc, const settings& s
     if (ec)
       fail(ec, "checkout slot");
     slot = std::move(g);
-    corolock::request count;
+    corolock::redis::request count;
     count.push("EVAL", checkout_in, "2", sc.k.checkouts(), sc.k.checkout_peak());
     co_await in.redis.exec(std::move(count));
   }
@@ -293,8 +293,8 @@ asio::awaitable<void> buyer(instance& in, scenario& sc, const settings& s, int u
 
 } // namespace
 
-asio::awaitable<void> stock_up(corolock::client& redis, const scenario& sc, const settings& s) {
-  corolock::request req;
+asio::awaitable<void> stock_up(corolock::redis::client& redis, const scenario& sc, const settings& s) {
+  corolock::redis::request req;
   if (sc.kind == lock_kind::per_product) {
     for (int p = 0; p < s.products; ++p)
       req.push("SET", sc.k.stock(std::to_string(p)), 1);
@@ -386,20 +386,20 @@ std::vector<product_stock> products_of(const scenario& sc, const settings& s) {
   return out;
 }
 
-corolock::request mget_request(const std::vector<product_stock>& products) {
+corolock::redis::request mget_request(const std::vector<product_stock>& products) {
   std::vector<std::string> all;
   for (const auto& p : products)
     all.insert(all.end(), p.keys.begin(), p.keys.end());
-  corolock::request r;
+  corolock::redis::request r;
   r.push_range("MGET", all);
   return r;
 }
 
 } // namespace
 
-asio::awaitable<verdict> verify(corolock::client& redis, const scenario& sc, const settings& s) {
+asio::awaitable<verdict> verify(corolock::redis::client& redis, const scenario& sc, const settings& s) {
   verdict v;
-  corolock::request req;
+  corolock::redis::request req;
   req.push("HGETALL", sc.k.orders())
       .push("HGETALL", sc.k.orders_of())
       .push("GET", sc.k.order_count())
@@ -480,7 +480,7 @@ asio::awaitable<verdict> verify(corolock::client& redis, const scenario& sc, con
   co_return v;
 }
 
-asio::awaitable<std::size_t> clean_up(corolock::client& redis, const std::string& base) {
+asio::awaitable<std::size_t> clean_up(corolock::redis::client& redis, const std::string& base) {
   std::size_t deleted = 0;
   std::string cursor = "0";
   for (int round = 0; round < 100'000; ++round) { // bounded: a SCAN pass ends long before
@@ -493,7 +493,7 @@ asio::awaitable<std::size_t> clean_up(corolock::client& redis, const std::string
     for (const auto& key : reply.children[1].children)
       found.push_back(key.data);
     if (!found.empty()) {
-      corolock::request del;
+      corolock::redis::request del;
       del.push_range("UNLINK", found);
       co_await redis.exec(std::move(del));
       deleted += found.size();

@@ -38,9 +38,9 @@ struct settings {
 /// One app server. Nothing is shared in memory between instances: what they agree on, they agree
 /// on through Redis.
 struct instance {
-  instance(asio::any_io_executor ex, const corolock::client_config& cfg) : redis(ex, cfg) {}
-  corolock::client redis;
-  std::optional<corolock::id_generator> ids;
+  instance(asio::any_io_executor ex, const corolock::redis::client_config& cfg) : redis(ex, cfg) {}
+  corolock::redis::client redis;
+  std::optional<corolock::redis::id_generator> ids;
   corolock::lock_options lock_opts;
   // Part 2, single lock.
   std::optional<corolock::mutex> hot;
@@ -93,7 +93,7 @@ struct scenario {
 };
 
 /// Writes the stock keys of a scenario (and resets nothing else: keys are fresh per run).
-asio::awaitable<void> stock_up(corolock::client& redis, const scenario& sc, const settings& s);
+asio::awaitable<void> stock_up(corolock::redis::client& redis, const scenario& sc, const settings& s);
 
 /// Runs the buyers of a scenario, all arriving at once, spread over the instances.
 asio::awaitable<void> run_buyers(std::vector<std::unique_ptr<instance>>& instances, scenario& sc,
@@ -113,9 +113,9 @@ struct verdict {
   bool ok() const { return problems.empty(); }
 };
 
-asio::awaitable<verdict> verify(corolock::client& redis, const scenario& sc, const settings& s);
+asio::awaitable<verdict> verify(corolock::redis::client& redis, const scenario& sc, const settings& s);
 
 /// Deletes every key of a run (SCAN MATCH "<base>*", bounded).
-asio::awaitable<std::size_t> clean_up(corolock::client& redis, const std::string& base);
+asio::awaitable<std::size_t> clean_up(corolock::redis::client& redis, const std::string& base);
 
 } // namespace flash

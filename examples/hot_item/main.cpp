@@ -20,14 +20,14 @@ constexpr int stock_per_segment = 5;
 std::string stock_key(std::size_t segment) { return "hot_item:stock:" + std::to_string(segment); }
 
 // Returns true if the buyer got one, false if the item is sold out.
-asio::awaitable<bool> buy(corolock::client& redis, corolock::segmented_lock& item) {
+asio::awaitable<bool> buy(corolock::redis::client& redis, corolock::segmented_lock& item) {
   for (;;) {
     auto [ec, sg] = co_await item.acquire_any(asio::as_tuple(asio::use_awaitable));
     if (ec == corolock::error::exhausted)
       co_return false;
     if (ec)
       throw boost::system::system_error(ec);
-    corolock::request get;
+    corolock::redis::request get;
     get.push("GET", stock_key(sg.index()));
     auto left = std::stoi((co_await redis.exec(std::move(get)))[0].data);
     if (left == 0) { // another process emptied it before we saw the mark
@@ -35,7 +35,7 @@ asio::awaitable<bool> buy(corolock::client& redis, corolock::segmented_lock& ite
       co_await sg.unlock();
       continue;
     }
-    corolock::request take; // safe: nobody else holds this segment's lock
+    corolock::redis::request take; // safe: nobody else holds this segment's lock
     take.push("SET", stock_key(sg.index()), left - 1);
     co_await redis.exec(std::move(take));
     if (left == 1)
@@ -45,11 +45,11 @@ asio::awaitable<bool> buy(corolock::client& redis, corolock::segmented_lock& ite
   }
 }
 
-asio::awaitable<void> run(corolock::client& redis, int& sold, int& turned_away) {
+asio::awaitable<void> run(corolock::redis::client& redis, int& sold, int& turned_away) {
   co_await redis.connect();
   corolock::segmented_lock item{redis, "hot-item", segments};
   co_await item.reset(); // a fresh sale
-  corolock::request fill;
+  corolock::redis::request fill;
   for (std::size_t s = 0; s < segments; ++s)
     fill.push("SET", stock_key(s), stock_per_segment);
   co_await redis.exec(std::move(fill));
@@ -71,7 +71,7 @@ asio::awaitable<void> run(corolock::client& redis, int& sold, int& turned_away) 
     });
   co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
   co_await item.reset();
-  corolock::request del;
+  corolock::redis::request del;
   for (std::size_t s = 0; s < segments; ++s)
     del.push("DEL", stock_key(s));
   co_await redis.exec(std::move(del));
@@ -81,7 +81,7 @@ asio::awaitable<void> run(corolock::client& redis, int& sold, int& turned_away) 
 
 int main(int argc, char** argv) {
   asio::io_context io;
-  corolock::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
+  corolock::redis::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
   int sold = 0, turned_away = 0;
   bool failed = false;
   asio::co_spawn(io, run(redis, sold, turned_away), [&](std::exception_ptr e) {

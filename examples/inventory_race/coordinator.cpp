@@ -36,14 +36,14 @@ constexpr auto run_limit = 120s;  // one mode run; a healthy one takes seconds
 
 // Fails with error::timeout after 10 s; without a timeout a request waits for a reconnect,
 // forever if the server is gone.
-corolock::request bounded_request() {
-  corolock::request::options o;
+corolock::redis::request bounded_request() {
+  corolock::redis::request::options o;
   o.timeout = 10s;
-  return corolock::request(o);
+  return corolock::redis::request(o);
 }
 
 template <typename... Args>
-corolock::request cmd(const Args&... args) {
+corolock::redis::request cmd(const Args&... args) {
   auto r = bounded_request();
   r.push(args...);
   return r;
@@ -125,7 +125,7 @@ struct run_result {
 
 struct run_context {
   const demo_options& opts;
-  corolock::client& redis;
+  corolock::redis::client& redis;
   std::string url;
   std::string run_id;
   fs::path dir; // the workers' output files
@@ -423,7 +423,7 @@ int run_demo(const demo_options& options) {
   const fs::path dir = dir_template;
 
   std::optional<run_context> ctx;
-  int status = with_client(url, "inventory_race", [&](corolock::client& redis) {
+  int status = with_client(url, "inventory_race", [&](corolock::redis::client& redis) {
     ctx.emplace(run_context{options, redis, url, random_id(), dir, ::isatty(STDOUT_FILENO) == 1});
     return demo(*ctx);
   });

@@ -1,4 +1,4 @@
-// What the demo's coordinator and workers do in main: run one coroutine with a corolock::client on
+// What the demo's coordinator and workers do in main: run one coroutine with a corolock::redis::client on
 // its own io_context and turn how it ended into an exit code.
 #pragma once
 
@@ -18,7 +18,7 @@ namespace inventory_race {
 template <typename Program>
 int with_client(const std::string& url, const char* what, Program program) {
   boost::asio::io_context io;
-  corolock::client redis(io.get_executor(), url);
+  corolock::redis::client redis(io.get_executor(), url);
   int status = 1;
   boost::asio::co_spawn(io, program(redis), [&](std::exception_ptr e, int rc) {
     redis.close();

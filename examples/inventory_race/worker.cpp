@@ -35,14 +35,14 @@ constexpr const char* compare_and_delete =
 
 // Fails with error::timeout after 30 s; without a timeout a request waits for a reconnect,
 // forever if the server is gone.
-corolock::request bounded_request() {
-  corolock::request::options o;
+corolock::redis::request bounded_request() {
+  corolock::redis::request::options o;
   o.timeout = 30s;
-  return corolock::request(o);
+  return corolock::redis::request(o);
 }
 
 template <typename... Args>
-corolock::request cmd(const Args&... args) {
+corolock::redis::request cmd(const Args&... args) {
   auto r = bounded_request();
   r.push(args...);
   return r;
@@ -53,18 +53,18 @@ asio::awaitable<void> sleep_for(clock::duration d) {
   co_await t.async_wait(asio::use_awaitable);
 }
 
-const corolock::resp::value& check(const corolock::response& r) {
+const corolock::resp::value& check(const corolock::redis::response& r) {
   if (r.at(0).is_error())
     throw std::runtime_error("Redis error: " + r.at(0).data);
   return r.at(0);
 }
 
 struct worker {
-  worker(corolock::client& c, const worker_options& o)
+  worker(corolock::redis::client& c, const worker_options& o)
       : redis(c), opts(o), counter(o.keys.counter()), local(c.get_executor()),
         mutex(c, mutex_name) {}
 
-  corolock::client& redis;
+  corolock::redis::client& redis;
   const worker_options& opts;
   const std::string counter;
   local_mutex local;
@@ -147,7 +147,7 @@ std::int64_t ns(clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-asio::awaitable<int> worker_main(corolock::client& redis, const worker_options& o) {
+asio::awaitable<int> worker_main(corolock::redis::client& redis, const worker_options& o) {
   using namespace asio::experimental::awaitable_operators;
   auto ex = co_await asio::this_coro::executor;
   co_await redis.connect();
@@ -217,7 +217,7 @@ asio::awaitable<int> worker_main(corolock::client& redis, const worker_options& 
 
 int run_worker(const worker_options& options) {
   return with_client(options.url, "worker",
-                         [&](corolock::client& redis) { return worker_main(redis, options); });
+                         [&](corolock::redis::client& redis) { return worker_main(redis, options); });
 }
 
 } // namespace inventory_race

@@ -1,4 +1,4 @@
-// One worker process: its share of the requests, as concurrent coroutines on one corolock::client.
+// One worker process: its share of the requests, as concurrent coroutines on one corolock::redis::client.
 #pragma once
 
 #include <chrono>

@@ -26,7 +26,7 @@ asio::awaitable<void> long_job(corolock::guard& g, const char* who) {
   std::cout << who << ": finished its work, lock still held: " << !g.lost() << '\n';
 }
 
-asio::awaitable<int> run(corolock::client& redis) {
+asio::awaitable<int> run(corolock::redis::client& redis) {
   co_await redis.connect();
   int failures = 0;
 
@@ -62,7 +62,7 @@ asio::awaitable<int> run(corolock::client& redis) {
 
 int main(int argc, char** argv) {
   asio::io_context io;
-  corolock::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
+  corolock::redis::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
   int failures = 1;
   asio::co_spawn(io, run(redis), [&](std::exception_ptr e, int n) {
     if (e) {

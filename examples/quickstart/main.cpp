@@ -23,16 +23,16 @@ if tonumber(ARGV[1]) <= seen then return 0 end
 redis.call('hset', KEYS[1], 'token', ARGV[1], 'placed_by', ARGV[2])
 return 1)";
 
-asio::awaitable<bool> write_order(corolock::client& redis, int order_id, std::uint64_t token,
+asio::awaitable<bool> write_order(corolock::redis::client& redis, int order_id, std::uint64_t token,
                                   int buyer) {
-  corolock::request req;
+  corolock::redis::request req;
   req.push("EVAL", fenced_set, "1", "quickstart:order:" + std::to_string(order_id),
            std::to_string(token), std::to_string(buyer));
   auto reply = co_await redis.exec(std::move(req));
   co_return reply.at(0).integer == 1;
 }
 
-asio::awaitable<void> place_order(corolock::client& redis, int order_id, int buyer, int& accepted) {
+asio::awaitable<void> place_order(corolock::redis::client& redis, int order_id, int buyer, int& accepted) {
   corolock::mutex m{redis, "order:" + std::to_string(order_id)}; // lease 30 s, renewed every 10 s
   auto g = co_await m.acquire();            // woken by the release, not by a retry loop
   if (co_await write_order(redis, order_id, g.fencing_token(), buyer))
@@ -44,7 +44,7 @@ asio::awaitable<void> place_order(corolock::client& redis, int order_id, int buy
 
 int main(int argc, char** argv) {
   asio::io_context io;
-  corolock::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
+  corolock::redis::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
   int accepted = 0, finished = 0, failed = 0;
   corolock::diagnostics why; // the words behind connect()'s error: the address and the reason
   redis.connect(corolock::bind_diagnostics(why, [&](boost::system::error_code ec) {
@@ -64,9 +64,9 @@ int main(int argc, char** argv) {
           ++failed;
         }
         if (++finished == 5) { // tidy up, then let io.run() return
-          corolock::request del;
+          corolock::redis::request del;
           del.push("DEL", "quickstart:order:42");
-          redis.exec(std::move(del), [&](boost::system::error_code, corolock::response) {
+          redis.exec(std::move(del), [&](boost::system::error_code, corolock::redis::response) {
             redis.close();
           });
         }

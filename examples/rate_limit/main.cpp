@@ -32,7 +32,7 @@ asio::awaitable<void> call_partner(corolock::semaphore& limit, counters& c, int 
 
 int main(int argc, char** argv) {
   asio::io_context io;
-  corolock::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
+  corolock::redis::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
   corolock::semaphore limit{redis, "partner-api", 3};
   counters c;
   int finished = 0, failed = 0;

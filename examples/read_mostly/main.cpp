@@ -29,13 +29,13 @@ struct inside {
   int overlaps = 0;
 };
 
-asio::awaitable<void> reader(corolock::client& redis, corolock::shared_mutex& prices, int id,
+asio::awaitable<void> reader(corolock::redis::client& redis, corolock::shared_mutex& prices, int id,
                              int& reads, inside& in) {
   for (int i = 0; i < 5; ++i) {
     auto g = co_await prices.acquire_shared();
     ++in.readers;
     in.overlaps += in.writer ? 1 : 0;
-    corolock::request get;
+    corolock::redis::request get;
     get.push("GET", "read_mostly:prices");
     auto reply = co_await redis.exec(std::move(get));
     ++reads;
@@ -48,14 +48,14 @@ asio::awaitable<void> reader(corolock::client& redis, corolock::shared_mutex& pr
   }
 }
 
-asio::awaitable<void> writer(corolock::client& redis, corolock::shared_mutex& prices, int& writes,
+asio::awaitable<void> writer(corolock::redis::client& redis, corolock::shared_mutex& prices, int& writes,
                              inside& in) {
   for (int version = 1; version <= 3; ++version) {
     co_await pause(30ms);
     auto g = co_await prices.acquire(); // alone: no reader inside while it writes
     in.writer = true;
     in.overlaps += in.readers;
-    corolock::request set;
+    corolock::redis::request set;
     set.push("SET", "read_mostly:prices",
              "v" + std::to_string(version) + " (token " + std::to_string(g.fencing_token()) + ")");
     co_await redis.exec(std::move(set));
@@ -69,16 +69,16 @@ asio::awaitable<void> writer(corolock::client& redis, corolock::shared_mutex& pr
 
 int main(int argc, char** argv) {
   asio::io_context io;
-  corolock::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
+  corolock::redis::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
   corolock::shared_mutex prices{redis, "prices"};
   int reads = 0, writes = 0, finished = 0, failed = 0;
   inside in;
   auto done = [&](std::exception_ptr e) {
     failed += e ? 1 : 0;
     if (++finished == 5) {
-      corolock::request del;
+      corolock::redis::request del;
       del.push("DEL", "read_mostly:prices");
-      redis.exec(std::move(del), [&](boost::system::error_code, corolock::response) { redis.close(); });
+      redis.exec(std::move(del), [&](boost::system::error_code, corolock::redis::response) { redis.close(); });
     }
   };
   asio::co_spawn(io, redis.connect(), [&](std::exception_ptr e) {

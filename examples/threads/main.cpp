@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   // Every completion of the client and its locks goes through this strand first, and then to the
   // handler's own executor: coroutines spawned on the strand never run at the same time.
   auto strand = asio::make_strand(io);
-  corolock::client redis{strand, argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
+  corolock::redis::client redis{strand, argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
   corolock::mutex m{redis, "threads:demo"};
   // Part 2's way to the strand from a thread outside it: run `f` there, wait for its result here.
   auto on_strand = [&](auto f) { return asio::post(strand, asio::use_future(std::move(f))).get(); };

@@ -4,7 +4,7 @@
 
 #include <corolock/diagnostics.hpp>
 #include <corolock/error.hpp>
-#include <corolock/id_generator.hpp>
+#include <corolock/redis/id_generator.hpp>
 #include <corolock/redis/client.hpp>
 #include <corolock/redis/config.hpp>
 #include <corolock/redis/connection.hpp>

@@ -84,7 +84,7 @@ error_code redlock_options::validate(std::string& words) const {
 
 namespace detail {
 
-redlock_quorum::redlock_quorum(std::vector<std::reference_wrapper<client>> masters,
+redlock_quorum::redlock_quorum(std::vector<std::reference_wrapper<redis::client>> masters,
                                const std::string& name, redlock_options options)
     : options_(std::move(options)) {
   if (masters.empty())
@@ -119,7 +119,7 @@ redlock_quorum& redlock_quorum::operator=(redlock_quorum&&) noexcept = default;
 
 // ---- redlock ---------------------------------------------------------------------------------------
 
-redlock::redlock(std::vector<std::reference_wrapper<client>> masters, std::string name,
+redlock::redlock(std::vector<std::reference_wrapper<redis::client>> masters, std::string name,
                  redlock_options options)
     : redlock_quorum(std::move(masters), name, std::move(options)),
       mutex(*quorum_, std::move(name), options_.lock) {}

@@ -11,8 +11,8 @@ namespace {
 namespace asio = boost::asio;
 
 /// One Redis server of the three, and its clients (as the redis suite's fixture makes them).
-struct redis_member : corolock::conformance::redis_store_fixture<corolock::client> {
-  using source = corolock::client;
+struct redis_member : corolock::conformance::redis_store_fixture<corolock::redis::client> {
+  using source = corolock::redis::client;
   /// Above the Redis client's request_timeout (5 s). A cut that drops a connection's bytes
   /// leaves it up; the client finds out only when a request of it goes unanswered for
   /// request_timeout. A member try cancelled at the default per-member timeout (500 ms here)

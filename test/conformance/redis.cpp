@@ -12,8 +12,8 @@ namespace {
 
 namespace asio = boost::asio;
 
-struct redis_fixture_core : corolock::conformance::redis_store_fixture<corolock::client> {
-  using source = corolock::client;
+struct redis_fixture_core : corolock::conformance::redis_store_fixture<corolock::redis::client> {
+  using source = corolock::redis::client;
   static constexpr const char* backend = "redis";
   static constexpr bool run_time_permits = true;
 

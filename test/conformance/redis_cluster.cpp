@@ -1,4 +1,4 @@
-// The conformance suite (cases.hpp) over a Redis Cluster: corolock::client in cluster mode
+// The conformance suite (cases.hpp) over a Redis Cluster: corolock::redis::client in cluster mode
 // (include/corolock/redis/cluster_config.hpp) over a private cluster of 3 masters without replicas
 // (test/support/redis_cluster.hpp), one per case: every lock lives on the master of its slot, each
 // name's requests, renewals and grants (sharded pub/sub) go there, and a case's names fall on
@@ -34,8 +34,8 @@ struct redis_cluster_fixture : corolock::conformance::redis_deployment_fixture<r
     return out;
   }
   /// Every node a seed.
-  corolock::client_config config() {
-    corolock::client_config cfg;
+  corolock::redis::client_config config() {
+    corolock::redis::client_config cfg;
     for (const auto port : every_port())
       cfg.cluster.seeds.push_back({"127.0.0.1", port});
     return cfg;

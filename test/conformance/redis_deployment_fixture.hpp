@@ -1,5 +1,5 @@
 // What the conformance fixtures over a Redis deployment of many servers share (redis_cluster.cpp,
-// redis_sentinel.cpp): a corolock::client per call of connect(), made from the deployment's
+// redis_sentinel.cpp): a corolock::redis::client per call of connect(), made from the deployment's
 // config, reaching every server through proxies of its own by its client_config::address_map
 // (test/support/proxied_addresses.hpp: the servers name each other's real addresses, which the
 // client follows, so one proxy in front of one server would be passed by); cut_off() blackholes
@@ -8,7 +8,7 @@
 //
 // A fixture D derives from redis_deployment_fixture<D> and gives:
 //   std::vector<std::uint16_t> every_port();          every server's (and Sentinel's) port
-//   corolock::client_config config();                 how a client reaches the deployment
+//   corolock::redis::client_config config();                 how a client reaches the deployment
 //   test::redis_server& holder_of(const std::string& key);  the master that holds `key`
 #pragma once
 
@@ -31,7 +31,7 @@ namespace corolock::conformance {
 
 template <typename D>
 struct redis_deployment_fixture {
-  using source = corolock::client;
+  using source = corolock::redis::client;
   static constexpr bool run_time_permits = true;
   static constexpr bool barging = true; // serves fair = false
   std::map<const source*, std::unique_ptr<test::proxied_addresses>> proxies;
@@ -51,7 +51,7 @@ struct redis_deployment_fixture {
 
   /// ZCARD of a lock's queue `suffix` where the lock's key is held.
   std::size_t queue_length(const std::string& name, const std::string& suffix) {
-    const auto key = detail::lock_key("corolock:", name) + suffix;
+    const auto key = redis::detail::lock_key("corolock:", name) + suffix;
     return std::stoul(static_cast<D&>(*this).holder_of(key).command({"ZCARD", key}));
   }
   std::size_t queued(const std::string& name) { return queue_length(name, ":q"); }

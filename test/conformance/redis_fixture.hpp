@@ -45,13 +45,13 @@ struct redis_store_fixture {
     p.blackhole(corolock::test::direction::both, off);
   }
   std::size_t queued(const std::string& name) {
-    return std::stoul(server.command({"ZCARD", detail::lock_key("corolock:", name) + ":q"}));
+    return std::stoul(server.command({"ZCARD", redis::detail::lock_key("corolock:", name) + ":q"}));
   }
   std::size_t queued_permits(const std::string& name) {
-    return std::stoul(server.command({"ZCARD", detail::lock_key("corolock:", name) + ":sem:q"}));
+    return std::stoul(server.command({"ZCARD", redis::detail::lock_key("corolock:", name) + ":sem:q"}));
   }
   std::size_t queued_shared(const std::string& name) {
-    return std::stoul(server.command({"ZCARD", detail::lock_key("corolock:", name) + ":rw:q"}));
+    return std::stoul(server.command({"ZCARD", redis::detail::lock_key("corolock:", name) + ":rw:q"}));
   }
   bool clean() { return corolock::test::leftovers(server, std::chrono::milliseconds(0)).empty(); }
   static std::optional<corolock::lock_options> lacking() { return std::nullopt; } // has them all

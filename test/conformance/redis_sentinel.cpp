@@ -1,4 +1,4 @@
-// The conformance suite (cases.hpp) over Redis Sentinel: corolock::client finding its master
+// The conformance suite (cases.hpp) over Redis Sentinel: corolock::redis::client finding its master
 // through Sentinels (include/corolock/redis/sentinel_config.hpp) in a private deployment of a
 // master, its replica and one Sentinel (test/support/redis_sentinel.hpp), one per case. No case
 // fails the master over (test/integration/sentinel.cpp does, with three Sentinels): what is checked
@@ -35,7 +35,7 @@ struct redis_sentinel_fixture : corolock::conformance::redis_deployment_fixture<
     out.push_back(deployment.server(1).port());
     return out;
   }
-  corolock::client_config config() { return corolock::client_config::from_url(deployment.url()); }
+  corolock::redis::client_config config() { return corolock::redis::client_config::from_url(deployment.url()); }
   /// The master the Sentinel names.
   corolock::test::redis_server& holder_of(const std::string&) { return deployment.master(); }
   /// The Sentinel's hello channel on the master is its own, not a lock's.

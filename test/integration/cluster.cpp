@@ -27,10 +27,10 @@
 using namespace corolock;
 using namespace corolock::test;
 namespace asio = boost::asio;
-using detail::node_address;
-using detail::route;
-using detail::route_step;
-using detail::slot_map;
+using redis::detail::node_address;
+using redis::detail::route;
+using redis::detail::route_step;
+using redis::detail::slot_map;
 
 namespace {
 
@@ -59,7 +59,7 @@ asio::awaitable<slot_map> shards_map(std::uint16_t port, int protocol = 3) {
   auto replies = co_await exec_on(port, make("CLUSTER", "SHARDS"), protocol);
   slot_map map;
   std::string why;
-  const auto ec = detail::parse_cluster_shards(replies.at(0), "127.0.0.1", map, &why);
+  const auto ec = redis::detail::parse_cluster_shards(replies.at(0), "127.0.0.1", map, &why);
   BOOST_TEST_REQUIRE(!ec, "CLUSTER SHARDS of port " << port << ": " << why << " in "
                                                     << resp::to_debug_string(replies.at(0)));
   co_return map;
@@ -85,7 +85,7 @@ void expect_map_matches_cluster_nodes(const slot_map& map, redis_cluster& cluste
         if (owner == nullptr || owner->master != address_of(cluster, m)) {
           if (mismatches++ == 0)
             BOOST_TEST_MESSAGE(what << ": slot " << slot << " has "
-                                    << (owner ? detail::to_string(owner->master) : "no owner")
+                                    << (owner ? redis::detail::to_string(owner->master) : "no owner")
                                     << ", CLUSTER NODES names port " << n.port);
           continue;
         }
@@ -101,17 +101,17 @@ void expect_map_matches_cluster_nodes(const slot_map& map, redis_cluster& cluste
     }
   }
   BOOST_TEST(mismatches == 0u, what << ": slots whose owner or replicas differ from CLUSTER NODES");
-  BOOST_TEST(map.covered() == detail::slot_count, what);
+  BOOST_TEST(map.covered() == redis::detail::slot_count, what);
 }
 
 /// Records what a sharded subscription hears.
-struct recorder : detail::listener {
+struct recorder : redis::detail::listener {
   std::vector<std::string> payloads;
   bool subscribed = false;
   error_code refused;
   std::string refusal;
 
-  void on_message(std::string_view, std::string_view payload, detail::steady::time_point) override {
+  void on_message(std::string_view, std::string_view payload, redis::detail::steady::time_point) override {
     payloads.emplace_back(payload);
   }
   void on_subscribed(bool) override { subscribed = true; }
@@ -123,16 +123,16 @@ struct recorder : detail::listener {
 
 /// A library connection with a sharded subscriber on it, as a cluster client would keep one per node.
 struct sharded_node {
-  std::shared_ptr<detail::connection_impl> conn;
-  std::shared_ptr<detail::subscriber> subs;
+  std::shared_ptr<redis::detail::connection_impl> conn;
+  std::shared_ptr<redis::detail::subscriber> subs;
 
   static asio::awaitable<sharded_node> open(std::uint16_t port) {
     sharded_node n;
     auto ex = co_await asio::this_coro::executor;
-    n.conn = std::make_shared<detail::connection_impl>(ex, config_for_port(port));
-    n.subs = std::make_shared<detail::subscriber>(*n.conn, true);
-    std::weak_ptr<detail::subscriber> weak = n.subs;
-    n.conn->on_push_ = [weak](resp::value&& v, detail::steady::time_point after) {
+    n.conn = std::make_shared<redis::detail::connection_impl>(ex, config_for_port(port));
+    n.subs = std::make_shared<redis::detail::subscriber>(*n.conn, true);
+    std::weak_ptr<redis::detail::subscriber> weak = n.subs;
+    n.conn->on_push_ = [weak](resp::value&& v, redis::detail::steady::time_point after) {
       if (auto s = weak.lock())
         s->on_push(std::move(v), after);
     };
@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(fixture_starts_masters_with_replicas_that_agree_on_every_sl
   for (const auto& n : cluster.view(0))
     for (const auto& [first, last] : n.slots)
       slots += last - first + 1U;
-  BOOST_TEST(slots == detail::slot_count);
+  BOOST_TEST(slots == redis::detail::slot_count);
   for (const auto m : masters)
     BOOST_TEST(cluster.replicas_of(m).size() == 1u, "master " << m);
   for (std::size_t i = 0; i < cluster.size(); ++i)
@@ -184,9 +184,9 @@ BOOST_AUTO_TEST_CASE(key_slot_agrees_with_cluster_keyslot) {
   std::size_t mismatches = 0;
   for (const auto& k : keys) {
     const auto expected = cluster.key_slot(k);
-    if (detail::key_slot(k) != expected) {
+    if (redis::detail::key_slot(k) != expected) {
       ++mismatches;
-      BOOST_TEST_MESSAGE("key of " << k.size() << " bytes: ours " << detail::key_slot(k) << ", Redis "
+      BOOST_TEST_MESSAGE("key of " << k.size() << " bytes: ours " << redis::detail::key_slot(k) << ", Redis "
                                    << expected);
     }
   }
@@ -205,9 +205,9 @@ BOOST_AUTO_TEST_CASE(slot_maps_from_every_nodes_shards_and_slots_replies_match_c
         auto replies = co_await exec_on(cluster.node(i).port(), make("CLUSTER", "SLOTS"), protocol);
         slot_map slots;
         std::string why;
-        BOOST_TEST_REQUIRE(!detail::parse_cluster_slots(replies.at(0), "127.0.0.1", slots, &why), why);
+        BOOST_TEST_REQUIRE(!redis::detail::parse_cluster_slots(replies.at(0), "127.0.0.1", slots, &why), why);
         expect_map_matches_cluster_nodes(slots, cluster, what + " CLUSTER SLOTS");
-        for (std::size_t slot = 0; slot < detail::slot_count; ++slot) {
+        for (std::size_t slot = 0; slot < redis::detail::slot_count; ++slot) {
           const auto s = static_cast<std::uint16_t>(slot);
           if (slots.owner(s)->master != shards.owner(s)->master) {
             BOOST_TEST(false, what << ": slot " << slot << " differs between SLOTS and SHARDS");
@@ -233,7 +233,7 @@ BOOST_AUTO_TEST_CASE(a_real_moved_from_a_wrong_node_routes_to_the_owner) {
     request set;
     set.push("SET", key, "v1");
     std::optional<std::uint16_t> request_slot;
-    BOOST_TEST_REQUIRE(!detail::request_slot(set, request_slot));
+    BOOST_TEST_REQUIRE(!redis::detail::request_slot(set, request_slot));
     BOOST_TEST_REQUIRE(*request_slot == slot);
 
     route r(slot);
@@ -281,7 +281,7 @@ BOOST_AUTO_TEST_CASE(a_real_ask_during_a_migration_routes_with_asking_and_tryaga
     // Both keys in one script: the source has one of them, so Redis says TRYAGAIN.
     request both;
     both.push("EVAL", "return redis.call('GET', KEYS[1]) .. redis.call('GET', KEYS[2])", 2, a, b);
-    route r_both(slot, detail::route_limits{.max_redirections = 5, .max_retries = 1,
+    route r_both(slot, redis::detail::route_limits{.max_redirections = 5, .max_retries = 1,
                                             .retry_delay = std::chrono::milliseconds(10)});
     auto step = r_both.start(map);
     auto reply = co_await exec_on(step.node.port, both);
@@ -299,8 +299,8 @@ BOOST_AUTO_TEST_CASE(a_real_ask_during_a_migration_routes_with_asking_and_tryaga
     reply = co_await exec_on(step.node.port, get_b);
     BOOST_TEST_REQUIRE(reply.at(0).is_error());
     BOOST_TEST(reply.at(0).error_code() == "ASK", reply.at(0).data);
-    detail::redirection ask;
-    BOOST_TEST_REQUIRE(!detail::parse_redirection(reply.at(0).data, "127.0.0.1", ask));
+    redis::detail::redirection ask;
+    BOOST_TEST_REQUIRE(!redis::detail::parse_redirection(reply.at(0).data, "127.0.0.1", ask));
     BOOST_TEST(ask.slot == slot);
 
     step = r.on_reply(reply.at(0), map);
@@ -365,9 +365,9 @@ BOOST_AUTO_TEST_CASE(sharded_pubsub_of_a_lock_channel_works_on_the_owning_node_o
 
     // Another node refuses both with a MOVED that names the owner.
     const auto refused_publish = sync(cluster.node(other), "SPUBLISH", channel, "x");
-    detail::redirection moved;
+    redis::detail::redirection moved;
     BOOST_TEST_REQUIRE(refused_publish.starts_with("(error) MOVED"), refused_publish);
-    BOOST_TEST_REQUIRE(!detail::parse_redirection(refused_publish.substr(8), "127.0.0.1", moved));
+    BOOST_TEST_REQUIRE(!redis::detail::parse_redirection(refused_publish.substr(8), "127.0.0.1", moved));
     BOOST_TEST((moved.node == address_of(cluster, owner)));
 
     auto elsewhere = co_await sharded_node::open(cluster.node(other).port());
@@ -375,7 +375,7 @@ BOOST_AUTO_TEST_CASE(sharded_pubsub_of_a_lock_channel_works_on_the_owning_node_o
     elsewhere.subs->add(channel, &refused);
     BOOST_TEST_REQUIRE(co_await eventually([&] { return refused.subscribed || refused.refused; }));
     BOOST_TEST(refused.refused == error::redis_error);
-    BOOST_TEST_REQUIRE(!detail::parse_redirection(refused.refusal, "127.0.0.1", moved), refused.refusal);
+    BOOST_TEST_REQUIRE(!redis::detail::parse_redirection(refused.refusal, "127.0.0.1", moved), refused.refusal);
     BOOST_TEST((moved.node == address_of(cluster, owner)));
     BOOST_TEST(moved.slot == slot);
 

@@ -504,7 +504,7 @@ BOOST_AUTO_TEST_CASE(an_owner_that_already_holds_gets_a_lease_counted_from_its_r
     const std::string key = "corolock:{again}";
     auto attempt = [&](const char* owner, const char* lease) {
       request r;
-      r.push_script(corolock::detail::acquire_script(), {key, key + ":fence", key + ":q", key + ":qx"},
+      r.push_script(corolock::redis::detail::acquire_script(), {key, key + ":fence", key + ":q", key + ":qx"},
                     {owner, lease, "queue", "10000", key + ":ch", "publish"});
       return r;
     };

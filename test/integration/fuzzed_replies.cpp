@@ -61,14 +61,14 @@ std::string plain_answer(const std::vector<std::string>& words) {
 /// The script an EVALSHA names, by SHA1.
 std::string script_name(const std::string& sha) {
   static const std::map<std::string, std::string> names = {
-      {detail::acquire_script().sha1(), "acquire"},
-      {detail::release_script().sha1(), "release"},
-      {detail::renew_script().sha1(), "renew"},
-      {detail::acquire_permits_script().sha1(), "acquire_permits"},
-      {detail::release_permits_script().sha1(), "release_permits"},
-      {detail::renew_permits_script().sha1(), "renew_permits"},
-      {detail::set_permits_script().sha1(), "set_permits"},
-      {detail::permits_status_script().sha1(), "permits_status"}};
+      {redis::detail::acquire_script().sha1(), "acquire"},
+      {redis::detail::release_script().sha1(), "release"},
+      {redis::detail::renew_script().sha1(), "renew"},
+      {redis::detail::acquire_permits_script().sha1(), "acquire_permits"},
+      {redis::detail::release_permits_script().sha1(), "release_permits"},
+      {redis::detail::renew_permits_script().sha1(), "renew_permits"},
+      {redis::detail::set_permits_script().sha1(), "set_permits"},
+      {redis::detail::permits_status_script().sha1(), "permits_status"}};
   auto it = names.find(sha);
   return it == names.end() ? "other" : it->second;
 }

@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(layout_day_key_and_expiry) {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     client c(ex, config_for(server));
     co_await c.connect();
-    corolock::id_generator gen(c, "layout");
+    corolock::redis::id_generator gen(c, "layout");
     const auto before = server_time(server);
     const auto day = server_day(server);
     auto id = co_await gen.next();
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(layout_day_key_and_expiry) {
     BOOST_TEST(key.starts_with("corolock:id:{layout}:"));
     BOOST_TEST(key.size() == std::string("corolock:id:{layout}:").size() + 8); // yyyymmdd
     BOOST_TEST(sync(server, "GET", key) == "1");
-    BOOST_TEST(corolock::id_generator::sequence_of(id) == 1u);
+    BOOST_TEST(corolock::redis::id_generator::sequence_of(id) == 1u);
     // Kept until 48 h after the day ends, not less than the rest of the day.
     auto ttl = std::stoll(sync(server, "TTL", key));
     auto day_end = (day + std::chrono::days(1)).time_since_epoch();
@@ -138,17 +138,17 @@ BOOST_AUTO_TEST_CASE(layout_day_key_and_expiry) {
     auto batch = co_await gen.next_batch(5);
     BOOST_REQUIRE_EQUAL(batch.size(), 5u);
     for (std::size_t k = 1; k < batch.size(); ++k)
-      BOOST_TEST(corolock::id_generator::sequence_of(batch[k]) ==
-                 corolock::id_generator::sequence_of(batch[k - 1]) + 1);
+      BOOST_TEST(corolock::redis::id_generator::sequence_of(batch[k]) ==
+                 corolock::redis::id_generator::sequence_of(batch[k - 1]) + 1);
     BOOST_TEST(batch.front() > id);
     BOOST_TEST(sync(server, "GET", key) == "6");
     // A custom epoch ten seconds ago: the seconds field counts from it.
     id_generator_options recent;
     recent.epoch = std::chrono::sys_seconds{std::chrono::seconds{server_time(server) - 10}};
-    corolock::id_generator near(c, "layout", recent);
+    corolock::redis::id_generator near(c, "layout", recent);
     auto id2 = co_await near.next();
     BOOST_TEST(((id2 >> 32) >= 10u && (id2 >> 32) <= 12u));
-    BOOST_TEST(corolock::id_generator::sequence_of(id2) == 7u); // the same day's counter
+    BOOST_TEST(corolock::redis::id_generator::sequence_of(id2) == 7u); // the same day's counter
   });
   expect_clean(server, "corolock:id:"); // day counters are kept by design
 }
@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(ids_increase_over_time) {
     client a(ex, config_for(server)), b(ex, config_for(server));
     co_await a.connect();
     co_await b.connect();
-    corolock::id_generator ga(a, "rising"), gb(b, "rising");
+    corolock::redis::id_generator ga(a, "rising"), gb(b, "rising");
     std::vector<std::uint64_t> ids;
     auto start = std::chrono::steady_clock::now();
     // Two clients in turn, for a little over two seconds.
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(running_out_of_sequence_numbers_is_an_error_never_a_wrap) {
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
     client c(ex, config_for(server));
     co_await c.connect();
-    corolock::id_generator gen(c, "full");
+    corolock::redis::id_generator gen(c, "full");
     const auto key = gen.day_key(server_day(server));
     sync(server, "SET", key, "4294967295"); // 2^32 - 1: the day's last number is gone
     auto [ec, id] = co_await gen.next(tuple_awaitable);
@@ -205,8 +205,8 @@ BOOST_AUTO_TEST_CASE(running_out_of_sequence_numbers_is_an_error_never_a_wrap) {
     BOOST_TEST(sync(server, "GET", key) == "4294967290");
     auto five = co_await gen.next_batch(5);
     BOOST_REQUIRE_EQUAL(five.size(), 5u);
-    BOOST_TEST(corolock::id_generator::sequence_of(five.front()) == 4294967291u);
-    BOOST_TEST(corolock::id_generator::sequence_of(five.back()) == 4294967295u);
+    BOOST_TEST(corolock::redis::id_generator::sequence_of(five.front()) == 4294967291u);
+    BOOST_TEST(corolock::redis::id_generator::sequence_of(five.back()) == 4294967295u);
     auto [ec4, last] = co_await gen.next(tuple_awaitable);
     BOOST_TEST(ec4 == error::exhausted);
     BOOST_TEST(sync(server, "GET", key) == "4294967295");
@@ -222,31 +222,31 @@ BOOST_AUTO_TEST_CASE(bad_input_and_bad_state) {
     auto invalid = [](const boost::system::system_error& e) {
       return e.code() == error::invalid_argument;
     };
-    BOOST_CHECK_EXCEPTION(corolock::id_generator(c, ""), boost::system::system_error, invalid);
+    BOOST_CHECK_EXCEPTION(corolock::redis::id_generator(c, ""), boost::system::system_error, invalid);
     id_generator_options before_1970;
     before_1970.epoch = std::chrono::sys_seconds{std::chrono::seconds{-1}};
-    BOOST_CHECK_EXCEPTION(corolock::id_generator(c, "x", before_1970), boost::system::system_error,
+    BOOST_CHECK_EXCEPTION(corolock::redis::id_generator(c, "x", before_1970), boost::system::system_error,
                           invalid);
     id_generator_options negative_keep;
     negative_keep.keep_after_day = std::chrono::seconds(-1);
-    BOOST_CHECK_EXCEPTION(corolock::id_generator(c, "x", negative_keep),
+    BOOST_CHECK_EXCEPTION(corolock::redis::id_generator(c, "x", negative_keep),
                           boost::system::system_error, invalid);
-    corolock::id_generator gen(c, "x");
+    corolock::redis::id_generator gen(c, "x");
     auto [ec, none] = co_await gen.next_batch(0, tuple_awaitable);
     BOOST_TEST(ec == error::invalid_argument);
-    auto [ec2, many] = co_await gen.next_batch(corolock::id_generator::max_batch + 1, tuple_awaitable);
+    auto [ec2, many] = co_await gen.next_batch(corolock::redis::id_generator::max_batch + 1, tuple_awaitable);
     BOOST_TEST(ec2 == error::invalid_argument);
     // An epoch after the server's clock: a clear error, nothing taken.
     id_generator_options future;
     future.epoch = std::chrono::sys_seconds{std::chrono::seconds{server_time(server) + 86400}};
-    corolock::id_generator ahead(c, "ahead", future);
+    corolock::redis::id_generator ahead(c, "ahead", future);
     diagnostics why;
     auto [ec3, id3] = co_await ahead.next(bind_diagnostics(why, tuple_awaitable));
     BOOST_TEST(ec3 == error::invalid_argument);
     BOOST_TEST(why.client_message() == "the epoch is after the server's clock", why.message());
     BOOST_TEST(sync(server, "EXISTS", ahead.day_key(server_day(server))) == "0");
     // Something else under the counter's key.
-    corolock::id_generator wrong(c, "wrong");
+    corolock::redis::id_generator wrong(c, "wrong");
     auto key = wrong.day_key(server_day(server));
     sync(server, "SET", key, "not a number");
     auto [ec4, id4] = co_await wrong.next(bind_diagnostics(why, tuple_awaitable));

@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(acquire_release_and_try_acquire) {
 request replay_release(const std::string& name, const std::string& owner, bool retry) {
   const std::string key = "corolock:{" + name + "}";
   request r;
-  r.push_script(corolock::detail::release_script(), {key, key + ":fence", key + ":q", key + ":qx"},
+  r.push_script(corolock::redis::detail::release_script(), {key, key + ":fence", key + ":q", key + ":qx"},
                 {owner, retry ? "1" : "0", "", "0", "", "10000", key + ":ch", "publish"});
   return r;
 }

@@ -397,9 +397,9 @@ BOOST_AUTO_TEST_CASE(serves_a_corolock_client_on_another_io_context) {
   ct::redis_server server;
   ct::fault_proxy proxy(server.port());
   ct::run_async([&](boost::asio::any_io_executor ex) -> boost::asio::awaitable<void> {
-    corolock::client c(ex, proxy.url());
+    corolock::redis::client c(ex, proxy.url());
     co_await c.connect();
-    corolock::request r;
+    corolock::redis::request r;
     r.push("PING");
     proxy.delay(direction::client_to_server, 100ms);
     auto start = steady::now();

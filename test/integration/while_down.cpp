@@ -77,7 +77,7 @@ long long ms(steady::duration d) {
 asio::awaitable<void> take_down(fault_proxy& proxy, client& c) {
   proxy.refuse(true);
   proxy.reset_all();
-  auto& impl = corolock::detail::client_access::impl(c);
+  auto& impl = corolock::redis::detail::client_access::impl(c);
   BOOST_REQUIRE(co_await eventually([&] { return !c.is_connected() && !impl.locks->connected(); },
                                     std::chrono::seconds(5)));
 }
@@ -295,7 +295,7 @@ BOOST_AUTO_TEST_CASE(a_queued_waiter_that_stops_while_down_leaves_the_queue_once
                                 << ms(steady::now() - t0) << " ms");
         BOOST_TEST(b_ec == error_code(bounded ? error::timeout : error::not_connected));
         proxy.refuse(false);
-        auto& impl = corolock::detail::client_access::impl(b);
+        auto& impl = corolock::redis::detail::client_access::impl(b);
         BOOST_REQUIRE(co_await eventually([&] { return impl.locks->connected(); }));
         // Its line goes 1-2 s after it idles (the lock channel's linger, backend_state::linger): nobody hears a grant to it.
         co_await sleep_for(std::chrono::milliseconds(2500));

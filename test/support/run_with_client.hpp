@@ -1,4 +1,4 @@
-// What the tests' worker processes do in main: run one coroutine with a corolock::client on its
+// What the tests' worker processes do in main: run one coroutine with a corolock::redis::client on its
 // own io_context and turn how it ended into an exit code. The inventory_race demo owns the one
 // copy (its folder stays self-contained, to be lifted out as it is); the workers borrow it.
 #pragma once

@@ -7,7 +7,7 @@
 
 #include <string>
 
-using namespace corolock::detail;
+using namespace corolock::redis::detail;
 
 BOOST_AUTO_TEST_SUITE(cluster_key_slot)
 

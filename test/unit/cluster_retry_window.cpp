@@ -7,7 +7,7 @@
 
 #include <vector>
 
-using namespace corolock::detail;
+using namespace corolock::redis::detail;
 using std::chrono::milliseconds;
 using clock_type = retry_window::clock;
 

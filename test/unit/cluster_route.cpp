@@ -12,18 +12,18 @@
 #include <string_view>
 
 using namespace corolock;
-using namespace corolock::detail;
+using namespace corolock::redis::detail;
 using action = route_step::action;
 using std::chrono::milliseconds;
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 static std::ostream& boost_test_print_type(std::ostream& os, route_step::action a) {
   return os << (a == action::send ? "send" : a == action::done ? "done" : "fail");
 }
 static std::ostream& boost_test_print_type(std::ostream& os, const node_address& a) {
   return os << to_string(a);
 }
-} // namespace corolock::detail
+} // namespace corolock::redis::detail
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 using namespace corolock;
-using namespace corolock::detail;
+using namespace corolock::redis::detail;
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
-using corolock::client_config;
+using corolock::redis::client_config;
 using corolock::error;
 
 BOOST_AUTO_TEST_SUITE(config_url)
@@ -315,10 +315,10 @@ BOOST_AUTO_TEST_CASE(validate_address_map) {
   client_config c;
   c.address_map.push_back({"10.0.0.5", 6379, "127.0.0.1", 7000});
   BOOST_TEST(!c.validate());
-  for (auto half : {corolock::address_mapping{"", 6379, "127.0.0.1", 7000},
-                    corolock::address_mapping{"10.0.0.5", 0, "127.0.0.1", 7000},
-                    corolock::address_mapping{"10.0.0.5", 6379, "", 7000},
-                    corolock::address_mapping{"10.0.0.5", 6379, "127.0.0.1", 0}}) {
+  for (auto half : {corolock::redis::address_mapping{"", 6379, "127.0.0.1", 7000},
+                    corolock::redis::address_mapping{"10.0.0.5", 0, "127.0.0.1", 7000},
+                    corolock::redis::address_mapping{"10.0.0.5", 6379, "", 7000},
+                    corolock::redis::address_mapping{"10.0.0.5", 6379, "127.0.0.1", 0}}) {
     c.address_map = {half}; // a mapping names both addresses in full
     BOOST_TEST((c.validate() == error::invalid_argument), half.host << ":" << half.port << " -> "
                                                                     << half.to_host << ":" << half.to_port);

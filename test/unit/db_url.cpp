@@ -3,17 +3,17 @@
 
 #include <boost/test/unit_test.hpp>
 
-using corolock::detail::parse_db_url;
+using corolock::sql::detail::parse_db_url;
 
 namespace {
-corolock::detail::db_url parsed(std::string_view url) {
-  corolock::detail::db_url out;
+corolock::sql::detail::db_url parsed(std::string_view url) {
+  corolock::sql::detail::db_url out;
   std::string why;
   BOOST_TEST_REQUIRE(parse_db_url(url, out, why), url << ": " << why);
   return out;
 }
 std::string refusal(std::string_view url) {
-  corolock::detail::db_url out;
+  corolock::sql::detail::db_url out;
   std::string why;
   BOOST_TEST(!parse_db_url(url, out, why), url << " was accepted");
   return why;
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(malformed_urls_are_refused_with_a_reason) {
 BOOST_AUTO_TEST_CASE(session_keys_are_applied_and_checked) {
   corolock::sql::session_options o;
   std::string why;
-  using corolock::detail::apply_session_key;
+  using corolock::sql::detail::apply_session_key;
   BOOST_TEST(apply_session_key("connect_timeout", "250", o, why).value());
   BOOST_TEST(o.connect_timeout.count() == 250);
   BOOST_TEST(apply_session_key("keepalive_idle", "0", o, why).value());

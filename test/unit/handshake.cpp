@@ -15,10 +15,10 @@
 #include <string_view>
 
 using namespace corolock;
-using step = corolock::detail::handshake::step;
+using step = corolock::redis::detail::handshake::step;
 using action = step::action;
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 static std::ostream& boost_test_print_type(std::ostream& os, handshake::step::action a) {
   switch (a) {
   case handshake::step::action::send:
@@ -30,7 +30,7 @@ static std::ostream& boost_test_print_type(std::ostream& os, handshake::step::ac
   }
   return os << "action?";
 }
-} // namespace corolock::detail
+} // namespace corolock::redis::detail
 
 namespace {
 
@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_SUITE(handshake)
 
 BOOST_AUTO_TEST_CASE(resp3_hello_success_is_done_with_protocol_3) {
   auto cfg = config();
-  detail::handshake hs(cfg, false);
+  redis::detail::handshake hs(cfg, false);
   expect_send(hs.start(), "HELLO 3 SETNAME corolock");
   BOOST_TEST(hs.protocol() == 2); // nothing negotiated yet
   auto s = hs.on_replies(replies(hello_ok));
@@ -101,14 +101,14 @@ BOOST_AUTO_TEST_CASE(resp3_hello_success_is_done_with_protocol_3) {
 
 BOOST_AUTO_TEST_CASE(hello_carries_username_and_password) {
   auto cfg = config("app", "s3cret");
-  detail::handshake hs(cfg, false);
+  redis::detail::handshake hs(cfg, false);
   expect_send(hs.start(), "HELLO 3 AUTH app s3cret SETNAME corolock");
 }
 
 BOOST_AUTO_TEST_CASE(hello_with_password_only_authenticates_the_default_user) {
   auto cfg = config({}, "s3cret");
   cfg.client_name.clear();
-  detail::handshake hs(cfg, false);
+  redis::detail::handshake hs(cfg, false);
   expect_send(hs.start(), "HELLO 3 AUTH default s3cret");
   BOOST_TEST(hs.on_replies(replies(hello_ok)).what == action::done);
 }
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(unknown_hello_falls_back_to_resp2_auth_setname_select) {
                                    "-NOPROTO unsupported protocol version\r\n"}) {
     auto cfg = config("app", "s3cret");
     cfg.database = 4;
-    detail::handshake hs(cfg, false);
+    redis::detail::handshake hs(cfg, false);
     expect_send(hs.start(), "HELLO 3 AUTH app s3cret SETNAME corolock");
     expect_send(hs.on_replies(replies(refusal)),
                 "AUTH app s3cret\nCLIENT SETNAME corolock\nSELECT 4");
@@ -131,7 +131,7 @@ BOOST_AUTO_TEST_CASE(unknown_hello_falls_back_to_resp2_auth_setname_select) {
 BOOST_AUTO_TEST_CASE(resp2_config_never_says_hello) {
   auto cfg = config({}, "s3cret");
   cfg.protocol = 2;
-  detail::handshake hs(cfg, false);
+  redis::detail::handshake hs(cfg, false);
   expect_send(hs.start(), "AUTH s3cret\nCLIENT SETNAME corolock");
   BOOST_TEST(hs.on_replies(replies("+OK\r\n+OK\r\n")).what == action::done);
   BOOST_TEST(hs.protocol() == 2);
@@ -141,26 +141,26 @@ BOOST_AUTO_TEST_CASE(nothing_to_say_in_resp2_is_done_at_once) {
   auto cfg = config();
   cfg.protocol = 2;
   cfg.client_name.clear();
-  detail::handshake hs(cfg, false);
+  redis::detail::handshake hs(cfg, false);
   BOOST_TEST(hs.start().what == action::done);
 }
 
 BOOST_AUTO_TEST_CASE(wrongpass_noauth_noperm_are_auth_failed_with_the_server_text) {
   const char* wrongpass = "WRONGPASS invalid username-password pair or user is disabled.";
   auto cfg = config("app", "wrong");
-  detail::handshake hello(cfg, false);
+  redis::detail::handshake hello(cfg, false);
   hello.start();
   expect_fail(hello.on_replies(replies("-" + std::string(wrongpass) + "\r\n")),
               error::auth_failed, "HELLO: " + std::string(wrongpass));
 
   cfg.protocol = 2;
-  detail::handshake noauth(cfg, false);
+  redis::detail::handshake noauth(cfg, false);
   noauth.start();
   expect_fail(noauth.on_replies(replies("-NOAUTH Authentication required.\r\n+OK\r\n")),
               error::auth_failed, "AUTH: NOAUTH Authentication required.");
 
   // The password was fine, but the user may not rename its connection: the first error counts.
-  detail::handshake noperm(cfg, false);
+  redis::detail::handshake noperm(cfg, false);
   noperm.start();
   expect_fail(noperm.on_replies(replies("+OK\r\n-NOPERM this user has no permissions to run the "
                                         "'client|setname' command\r\n")),
@@ -172,7 +172,7 @@ BOOST_AUTO_TEST_CASE(wrongpass_noauth_noperm_are_auth_failed_with_the_server_tex
 BOOST_AUTO_TEST_CASE(old_servers_invalid_password_is_auth_failed) {
   auto cfg = config({}, "wrong");
   cfg.protocol = 2;
-  detail::handshake hs(cfg, false);
+  redis::detail::handshake hs(cfg, false);
   hs.start();
   expect_fail(hs.on_replies(replies("-ERR invalid password\r\n+OK\r\n")), error::auth_failed,
               "AUTH: ERR invalid password");
@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(old_servers_invalid_password_is_auth_failed) {
 
 BOOST_AUTO_TEST_CASE(other_refusals_are_connect_failed) {
   auto cfg = config();
-  detail::handshake hs(cfg, false);
+  redis::detail::handshake hs(cfg, false);
   hs.start();
   expect_fail(hs.on_replies(replies("-ERR Protocol version is not supported\r\n")),
               error::connect_failed, "HELLO: ERR Protocol version is not supported");
@@ -189,8 +189,8 @@ BOOST_AUTO_TEST_CASE(other_refusals_are_connect_failed) {
 BOOST_AUTO_TEST_CASE(select_follows_a_successful_hello_and_a_refusal_is_connect_failed) {
   auto cfg = config();
   cfg.database = 7;
-  detail::handshake accepted(cfg, false);
-  detail::handshake refused(cfg, false);
+  redis::detail::handshake accepted(cfg, false);
+  redis::detail::handshake refused(cfg, false);
   for (auto* hs : {&accepted, &refused}) {
     hs->start();
     expect_send(hs->on_replies(replies(hello_ok)), "SELECT 7");
@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(select_follows_a_successful_hello_and_a_refusal_is_connect_
 BOOST_AUTO_TEST_CASE(master_only_asks_role_last_and_accepts_a_master) {
   auto cfg = config();
   cfg.database = 1;
-  detail::handshake hs(cfg, true);
+  redis::detail::handshake hs(cfg, true);
   hs.start();
   expect_send(hs.on_replies(replies(hello_ok)), "SELECT 1");
   expect_send(hs.on_replies(replies("+OK\r\n")), "ROLE");
@@ -213,7 +213,7 @@ BOOST_AUTO_TEST_CASE(master_only_asks_role_last_and_accepts_a_master) {
 
 BOOST_AUTO_TEST_CASE(master_only_refuses_a_replica_as_not_master) {
   auto cfg = config();
-  detail::handshake hs(cfg, true);
+  redis::detail::handshake hs(cfg, true);
   hs.start();
   expect_send(hs.on_replies(replies(hello_ok)), "ROLE");
   expect_fail(hs.on_replies(replies("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n"
@@ -226,20 +226,20 @@ BOOST_AUTO_TEST_CASE(malformed_replies) {
   auto cfg = config();
   {
     // ROLE answered with something that is not a role list.
-    detail::handshake hs(cfg, true);
+    redis::detail::handshake hs(cfg, true);
     hs.start();
     hs.on_replies(replies(hello_ok));
     expect_fail(hs.on_replies(replies("+OK\r\n")), error::not_master, R"(ROLE answered "OK")");
   }
   {
-    detail::handshake hs(cfg, true);
+    redis::detail::handshake hs(cfg, true);
     hs.start();
     hs.on_replies(replies(hello_ok));
     expect_fail(hs.on_replies(replies("*0\r\n")), error::not_master, "ROLE answered []");
   }
   {
     // Fewer or more replies than commands sent.
-    detail::handshake hs(cfg, false);
+    redis::detail::handshake hs(cfg, false);
     hs.start();
     expect_fail(hs.on_replies({}), error::protocol_error, "expected 1 handshake replies, got 0");
   }
@@ -247,14 +247,14 @@ BOOST_AUTO_TEST_CASE(malformed_replies) {
     auto two = cfg;
     two.protocol = 2;
     two.password = "pw";
-    detail::handshake hs(two, false);
+    redis::detail::handshake hs(two, false);
     hs.start();
     expect_fail(hs.on_replies(replies("+OK\r\n")), error::protocol_error,
                 "expected 2 handshake replies, got 1");
   }
   {
     // Replies when nothing was asked.
-    detail::handshake hs(cfg, false);
+    redis::detail::handshake hs(cfg, false);
     hs.start();
     hs.on_replies(replies(hello_ok));
     BOOST_TEST(hs.on_replies(replies("+OK\r\n")).what == action::fail);

@@ -20,9 +20,9 @@
 #include <vector>
 
 using namespace corolock;
-using mplex = corolock::detail::multiplexer;
-using corolock::detail::pending;
-using corolock::detail::pending_ptr;
+using mplex = corolock::redis::detail::multiplexer;
+using corolock::redis::detail::pending;
+using corolock::redis::detail::pending_ptr;
 using frame = mplex::frame;
 using std::chrono::milliseconds;
 
@@ -33,7 +33,7 @@ static std::ostream& boost_test_print_type(std::ostream& os, const value& v) {
   return os << to_debug_string(v);
 }
 } // namespace corolock::resp
-namespace corolock::detail {
+namespace corolock::redis::detail {
 static std::ostream& boost_test_print_type(std::ostream& os, multiplexer::frame f) {
   switch (f) {
   case multiplexer::frame::reply:
@@ -45,7 +45,7 @@ static std::ostream& boost_test_print_type(std::ostream& os, multiplexer::frame 
   }
   return os << "frame?";
 }
-} // namespace corolock::detail
+} // namespace corolock::redis::detail
 
 namespace {
 

@@ -11,11 +11,11 @@
 #include <vector>
 
 using namespace corolock;
-using corolock::detail::attempt_mode;
-using corolock::detail::attempt_outcome;
-using corolock::detail::check_outcome;
-using corolock::detail::contender_action;
-using machine = corolock::detail::contender_machine;
+using corolock::redis::detail::attempt_mode;
+using corolock::redis::detail::attempt_outcome;
+using corolock::redis::detail::check_outcome;
+using corolock::redis::detail::contender_action;
+using machine = corolock::redis::detail::contender_machine;
 using std::chrono::milliseconds;
 
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-using namespace corolock::detail;
+using namespace corolock::redis::detail;
 
 BOOST_AUTO_TEST_SUITE(redis_lock_names)
 

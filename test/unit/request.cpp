@@ -11,7 +11,7 @@ using namespace corolock;
 BOOST_AUTO_TEST_SUITE(request)
 
 BOOST_AUTO_TEST_CASE(counts_commands_and_replies) {
-  corolock::request r;
+  corolock::redis::request r;
   r.push("SET", "k", "v").push("PEXPIRE", "k", 3000);
   BOOST_TEST(r.commands() == 2u);
   BOOST_TEST(r.expected_replies() == 2u);
@@ -20,7 +20,7 @@ BOOST_AUTO_TEST_CASE(counts_commands_and_replies) {
 }
 
 BOOST_AUTO_TEST_CASE(subscribe_family_expects_one_confirmation_per_channel) {
-  corolock::request r;
+  corolock::redis::request r;
   r.push("subscribe", "a", "b").push("SSUBSCRIBE", "c").push("PING").push_range("UNSUBSCRIBE", {"a"});
   BOOST_TEST(r.commands() == 4u);
   BOOST_TEST(r.expected_replies() == 5u);
@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(subscribe_family_expects_one_confirmation_per_channel) {
 BOOST_AUTO_TEST_CASE(every_subscribe_family_command_is_known_in_either_case) {
   for (const char* name : {"SUBSCRIBE", "unsubscribe", "psubscribe", "PUNSUBSCRIBE", "ssubscribe",
                            "SUNSUBSCRIBE"}) {
-    corolock::request r;
+    corolock::redis::request r;
     r.push(name, "a", "b");
     BOOST_REQUIRE_EQUAL(r.pubsub_commands().size(), 1u);
     BOOST_TEST(r.expected_replies() == 2u, name);
@@ -46,13 +46,13 @@ BOOST_AUTO_TEST_CASE(every_subscribe_family_command_is_known_in_either_case) {
 }
 
 BOOST_AUTO_TEST_CASE(unsubscribe_from_everything_is_refused) {
-  corolock::request r;
+  corolock::redis::request r;
   r.push("UNSUBSCRIBE");
   BOOST_TEST(r.unsupported()); // its replies cannot be counted
 }
 
 BOOST_AUTO_TEST_CASE(blocking_commands_are_marked) {
-  corolock::request a, b;
+  corolock::redis::request a, b;
   a.push("GET", "k");
   b.push("GET", "k").push("blpop", "q", 10);
   BOOST_TEST(!a.blocking());
@@ -60,14 +60,14 @@ BOOST_AUTO_TEST_CASE(blocking_commands_are_marked) {
   // Every blocking command, in either case; and neighbours of their first letters that are not.
   for (const char* name : {"BLPOP", "brpop", "BRPOPLPUSH", "blmove", "BLMPOP", "bzpopmin",
                            "BZPOPMAX", "bzmpop", "WAIT", "waitaof", "XREAD", "xreadgroup"}) {
-    corolock::request r;
+    corolock::redis::request r;
     r.push(name, "k");
     BOOST_TEST(r.blocking(), name);
     BOOST_TEST(r.expected_replies() == 1u, name);
   }
   for (const char* name : {"BITCOUNT", "watch", "XADD", "SET", "UNLINK", "PUBLISH", "ping",
                            "SPUBLISH", "PSETEX", "EVALSHA", "w", "B"}) {
-    corolock::request r;
+    corolock::redis::request r;
     r.push(name, "k");
     BOOST_TEST(!r.blocking(), name);
     BOOST_TEST(r.expected_replies() == 1u, name);
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(blocking_commands_are_marked) {
 
 BOOST_AUTO_TEST_CASE(script_calls_are_recorded_for_noscript_retry) {
   script s("return 1");
-  corolock::request r;
+  corolock::redis::request r;
   r.push("PING").push_script(s, {"key"}, {"arg"});
   BOOST_REQUIRE_EQUAL(r.script_calls().size(), 1u);
   const auto& call = r.script_calls()[0];
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(sha1_matches_known_vectors) {
 
 BOOST_AUTO_TEST_CASE(backoff_grows_to_its_cap_with_jitter) {
   using std::chrono::milliseconds;
-  detail::backoff b(milliseconds(10), milliseconds(1000), 42);
+  redis::detail::backoff b(milliseconds(10), milliseconds(1000), 42);
   for (int i = 0; i < 20; ++i) {
     auto d = b.next();
     BOOST_TEST(d.count() >= 1);

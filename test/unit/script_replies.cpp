@@ -15,7 +15,7 @@
 #include <vector>
 
 using namespace corolock;
-using namespace corolock::detail;
+using namespace corolock::redis::detail;
 using std::chrono::milliseconds;
 
 namespace {

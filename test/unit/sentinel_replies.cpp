@@ -3,9 +3,9 @@
 
 #include <boost/test/unit_test.hpp>
 
-using corolock::detail::parse_master_address;
-using corolock::detail::parse_switch_master;
-using corolock::detail::server_address;
+using corolock::redis::detail::parse_master_address;
+using corolock::redis::detail::parse_switch_master;
+using corolock::redis::detail::server_address;
 namespace resp = corolock::resp;
 
 namespace {

@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-using session_pool = corolock::detail::sql_session_pool;
+using session_pool = corolock::sql::detail::sql_session_pool;
 
 namespace {
 

@@ -16,7 +16,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-asio::awaitable<void> take_singly(corolock::id_generator& gen, std::vector<std::uint64_t>& out,
+asio::awaitable<void> take_singly(corolock::redis::id_generator& gen, std::vector<std::uint64_t>& out,
                                   std::size_t count) {
   while (out.size() < count) {
     auto id = co_await gen.next();
@@ -25,10 +25,10 @@ asio::awaitable<void> take_singly(corolock::id_generator& gen, std::vector<std::
   }
 }
 
-asio::awaitable<int> run(corolock::client& redis, std::string name, std::size_t count,
+asio::awaitable<int> run(corolock::redis::client& redis, std::string name, std::size_t count,
                          std::string path, bool batch) {
   co_await redis.connect();
-  corolock::id_generator gen(redis, name);
+  corolock::redis::id_generator gen(redis, name);
   std::vector<std::uint64_t> ids;
   ids.reserve(count);
   if (batch) {
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: id_worker URL NAME COUNT OUTFILE single|batch\n");
     return 2;
   }
-  return corolock::test::with_client(args[0], "id_worker", [&](corolock::client& redis) {
+  return corolock::test::with_client(args[0], "id_worker", [&](corolock::redis::client& redis) {
     return run(redis, args[1], std::stoul(args[2]), args[3], args[4] == "batch");
   });
 }

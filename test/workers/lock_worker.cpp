@@ -33,8 +33,8 @@ using namespace std::chrono_literals;
 namespace {
 
 template <typename... Args>
-corolock::request cmd(const Args&... args) {
-  corolock::request r;
+corolock::redis::request cmd(const Args&... args) {
+  corolock::redis::request r;
   r.push(args...);
   return r;
 }
@@ -44,7 +44,7 @@ asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
   co_await t.async_wait(asio::use_awaitable);
 }
 
-asio::awaitable<void> counter_coroutine(corolock::client& redis, corolock::mutex& m,
+asio::awaitable<void> counter_coroutine(corolock::redis::client& redis, corolock::mutex& m,
                                         std::string name, int increments, unsigned seed) {
   std::minstd_rand rng(seed);
   for (int i = 0; i < increments; ++i) {
@@ -58,7 +58,7 @@ asio::awaitable<void> counter_coroutine(corolock::client& redis, corolock::mutex
   }
 }
 
-asio::awaitable<int> run_counter(corolock::client& redis, std::string name, int coroutines,
+asio::awaitable<int> run_counter(corolock::redis::client& redis, std::string name, int coroutines,
                                  int increments) {
   co_await redis.connect();
   corolock::mutex m(redis, name);
@@ -85,7 +85,7 @@ asio::awaitable<int> run_counter(corolock::client& redis, std::string name, int 
   co_return failed == 0 ? 0 : 1;
 }
 
-asio::awaitable<int> run_hold(corolock::client& given, std::string name, int lease_ms,
+asio::awaitable<int> run_hold(corolock::redis::client& given, std::string name, int lease_ms,
                               int grant_lease_ms, int waiter_ttl_ms) {
   // The queue's timings are the Redis client's (client_config::locks).
   auto cfg = given.config();
@@ -93,7 +93,7 @@ asio::awaitable<int> run_hold(corolock::client& given, std::string name, int lea
     cfg.locks.grant_lease = std::chrono::milliseconds(grant_lease_ms);
   if (waiter_ttl_ms > 0)
     cfg.locks.waiter_ttl = std::chrono::milliseconds(waiter_ttl_ms);
-  corolock::client redis(co_await asio::this_coro::executor, cfg);
+  corolock::redis::client redis(co_await asio::this_coro::executor, cfg);
   co_await redis.connect();
   corolock::lock_options opts;
   opts.lease = std::chrono::milliseconds(lease_ms);
@@ -132,7 +132,7 @@ asio::awaitable<void> share_coroutine(corolock::mutex& m, std::chrono::steady_cl
   }
 }
 
-asio::awaitable<int> run_share(corolock::client& redis, std::string name, int coroutines,
+asio::awaitable<int> run_share(corolock::redis::client& redis, std::string name, int coroutines,
                                int milliseconds, int hold_us) {
   co_await redis.connect();
   corolock::mutex m(redis, name);
@@ -200,7 +200,7 @@ asio::awaitable<int> run_coroutines(int coroutines, Body body) {
   co_return failed == 0 ? 0 : 1;
 }
 
-asio::awaitable<int> run_permits(corolock::client& redis, std::string name, int coroutines,
+asio::awaitable<int> run_permits(corolock::redis::client& redis, std::string name, int coroutines,
                                  int rounds, int permits) {
   co_await redis.connect();
   corolock::semaphore sem(redis, name, permits);
@@ -209,7 +209,7 @@ asio::awaitable<int> run_permits(corolock::client& redis, std::string name, int 
     for (int i = 0; i < rounds; ++i) {
       const int n = 1 + static_cast<int>(rng() % 3);
       auto g = co_await sem.acquire(n);
-      corolock::request in;
+      corolock::redis::request in;
       in.push("EVAL", count_in, "2", name + ":in_use", name + ":max_in_use", std::to_string(n));
       co_await redis.exec(std::move(in));
       co_await sleep_for(std::chrono::microseconds(rng() % 2000));
@@ -221,7 +221,7 @@ asio::awaitable<int> run_permits(corolock::client& redis, std::string name, int 
   co_return rc;
 }
 
-asio::awaitable<int> run_rw(corolock::client& redis, std::string name, int coroutines,
+asio::awaitable<int> run_rw(corolock::redis::client& redis, std::string name, int coroutines,
                             int rounds) {
   co_await redis.connect();
   corolock::shared_mutex rw(redis, name);
@@ -234,7 +234,7 @@ asio::awaitable<int> run_rw(corolock::client& redis, std::string name, int corou
         g = co_await rw.acquire();
       else
         g = co_await rw.acquire_shared();
-      corolock::request enter;
+      corolock::redis::request enter;
       enter.push("EVAL", rw_enter, "3", name + ":readers", name + ":writers", name + ":violations",
                  writer ? "w" : "r");
       co_await redis.exec(std::move(enter));
@@ -252,7 +252,7 @@ asio::awaitable<int> run_rw(corolock::client& redis, std::string name, int corou
 
 /// The command line's job. (A function, not a lambda: a coroutine lambda's captures die with the
 /// temporary closure.)
-asio::awaitable<int> run_command(corolock::client& redis, std::vector<std::string> args) {
+asio::awaitable<int> run_command(corolock::redis::client& redis, std::vector<std::string> args) {
   if (args[0] == "counter" && args.size() == 5)
     co_return co_await run_counter(redis, args[2], std::stoi(args[3]), std::stoi(args[4]));
   if (args[0] == "hold" && (args.size() == 4 || args.size() == 6))
@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: lock_worker counter|hold|share URL NAME ...\n");
     return 2;
   }
-  return corolock::test::with_client(args[1], "lock_worker", [&](corolock::client& redis) {
+  return corolock::test::with_client(args[1], "lock_worker", [&](corolock::redis::client& redis) {
     return run_command(redis, args);
   });
 }

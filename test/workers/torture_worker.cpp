@@ -263,8 +263,8 @@ void write_stats(const settings& s, const stats& st) {
 }
 
 template <typename... Args>
-corolock::request cmd(const Args&... args) {
-  corolock::request r;
+corolock::redis::request cmd(const Args&... args) {
+  corolock::redis::request r;
   r.push(args...);
   return r;
 }
@@ -275,8 +275,8 @@ asio::awaitable<void> sleep_for(steady::duration d) {
 }
 
 /// One command to the resource; nullopt (counted) if it failed.
-asio::awaitable<std::optional<corolock::resp::value>> on_resource(corolock::client& resource,
-                                                                  corolock::request req,
+asio::awaitable<std::optional<corolock::resp::value>> on_resource(corolock::redis::client& resource,
+                                                                  corolock::redis::request req,
                                                                   stats& st) {
   auto [ec, replies] = co_await resource.exec(std::move(req), tuple_awaitable);
   if (ec || replies.empty() || replies[0].is_error()) {
@@ -431,7 +431,7 @@ void told_now(std::int64_t& told_us) {
     told_us = wall_us();
 }
 
-asio::awaitable<section_outcome> critical_section(corolock::client& resource, corolock::guard& g,
+asio::awaitable<section_outcome> critical_section(corolock::redis::client& resource, corolock::guard& g,
                                                   section_kind kind, const settings& s, stats& st,
                                                   std::minstd_rand& rng, std::uint64_t& sections,
                                                   std::int64_t& told_us) {
@@ -484,7 +484,7 @@ asio::awaitable<section_outcome> critical_section(corolock::client& resource, co
   co_return out;
 }
 
-asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, const settings& s,
+asio::awaitable<void> worker(corolock::redis::client& resource, lock_under_test& lock, const settings& s,
                              stats& st, int index, steady::time_point end) {
   std::minstd_rand rng(s.seed * 131u + static_cast<unsigned>(index));
   auto& sections = st.sections_per_coroutine[static_cast<std::size_t>(index)];
@@ -594,11 +594,11 @@ asio::awaitable<void> worker(corolock::client& resource, lock_under_test& lock, 
 
 /// The sub= count of the lock client's connection (its subscriptions), once the library's idle
 /// subscriptions had time to go (a linger of about a second), or -1 if it cannot be read.
-asio::awaitable<std::int64_t> subscriptions_left(corolock::client& c) {
+asio::awaitable<std::int64_t> subscriptions_left(corolock::redis::client& c) {
   std::int64_t subs = -1;
   const auto until = steady::now() + 3s;
   while (steady::now() < until) {
-    corolock::request r({.cancel_if_not_connected = true, .timeout = 1000ms});
+    corolock::redis::request r({.cancel_if_not_connected = true, .timeout = 1000ms});
     r.push("CLIENT", "INFO");
     auto [ec, replies] = co_await c.exec(std::move(r), tuple_awaitable);
     if (!ec && !replies.empty() && replies[0].is_string()) {
@@ -625,7 +625,7 @@ public:
   /// value on Redis, else the pid (it reads the others' holders from torture:inside).
   virtual std::string holder_id() { return std::to_string(getpid()); }
   /// The Redis client, for its subscriptions check and synchronous close; nullptr on the others.
-  virtual corolock::client* redis() { return nullptr; }
+  virtual corolock::redis::client* redis() { return nullptr; }
   /// The options of the lock handles: the lease is Redis's; the others' is their session.
   virtual corolock::lock_options options(const settings&) { return {}; }
   /// After `ec`, a new client if the old one ended for good (see lock_under_test::renewer).
@@ -638,7 +638,7 @@ public:
   corolock::lock_source& source() override { return client_; }
   asio::awaitable<void> connect() override { co_await client_.connect(); }
   std::string holder_id() override { return client_.id(); }
-  corolock::client* redis() override { return &client_; }
+  corolock::redis::client* redis() override { return &client_; }
   corolock::lock_options options(const settings& s) override {
     corolock::lock_options opts;
     opts.lease = s.lease;
@@ -648,7 +648,7 @@ public:
   }
 
 private:
-  corolock::client client_;
+  corolock::redis::client client_;
 };
 
 #ifdef COROLOCK_TORTURE_ZOOKEEPER
@@ -727,7 +727,7 @@ std::unique_ptr<lock_store> make_store(asio::any_io_executor ex, const settings&
   throw std::invalid_argument("no lock store of this build serves " + s.lock_url);
 }
 
-asio::awaitable<void> run(lock_store& store, corolock::client& resource, const settings& s,
+asio::awaitable<void> run(lock_store& store, corolock::redis::client& resource, const settings& s,
                           stats& st, bool& all_done) {
   co_await store.connect();
   co_await resource.connect();
@@ -807,10 +807,10 @@ int main(int argc, char** argv) {
   // request_timeout (5 s) and be counted a resource failure although its reply was in the socket
   // (CI: torture.postgres.shared_mutex, a stopped writer's fenced write landed, 675 in Redis, 674
   // accepted). Its timeout is past any stop.
-  auto resource_config = corolock::client_config::from_url(s.resource_url);
+  auto resource_config = corolock::redis::client_config::from_url(s.resource_url);
   resource_config.request_timeout = std::max<std::chrono::milliseconds>(resource_config.request_timeout,
                                                                          s.lease * 3 + std::chrono::seconds(5));
-  corolock::client resource(io.get_executor(), std::move(resource_config));
+  corolock::redis::client resource(io.get_executor(), std::move(resource_config));
   bool all_done = false, failed = false;
   asio::co_spawn(io, run(*store, resource, s, st, all_done), [&](std::exception_ptr e) {
     if (e) {

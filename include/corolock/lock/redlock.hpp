@@ -58,7 +58,9 @@
 
 namespace corolock {
 
+namespace redis {
 class client;
+}
 
 namespace composites {
 class quorum_source;
@@ -95,7 +97,7 @@ namespace detail {
 /// A redlock's quorum, built before the mutex made from it (base-from-member) and destroyed after.
 class redlock_quorum {
 protected:
-  redlock_quorum(std::vector<std::reference_wrapper<client>> masters, const std::string& name,
+  redlock_quorum(std::vector<std::reference_wrapper<redis::client>> masters, const std::string& name,
                  redlock_options options);
   ~redlock_quorum();
   redlock_quorum(redlock_quorum&&) noexcept;
@@ -114,7 +116,7 @@ public:
   /// no master, a client given twice, clients on different executors, a bad name or bad options.
   /// Use an odd number of masters, 3 or more: with N masters the lock survives the loss of
   /// (N-1)/2 of them; one master is a plain mutex.
-  redlock(std::vector<std::reference_wrapper<client>> masters, std::string name,
+  redlock(std::vector<std::reference_wrapper<redis::client>> masters, std::string name,
           redlock_options options = {});
   /// Closes the quorum: what a guard of it still holds is given back on every master.
   ~redlock();

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace corolock {
+namespace corolock::redis {
 
 /// One address the client dials elsewhere (client_config::address_map): a connection to
 /// `host`:`port` goes to `to_host`:`to_port`. Meant for servers that name addresses the client
@@ -23,4 +23,9 @@ struct address_mapping {
   friend bool operator==(const address_mapping&, const address_mapping&) = default;
 };
 
+} // namespace corolock::redis
+
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::address_mapping;
 } // namespace corolock

@@ -26,7 +26,7 @@
 #include <string>
 #include <utility>
 
-namespace corolock {
+namespace corolock::redis {
 
 namespace detail {
 class client_impl;
@@ -76,7 +76,7 @@ public:
   auto connect(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
         [this](auto handler) {
-          auto* diag = detail::diagnostics_for(handler);
+          auto* diag = corolock::detail::diagnostics_for(handler);
           async_connect_impl(diag, std::move(handler));
         },
         token);
@@ -93,8 +93,8 @@ public:
   auto exec(request req, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
         [this](auto handler, request r) {
-          auto* diag = detail::diagnostics_for(handler);
-          const bool on_executor = detail::runs_on(handler, get_executor());
+          auto* diag = corolock::detail::diagnostics_for(handler);
+          const bool on_executor = corolock::detail::runs_on(handler, get_executor());
           async_exec_impl(std::move(r), diag, on_executor, std::move(handler));
         },
         token, std::move(req));
@@ -136,7 +136,7 @@ public:
   /// void handler(error_code ec); // always without error
   /// @endcode
   template <typename CompletionToken = default_token>
-    requires detail::not_a_duration<CompletionToken>
+    requires corolock::detail::not_a_duration<CompletionToken>
   auto async_close(CompletionToken&& token = {}) {
     return async_close(config().request_timeout, std::forward<CompletionToken>(token));
   }
@@ -199,19 +199,19 @@ public:
 private:
   friend struct detail::client_access;
   void lock_core_needed() override;
-  void async_connect_impl(diagnostics* diag, detail::handler<void(error_code)> h);
+  void async_connect_impl(diagnostics* diag, corolock::detail::handler<void(error_code)> h);
   // By reference: a request and a handler cross three layers to the connection's queue without
   // a move and a destruction at each (measured: scripts/bench_instructions.sh).
   void async_exec_impl(request&& req, diagnostics* diag, bool on_executor,
-                       detail::handler<void(error_code, response)>&& h);
-  void async_close_impl(std::chrono::milliseconds bound, detail::handler<void(error_code)> h);
+                       corolock::detail::handler<void(error_code, response)>&& h);
+  void async_close_impl(std::chrono::milliseconds bound, corolock::detail::handler<void(error_code)> h);
 
   std::shared_ptr<detail::client_impl> impl_;
 };
 
-namespace redis {
-/// The Redis client by the name of its store, beside zookeeper::client and the others.
-using client = corolock::client;
-} // namespace redis
+} // namespace corolock::redis
 
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::client;
 } // namespace corolock

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock {
+namespace corolock::redis {
 
 /// One node to ask for the cluster's slot map when the client connects (any node will do; more
 /// than one lets connect() succeed while some are down).
@@ -37,4 +37,10 @@ struct cluster_config {
   bool enabled() const noexcept { return !seeds.empty(); }
 };
 
+} // namespace corolock::redis
+
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::cluster_seed;
+using redis::cluster_config;
 } // namespace corolock

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace corolock {
+namespace corolock::redis {
 
 /// Where a client (or connection) connects and how it behaves: address, credentials, protocol,
 /// timeouts, reconnection, TLS, Sentinel and Cluster.
@@ -107,4 +107,9 @@ struct client_config {
   boost::system::error_code validate() const;
 };
 
+} // namespace corolock::redis
+
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::client_config;
 } // namespace corolock

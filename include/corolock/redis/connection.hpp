@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock {
+namespace corolock::redis {
 
 /// The replies of one request, one per expected reply, in order.
 using response = std::vector<resp::value>;
@@ -100,7 +100,7 @@ public:
   auto exec(request req, CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, response)>(
         [this](auto handler, request r) {
-          const bool on_executor = detail::runs_on(handler, get_executor());
+          const bool on_executor = corolock::detail::runs_on(handler, get_executor());
           async_exec_impl(std::move(r), on_executor, std::move(handler));
         },
         token, std::move(req));
@@ -118,11 +118,18 @@ public:
   const connection_stats& stats() const noexcept;
 
 private:
-  void async_connect_impl(detail::handler<void(error_code)> h);
+  void async_connect_impl(corolock::detail::handler<void(error_code)> h);
   void async_exec_impl(request req, bool on_executor,
-                       detail::handler<void(error_code, response)> h);
+                       corolock::detail::handler<void(error_code, response)> h);
 
   std::shared_ptr<detail::connection_impl> impl_;
 };
 
+} // namespace corolock::redis
+
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::response;
+using redis::connection_stats;
+using redis::connection;
 } // namespace corolock

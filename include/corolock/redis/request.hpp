@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace corolock {
+namespace corolock::redis {
 
 class script;
 namespace detail {
@@ -132,4 +132,9 @@ private:
   options opts_;
 };
 
+} // namespace corolock::redis
+
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::request;
 } // namespace corolock

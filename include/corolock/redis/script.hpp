@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace corolock {
+namespace corolock::redis {
 
 /// A Lua script and its SHA1, computed once.
 class script {
@@ -25,4 +25,10 @@ private:
 /// Lower-case hex SHA1 of arbitrary bytes.
 std::string sha1_hex(std::string_view data);
 
+} // namespace corolock::redis
+
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::script;
+using redis::sha1_hex;
 } // namespace corolock

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock {
+namespace corolock::redis {
 
 /// One Sentinel's address.
 struct sentinel_address {
@@ -42,4 +42,10 @@ struct sentinel_config {
   bool enabled() const noexcept { return !addresses.empty(); }
 };
 
+} // namespace corolock::redis
+
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::sentinel_address;
+using redis::sentinel_config;
 } // namespace corolock

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-namespace corolock {
+namespace corolock::redis {
 
 /// What subscription::receive() completes with: one message, or a reconnect notice.
 struct message {
@@ -54,7 +54,7 @@ public:
   auto receive(CompletionToken&& token = {}) {
     return asio::async_initiate<CompletionToken, void(error_code, message)>(
         [this](auto handler) {
-          auto* diag = detail::diagnostics_for(handler);
+          auto* diag = corolock::detail::diagnostics_for(handler);
           async_receive_impl(diag, std::move(handler));
         },
         token);
@@ -68,8 +68,14 @@ public:
   void unsubscribe();
 
 private:
-  void async_receive_impl(diagnostics* diag, detail::handler<void(error_code, message)> h);
+  void async_receive_impl(diagnostics* diag, corolock::detail::handler<void(error_code, message)> h);
   std::shared_ptr<detail::subscription_state> state_;
 };
 
+} // namespace corolock::redis
+
+namespace corolock {
+// The names of before the Redis client moved under corolock::redis, kept for code written then.
+using redis::message;
+using redis::subscription;
 } // namespace corolock

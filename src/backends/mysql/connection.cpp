@@ -11,7 +11,7 @@ namespace {
 
 using detail::fd_waiter;
 
-class session final : public detail::sql_session {
+class session final : public sql::detail::sql_session {
 public:
   session(asio::any_io_executor ex, config cfg)
       : sql_session(ex, cfg.host, cfg.port, cfg.session), cfg_(std::move(cfg)) {
@@ -67,7 +67,7 @@ private:
         });
   }
 
-  std::shared_ptr<detail::sql_connection> side_connection() override {
+  std::shared_ptr<sql::detail::sql_connection> side_connection() override {
     return std::make_shared<connection>(executor(), cfg_);
   }
 
@@ -87,7 +87,7 @@ private:
   }
 
   void stored() {
-    detail::sql_result r;
+    sql::detail::sql_result r;
     if (result_ == nullptr) {
       if (mysql_field_count(my_) != 0)
         return library_failed(phase::running);

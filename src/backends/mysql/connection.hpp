@@ -28,7 +28,7 @@
 
 namespace corolock::mysql {
 
-class connection : public detail::sql_connection {
+class connection : public sql::detail::sql_connection {
 public:
   connection(asio::any_io_executor ex, config cfg);
 

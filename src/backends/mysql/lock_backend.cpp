@@ -20,7 +20,7 @@ constexpr int legacy_counter_bits = 43;
 
 // An object of the fence table `table` (`suffix`: "", "_epoch", …), quoted.
 std::string object(const std::string& table, std::string_view suffix = {}) {
-  return detail::fence_identifier(table, suffix, '`');
+  return sql::detail::fence_identifier(table, suffix, '`');
 }
 
 // The database of a fence table named `database.table`, created if missing (none for `table`): the
@@ -56,13 +56,13 @@ core::backend_traits mysql_traits() {
 }
 
 // The statements of this database (what they do: lock_backend.hpp).
-detail::sql_dialect dialect(config cfg) {
-  using answer = detail::sql_dialect::answer;
-  detail::sql_dialect d;
+sql::detail::sql_dialect dialect(config cfg) {
+  using answer = sql::detail::sql_dialect::answer;
+  sql::detail::sql_dialect d;
   d.traits = mysql_traits();
   d.default_fence_table = "corolock.fence";
   d.new_connection = [cfg = std::move(cfg)](const asio::any_io_executor& ex) {
-    return std::shared_ptr<detail::sql_connection>(std::make_shared<connection>(ex, cfg));
+    return std::shared_ptr<sql::detail::sql_connection>(std::make_shared<connection>(ex, cfg));
   };
   d.key_literal = [](const std::array<unsigned char, 32>& digest) -> std::string {
     static constexpr char digits[] = "0123456789abcdef";
@@ -91,7 +91,7 @@ detail::sql_dialect dialect(config cfg) {
   d.unlock_statement = [](const std::string& key, bool) -> std::string {
     return "SELECT RELEASE_LOCK(" + key + ")";
   };
-  d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "1"; };
+  d.unlock_answer = [](const sql::detail::sql_result& r) { return r.words.empty() && r.value() == "1"; };
   d.unlock_all_statement = "SELECT RELEASE_ALL_LOCKS()";
   // One statement: GET_LOCK, then only when it said 1, the token: the counter's next value (a write
   // only when the sequence refills its cache). Answers one row: the token, 0 (not granted) or NULL
@@ -111,7 +111,7 @@ detail::sql_dialect dialect(config cfg) {
            " = 1 ON DUPLICATE KEY UPDATE token = IF(name = VALUES(name), LAST_INSERT_ID(VALUES(token)), "
            "token + LAST_INSERT_ID(0))";
   };
-  d.lock_answer = [](const detail::sql_result& r, std::uint64_t& token, std::chrono::microseconds&) -> answer {
+  d.lock_answer = [](const sql::detail::sql_result& r, std::uint64_t& token, std::chrono::microseconds&) -> answer {
     if (!r.words.empty())
       return answer::failed;
     if (r.columns.empty()) { // the check's INSERT
@@ -141,15 +141,15 @@ detail::sql_dialect dialect(config cfg) {
                                  " CACHE 1000 ENGINE=InnoDB"));
     return out;
   };
-  d.missing_table = [](const detail::sql_words& w) -> bool {
+  d.missing_table = [](const sql::detail::sql_words& w) -> bool {
     return w.code == er_no_such_table || w.code == er_bad_db || w.code == er_unknown_sequences;
   };
-  d.wait_cut = [](const detail::sql_words& w) {
+  d.wait_cut = [](const sql::detail::sql_words& w) {
     return w.code == er_query_interrupted || w.code == er_statement_timeout;
   };
   // Two first uses of names inserting their fence rows at once (InnoDB's gap locks): one is
   // chosen to fail and rolled back.
-  d.lost_race = [](const detail::sql_words& w) -> bool { return w.code == er_lock_deadlock; };
+  d.lost_race = [](const sql::detail::sql_words& w) -> bool { return w.code == er_lock_deadlock; };
   // Marks (backends/sql/marks.hpp): one row per mark; an add that finds its row adds nothing.
   d.marks.table = [](const std::string& table) { return object(table, "_marks"); };
   d.marks.create_table = [](const std::string& table) -> std::vector<std::string> {

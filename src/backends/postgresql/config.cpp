@@ -28,11 +28,11 @@ bool own_key(config& cfg, const std::string& key, const std::string& value) {
 } // namespace
 
 config config::from_url(std::string_view url, boost::system::error_code& ec) {
-  return detail::config_from_url<config>(url, {"postgresql", "postgres"}, &ec, nullptr, own_key);
+  return sql::detail::config_from_url<config>(url, {"postgresql", "postgres"}, &ec, nullptr, own_key);
 }
 
 config config::from_url(std::string_view url) {
-  return detail::config_from_url<config>(url, {"postgresql", "postgres"}, nullptr,
+  return sql::detail::config_from_url<config>(url, {"postgresql", "postgres"}, nullptr,
                                          "postgresql::config::from_url: bad URL", own_key);
 }
 

@@ -23,7 +23,7 @@ std::string trimmed(const char* text) {
   return s;
 }
 
-class session final : public detail::sql_session {
+class session final : public sql::detail::sql_session {
 public:
   session(asio::any_io_executor ex, config cfg)
       : sql_session(ex, cfg.host, cfg.port, cfg.session), cfg_(std::move(cfg)) {}
@@ -185,13 +185,13 @@ private:
       const bool alive = PQstatus(pg_) == CONNECTION_OK;
       const char* sqlstate = PQresultErrorField(error_.get(), PG_DIAG_SQLSTATE);
       const char* primary = PQresultErrorField(error_.get(), PG_DIAG_MESSAGE_PRIMARY);
-      detail::sql_words words{0, sqlstate != nullptr ? sqlstate : "",
+      sql::detail::sql_words words{0, sqlstate != nullptr ? sqlstate : "",
                               trimmed(primary != nullptr ? primary : PQresultErrorMessage(error_.get()))};
       error_ = nullptr;
       last_ = nullptr;
       return failed(map_error(words.sqlstate, alive, phase::running), std::move(words), !alive);
     }
-    detail::sql_result r;
+    sql::detail::sql_result r;
     if (PGresult* res = last_.get()) {
       const int columns = PQnfields(res);
       for (int c = 0; c < columns; ++c)
@@ -242,7 +242,7 @@ private:
     return false;
   }
 
-  std::shared_ptr<detail::sql_connection> side_connection() override {
+  std::shared_ptr<sql::detail::sql_connection> side_connection() override {
     return std::make_shared<connection>(executor(), cfg_);
   }
 

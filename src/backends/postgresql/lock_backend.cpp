@@ -24,7 +24,7 @@ core::backend_traits postgresql_traits() {
 
 // An object of the fence table `table` (`suffix`: "", "_epoch", …), quoted.
 std::string object(const std::string& table, std::string_view suffix = {}) {
-  return detail::fence_identifier(table, suffix, '"');
+  return sql::detail::fence_identifier(table, suffix, '"');
 }
 
 // The fence's floor: the server's clock in microseconds, and above every token of the former
@@ -67,13 +67,13 @@ std::string lock_form_name(bool shared, bool wait, bool check) {
 }
 
 // The statements of this database (what they do: lock_backend.hpp).
-detail::sql_dialect dialect(config cfg) {
-  using answer = detail::sql_dialect::answer;
-  detail::sql_dialect d;
+sql::detail::sql_dialect dialect(config cfg) {
+  using answer = sql::detail::sql_dialect::answer;
+  sql::detail::sql_dialect d;
   d.traits = postgresql_traits();
   d.default_fence_table = "corolock_fence";
   d.new_connection = [cfg = std::move(cfg)](const asio::any_io_executor& ex) {
-    return std::shared_ptr<detail::sql_connection>(std::make_shared<connection>(ex, cfg));
+    return std::shared_ptr<sql::detail::sql_connection>(std::make_shared<connection>(ex, cfg));
   };
   d.key_literal = [](const std::array<unsigned char, 32>& digest) -> std::string {
     std::uint64_t v = 0;
@@ -106,16 +106,16 @@ detail::sql_dialect dialect(config cfg) {
   };
   // The hot path's statements are prepared (once per session): the key is their parameter $1.
   // Each form made once (name and text shared by the statements of every lock).
-  auto unlock_forms = std::make_shared<const std::array<std::shared_ptr<const detail::sql_statement>, 2>>(
-      std::array<std::shared_ptr<const detail::sql_statement>, 2>{
-          std::make_shared<const detail::sql_statement>("corolock_unl_x", "SELECT pg_advisory_unlock($1::bigint)",
+  auto unlock_forms = std::make_shared<const std::array<std::shared_ptr<const sql::detail::sql_statement>, 2>>(
+      std::array<std::shared_ptr<const sql::detail::sql_statement>, 2>{
+          std::make_shared<const sql::detail::sql_statement>("corolock_unl_x", "SELECT pg_advisory_unlock($1::bigint)",
                                                         std::vector<std::string>{}),
-          std::make_shared<const detail::sql_statement>(
+          std::make_shared<const sql::detail::sql_statement>(
               "corolock_unl_s", "SELECT pg_advisory_unlock_shared($1::bigint)", std::vector<std::string>{})});
-  d.unlock_statement = [unlock_forms](const std::string& key, bool shared) -> detail::sql_statement {
+  d.unlock_statement = [unlock_forms](const std::string& key, bool shared) -> sql::detail::sql_statement {
     return {(*unlock_forms)[shared ? 1 : 0], {key}};
   };
-  d.unlock_answer = [](const detail::sql_result& r) { return r.words.empty() && r.value() == "t"; };
+  d.unlock_answer = [](const sql::detail::sql_result& r) { return r.words.empty() && r.value() == "t"; };
   d.unlock_all_statement = "SELECT pg_advisory_unlock_all()";
   // One statement: the lock (a CTE, materialized, so it runs first and once), then, from its row
   // only when granted, the token: the next value of the unlogged counter (above the fence's floor:
@@ -131,14 +131,14 @@ detail::sql_dialect dialect(config cfg) {
   // allocation). A lock's statements are made once more per handle (its ticket), not per bid.
   struct form {
     std::string table;
-    std::shared_ptr<const detail::sql_statement> named;
+    std::shared_ptr<const sql::detail::sql_statement> named;
   };
   auto forms = std::make_shared<std::array<form, 8>>();
   d.lock_statement = [forms](const std::string& table, const std::string& key, const std::string& hashed_hex,
-                             bool shared, bool wait, bool check) -> detail::sql_statement {
+                             bool shared, bool wait, bool check) -> sql::detail::sql_statement {
     auto& f = (*forms)[(shared ? 4 : 0) + (wait ? 2 : 0) + (check ? 1 : 0)];
     if (!f.named || f.table != table)
-      f = {table, std::make_shared<const detail::sql_statement>(lock_form_name(shared, wait, check),
+      f = {table, std::make_shared<const sql::detail::sql_statement>(lock_form_name(shared, wait, check),
                                                                  lock_form_text(table, shared, wait, check),
                                                                  std::vector<std::string>{})};
     std::vector<std::string> values;
@@ -148,7 +148,7 @@ detail::sql_dialect dialect(config cfg) {
       values.push_back("\\x" + hashed_hex);
     return {f.named, std::move(values)};
   };
-  d.lock_answer = [](const detail::sql_result& r, std::uint64_t& token,
+  d.lock_answer = [](const sql::detail::sql_result& r, std::uint64_t& token,
                      std::chrono::microseconds& waited) -> answer {
     if (!r.words.empty() || r.rows.size() != 1)
       return answer::failed;
@@ -187,12 +187,12 @@ detail::sql_dialect dialect(config cfg) {
             "CREATE UNLOGGED SEQUENCE IF NOT EXISTS " + counter + set_to_floor,
             "CREATE SEQUENCE IF NOT EXISTS " + counter + set_to_floor};
   };
-  d.missing_table = [](const detail::sql_words& w) -> bool { return w.sqlstate == "42P01"; };
+  d.missing_table = [](const sql::detail::sql_words& w) -> bool { return w.sqlstate == "42P01"; };
   // query_canceled (statement_timeout, pg_cancel_backend), lock_not_available (lock_timeout).
-  d.wait_cut = [](const detail::sql_words& w) { return w.sqlstate == "57014" || w.sqlstate == "55P03"; };
+  d.wait_cut = [](const sql::detail::sql_words& w) { return w.sqlstate == "57014" || w.sqlstate == "55P03"; };
   // A deadlock or serialization failure between first uses; a CREATE … IF NOT EXISTS racing
   // another session's (unique_violation in the catalog, duplicate_table, duplicate_object).
-  d.lost_race = [](const detail::sql_words& w) -> bool {
+  d.lost_race = [](const sql::detail::sql_words& w) -> bool {
     return w.sqlstate == "40P01" || w.sqlstate == "40001" || w.sqlstate == "23505" || w.sqlstate == "42P07" ||
            w.sqlstate == "42710";
   };

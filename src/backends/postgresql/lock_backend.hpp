@@ -24,7 +24,7 @@
 
 namespace corolock::postgresql {
 
-class lock_backend final : public detail::sql_lock_backend {
+class lock_backend final : public sql::detail::sql_lock_backend {
 public:
   lock_backend(asio::any_io_executor ex, config cfg, sql::lock_pool_options options);
 };

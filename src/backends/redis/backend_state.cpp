@@ -15,8 +15,8 @@ namespace {
 
 /// A give-up that no master has run: Redis did not answer it in time, or a demoted master (found
 /// through Sentinel, which drops the connection and asks for the new one) refused it.
-bool unsettled_reply(const lock_link& c, error_code ec, const corolock::response& r) {
-  if (corolock::detail::unreachable(ec))
+bool unsettled_reply(const lock_link& c, error_code ec, const corolock::redis::response& r) {
+  if (corolock::redis::detail::unreachable(ec))
     return true;
   return !ec && c.config().sentinel.enabled() && !r.empty() && r[0].is_error() &&
          r[0].error_code() == "READONLY";
@@ -71,7 +71,7 @@ lock_names names_for(const core::lock_spec& lock) {
 } // namespace
 
 redis_lock::redis_lock(const core::lock_spec& lock)
-    : names(names_for(lock)), slot(corolock::detail::key_slot(names.key)) {}
+    : names(names_for(lock)), slot(corolock::redis::detail::key_slot(names.key)) {}
 
 std::shared_ptr<const lock_names> backend_state::names_of(
     const std::shared_ptr<const core::lock_spec>& lock) {
@@ -115,10 +115,10 @@ void backend_state::release_once(const std::shared_ptr<const lock_names>& names,
     return; // close() releases everything still unsettled
   }
   track(names, redis_owner);
-  corolock::request req;
-  corolock::detail::push_release(req, *names, redis_owner, retry, nullptr, {}, c->publish_verb());
+  corolock::redis::request req;
+  corolock::redis::detail::push_release(req, *names, redis_owner, retry, nullptr, {}, c->publish_verb());
   c->exec(std::move(req), [weak = weak_from_this(), redis_owner, ex = ex,
-                                  h = std::move(h)](error_code ec, corolock::response r) mutable {
+                                  h = std::move(h)](error_code ec, corolock::redis::response r) mutable {
     auto self = weak.lock();
     auto c = self ? self->client() : nullptr;
     error_code out;

@@ -26,8 +26,6 @@
 
 namespace corolock::redis::detail {
 
-using corolock::detail::lock_link;
-using corolock::detail::lock_names;
 using core::steady;
 
 class bid_run;
@@ -140,7 +138,7 @@ struct backend_state : std::enable_shared_from_this<backend_state> {
   std::unordered_map<std::string, std::shared_ptr<grant_channel>> channels;
   asio::steady_timer sweep_timer;
   bool sweep_scheduled = false;
-  std::shared_ptr<corolock::detail::replica_acks> acks; ///< made on first use
+  std::shared_ptr<corolock::redis::detail::replica_acks> acks; ///< made on first use
 
 private:
   void sweep();

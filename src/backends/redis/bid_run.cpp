@@ -11,19 +11,15 @@
 
 namespace corolock::redis::detail {
 
-using corolock::detail::attempt_mode;
-using corolock::detail::attempt_outcome;
-using corolock::detail::check_outcome;
-using corolock::detail::contender_action;
-using corolock::request;
-using corolock::response;
+using corolock::redis::request;
+using corolock::redis::response;
 
 namespace {
 
-corolock::detail::contender_machine::config config_of(const backend_state& s, const core::bid& b,
+corolock::redis::detail::contender_machine::config config_of(const backend_state& s, const core::bid& b,
                                                       std::chrono::milliseconds waiter_ttl,
                                                       bool subscribed) {
-  corolock::detail::contender_machine::config cfg;
+  corolock::redis::detail::contender_machine::config cfg;
   cfg.wait = b.wait;
   cfg.subscribed = subscribed;
   if (auto c = s.client())
@@ -133,7 +129,7 @@ void bid_run::may_queue() {
   // Only a bid queued in Redis can be handed a release of this client's (offer_handoff), and it
   // queues only once it listens on the lock's channel: a bid that finds the lock free is not
   // registered (two allocations and a hash each time, for nothing).
-  if (names_->kind == corolock::detail::lock_kind::mutex) {
+  if (names_->kind == corolock::redis::detail::lock_kind::mutex) {
     s_->open[names_->key] = shared_from_this();
     offered_ = true;
   }
@@ -249,7 +245,7 @@ void bid_run::attempt(attempt_mode mode) {
   // A one-look bid does not wait for a connection the client knows is down (request_timeout).
   req.opts().cancel_if_not_connected = !bid_.wait;
   const auto lease = bid_.lock->options.lease;
-  corolock::detail::push_attempt(req, *names_, owner_, lease, mode, waiter_ttl_, bid_.permits,
+  corolock::redis::detail::push_attempt(req, *names_, owner_, lease, mode, waiter_ttl_, bid_.permits,
                                  c->publish_verb());
   const auto sent_at = steady::now();
   auto done = [w = weak_from_this(), sent_at, lease](error_code ec, response r) {
@@ -271,7 +267,7 @@ void bid_run::attempt(attempt_mode mode) {
         self->reached_ = true;
     } else {
       self->reached_ = true;
-      corolock::detail::read_attempt_reply(r.at(0), lease, out);
+      corolock::redis::detail::read_attempt_reply(r.at(0), lease, out);
       if (out.ec == error::redis_error)
         c->note_server_error(out.text);
       else if (out.ec == error::invalid_argument)
@@ -296,7 +292,7 @@ void bid_run::claim(std::uint64_t token) {
   }
   s_->track(names_, owner_); // a closing client releases it
   request req;
-  corolock::detail::push_renew(req, *names_, owner_, token, bid_.lock->options.lease);
+  corolock::redis::detail::push_renew(req, *names_, owner_, token, bid_.lock->options.lease);
   const auto sent_at = steady::now();
   c->exec(std::move(req), [w = weak_from_this(), sent_at](error_code ec, response r) {
     auto self = w.lock();
@@ -308,8 +304,7 @@ void bid_run::claim(std::uint64_t token) {
     if (ec) {
       out.ec = ec;
     } else {
-      using corolock::detail::renew_reply;
-      switch (corolock::detail::read_renew_reply(r.at(0))) {
+      switch (corolock::redis::detail::read_renew_reply(r.at(0))) {
       case renew_reply::held: out.held = true; break;
       case renew_reply::gone: break;
       case renew_reply::refused:
@@ -331,13 +326,13 @@ void bid_run::confirm(std::uint64_t token) {
     return;
   }
   if (!s_->acks)
-    s_->acks = std::make_shared<corolock::detail::replica_acks>(c);
+    s_->acks = std::make_shared<corolock::redis::detail::replica_acks>(c);
   s_->track(names_, owner_); // a closing client releases it
   const auto& o = bid_.lock->options;
   const auto& t = tuning_of(*bid_.lock);
   s_->acks->confirm(names_, owner_, token, o.watchdog ? o.lease : std::chrono::milliseconds(0),
                     t.min_replicas, t.replica_timeout,
-                    [w = weak_from_this()](const corolock::detail::replica_ack& r) {
+                    [w = weak_from_this()](const corolock::redis::detail::replica_ack& r) {
                       auto self = w.lock();
                       if (!self)
                         return;

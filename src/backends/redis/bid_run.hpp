@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 struct pending;
 }
 
@@ -56,10 +56,10 @@ public:
 
 private:
   void run();
-  void attempt(corolock::detail::attempt_mode mode);
+  void attempt(corolock::redis::detail::attempt_mode mode);
   void claim(std::uint64_t token);
   void confirm(std::uint64_t token);
-  void deliver(corolock::detail::contender_action a);
+  void deliver(corolock::redis::detail::contender_action a);
   void arm(steady::time_point at);
   void forget();
   /// A waiting bid of a mutex: the one a release of this client may hand the lock to.
@@ -75,9 +75,9 @@ private:
   std::chrono::milliseconds waiter_ttl_;
   core::contender_events* events_;
   std::shared_ptr<grant_channel> channel_; // the lock's, once this bid waits (or kept)
-  corolock::detail::contender_machine machine_;
+  corolock::redis::detail::contender_machine machine_;
   std::unique_ptr<core::timer> timer_; // made on first use: most bids never need one
-  std::weak_ptr<corolock::detail::pending> attempt_; // a waiting bid's attempt, until answered
+  std::weak_ptr<corolock::redis::detail::pending> attempt_; // a waiting bid's attempt, until answered
   bool in_flight_ = false;  // an attempt was issued and its completion has not run
   bool reached_ = false;    // a request of the owner was written (or may have been)
   bool taken_back_ = false; // an attempt was taken back unwritten: its completion is aborted

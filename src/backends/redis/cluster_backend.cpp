@@ -25,13 +25,7 @@
 
 namespace corolock::redis::detail {
 
-using corolock::detail::client_impl;
-using corolock::detail::lock_link;
-using corolock::detail::cluster_error_kind;
-using corolock::detail::cluster_nodes;
 using corolock::detail::complete_later;
-using corolock::detail::node_address;
-using corolock::detail::shard;
 using std::chrono::milliseconds;
 
 namespace {
@@ -54,12 +48,12 @@ struct granted_by final : core::lease_ticket {
 
 /// A node client's lock backend, hung on it as its extension: the node's reconnects and close
 /// reach it as they reach a standalone client's.
-class node_locks final : public corolock::detail::client_extension {
+class node_locks final : public corolock::redis::detail::client_extension {
 public:
   node_locks(const std::shared_ptr<lock_link>& c, std::string owner_id, std::uint64_t t)
       : backend(c, std::move(owner_id)), tag(t), ticket(std::make_shared<granted_by>(c, t)) {}
   void on_reconnect() override { backend.on_reconnect(); }
-  void on_close(corolock::request& last) override { backend.close_into(last); }
+  void on_close(corolock::redis::request& last) override { backend.close_into(last); }
 
   lock_backend backend;
   const std::uint64_t tag;
@@ -239,7 +233,7 @@ public:
       return;
     reroute why = reroute::no;
     if (ec == error::redis_error) {
-      switch (corolock::detail::classify_cluster_error(words)) {
+      switch (corolock::redis::detail::classify_cluster_error(words)) {
       case cluster_error_kind::moved: why = reroute::refresh_map; break;
       case cluster_error_kind::down: why = reroute::refresh_later; break;
       case cluster_error_kind::ask:
@@ -349,7 +343,7 @@ private:
     // Posted: a failure found inline (a client closed before the bid) must not reach the core
     // from its own call; a withdrawal meanwhile silences it. No master answered in the window:
     // unsure (contract 6), the core bids again or gives the owner back.
-    const bool unanswered = !final && corolock::detail::unreachable(ec);
+    const bool unanswered = !final && corolock::redis::detail::unreachable(ec);
     asio::post(s_->ex, [self = shared_from_this(), ec, unanswered, words = std::move(words)]() mutable {
       if (auto* e = std::exchange(self->events_, nullptr)) {
         if (unanswered)
@@ -374,7 +368,7 @@ private:
   std::string owner_;
   core::contender_events* events_;
   const std::uint16_t slot_;
-  corolock::detail::retry_window window_;
+  corolock::redis::detail::retry_window window_;
   asio::steady_timer pause_;
   std::shared_ptr<lock_link> node_;
   std::unique_ptr<core::contender> on_node_;
@@ -436,7 +430,7 @@ struct routed_op : std::enable_shared_from_this<routed_op<Result...>> {
 
   void done(error_code ec, Result... r, std::string words) {
     if (ec == error::redis_error &&
-        corolock::detail::classify_cluster_error(words) == cluster_error_kind::moved &&
+        corolock::redis::detail::classify_cluster_error(words) == cluster_error_kind::moved &&
         ++hops < max_hops && !s->stopped())
       if (auto nodes = s->nodes()) {
         nodes->note_moved(words, node->config().host);

@@ -31,7 +31,7 @@
 
 #include <memory>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 class client_impl;
 }
 
@@ -41,7 +41,7 @@ struct cluster_state;
 
 class cluster_backend final : public core::backend {
 public:
-  explicit cluster_backend(const std::shared_ptr<corolock::detail::client_impl>& top);
+  explicit cluster_backend(const std::shared_ptr<corolock::redis::detail::client_impl>& top);
   ~cluster_backend() override;
 
   /// The cluster client closes: nothing more is started; its nodes' own closes give back what

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 void contender_machine::start(steady::time_point) {
   step_ = step::looking;
@@ -311,4 +311,4 @@ void contender_machine::after_event() {
   }
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// What a claim (renew.lua) or a replica acknowledgement found.
 struct check_outcome {
@@ -160,4 +160,4 @@ private:
   std::vector<contender_action> actions_;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -14,13 +14,13 @@ engine_hook::engine_hook(std::shared_ptr<core::engine> engine) : engine_(std::mo
     cluster_ = &dynamic_cast<cluster_backend&>(engine_->store());
 }
 
-void engine_hook::attach(const std::shared_ptr<corolock::detail::client_impl>& c,
+void engine_hook::attach(const std::shared_ptr<corolock::redis::detail::client_impl>& c,
                          std::shared_ptr<core::engine> engine) {
   BOOST_ASSERT_MSG(!c->extension(), "a client's locks run on one lock core");
   c->set_extension(std::make_unique<engine_hook>(std::move(engine)));
 }
 
-engine_hook* engine_hook::find(const corolock::detail::client_impl& c) {
+engine_hook* engine_hook::find(const corolock::redis::detail::client_impl& c) {
   return dynamic_cast<engine_hook*>(c.extension());
 }
 
@@ -39,7 +39,7 @@ void engine_hook::on_reconnect() {
     backend_->on_reconnect(); // a cluster client's own connections stay idle: its nodes reconnect
 }
 
-void engine_hook::on_close(corolock::request& last) {
+void engine_hook::on_close(corolock::redis::request& last) {
   // The backend first: its releases go into `last`, and it is closed when the engine's close
   // reaches it (the contenders the engine withdraws then send nothing of their own). A cluster's
   // releases go out from each node's own close, which comes after this one.

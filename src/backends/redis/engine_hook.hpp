@@ -22,13 +22,13 @@ namespace corolock::redis::detail {
 class lock_backend;
 class cluster_backend;
 
-class engine_hook final : public corolock::detail::client_extension {
+class engine_hook final : public corolock::redis::detail::client_extension {
 public:
   /// Hangs the hook of `engine` (over a lock_backend or cluster_backend of `c`) on `c`.
-  static void attach(const std::shared_ptr<corolock::detail::client_impl>& c,
+  static void attach(const std::shared_ptr<corolock::redis::detail::client_impl>& c,
                      std::shared_ptr<core::engine> engine);
   /// The hook hung on `c`, or null before its first lock handle.
-  static engine_hook* find(const corolock::detail::client_impl& c);
+  static engine_hook* find(const corolock::redis::detail::client_impl& c);
 
   explicit engine_hook(std::shared_ptr<core::engine> engine);
   ~engine_hook() override;
@@ -40,7 +40,7 @@ public:
   std::size_t owners_remembered() const;
 
   void on_reconnect() override;
-  void on_close(corolock::request& last) override;
+  void on_close(corolock::redis::request& last) override;
 
 private:
   std::shared_ptr<core::engine> engine_;

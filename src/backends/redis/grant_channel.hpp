@@ -18,7 +18,7 @@
 
 namespace corolock::redis::detail {
 
-class grant_channel final : public corolock::detail::listener,
+class grant_channel final : public corolock::redis::detail::listener,
                             public std::enable_shared_from_this<grant_channel> {
 public:
   grant_channel(std::shared_ptr<backend_state> s, std::shared_ptr<const lock_names> names);

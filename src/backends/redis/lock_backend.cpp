@@ -23,8 +23,8 @@
 namespace corolock::redis::detail {
 
 using corolock::detail::complete_later;
-using corolock::request;
-using corolock::response;
+using corolock::redis::request;
+using corolock::redis::response;
 using std::chrono::milliseconds;
 
 namespace {
@@ -59,9 +59,9 @@ struct release_op : std::enable_shared_from_this<release_op> {
       return finish(error::closed, {}, true);
     s->track(names, owner);
     request req;
-    const corolock::detail::release_handoff offer{
+    const corolock::redis::detail::release_handoff offer{
         handoff ? handoff->redis_owner() : std::string(), pass, ride};
-    corolock::detail::push_release(req, *names, owner, tries > 0, handoff ? &offer : nullptr,
+    corolock::redis::detail::push_release(req, *names, owner, tries > 0, handoff ? &offer : nullptr,
                                    handoff ? handoff->lease() : milliseconds(0),
                                    c->publish_verb());
     const auto sent_at = steady::now();
@@ -83,7 +83,7 @@ struct release_op : std::enable_shared_from_this<release_op> {
     if (ec)
       return finish(transport_error(*c, ec), {}, true);
     const auto& v = r.at(0);
-    const auto got = corolock::detail::read_release_reply(
+    const auto got = corolock::redis::detail::read_release_reply(
         v, handoff ? handoff->lease() : milliseconds(0), pass);
     if (got.ec == error::redis_error) {
       c->note_server_error(v.data);
@@ -208,7 +208,7 @@ std::string redis_line_tag(const core::lock_spec& lock) {
 
 const core::backend_traits& redis_lock_traits() noexcept { return redis_traits; }
 
-lock_backend::lock_backend(const std::shared_ptr<corolock::detail::lock_link>& c,
+lock_backend::lock_backend(const std::shared_ptr<corolock::redis::detail::lock_link>& c,
                            std::string owner_id)
     : s_(std::make_shared<backend_state>(c, std::move(owner_id))) {}
 
@@ -351,12 +351,12 @@ void lock_backend::permits(const core::lock_spec& lock, std::optional<std::int64
   admin_request(
       s_,
       [names, count](request& req, const lock_link& c) {
-        corolock::detail::push_permits_admin(req, *names, count, c.publish_verb());
+        corolock::redis::detail::push_permits_admin(req, *names, count, c.publish_verb());
       },
       [s = s_, hp, count](error_code ec, const response& r, std::string words) {
         semaphore_status st;
         if (!ec) {
-          auto got = corolock::detail::read_permits_admin(r, count);
+          auto got = corolock::redis::detail::read_permits_admin(r, count);
           if (got.ec == error::redis_error)
             if (auto c = s->client())
               c->note_server_error(got.text);
@@ -372,7 +372,7 @@ void lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std
                          core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) {
   // The set "<lock key>:empty": the lock's key as lock_names encodes it (any name works and, on a
   // Cluster, the set is in the lock's slot). SADD, SMEMBERS and DEL are idempotent.
-  auto key = corolock::detail::lock_key(lock.options.prefix, lock.name) + ":empty";
+  auto key = corolock::redis::detail::lock_key(lock.options.prefix, lock.name) + ":empty";
   auto hp = share(std::move(h));
   admin_request(
       s_,
@@ -411,7 +411,7 @@ void lock_backend::renew(std::vector<core::renewal> leases,
   auto shortest = leases.front().lease.lock->options.lease;
   for (const auto& l : leases) {
     const auto& spec = *l.lease.lock;
-    corolock::detail::push_renew(req, backend_state::names(spec), l.lease.owner, l.lease.token,
+    corolock::redis::detail::push_renew(req, backend_state::names(spec), l.lease.owner, l.lease.token,
                                  l.check_only ? milliseconds(0) : spec.options.lease);
     shortest = std::min(shortest, spec.options.lease);
   }
@@ -422,10 +422,9 @@ void lock_backend::renew(std::vector<core::renewal> leases,
   const auto sent_at = steady::now();
   c->exec(std::move(req), [out = std::move(out), h = std::move(h), sent_at,
                                   ex = s_->ex](error_code ec, response replies) mutable {
-    using corolock::detail::renew_reply;
     using result = core::renew_outcome::result;
     for (std::size_t i = 0; i < out.size(); ++i) {
-      const auto got = !ec && i < replies.size() ? corolock::detail::read_renew_reply(replies[i])
+      const auto got = !ec && i < replies.size() ? corolock::redis::detail::read_renew_reply(replies[i])
                                                  : renew_reply::unexpected;
       out[i].sent_at = sent_at;
       out[i].what = got == renew_reply::held   ? result::renewed
@@ -445,7 +444,7 @@ bool lock_backend::shut(request& req) {
   std::set<std::string> seen;
   auto settle = [&](const std::shared_ptr<const lock_names>& names, const std::string& owner) {
     if (c && seen.insert(owner).second)
-      corolock::detail::push_release(req, *names, owner, false, nullptr, {},
+      corolock::redis::detail::push_release(req, *names, owner, false, nullptr, {},
                                      c->publish_verb());
   };
   for (auto& [owner, lock] : s_->held)

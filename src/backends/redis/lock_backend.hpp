@@ -31,10 +31,10 @@
 
 #include <memory>
 
-namespace corolock {
+namespace corolock::redis {
 class request;
 }
-namespace corolock::detail {
+namespace corolock::redis::detail {
 class lock_link;
 }
 
@@ -46,7 +46,7 @@ class lock_backend final : public core::backend, public core::release_notices {
 public:
   /// `owner_id`: what its owners start with (empty: the client's id; a cluster node's backend
   /// takes the cluster client's, cluster_backend.hpp).
-  explicit lock_backend(const std::shared_ptr<corolock::detail::lock_link>& c,
+  explicit lock_backend(const std::shared_ptr<corolock::redis::detail::lock_link>& c,
                         std::string owner_id = {});
   ~lock_backend() override;
 
@@ -54,7 +54,7 @@ public:
   void on_reconnect();
   /// The client closes (engine_hook): what close() would send goes into the client's `last`
   /// request instead, and the backend is closed (a later close() completes at once).
-  void close_into(corolock::request& last);
+  void close_into(corolock::redis::request& last);
 
   const core::backend_traits& traits() const noexcept override;
   asio::any_io_executor get_executor() const override;
@@ -109,7 +109,7 @@ public:
 
 private:
   /// Closes the backend and puts its releases into `req`; false if it was closed already.
-  bool shut(corolock::request& req);
+  bool shut(corolock::redis::request& req);
 
   std::shared_ptr<backend_state> s_;
 };

@@ -1,6 +1,6 @@
 #include "backends/redis/lock_names.hpp"
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 /// `text` with '{' written `escape` '(' and '}' written `escape` ')'.
@@ -42,4 +42,4 @@ lock_names::lock_names(std::string_view prefix, std::string_view lock_name,
   key += suffix;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// The text of a lock's hash tag: `name` with '{' written "{(" and '}' written "{)".
 std::string hash_tag_of(std::string_view name);
@@ -76,4 +76,4 @@ struct lock_names {
   }
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

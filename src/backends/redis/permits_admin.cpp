@@ -3,7 +3,7 @@
 #include "backends/redis/script_replies.hpp"
 #include "backends/redis/scripts.hpp"
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 void push_permits_admin(request& req, const lock_names& names, std::optional<std::int64_t> count,
                         const char* publish_verb) {
@@ -35,4 +35,4 @@ permits_admin_reply read_permits_admin(const response& replies,
   return out;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// Adds the scripts for `names` (a semaphore's) to `req`: set `count` if given, then read.
 void push_permits_admin(request& req, const lock_names& names, std::optional<std::int64_t> count,
@@ -27,4 +27,4 @@ struct permits_admin_reply {
 /// The replies of push_permits_admin's request; set_permits.lua's must repeat `count`.
 permits_admin_reply read_permits_admin(const response& replies, std::optional<std::int64_t> count);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

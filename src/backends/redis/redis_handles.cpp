@@ -9,7 +9,7 @@
 
 #include <corolock/redis/client.hpp>
 
-namespace corolock {
+namespace corolock::redis {
 
 void client::lock_core_needed() {
   // Known before connect: a handle may be made first.
@@ -21,4 +21,4 @@ void client::lock_core_needed() {
   redis::detail::engine_hook::attach(impl_, make_lock_core(std::move(b)));
 }
 
-} // namespace corolock
+} // namespace corolock::redis

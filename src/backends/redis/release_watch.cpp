@@ -16,10 +16,10 @@ namespace {
 
 /// The channel a lock's releases are announced on, beside its grant channel (":ch").
 std::string release_channel(const core::lock_spec& lock) {
-  return corolock::detail::lock_key(lock.options.prefix, lock.name) + ":redlock";
+  return corolock::redis::detail::lock_key(lock.options.prefix, lock.name) + ":redlock";
 }
 
-class release_listener final : public corolock::detail::listener,
+class release_listener final : public corolock::redis::detail::listener,
                                public std::enable_shared_from_this<release_listener> {
 public:
   release_listener(const std::shared_ptr<lock_link>& c, std::string channel,

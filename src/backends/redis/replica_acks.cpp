@@ -8,7 +8,7 @@
 
 #include <boost/asio/post.hpp>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 /// Locks acknowledged by one WAIT at most (a bound on one request's size).
@@ -176,4 +176,4 @@ void replica_acks::close() {
   conn_.reset();
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -25,7 +25,7 @@
 #include <memory>
 #include <string>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// How an acknowledgement ended.
 struct replica_ack {
@@ -82,4 +82,4 @@ private:
   std::deque<item> queue_;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -2,7 +2,7 @@
 
 #include <initializer_list>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 
@@ -174,4 +174,4 @@ next_id_reply read_next_id_reply(const resp::value& r, std::uint32_t n, std::uin
   return out;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

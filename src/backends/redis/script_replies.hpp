@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// The largest fencing token a script hands out (Lua's numbers are exact below 2^53).
 inline constexpr std::int64_t max_fencing_token = (std::int64_t{1} << 53) - 1;
@@ -76,4 +76,4 @@ struct next_id_reply {
 next_id_reply read_next_id_reply(const resp::value& r, std::uint32_t n, std::uint64_t max_sequence,
                                  std::int64_t epoch_seconds);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -5,7 +5,7 @@
 
 #include <corolock/error.hpp>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 bool unreachable(error_code ec) noexcept {
   return ec == error::timeout || ec == error::not_connected || ec == error::connection_lost;
@@ -89,4 +89,4 @@ void push_renew(request& req, const lock_names& names, const std::string& owner,
                               {piece{t + ' ', owner}, std::to_string(lease.count())});
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

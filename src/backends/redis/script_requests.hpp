@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 using steady = std::chrono::steady_clock;
 
@@ -61,4 +61,4 @@ void push_release(request& req, const lock_names& names, const std::string& owne
 void push_renew(request& req, const lock_names& names, const std::string& owner,
                 std::uint64_t token, std::chrono::milliseconds lease);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace lua {
 extern const std::string_view lock_common;
@@ -73,4 +73,4 @@ const script& permits_status_script() {
   return s;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -4,7 +4,7 @@
 
 #include <corolock/redis/script.hpp>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 const script& acquire_script();
 const script& release_script();
@@ -18,4 +18,4 @@ const script& renew_permits_script();
 const script& set_permits_script();
 const script& permits_status_script();
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -7,7 +7,7 @@
 
 #include <boost/asio/async_result.hpp>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 class sql_connection {
 public:
@@ -60,4 +60,4 @@ protected:
   std::shared_ptr<sql_session> session_;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <charconv>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 namespace {
 
 bool to_number(std::string_view text, long long lo, long long hi, long long& out) {
@@ -168,4 +168,4 @@ std::optional<bool> apply_session_key(std::string_view key, std::string_view val
   return true;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

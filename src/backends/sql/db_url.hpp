@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 struct db_url {
   std::string scheme;                 ///< lower-case, without "://"
@@ -85,4 +85,4 @@ Config config_from_url(std::string_view url, std::initializer_list<std::string_v
   return ok ? cfg : Config{};
 }
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

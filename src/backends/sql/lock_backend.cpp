@@ -12,7 +12,8 @@
 #include <set>
 #include <utility>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
+using corolock::detail::handler;
 
 using core::steady;
 
@@ -950,4 +951,4 @@ void sql_lock_backend::give_up() {
   }
 }
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -110,7 +110,8 @@
 #include <tuple>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
+using corolock::detail::handler;
 
 /// The fence table's name (lock_pool_options::fence_table) as the statements write it: each part
 /// (`table`, or `schema.table`) quoted with `quote` (PostgreSQL ", MariaDB/MySQL `), `suffix`
@@ -303,4 +304,4 @@ private:
   std::shared_ptr<int> life_ = std::make_shared<int>(0); // callbacks hold it weakly
 };
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -7,7 +7,7 @@
 
 #include <utility>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 sql_marks::sql_marks(asio::any_io_executor ex, connection_factory connect, sql_marks_dialect dialect,
                      const std::string& fence_table, std::chrono::milliseconds timeout)
@@ -171,4 +171,4 @@ void sql_marks::close() {
   fail_all(make_error_code(error::closed), "the client is closing");
 }
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 /// What a database says for its marks: the table's creation and the statements of one call.
 struct sql_marks_dialect {
@@ -99,4 +99,4 @@ private:
   std::deque<pending> calls_; // front: the one running
 };
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -31,7 +31,8 @@
 #include <optional>
 #include <utility>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
+using corolock::detail::handler;
 
 class sql_operation {
 public:
@@ -160,4 +161,4 @@ private:
   unsigned serial_ = 0;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

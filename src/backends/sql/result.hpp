@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 /// The words of a failure: the server's (code, SQLSTATE, message) for error::database_error and
 /// auth_failed, the client library's for a failed connect or a lost connection, corolock's own
@@ -42,4 +42,4 @@ struct sql_result {
   }
 };
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -19,7 +19,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 // The live sessions of one execution context. At its shutdown (before the reactor's and the
 // timers' services, registered earlier, are shut down) every session's stored handler is taken
@@ -296,4 +296,4 @@ void sql_session::give_up() {
     }
 }
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

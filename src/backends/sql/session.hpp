@@ -36,7 +36,8 @@
 #include <string>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
+using corolock::detail::fd_waiter;
 
 class sql_connection;
 class sql_session_registry;
@@ -156,4 +157,4 @@ private:
   sql_session_registry& registry_;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 using kind = sql_session_pool::action::kind;
 
@@ -268,4 +268,4 @@ bool sql_session_pool::holding(session_id id) const {
   return s != nullptr && s->open && !s->blocking && !s->held.empty();
 }
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -53,7 +53,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 class sql_session_pool {
 public:
@@ -175,4 +175,4 @@ private:
   bool closing_ = false;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 class sql_statement {
 public:
@@ -55,4 +55,4 @@ private:
   bool whole_ = false;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

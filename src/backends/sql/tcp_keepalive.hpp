@@ -9,7 +9,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-namespace corolock::detail {
+namespace corolock::sql::detail {
 
 /// True if every option was set (or keepalive is off); false leaves errno set.
 inline bool set_tcp_keepalive(int fd, const sql::session_options& o) {
@@ -26,4 +26,4 @@ inline bool set_tcp_keepalive(int fd, const sql::session_options& o) {
          ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count) == 0;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::sql::detail

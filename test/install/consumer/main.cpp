@@ -14,6 +14,6 @@ int main() {
   std::cout << "category=" << ec.category().name() << '\n' << "timeout=" << ec.message() << '\n';
   boost::asio::io_context io;
   boost::asio::io_context::work deprecated_but_allowed(io);
-  corolock::client tls_client(io.get_executor(), "rediss://127.0.0.1:6380");
+  corolock::redis::client tls_client(io.get_executor(), "rediss://127.0.0.1:6380");
   std::cout << "tls=" << tls_client.config().tls << '\n';
 }

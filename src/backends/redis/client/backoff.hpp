@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <random>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 class backoff {
 public:
@@ -33,4 +33,4 @@ private:
   std::mt19937_64 rng_;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

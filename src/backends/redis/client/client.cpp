@@ -23,7 +23,12 @@
 #include <random>
 #include <string_view>
 
-namespace corolock {
+namespace corolock::redis {
+using corolock::detail::complete_later;
+using corolock::detail::diagnostics_access;
+using corolock::detail::random_id;
+using corolock::detail::spawn_op;
+using corolock::detail::handler;
 namespace detail {
 
 client_config lock_connection_config(client_config cfg) {
@@ -294,7 +299,7 @@ asio::awaitable<error_code> connect_cluster(std::shared_ptr<client_impl> impl) {
 }
 } // namespace
 
-void client::async_connect_impl(diagnostics* diag, detail::handler<void(error_code)> h) {
+void client::async_connect_impl(diagnostics* diag, corolock::detail::handler<void(error_code)> h) {
   if (impl_->connect_started || impl_->closed()) {
     error_code ec = impl_->closed() ? error_code(error::closed) : error_code(error::invalid_argument);
     asio::post(impl_->ex, asio::append(std::move(h), ec));
@@ -308,7 +313,7 @@ void client::async_connect_impl(diagnostics* diag, detail::handler<void(error_co
                    if (e)
                      ec = error::connect_failed;
                    if (ec)
-                     detail::diagnostics_access::client(diag, impl->last_connect_error);
+                     corolock::detail::diagnostics_access::client(diag, impl->last_connect_error);
                    // On the handler's own executor, as every completion (detail/completion.hpp):
                    // co_spawn ran this on the client's.
                    asio::dispatch(asio::append(std::move(h), ec));
@@ -316,21 +321,21 @@ void client::async_connect_impl(diagnostics* diag, detail::handler<void(error_co
 }
 
 void client::async_exec_impl(request&& req, diagnostics* diag, bool on_executor,
-                             detail::handler<void(error_code, response)>&& h) {
+                             corolock::detail::handler<void(error_code, response)>&& h) {
   impl_->exec_routed(std::move(req), diag, on_executor, std::move(h));
 }
 
-void client::async_close_impl(std::chrono::milliseconds bound, detail::handler<void(error_code)> h) {
+void client::async_close_impl(std::chrono::milliseconds bound, corolock::detail::handler<void(error_code)> h) {
   impl_->close();
   // The close is bounded by request_timeout already (its last release is a request); a shorter
   // bound closes the lock connection when it passes, its release unanswered.
   if (bound >= impl_->cfg.request_timeout)
     return impl_->when_closed(std::move(h));
-  auto done = detail::close_within(impl_->ex, bound, std::move(h), [weak = std::weak_ptr(impl_)] {
+  auto done = corolock::detail::close_within(impl_->ex, bound, std::move(h), [weak = std::weak_ptr(impl_)] {
     if (auto impl = weak.lock())
       impl->give_up_close();
   });
   impl_->when_closed([done](error_code) { done(); });
 }
 
-} // namespace corolock
+} // namespace corolock::redis

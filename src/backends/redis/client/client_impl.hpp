@@ -27,7 +27,11 @@
 #include <string>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
+using corolock::detail::stored_handler;
+using corolock::detail::handler;
+using corolock::detail::runs_on;
+using corolock::detail::diagnostics_for;
 
 class failover_watch;
 class cluster_nodes;
@@ -145,4 +149,4 @@ asio::awaitable<error_code> connect_standalone(std::shared_ptr<client_impl> impl
 /// The configuration of a client's lock connection (named "<client_name>-locks").
 client_config lock_connection_config(client_config cfg);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -5,7 +5,7 @@
 
 #include <charconv>
 
-namespace corolock {
+namespace corolock::redis {
 namespace {
 
 bool parse_int(std::string_view text, long long min, long long max, long long& out) {
@@ -316,4 +316,4 @@ boost::system::error_code client_config::validate() const {
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }
 
-} // namespace corolock
+} // namespace corolock::redis

@@ -28,7 +28,10 @@
 #include <cstring>
 #include <random>
 
-namespace corolock {
+namespace corolock::redis {
+using corolock::detail::complete_later;
+using corolock::detail::recycling_allocator;
+using corolock::detail::handler;
 namespace detail {
 
 namespace {
@@ -730,13 +733,13 @@ const std::string& connection::last_connect_error() const noexcept {
 }
 const connection_stats& connection::stats() const noexcept { return impl_->mux_.stats; }
 
-void connection::async_connect_impl(detail::handler<void(error_code)> h) {
+void connection::async_connect_impl(corolock::detail::handler<void(error_code)> h) {
   impl_->start(std::move(h));
 }
 
 void connection::async_exec_impl(request req, bool on_executor,
-                                 detail::handler<void(error_code, response)> h) {
+                                 corolock::detail::handler<void(error_code, response)> h) {
   impl_->exec_erased(std::move(req), std::move(h), on_executor);
 }
 
-} // namespace corolock
+} // namespace corolock::redis

@@ -3,7 +3,8 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
+using corolock::detail::handler;
 
 namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -24,4 +25,4 @@ asio::awaitable<std::pair<error_code, response>> exec_on(std::shared_ptr<connect
   co_return std::pair{ec, std::move(r)};
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -9,7 +9,7 @@
 #include <memory>
 #include <utility>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// connection_impl::start, awaited: the outcome of the first connect.
 asio::awaitable<error_code> start_connection(std::shared_ptr<connection_impl> c);
@@ -18,4 +18,4 @@ asio::awaitable<error_code> start_connection(std::shared_ptr<connection_impl> c)
 asio::awaitable<std::pair<error_code, response>> exec_on(std::shared_ptr<connection_impl> c,
                                                           request req);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

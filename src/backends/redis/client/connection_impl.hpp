@@ -1,4 +1,4 @@
-// Private: the state behind corolock::connection. The multiplexer decides what is written and
+// Private: the state behind corolock::redis::connection. The multiplexer decides what is written and
 // what each frame read answers; this class does the I/O around it: one reader, one writer and one
 // health-check coroutine per live socket, and a run loop that reconnects. Everything happens on
 // one executor.
@@ -19,7 +19,9 @@
 #include <memory>
 #include <string>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
+using corolock::detail::handler;
+using corolock::detail::runs_on;
 
 /// Where one connection attempt goes.
 struct server_address {
@@ -166,4 +168,4 @@ private:
   std::uint64_t bytes_read_ = 0;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

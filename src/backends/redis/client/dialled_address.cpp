@@ -1,6 +1,6 @@
 #include "backends/redis/client/dialled_address.hpp"
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 server_address dialled_address(const client_config& cfg, const server_address& named) {
   for (const auto& m : cfg.address_map)
@@ -9,4 +9,4 @@ server_address dialled_address(const client_config& cfg, const server_address& n
   return named;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -5,9 +5,9 @@
 
 #include "backends/redis/client/connection_impl.hpp"
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// `named` through cfg.address_map: the first mapping of its host and port, else `named` itself.
 [[nodiscard]] server_address dialled_address(const client_config& cfg, const server_address& named);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -6,7 +6,7 @@
 
 #include <random>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 constexpr std::string_view switch_channel = "+switch-master";
@@ -109,4 +109,4 @@ void failover_watch::ask_where_master_is() {
   });
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -15,7 +15,7 @@
 #include <functional>
 #include <memory>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 class failover_watch : public listener, public std::enable_shared_from_this<failover_watch> {
 public:
@@ -55,4 +55,4 @@ private:
   bool closed_ = false;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

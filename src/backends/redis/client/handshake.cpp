@@ -3,7 +3,7 @@
 #include <string_view>
 #include <utility>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 
@@ -133,4 +133,4 @@ handshake::step handshake::send(request req, stage next) {
   return s;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 class handshake {
 public:
@@ -71,4 +71,4 @@ private:
   std::vector<std::string> setup_commands_; // the name of each command of the setup request
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

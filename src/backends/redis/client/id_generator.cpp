@@ -1,4 +1,4 @@
-#include <corolock/id_generator.hpp>
+#include <corolock/redis/id_generator.hpp>
 
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
@@ -15,7 +15,8 @@
 
 #include <cstdio>
 
-namespace corolock {
+namespace corolock::redis {
+using corolock::detail::diagnostics_access;
 
 namespace detail {
 
@@ -179,10 +180,10 @@ error_code id_generator_options::validate() const {
 
 id_generator::id_generator(client& c, std::string name, id_generator_options options) {
   if (name.empty())
-    throw boost::system::system_error(error::invalid_argument, "corolock::id_generator: empty name");
+    throw boost::system::system_error(error::invalid_argument, "corolock::redis::id_generator: empty name");
   if (auto ec = options.validate())
     throw boost::system::system_error(
-        ec, "corolock::id_generator: the epoch must not be before 1970, keep_after_day 0..366 days");
+        ec, "corolock::redis::id_generator: the epoch must not be before 1970, keep_after_day 0..366 days");
   state_ = std::make_shared<detail::id_generator_state>(detail::client_access::shared(c),
                                                         std::move(name), std::move(options));
 }
@@ -201,20 +202,20 @@ std::chrono::sys_seconds id_generator::time_of(std::uint64_t id) const noexcept 
 std::string id_generator::day_key(std::chrono::sys_days day) const { return state_->day_key(day); }
 
 void id_generator::async_next_impl(diagnostics* diag,
-                                   detail::handler<void(error_code, std::uint64_t)> h) {
-  detail::spawn_op(state_->ex, detail::next_op(state_, diag), std::move(h));
+                                   corolock::detail::handler<void(error_code, std::uint64_t)> h) {
+  corolock::detail::spawn_op(state_->ex, detail::next_op(state_, diag), std::move(h));
 }
 
 void id_generator::async_batch_impl(std::uint32_t n, diagnostics* diag,
-                                    detail::handler<void(error_code, std::vector<std::uint64_t>)> h) {
+                                    corolock::detail::handler<void(error_code, std::vector<std::uint64_t>)> h) {
   if (n == 0 || n > max_batch) {
-    detail::diagnostics_access::client(diag, "a batch is 1 .. " + std::to_string(max_batch) +
+    corolock::detail::diagnostics_access::client(diag, "a batch is 1 .. " + std::to_string(max_batch) +
                                                  " ids");
-    detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
+    corolock::detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
                            std::vector<std::uint64_t>{});
     return;
   }
-  detail::spawn_op(state_->ex, detail::batch_op(state_, n, diag), std::move(h));
+  corolock::detail::spawn_op(state_->ex, detail::batch_op(state_, n, diag), std::move(h));
 }
 
-} // namespace corolock
+} // namespace corolock::redis

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 using steady = std::chrono::steady_clock;
 
@@ -32,4 +32,4 @@ public:
   virtual void on_closed() {}
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -32,7 +32,9 @@
 #include <string>
 #include <type_traits>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
+using corolock::detail::handler;
+using corolock::detail::runs_on;
 
 struct pending;
 
@@ -107,4 +109,4 @@ protected:
                                                           bool on_executor) = 0;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

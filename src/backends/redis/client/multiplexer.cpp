@@ -8,7 +8,8 @@
 #include <algorithm>
 #include <cctype>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
+using corolock::detail::recycling_allocator;
 
 namespace {
 
@@ -266,4 +267,4 @@ void multiplexer::fail_queued(error_code ec, bool only_impatient) {
   queue_ = std::move(keep);
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

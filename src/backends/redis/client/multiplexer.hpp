@@ -40,7 +40,9 @@
 #include <utility>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
+using corolock::detail::stored_handler;
+using corolock::detail::handler;
 
 using steady = std::chrono::steady_clock;
 
@@ -159,4 +161,4 @@ private:
   std::unordered_map<const script*, loaded_script> loaded_;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace corolock {
+namespace corolock::redis {
 namespace {
 
 // Command names are ASCII: no locale (std::toupper consults one for every character).
@@ -167,4 +167,4 @@ void request::clear() {
   pubsub_.clear();
 }
 
-} // namespace corolock
+} // namespace corolock::redis

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 struct request_access {
   /// Appends one already-encoded command answered by one reply (a NOSCRIPT replay).
@@ -29,4 +29,4 @@ struct request_access {
                           std::initializer_list<piece> args);
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

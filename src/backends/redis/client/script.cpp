@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-namespace corolock {
+namespace corolock::redis {
 
 std::string sha1_hex(std::string_view data) {
   boost::uuids::detail::sha1 hash;
@@ -23,4 +23,4 @@ std::string sha1_hex(std::string_view data) {
 
 script::script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 
-} // namespace corolock
+} // namespace corolock::redis

@@ -6,7 +6,7 @@
 
 #include <charconv>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 std::optional<std::uint16_t> parse_port(std::string_view text) {
@@ -118,4 +118,4 @@ master_locator(asio::any_io_executor ex, const client_config& cfg) {
   return [ex, finder](server_address& out) { return find_with(finder, ex, out); };
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

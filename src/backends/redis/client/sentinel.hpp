@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// A connection to one Sentinel: its address, the Sentinels' credentials, the client's protocol
 /// and timeouts bounded by sentinel_config::timeout; no database (Sentinel has none) and no
@@ -46,4 +46,4 @@ master_locator(asio::any_io_executor ex, const client_config& cfg);
 asio::awaitable<std::pair<error_code, response>> ask_once(asio::any_io_executor ex,
                                                           client_config cfg, request req);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

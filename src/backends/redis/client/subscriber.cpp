@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 subscriber::subscriber(connection_impl& conn, bool sharded) : conn_(conn), sharded_(sharded) {}
 
@@ -119,4 +119,4 @@ void subscriber::close_all() {
       l->on_closed();
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 class subscriber : public std::enable_shared_from_this<subscriber> {
 public:
@@ -51,4 +51,4 @@ private:
   std::unordered_map<std::string, channel_state> channels_;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -11,7 +11,11 @@
 
 #include <deque>
 
-namespace corolock {
+namespace corolock::redis {
+using corolock::detail::stored_handler;
+using corolock::detail::complete_later;
+using corolock::detail::diagnostics_access;
+using corolock::detail::handler;
 namespace detail {
 
 class subscription_state : public listener,
@@ -145,10 +149,10 @@ void subscription::unsubscribe() {
 }
 
 void subscription::async_receive_impl(diagnostics* diag,
-                                      detail::handler<void(error_code, message)> h) {
+                                      corolock::detail::handler<void(error_code, message)> h) {
   if (!state_) {
     // A moved-from subscription has no executor of its own: complete on the handler's.
-    detail::complete_later(asio::system_executor(), std::move(h), {},
+    corolock::detail::complete_later(asio::system_executor(), std::move(h), {},
                            error_code(error::closed), message{});
     return;
   }
@@ -181,4 +185,4 @@ subscription client::subscribe(std::string channel) {
   return subscription(std::move(state));
 }
 
-} // namespace corolock
+} // namespace corolock::redis

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 namespace {
 
 std::string file_problem(const char* what, const std::string& path, const error_code& ec) {
@@ -85,4 +85,4 @@ std::string describe_tls_failure(transport& t, const error_code& ec) {
   return out;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

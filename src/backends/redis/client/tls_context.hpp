@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// The context a connection's TLS sessions share (one per connection, built when it starts): the
 /// trust (CA file and/or dir, else the system's store), our certificate and key, peer
@@ -24,4 +24,4 @@ bool is_tls_error(const error_code& ec);
 /// certificate").
 std::string describe_tls_failure(transport& t, const error_code& ec);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

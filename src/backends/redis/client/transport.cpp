@@ -5,7 +5,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 bool transport::start_tls(asio::ssl::context& ctx, const std::string& server_name, bool verify,
                           std::string& why) {
@@ -35,4 +35,4 @@ bool transport::start_tls(asio::ssl::context& ctx, const std::string& server_nam
   return true;
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

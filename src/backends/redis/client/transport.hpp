@@ -19,7 +19,7 @@
 #include <string>
 #include <utility>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 class transport {
 public:
@@ -86,4 +86,4 @@ private:
   std::optional<tls_stream> tls_; // refers to socket_
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -21,7 +21,9 @@
 #include <algorithm>
 #include <random>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
+using corolock::detail::complete_later;
+using corolock::detail::handler;
 
 namespace {
 
@@ -413,4 +415,4 @@ void cluster_nodes::when_closed(handler<void(error_code)> h) {
   one_done(error_code{});
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

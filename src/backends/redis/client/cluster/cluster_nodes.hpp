@@ -22,7 +22,8 @@
 #include <utility>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
+using corolock::detail::handler;
 
 class cluster_nodes : public std::enable_shared_from_this<cluster_nodes> {
 public:
@@ -113,4 +114,4 @@ private:
   bool closed_ = false;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

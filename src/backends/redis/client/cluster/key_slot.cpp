@@ -2,7 +2,7 @@
 
 #include <array>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 
@@ -48,4 +48,4 @@ std::uint16_t key_slot(std::string_view key) noexcept {
   return static_cast<std::uint16_t>(crc16(hash_tag(key)) & (slot_count - 1));
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 inline constexpr std::uint16_t slot_count = 16384;
 
@@ -21,4 +21,4 @@ inline constexpr std::uint16_t slot_count = 16384;
 /// The slot of `key`: crc16(hash_tag(key)) mod 16384.
 [[nodiscard]] std::uint16_t key_slot(std::string_view key) noexcept;
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

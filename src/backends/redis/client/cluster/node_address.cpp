@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 std::string to_string(const node_address& a) {
   return a.host + ':' + std::to_string(a.port);
@@ -40,4 +40,4 @@ boost::system::error_code parse_node_address(std::string_view text, std::string_
   return {};
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 struct node_address {
   std::string host;
@@ -31,4 +31,4 @@ boost::system::error_code parse_node_address(std::string_view text, std::string_
 [[nodiscard]] bool parse_port(std::string_view digits, std::uint16_t& out) noexcept;
 [[nodiscard]] bool valid_port(std::int64_t n) noexcept;
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -6,7 +6,7 @@
 
 #include <charconv>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 
@@ -62,4 +62,4 @@ boost::system::error_code parse_redirection(std::string_view error_text, std::st
   return {};
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 enum class cluster_error_kind {
   none,       ///< not an error the cluster client acts on (a value for the caller)
@@ -38,4 +38,4 @@ struct redirection {
 boost::system::error_code parse_redirection(std::string_view error_text, std::string_view asked_host,
                                             redirection& out);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

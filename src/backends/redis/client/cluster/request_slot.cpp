@@ -11,7 +11,7 @@
 #include <charconv>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 
@@ -136,4 +136,4 @@ error_code request_slot(const request& req, std::optional<std::uint16_t>& slot, 
   return {};
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// Sets `slot` to the slot every key of `req` hashes to, or to nullopt when no command has keys
 /// (PING, SCRIPT LOAD, ...: any node will do).
@@ -30,4 +30,4 @@ namespace corolock::detail {
 boost::system::error_code request_slot(const request& req, std::optional<std::uint16_t>& slot,
                                        std::string* why = nullptr);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 retry_window::retry_window(std::optional<clock::time_point> deadline,
                            std::chrono::milliseconds patience, retry_pacing p)
@@ -22,4 +22,4 @@ std::optional<std::chrono::milliseconds> retry_window::next(clock::time_point no
   return std::max(pause, std::chrono::milliseconds(1));
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -15,7 +15,7 @@
 #include <chrono>
 #include <optional>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 struct retry_pacing {
   std::chrono::milliseconds first{25};
@@ -49,4 +49,4 @@ private:
   int retries_ = 0;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -2,7 +2,7 @@
 
 #include <corolock/error.hpp>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 route_step route::send_to(node_address node, bool asking, std::chrono::milliseconds delay,
                           bool refresh) {
@@ -74,4 +74,4 @@ route_step route::on_reply(const resp::value& reply, slot_map& map) {
   return fail(error::protocol_error, false);
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

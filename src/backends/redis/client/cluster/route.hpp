@@ -24,7 +24,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 struct route_limits {
   /// MOVED and ASK hops one request may take (a resharding moves a slot once; a hop or two
@@ -77,4 +77,4 @@ private:
   bool finished_ = false;
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

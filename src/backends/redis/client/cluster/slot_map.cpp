@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 const shard* slot_map::owner(std::uint16_t slot) const noexcept {
   if (slot >= slot_count || owner_[slot] == none)
@@ -73,4 +73,4 @@ std::size_t slot_map::covered() const noexcept {
       std::count_if(owner_.begin(), owner_.end(), [](std::uint16_t o) { return o != none; }));
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// A master and its replicas: the unit that serves a set of slots.
 struct shard {
@@ -62,4 +62,4 @@ private:
   std::array<std::uint16_t, slot_count> owner_{};  // slot -> index into shards_, or none
 };
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

@@ -7,7 +7,7 @@
 #include <optional>
 #include <utility>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 namespace {
 
@@ -235,4 +235,4 @@ error_code parse_cluster_slots(const resp::value& reply, std::string_view asked_
   return {};
 }
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail

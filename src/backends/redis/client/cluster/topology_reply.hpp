@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-namespace corolock::detail {
+namespace corolock::redis::detail {
 
 /// CLUSTER SHARDS (Redis 7): [{slots: [first, last, ...], nodes: [{id, port, ip, endpoint, role,
 /// ...}, ...]}, ...]. Shards without slots are skipped; each shard with slots needs one master.
@@ -36,4 +36,4 @@ boost::system::error_code parse_cluster_shards(const resp::value& reply, std::st
 boost::system::error_code parse_cluster_slots(const resp::value& reply, std::string_view asked_host,
                                               slot_map& out, std::string* why = nullptr);
 
-} // namespace corolock::detail
+} // namespace corolock::redis::detail
