@@ -120,6 +120,48 @@ BOOST_AUTO_TEST_CASE(each_lock_lives_on_its_slots_master_and_waiters_wake_by_sha
   expect_no_lock_keys(cluster);
 }
 
+// As on a standalone client (integration.mutex/a_release_carries_the_next_local_bid_...): callers
+// of one client waiting behind its own holder send no bid while it holds; each release carries the
+// next caller's bid to the slot's master, one command an acquisition handed on, not two.
+BOOST_AUTO_TEST_CASE(a_release_carries_the_next_local_bid_to_the_slots_master_one_command_each) {
+  redis_cluster cluster;
+  const auto name = one_lock_per_master(cluster, "carried").begin()->second;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto counted = config_of(cluster);
+    counted.health_check_interval = ms(0); // no PING among the counted
+    client c(ex, counted);
+    co_await c.connect();
+    mutex m(c, name);
+    auto first = co_await m.acquire(); // loads the scripts on the slot's master
+    const int n = 200;
+    int done = 0;
+    std::vector<int> order;
+    std::vector<std::uint64_t> tokens{first.fencing_token()};
+    bool all_done = false;
+    for (int i = 0; i < n; ++i)
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        auto mine = co_await m.acquire();
+        order.push_back(i);
+        tokens.push_back(mine.fencing_token());
+        co_await mine.unlock();
+        all_done = ++done == n;
+      }, asio::detached);
+    co_await sleep_for(ms(50));
+    const auto before = c.stats().commands;
+    co_await first.unlock();
+    BOOST_TEST(co_await eventually([&] { return all_done; }, ms(10000)));
+    const auto total = c.stats().commands - before;
+    BOOST_TEST_MESSAGE("commands for " << n << " acquisitions handed on: " << total);
+    BOOST_TEST(total <= std::uint64_t(n) + 5u); // one release each, the last one's alone
+    BOOST_TEST(std::is_sorted(order.begin(), order.end()));
+    const bool rising =
+        std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end();
+    BOOST_TEST(rising); // the store's fencing tokens, strictly rising
+    co_await c.shutdown();
+  });
+  expect_no_lock_keys(cluster);
+}
+
 BOOST_AUTO_TEST_CASE(user_requests_are_routed_follow_moved_and_refuse_cross_slot) {
   redis_cluster cluster;
   run_async([&](asio::any_io_executor) -> asio::awaitable<void> {

@@ -188,6 +188,16 @@ public:
 
   void start() { route(); }
 
+  /// Placed on `node` by its backend's release_then_bid, riding on the release of `lease`, whose
+  /// outcome goes to `released` (core::backend::release_then_bid).
+  void ride(std::shared_ptr<lock_link> node, const core::held& lease,
+            core::handler<void(error_code, std::string)> released) {
+    node_ = std::move(node);
+    auto& n = s_->on(node_);
+    ticket_ = n.ticket;
+    on_node_ = n.backend.release_then_bid(lease, std::move(released), b_, owner_, *this);
+  }
+
   void withdraw() {
     over_ = true;
     events_ = nullptr;
@@ -500,15 +510,25 @@ std::unique_ptr<core::contender> cluster_backend::contend(core::bid b, std::stri
   return std::make_unique<cluster_contender>(std::move(bid));
 }
 
-void cluster_backend::release(const core::held& lease,
-                              core::handler<void(error_code, std::string)> h) {
+namespace {
+/// The release of `lease` as a routed call: a MOVED met follows the slot.
+std::shared_ptr<routed_op<>> release_op(const std::shared_ptr<cluster_state>& s,
+                                        const core::held& lease,
+                                        core::handler<void(error_code, std::string)> h) {
   auto op = std::make_shared<routed_op<>>();
-  op->s = s_;
+  op->s = s;
   op->slot = slot_of(*lease.lock);
   op->call = [lease](lock_backend& b, core::handler<void(error_code, std::string)> done) {
     b.release(lease, std::move(done));
   };
   op->h.set(std::move(h));
+  return op;
+}
+} // namespace
+
+void cluster_backend::release(const core::held& lease,
+                              core::handler<void(error_code, std::string)> h) {
+  auto op = release_op(s_, lease, std::move(h));
   // The slot's master now; the one that granted it if the map names none that is connected. A
   // lock whose slot moved is no longer kept by the node that granted it.
   const auto by = granted_node(lease);
@@ -519,6 +539,29 @@ void cluster_backend::release(const core::held& lease,
   if (first && by && first != by)
     s_->on(by).backend.forget_held(lease.owner);
   op->start(std::move(first));
+}
+
+bool cluster_backend::rides_release(const core::lock_spec& lock) const {
+  return lock_backend::can_ride(lock);
+}
+
+std::unique_ptr<core::contender>
+cluster_backend::release_then_bid(const core::held& lease,
+                                  core::handler<void(error_code, std::string)> h, core::bid b,
+                                  std::string owner, core::contender_events& events) {
+  auto nodes = s_->nodes();
+  auto first = nodes && !s_->stopped() ? nodes->connected_node_for(slot_of(*lease.lock)) : nullptr;
+  if (!first || first != granted_node(lease)) {
+    release(lease, std::move(h));
+    return contend(std::move(b), std::move(owner), events);
+  }
+  auto op = release_op(s_, lease, std::move(h));
+  op->node = first; // where a MOVED of the release is noted from
+  auto bid = std::make_shared<cluster_bid>(s_, std::move(b), std::move(owner), events);
+  bid->ride(std::move(first), lease, [op](error_code ec, std::string words) {
+    op->done(ec, std::move(words));
+  });
+  return std::make_unique<cluster_contender>(std::move(bid));
 }
 
 void cluster_backend::give_back(const core::bid& b, const std::string& owner,

@@ -62,6 +62,16 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  /// As a standalone client's (lock_backend::can_ride: fair mutexes).
+  bool rides_release(const core::lock_spec& lock) const override;
+  /// One request on the slot's master when it is the one that granted the lease and is connected
+  /// (the node backend's release_then_bid); a MOVED met there sends the release after the slot (as
+  /// release() does) and the bid after it (as a bid's own MOVED). Otherwise release(), then
+  /// contend(): the lease's master and the slot's differ only while a slot moves.
+  std::unique_ptr<core::contender> release_then_bid(const core::held& lease,
+                                                    core::handler<void(error_code, std::string)> h,
+                                                    core::bid b, std::string owner,
+                                                    core::contender_events& events) override;
   void give_back(const core::bid& b, const std::string& owner,
                  core::handler<void(error_code, std::string)> h) override;
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,

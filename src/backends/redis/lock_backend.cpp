@@ -289,11 +289,13 @@ std::shared_ptr<release_op> release_op_of(const std::shared_ptr<backend_state>& 
 }
 } // namespace
 
-bool lock_backend::rides_release(const core::lock_spec& lock) const {
+bool lock_backend::can_ride(const core::lock_spec& lock) noexcept {
   // A non-fair mutex keeps its next bid queued: its release passes that bid ahead of other
   // clients' waiters (release.lua ARGV[7]), which a bid not yet in the queue could not be.
   return lock.kind == core::lock_kind::mutex && tuning_of(lock).fair;
 }
+
+bool lock_backend::rides_release(const core::lock_spec& lock) const { return can_ride(lock); }
 
 std::unique_ptr<core::contender>
 lock_backend::release_then_bid(const core::held& lease,

@@ -74,6 +74,8 @@ public:
   /// a queued bid ahead) and the permit kinds (semaphores, read-write locks: permit scripts, no
   /// hand-off) keep the default, never called.
   bool rides_release(const core::lock_spec& lock) const override;
+  /// rides_release's rule, for a backend that routes to this one (a cluster's, per master).
+  static bool can_ride(const core::lock_spec& lock) noexcept;
   std::unique_ptr<core::contender> release_then_bid(const core::held& lease,
                                                     core::handler<void(error_code, std::string)> h,
                                                     core::bid b, std::string owner,
