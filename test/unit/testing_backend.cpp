@@ -150,6 +150,19 @@ struct proc {
     be->release(held_of(label, b),
                 [&out](error_code ec, std::string) { out = name(ec); });
   }
+  /// The core's release of `label` carrying the bid `next` (backend::release_then_bid).
+  recorder& release_then_bid(const std::string& label, const core::bid& b, std::string& out,
+                             const std::string& next) {
+    auto r = std::make_unique<recorder>();
+    auto owner = be->new_owner();
+    owners[next] = owner;
+    auto c = be->release_then_bid(held_of(label, b),
+                                  [&out](error_code ec, std::string) { out = name(ec); }, b, owner,
+                                  *r);
+    auto& slot = bids[next];
+    slot = {std::move(c), std::move(r)};
+    return *slot.second;
+  }
 };
 
 struct fixture {
@@ -533,6 +546,85 @@ BOOST_AUTO_TEST_CASE(lost_reply_of_a_release_is_a_timeout_but_applied) {
   f.run(1000ms);
   BOOST_TEST(out == "timeout");
   BOOST_TEST(f.s.empty());
+}
+
+// A mutex's release carries this client's next bid (rides_release): one request, the bid applied
+// right after the release. Nobody else waiting, its grant comes back with the release's reply.
+BOOST_AUTO_TEST_CASE(a_release_carries_the_next_bid_in_one_request) {
+  fixture f(ct::lease_mode::per_lock, 5ms);
+  proc a(f.io.get_executor(), f.s);
+  auto L = bid_of(spec("L"));
+  BOOST_TEST(a.be->rides_release(*L.lock));
+  BOOST_TEST(!a.be->rides_release(*bid_of(spec("S", lock_kind::semaphore, 3)).lock));
+  a.contend("1", L);
+  f.run(5ms);
+  const auto before = a.be->requests();
+  std::string out;
+  auto& next = a.release_then_bid("1", L, out, "2");
+  f.run(5ms);
+  BOOST_TEST(out == "ok");
+  BOOST_TEST(next.str() == "granted #2");
+  BOOST_TEST(a.be->requests() - before == 1u);
+  BOOST_TEST(f.holders("L") == a.owners.at("2") + "#2");
+}
+
+// Another client's waiter, queued while this client held the lock, is served first: the carried
+// bid queues behind it, as a bid sent right after the release would.
+BOOST_AUTO_TEST_CASE(a_carried_bid_queues_behind_another_clients_waiter) {
+  fixture f;
+  proc a(f.io.get_executor(), f.s), b(f.io.get_executor(), f.s);
+  auto L = bid_of(spec("L"));
+  a.contend("1", L);
+  f.run();
+  b.contend("b", L);
+  f.run();
+  std::string out;
+  auto& next = a.release_then_bid("1", L, out, "2");
+  f.run();
+  BOOST_TEST(out == "ok");
+  BOOST_TEST(b.events("b").str() == "granted #2");
+  BOOST_TEST(next.str() == "");
+  BOOST_TEST(f.queue("L") == a.owners.at("2"));
+  b.release("b", L, out);
+  f.run();
+  BOOST_TEST(next.str() == "granted #3");
+}
+
+// The reply of a release that carried a bid is lost: the release times out (applied), and the bid
+// ends unsure (contract 6: the store holds it; the core bids again in its owner or gives it back).
+BOOST_AUTO_TEST_CASE(a_lost_reply_of_a_carrying_release_leaves_the_bid_unsure) {
+  fixture f;
+  proc a(f.io.get_executor(), f.s);
+  auto L = bid_of(spec("L"));
+  a.contend("1", L);
+  f.run();
+  a.be->lose_replies(1);
+  std::string out;
+  auto& next = a.release_then_bid("1", L, out, "2");
+  f.run(1000ms);
+  BOOST_TEST(out == "timeout");
+  BOOST_TEST(next.str() == "unsure timeout (no reply from the testing store in time)");
+  BOOST_TEST(f.holders("L") == a.owners.at("2") + "#2");
+  std::string back;
+  a.give_back("2", L, back);
+  f.run();
+  BOOST_TEST(back == "ok");
+  BOOST_TEST(f.s.empty());
+}
+
+// Unreachable: the two-request way, each part as it would fail alone.
+BOOST_AUTO_TEST_CASE(a_carrying_release_while_the_store_is_down_fails_as_two_requests) {
+  fixture f;
+  proc a(f.io.get_executor(), f.s);
+  auto L = bid_of(spec("L"));
+  a.contend("1", L);
+  f.run();
+  f.s.set_down(true);
+  std::string out;
+  auto& next = a.release_then_bid("1", L, out, "2");
+  f.run();
+  BOOST_TEST(out == "not_connected");
+  BOOST_TEST(next.str().rfind("unsure not_connected", 0) == 0u, next.str());
 }
 
 BOOST_AUTO_TEST_CASE(delayed_grant_is_overtaken_and_counts_from_the_store) {

@@ -232,18 +232,45 @@ void backend::remove_at_store(const lock_key& k, const std::string& owner) {
   core::resend(hooks_, std::move(once));
 }
 
+namespace {
+std::string words_of(bool released, const core::lock_spec& lock) {
+  return released ? std::string()
+                  : "the testing store no longer lists the owner of lock '" + lock.name + "'";
+}
+std::string transport_words(error_code ec) {
+  return ec == error::closed ? "the testing client is closed" : "no reply from the testing store";
+}
+} // namespace
+
 // --- bids -------------------------------------------------------------------------------------
 
-std::unique_ptr<core::contender> backend::contend(core::bid b, std::string owner,
-                                                  core::contender_events& events) {
+std::shared_ptr<backend::bid_state> backend::new_bid(core::bid b, std::string owner,
+                                                     core::contender_events& events) {
   auto s = std::make_shared<bid_state>();
   s->key = key_of(*b.lock);
   s->b = std::move(b);
   s->owner = std::move(owner);
   s->events = &events;
   open_[s->owner] = s;
+  return s;
+}
+
+std::unique_ptr<core::contender> backend::contend(core::bid b, std::string owner,
+                                                  core::contender_events& events) {
+  auto s = new_bid(std::move(b), std::move(owner), events);
   submit(s);
   return std::make_unique<contender_impl>(self_, s);
+}
+
+state::bid_outcome backend::place(const std::shared_ptr<bid_state>& b) {
+  entry e;
+  e.owner = b->owner;
+  e.client = client_;
+  e.session = session_;
+  e.permits = b->b.permits;
+  e.shared = b->b.shared;
+  e.lease = b->b.lock->options.lease;
+  return st_->bid(b->key, b->b.lock->capacity, std::move(e), b->b.wait);
 }
 
 void backend::submit(const std::shared_ptr<bid_state>& b) {
@@ -260,14 +287,7 @@ void backend::submit(const std::shared_ptr<bid_state>& b) {
   }
   send(
       [this, b] {
-        entry e;
-        e.owner = b->owner;
-        e.client = client_;
-        e.session = session_;
-        e.permits = b->b.permits;
-        e.shared = b->b.shared;
-        e.lease = b->b.lock->options.lease;
-        auto o = st_->bid(b->key, b->b.lock->capacity, std::move(e), b->b.wait);
+        auto o = place(b);
         return std::function<void()>([this, b, o] { on_bid_reply(b, o); });
       },
       [this, b](error_code ec) { on_bid_error(b, ec); });
@@ -412,19 +432,49 @@ void backend::release(const core::held& lease, core::handler<void(error_code, st
     return;
   }
   send(
-      [this, spec = lease.lock, owner = lease.owner, name = lease.lock->name, done] {
-        const auto& k = key_of(*spec);
-        bool ours = st_->release(k, owner);
-        return std::function<void()>([ours, done, name] {
-          if (ours)
-            done({}, {});
-          else
-            done(error::lease_lost, "the testing store no longer lists the owner of lock '" +
-                                        name + "'");
+      [this, spec = lease.lock, owner = lease.owner, done] {
+        const bool ours = st_->release(key_of(*spec), owner);
+        return std::function<void()>([ours, done, spec] { done(released(ours), words_of(ours, *spec)); });
+      },
+      [done](error_code ec) { done(ec, transport_words(ec)); });
+}
+
+error_code backend::released(bool ours) noexcept {
+  return ours ? error_code() : error_code(error::lease_lost);
+}
+
+bool backend::rides_release(const core::lock_spec& lock) const {
+  return lock.kind == core::lock_kind::mutex;
+}
+
+std::unique_ptr<core::contender>
+backend::release_then_bid(const core::held& lease, core::handler<void(error_code, std::string)> h,
+                          core::bid b, std::string owner, core::contender_events& events) {
+  // What a request cannot carry (a ticket error, a closed client, the store unreachable, a
+  // scripted refusal of the bid) goes the two-request way, which says it as each part would.
+  if (!carries_its_ticket(lease) || closed_ || !reachable() || st_->refusals > 0) {
+    release(lease, std::move(h));
+    return contend(std::move(b), std::move(owner), events);
+  }
+  auto hp = std::make_shared<core::handler<void(error_code, std::string)>>(std::move(h));
+  auto done = [hp](error_code ec, std::string words) {
+    asio::dispatch(asio::append(std::move(*hp), ec, std::move(words)));
+  };
+  auto s = new_bid(std::move(b), std::move(owner), events);
+  send(
+      [this, s, spec = lease.lock, holder = lease.owner, done] {
+        const bool ours = st_->release(key_of(*spec), holder);
+        auto o = place(s); // right after the release, in the same step
+        return std::function<void()>([this, s, o, ours, done, spec] {
+          done(released(ours), words_of(ours, *spec));
+          on_bid_reply(s, o);
         });
       },
-      [done](error_code ec) { done(ec, ec == error::closed ? "the testing client is closed"
-                                                            : "no reply from the testing store"); });
+      [this, s, done](error_code ec) {
+        done(ec, transport_words(ec));
+        on_bid_error(s, ec); // unsure: the store may hold the bid queued or granted
+      });
+  return std::make_unique<contender_impl>(self_, s);
 }
 
 void backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
@@ -443,8 +493,7 @@ void backend::permits(const core::lock_spec& lock, std::optional<std::int64_t> c
         return std::function<void()>([st, done] { done({}, st, {}); });
       },
       [done](error_code ec) {
-        done(ec, {}, ec == error::closed ? "the testing client is closed"
-                                         : "no reply from the testing store");
+        done(ec, {}, transport_words(ec));
       });
 }
 
@@ -466,8 +515,7 @@ void backend::marks(const core::lock_spec& lock, core::marks_call what, std::uin
         return std::function<void()>([out = std::move(out), done] { done({}, out, {}); });
       },
       [done](error_code ec) {
-        done(ec, {}, ec == error::closed ? "the testing client is closed"
-                                         : "no reply from the testing store");
+        done(ec, {}, transport_words(ec));
       });
 }
 

@@ -56,6 +56,13 @@ public:
   std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
                                            core::contender_events& events) override;
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  /// Mutexes, as on Redis: the release carries the next bid, applied right after it at the store
+  /// in the same request (one request an acquisition handed on within a client).
+  bool rides_release(const core::lock_spec& lock) const override;
+  std::unique_ptr<core::contender> release_then_bid(const core::held& lease,
+                                                    core::handler<void(error_code, std::string)> h,
+                                                    core::bid b, std::string owner,
+                                                    core::contender_events& events) override;
   void give_back(const core::bid& b, const std::string& owner,
                  core::handler<void(error_code, std::string)> h) override;
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
@@ -87,6 +94,8 @@ public:
   std::size_t prepared() const noexcept { return prepared_; }
   std::size_t lease_tickets() const noexcept { return tickets_; }
   std::size_t ticket_errors() const noexcept { return ticket_errors_; }
+  /// Requests sent to the store (each applied there in one step), for tests.
+  std::uint64_t requests() const noexcept { return ops_; }
   std::uint64_t session() const noexcept { return session_; }
   std::uint64_t client_number() const noexcept { return client_; }
 
@@ -113,6 +122,11 @@ private:
   void time_out(std::uint64_t op, steady::time_point from);
 
   void submit(const std::shared_ptr<bid_state>& b);
+  /// A bid applied at the store (inside a request's `apply`).
+  state::bid_outcome place(const std::shared_ptr<bid_state>& b);
+  std::shared_ptr<bid_state> new_bid(core::bid b, std::string owner, core::contender_events& events);
+  /// A release applied at the store: what its reply says.
+  static error_code released(bool ours) noexcept;
   void on_bid_reply(const std::shared_ptr<bid_state>& b, state::bid_outcome o);
   void on_bid_error(const std::shared_ptr<bid_state>& b, error_code ec);
   void withdraw(const std::shared_ptr<bid_state>& b);
