@@ -6,7 +6,6 @@
 
 namespace corolock::core {
 
-using detail::lease_timing;
 
 keeper::keeper(backend& b) : b_(b), timer_(b.make_timer()) {}
 

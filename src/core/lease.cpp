@@ -14,7 +14,7 @@
 namespace corolock::core {
 
 lease::lease(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> s, std::string o,
-             const grant& g, detail::lease_timing t, std::int64_t n, bool sh)
+             const grant& g, lease_timing t, std::int64_t n, bool sh)
     : ex(e->store().get_executor()), owner(std::move(o)), token(g.token), timing(t), permits(n),
       shared(sh), eng(e), spec(std::move(s)), session(g.session), ticket(g.ticket) {}
 

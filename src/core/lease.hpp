@@ -38,7 +38,7 @@ public:
 
   /// The grant `g` of `owner`'s bid on `spec`, held `permits` (`shared`) from now on.
   lease(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> spec,
-        std::string owner, const grant& g, detail::lease_timing t, std::int64_t permits,
+        std::string owner, const grant& g, lease_timing t, std::int64_t permits,
         bool shared);
   ~lease();
   lease(const lease&) = delete;
@@ -73,7 +73,7 @@ public:
   asio::any_io_executor ex;
   std::string owner;
   std::uint64_t token;
-  detail::lease_timing timing;
+  lease_timing timing;
   int depth = 1;
   std::int64_t permits = 1; ///< held: a mutex 1, a semaphore n, a writer all of them
   bool shared = false;      ///< a read-write lock's reader

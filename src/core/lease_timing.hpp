@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <chrono>
 
-namespace corolock::detail {
+namespace corolock::core {
 
 struct lease_timing {
   using clock = std::chrono::steady_clock;
@@ -63,4 +63,4 @@ struct lease_timing {
   }
 };
 
-} // namespace corolock::detail
+} // namespace corolock::core

@@ -12,7 +12,6 @@
 
 namespace corolock {
 
-namespace detail {
 namespace {
 
 bool valid_count(std::int64_t n, std::int64_t least) {
@@ -20,11 +19,10 @@ bool valid_count(std::int64_t n, std::int64_t least) {
 }
 
 } // namespace
-} // namespace detail
 
 semaphore::semaphore(lock_source& source, std::string name, std::int64_t permits,
                      lock_options options) {
-  if (!detail::valid_count(permits, 0))
+  if (!valid_count(permits, 0))
     throw boost::system::system_error(error::invalid_argument,
                                       "corolock::semaphore: permits 0 .. 2^40");
   state_ = core::source_access::make(source, core::lock_kind::semaphore, std::move(name),
@@ -43,7 +41,7 @@ void semaphore::async_acquire_impl(std::int64_t n, clock::time_point deadline, b
   detail::check_executor(state_->ex,
                        try_only ? "corolock::semaphore::try_acquire" : "corolock::semaphore::acquire",
                        state_->spec->name);
-  if (!detail::valid_count(n, 1)) {
+  if (!valid_count(n, 1)) {
     detail::diagnostics_access::client(diag, "a permit count is 1 .. 2^40");
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
                            guard{});
@@ -55,7 +53,7 @@ void semaphore::async_acquire_impl(std::int64_t n, clock::time_point deadline, b
 void semaphore::async_set_permits_impl(std::int64_t permits, diagnostics* diag,
                                        detail::handler<void(error_code, semaphore_status)> h) {
   detail::check_executor(state_->ex, "corolock::semaphore::set_permits", state_->spec->name);
-  if (!detail::valid_count(permits, 0)) {
+  if (!valid_count(permits, 0)) {
     detail::diagnostics_access::client(diag, "a semaphore's permits are 0 .. 2^40");
     detail::complete_later(state_->ex, std::move(h), {}, error_code(error::invalid_argument),
                            semaphore_status{});

@@ -223,9 +223,9 @@ void waiting_line::run() {
         break;
       }
       const auto& o = spec->options;
-      detail::lease_timing t;
+      lease_timing t;
       if (b_->traits().leases == lease_model::per_lock) {
-        t = detail::lease_timing::start(a.given.from, a.given.valid_for, o.lease, o.watchdog);
+        t = lease_timing::start(a.given.from, a.given.valid_for, o.lease, o.watchdog);
       } else {
         // The session is the lease: nothing to renew, the keeper moves valid_until.
         t.valid_until = a.given.from + a.given.valid_for;

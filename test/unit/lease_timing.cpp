@@ -7,13 +7,13 @@
 #include <chrono>
 #include <ostream>
 
-using timing = corolock::detail::lease_timing;
+using timing = corolock::core::lease_timing;
 using std::chrono::milliseconds;
 using due = timing::due;
 
 // Lets BOOST_TEST print answers and times on failure (found by ADL). Static: other test files may
 // define their own.
-namespace corolock::detail {
+namespace corolock::core {
 static std::ostream& boost_test_print_type(std::ostream& os, lease_timing::due d) {
   switch (d) {
   case lease_timing::due::nothing:
@@ -25,7 +25,7 @@ static std::ostream& boost_test_print_type(std::ostream& os, lease_timing::due d
   }
   return os << "due?";
 }
-} // namespace corolock::detail
+} // namespace corolock::core
 namespace std::chrono {
 static std::ostream& boost_test_print_type(std::ostream& os, steady_clock::time_point t) {
   return os << duration_cast<milliseconds>(t.time_since_epoch()).count() << "ms";
