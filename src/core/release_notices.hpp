@@ -38,7 +38,8 @@ public:
   };
 
   /// Watches the releases of `lock` (its name and prefix: the same lock on every kind of handle
-  /// that shares them). Never null.
+  /// that shares them). Never null. `lock` is the caller's (a quorum's), not prepared by this
+  /// backend: read its name and prefix, never its ticket (the same for announce_release).
   virtual std::unique_ptr<release_watch> watch_releases(const lock_spec& lock,
                                                         watch_events events) = 0;
   /// Announces a give-back of `lock` this client's store has run. Not awaited: a lost

@@ -22,8 +22,8 @@
 ///   when a master tells of a release: what a redlock gives back on a master is followed by a
 ///   PUBLISH on the lock's channel there (prefix{name}:redlock), and a waiter, listening on every
 ///   master from its first refusal on, retries as soon as the masters that could be free make a
-///   quorum. A lost message costs it retry_delay at most. Redis Cluster clients as masters are
-///   polled only.
+///   quorum. A lost message costs it retry_delay at most. A Redis Cluster client as a master
+///   listens and announces on the master serving the lock's slot (sharded pub/sub).
 /// - With the watchdog (lock_options::watchdog, on by default) each master's lease is renewed by
 ///   its own client; the lock is lost once fewer than a quorum of those leases are held, and the
 ///   holder is told at once (guard::lost(), wait_lost()). Without it the lock ends at the validity.

@@ -695,6 +695,34 @@ void cluster_backend::give_up() {
 
 void cluster_backend::set_hooks(hooks h) { s_->hooks = std::move(h); }
 
+namespace {
+/// A watch set up with no master of the slot connected: ready at once, never told.
+class unwatched final : public core::release_watch {};
+
+/// The slot of a lock named by a spec another backend prepared (a quorum's: release notices name
+/// a lock by its name and prefix alone), hashed from its key.
+std::uint16_t named_slot(const core::lock_spec& lock) {
+  return key_slot(lock_key(lock.options.prefix, lock.name));
+}
+} // namespace
+
+std::unique_ptr<core::release_watch> cluster_backend::watch_releases(const core::lock_spec& lock,
+                                                                     watch_events events) {
+  auto nodes = s_->nodes();
+  auto node = nodes && !s_->stopped() ? nodes->connected_node_for(named_slot(lock)) : nullptr;
+  if (node)
+    return s_->on(node).backend.watch_releases(lock, std::move(events));
+  if (events.ready)
+    asio::post(s_->ex, std::move(events.ready));
+  return std::make_unique<unwatched>();
+}
+
+void cluster_backend::announce_release(const core::lock_spec& lock) {
+  auto nodes = s_->nodes();
+  if (auto node = nodes && !s_->stopped() ? nodes->connected_node_for(named_slot(lock)) : nullptr)
+    s_->on(node).backend.announce_release(lock);
+}
+
 std::size_t cluster_backend::channels() const {
   std::size_t n = 0;
   s_->each_node([&](node_locks& node) { n += node.backend.channels(); });

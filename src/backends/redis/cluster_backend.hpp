@@ -28,6 +28,7 @@
 #pragma once
 
 #include "core/backend.hpp"
+#include "core/release_notices.hpp"
 
 #include <memory>
 
@@ -39,7 +40,7 @@ namespace corolock::redis::detail {
 
 struct cluster_state;
 
-class cluster_backend final : public core::backend {
+class cluster_backend final : public core::backend, public core::release_notices {
 public:
   explicit cluster_backend(const std::shared_ptr<corolock::redis::detail::client_impl>& top);
   ~cluster_backend() override;
@@ -84,6 +85,14 @@ public:
   void close(core::handler<void()> h) override;
   void give_up() override;
   void set_hooks(hooks h) override;
+
+  // core::release_notices, on the master serving the lock's slot (its node backend's: sharded
+  // pub/sub). A watch stays on the master it was set up on: a slot that moves later costs a waiter
+  // its retry delay, as a lost notice does; with no master of the slot connected, a watch is ready
+  // at once and never told (the waiter polls) and an announcement is dropped.
+  std::unique_ptr<core::release_watch> watch_releases(const core::lock_spec& lock,
+                                                      watch_events events) override;
+  void announce_release(const core::lock_spec& lock) override;
 
   /// Over every node: lock channels kept, and owners remembered (for tests).
   std::size_t channels() const;
