@@ -130,6 +130,7 @@ COROLOCK_SQL_LOCK_CASE(a_one_look_read_after_a_short_stop_is_answered, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_bounded_close_on_a_stalled_server_leaves_the_io_context_at_its_bound, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_timed_out_statement_ends_its_session_and_its_holders_are_told_at_once, mariadb)
 COROLOCK_SQL_LOCK_CASE(marks_are_rows_every_client_shares, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_marks_call_to_a_stalled_server_times_out_and_the_next_reopens, mariadb)
 
 // A wait withdrawn after the server restarted, before the client read its session's end: the
 // cancel (KILL QUERY <id>, from a second connection) reaches the new run of the server, where the

@@ -890,6 +890,39 @@ void marks_are_rows_every_client_shares() {
   });
 }
 
+// A marks call meets a server that stopped answering (SIGSTOP: it keeps the connection, says
+// nothing): the call fails with `timeout` and words within its statement bound (a third of
+// session_timeout: 1 s here) and drops that connection, rather than wait for the server. The server
+// back, the next call opens a new connection and finds the marks as they were.
+template <typename Db>
+void a_marks_call_to_a_stalled_server_times_out_and_the_next_reopens() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, server);
+    const auto lock = a.spec("stalled");
+    using core::marks_call;
+    auto [ec, set, words] = co_await a.marks(lock, marks_call::add, 3);
+    BOOST_TEST(!ec, ec.message() << ": " << words);
+    server.pause();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto [sec, none, swords] = co_await a.marks(lock, marks_call::read);
+    const double took = ms_since(t0);
+    server.resume();
+    BOOST_TEST_MESSAGE("a marks read on a stalled server: " << sec.message() << " after " << took
+                                                           << " ms: " << swords);
+    BOOST_TEST((sec == error::timeout), sec.message() << ": " << swords);
+    BOOST_TEST(swords.find("no answer from 127.0.0.1:") != std::string::npos, swords);
+    BOOST_TEST(took >= 900.0);
+    BOOST_TEST(took < 3000.0);
+    auto [rec, again, rwords] = co_await a.marks(lock, marks_call::read);
+    BOOST_TEST(!rec, rec.message() << ": " << rwords);
+    BOOST_TEST((again == std::vector<std::uint32_t>{3}));
+    auto [cec, cleared, cwords] = co_await a.marks(lock, marks_call::clear);
+    BOOST_TEST(!cec, cec.message() << ": " << cwords);
+    co_await a.close();
+  });
+}
+
 // max_sessions reached: a bid that needs a session of its own waits here, with no server-side wait
 // and no new connection, until a session is freed; then it runs there.
 template <typename Db>

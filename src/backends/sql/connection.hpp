@@ -51,6 +51,8 @@ public:
   [[nodiscard]] std::string address() const { return session_->address(); }
   /// The lock name only this session holds (sql_session::use_tag).
   void use_tag(std::string tag) { session_->use_tag(std::move(tag)); }
+  /// A stopped statement ends the connection at once (sql_session::stop_by_closing).
+  void stop_by_closing() noexcept { session_->stop_by_closing(); }
   /// Connected, not lost, not closed.
   [[nodiscard]] bool is_open() const noexcept { return session_->is_open(); }
   [[nodiscard]] asio::any_io_executor get_executor() const noexcept { return session_->executor(); }

@@ -50,6 +50,9 @@ void sql_marks::connect() {
   busy_ = true;
   ready_ = false;
   conn_ = connect_(ex_);
+  // Its statements never wait at the server and hold nothing there: one that outlives its bound
+  // (a stalled server) ends with the connection at the bound, not after a cancel's connect_timeout.
+  conn_->stop_by_closing();
   // Between calls the server may end the session (a restart, an idle bound): the next call opens
   // a new one rather than fail on the old.
   conn_->on_lost([w = weak_from_this(), c = std::weak_ptr<sql_connection>(conn_)](error_code, std::string) {
@@ -105,7 +108,10 @@ void sql_marks::on_answer(error_code ec, sql_result r) {
   if (ec != error::database_error && ec != asio::error::operation_aborted) {
     // The connection dropped, or the bound passed (the statement may still run: each can be sent
     // twice): a new connection, and this call once more on it.
-    if (words.empty())
+    if (ec == error::timeout) // the library's words would tell of the socket shut at the bound
+      words = "the marks' statement got no answer from " + conn_->address() + " within " +
+              std::to_string(timeout_.count()) + " ms";
+    else if (words.empty())
       words = "the marks' connection to " + conn_->address() + ": " + ec.message();
     drop_connection();
     if (!p.resent && ec != error::timeout) {

@@ -16,7 +16,10 @@
 // lock reads its marks every refresh_interval), one statement at a time in call order. It holds
 // no lock: it is not pinged, and nothing of it is given back at close. A connection that dropped
 // between calls is opened again by the next call; a call whose connection dropped under it is sent
-// once more on a new one (every marks statement can be sent twice: contract 3).
+// once more on a new one (every marks statement can be sent twice: contract 3). A statement gets
+// a third of session_timeout: one that outlives it (a stalled server) fails with `timeout` then,
+// its connection shut at once (sql_session::stop_by_closing: no cancel from a second connection,
+// which a stalled server would answer only after connect_timeout), and the next call opens anew.
 //
 // Close: the calls queued or running complete with error::closed, the connection is shut at once.
 #pragma once

@@ -201,7 +201,7 @@ void sql_session::refuse(handler_type h, error e, std::string words) {
 std::function<void(error_code)> sql_session::stopper() {
   return [weak = weak_from_this()](error_code why) {
     if (auto s = weak.lock()) {
-      if (s->state_ == state::busy && why != error::closed)
+      if (s->state_ == state::busy && why != error::closed && s->cancel_on_server_)
         s->cancel_on_server();
       else
         s->shut_socket();

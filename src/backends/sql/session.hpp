@@ -83,6 +83,11 @@ public:
   /// server: the cancel and end statements then act only where the server lists the id as the
   /// tag's holder. Empty: none (the statements name the id alone).
   void use_tag(std::string tag) { tag_ = std::move(tag); }
+  /// A statement stopped (its deadline passed, or cancelled) ends at once on a shut socket, the
+  /// session with it, instead of by a cancel from a second connection (which a stalled server
+  /// answers only after connect_timeout). For a session whose statements never wait at the server
+  /// and hold nothing in it (the marks' connection, marks.hpp): ending it loses nothing.
+  void stop_by_closing() noexcept { cancel_on_server_ = false; }
   [[nodiscard]] bool is_open() const noexcept { return (state_ == state::ready || state_ == state::busy) && !closing_; }
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return executor_; }
 
@@ -154,6 +159,7 @@ private:
   std::vector<std::weak_ptr<side_job>> side_jobs_; // on_server's, under way
   bool given_up_ = false;
   std::string tag_;
+  bool cancel_on_server_ = true; ///< stop_by_closing() not called
   sql_session_registry& registry_;
 };
 
