@@ -132,13 +132,16 @@ asio::awaitable<void> fifo_across_clients(F& f, asio::any_io_executor ex) {
   std::vector<int> order;
   std::vector<std::unique_ptr<mutex>> ms;
   test::event done(ex);
+  int unlocked = 0;
   for (int i = 1; i < 4; ++i) {
     ms.push_back(std::make_unique<mutex>(*clients[i], "fifo"));
     asio::co_spawn(ex, [&, i, m = ms.back().get()]() -> asio::awaitable<void> {
       auto gi = co_await m->acquire();
       order.push_back(i);
       co_await gi.unlock();
-      if (order.size() == 3)
+      // Every unlock answered, not only every grant: the next holder may be granted (its watch
+      // fired) before the previous holder's unlock is answered.
+      if (++unlocked == 3)
         done.set();
     }, asio::detached);
     // Each bid lands at the store before the next one starts: arrival order is then known.
