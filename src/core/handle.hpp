@@ -41,6 +41,10 @@ public:
 
   /// Whether `l` is a lease of this handle's lock (re-entry through this handle is allowed).
   bool same_lock(const lease& l) const noexcept;
+  /// Whether `other` is a handle of this handle's client (its lock core).
+  bool same_client(const handle& other) const noexcept {
+    return !eng_.owner_before(other.eng_) && !other.eng_.owner_before(eng_);
+  }
 
   /// Semaphores: set the permit count at run time / read it. A store that cannot completes with
   /// error::invalid_argument and words saying so.

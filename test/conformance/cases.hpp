@@ -1775,6 +1775,199 @@ asio::awaitable<void> segmented_odd_names_work(F& f, asio::any_io_executor ex) {
   BOOST_TEST(co_await clean(f));
 }
 
+
+// --- multi_lock: all or nothing over several locks ------------------------------------------------
+
+/// A member that cannot be had gives back every member taken before it, and the operation
+/// completes only then: right after a failed try or a missed deadline the other client finds every
+/// other member free (a try, no waiting). Held, every member is held; bad members are refused.
+template <typename F>
+asio::awaitable<void> multi_lock_all_or_nothing(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  mutex x{*a, "multi-x"}, y{*a, "multi-y"}, z{*a, "multi-z"};
+  mutex bx{*b, "multi-x"}, by{*b, "multi-y"}, bz{*b, "multi-z"};
+  const auto free_for_b = [&](mutex& m) -> asio::awaitable<bool> {
+    auto [ec, g] = co_await m.try_acquire(tuple_awaitable);
+    const bool had = !ec && g.owns_lock();
+    if (had)
+      co_await g.unlock(tuple_awaitable);
+    co_return had;
+  };
+  multi_lock all{z, x, y}; // listed in any order
+  auto gy = co_await by.acquire();
+
+  auto [ec1, tried] = co_await all.try_acquire(tuple_awaitable);
+  BOOST_TEST(!ec1, ec1.message());
+  BOOST_TEST(!tried.owns_lock()); // y is b's
+  BOOST_TEST(co_await free_for_b(bx));
+  BOOST_TEST(co_await free_for_b(bz));
+  BOOST_TEST(f.queued("multi-y") == 0u); // a try takes no place in a queue
+
+  diagnostics why;
+  auto [ec2, late] = co_await all.acquire_for(150ms, bind_diagnostics(why, tuple_awaitable));
+  BOOST_TEST(ec2 == error::timeout, ec2.message());
+  BOOST_TEST(!late.owns_lock());
+  BOOST_TEST(co_await free_for_b(bx));
+  BOOST_TEST(co_await free_for_b(bz));
+  BOOST_TEST(co_await gone_from_queue(f, "multi-y"));
+
+  co_await gy.unlock();
+  auto g = co_await all.acquire();
+  BOOST_TEST(g.owns_lock());
+  BOOST_REQUIRE(g.size() == 3u);
+  BOOST_TEST(g[0].name() == "multi-z"); // in the order given
+  BOOST_TEST(g[2].name() == "multi-y");
+  if constexpr (!requires { requires F::no_single_token; }) {
+    auto tokens = g.fencing_tokens();
+    BOOST_TEST((tokens.size() == 3u && tokens[0] > 0 && tokens[1] > 0 && tokens[2] > 0));
+  }
+  BOOST_TEST(!co_await free_for_b(bx));
+  BOOST_TEST(!co_await free_for_b(by));
+  BOOST_TEST(!co_await free_for_b(bz));
+  co_await g.unlock();
+  BOOST_TEST(!g.owns_lock());
+  auto [ec3] = co_await g.unlock(tuple_awaitable);
+  BOOST_TEST(ec3 == error::already_released);
+  BOOST_TEST(co_await free_for_b(bx));
+  BOOST_TEST(co_await free_for_b(by));
+
+  // Bad members, with words: none, and one lock twice through one client.
+  const auto refused = [](auto make, const std::string& words) {
+    try {
+      make();
+    } catch (const boost::system::system_error& e) {
+      BOOST_TEST((e.code() == error::invalid_argument));
+      BOOST_TEST(std::string(e.what()).find(words) != std::string::npos, e.what());
+      return;
+    }
+    BOOST_TEST(false, "not refused: " << words);
+  };
+  mutex x_again{*a, "multi-x"};
+  refused([&] { multi_lock none{std::vector<std::reference_wrapper<mutex>>{}}; }, "no member");
+  refused([&] { multi_lock twice{x, y, x_again}; }, "wait for itself");
+  multi_lock two_clients{x, bx}; // one name through two clients: two owners, not refused here
+  BOOST_TEST(two_clients.size() == 2u);
+  BOOST_TEST(co_await clean(f));
+}
+
+/// The dining philosophers: callers in two clients each move one unit between two of five
+/// accounts, every caller listing its pair in the order it likes (half of them reversed). No
+/// acquisition waits for ever (each is bounded: a deadlock would end in error::timeout), never two
+/// holders of an account, no write refused by an account's fence, the sum kept.
+template <typename F>
+asio::awaitable<void> multi_lock_opposite_orders_never_deadlock(F& f, asio::any_io_executor ex) {
+  constexpr int callers = 20, accounts = 5, rounds = 4;
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  std::vector<service_record> records(accounts);
+  int overlaps = 0, refused = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto turn = [&](int i, int round) -> asio::awaitable<std::string> {
+    const int from = (i + round) % accounts, to = (from + 1 + i % 2) % accounts;
+    auto& c = i % 2 ? *b : *a;
+    mutex mf{c, "account-" + std::to_string(from)}, mt{c, "account-" + std::to_string(to)};
+    multi_lock both = i % 4 < 2 ? multi_lock{mf, mt} : multi_lock{mt, mf};
+    diagnostics why;
+    auto [ec, g] = co_await both.acquire_for(30s, bind_diagnostics(why, tuple_awaitable));
+    if (ec)
+      co_return "accounts " + std::to_string(from) + "," + std::to_string(to) + ": " +
+          ec.message() + " " + why.message();
+    auto tokens = g.fencing_tokens(); // in the order given
+    const auto token_of = [&](const std::string& name) {
+      return g[0].name() == name ? tokens[0] : tokens[1];
+    };
+    auto& rf = records[from];
+    auto& rt = records[to];
+    overlaps += (rf.writers++ > 0 ? 1 : 0) + (rt.writers++ > 0 ? 1 : 0);
+    refused += co_await fenced_increment(rt, token_of(mt.name())) ? 0 : 1;
+    refused += rf.fence.write(token_of(mf.name())) ? 0 : 1;
+    rf.value -= 1;
+    --rf.writers;
+    --rt.writers;
+    auto [uec] = co_await g.unlock(tuple_awaitable);
+    co_return uec ? "unlock: " + uec.message() : std::string();
+  };
+  auto failures = co_await callers_in_rounds(ex, callers, rounds, turn);
+  int sum = 0;
+  for (const auto& r : records)
+    sum += r.value;
+  BOOST_TEST_MESSAGE(f.backend << ": " << callers * rounds << " transfers in " << ms_since(t0)
+                               << " ms");
+  BOOST_TEST(failures.empty(), first_of(failures));
+  BOOST_TEST(sum == 0);
+  BOOST_TEST(overlaps == 0);
+  if constexpr (!requires { requires F::no_single_token; })
+    BOOST_TEST(refused == 0);
+  co_await f.close(*a);
+  co_await f.close(*b);
+  BOOST_TEST(co_await clean(f));
+}
+
+/// Cancelled (each type) while waiting for its second member: completes with operation_aborted
+/// once the first member is given back (the other client finds it free at once) and leaves no
+/// place in the queue. Held, the multi_guard is told when any member's lease is lost.
+template <typename F>
+asio::awaitable<void> multi_lock_cancelled_or_lost(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  mutex m1{*a, "multi-1"}, m2{*a, "multi-2"}, b1{*b, "multi-1"}, b2{*b, "multi-2"};
+  multi_lock both{m2, m1};
+  for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                    asio::cancellation_type::total}) {
+    auto held = co_await b2.acquire();
+    asio::cancellation_signal signal;
+    test::event emitted(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      if constexpr (requires { requires F::unordered; })
+        co_await sleep_for(100ms);
+      else
+        co_await eventually([&] { return f.queued("multi-2") == 1; });
+      signal.emit(type);
+      emitted.set();
+    }, asio::detached);
+    auto [ec, g] = co_await both.acquire(asio::bind_cancellation_slot(signal.slot(), tuple_awaitable));
+    BOOST_TEST(ec == asio::error::operation_aborted, ec.message());
+    BOOST_TEST(!g.owns_lock());
+    auto [ec1, g1] = co_await b1.try_acquire(tuple_awaitable); // given back before the completion
+    BOOST_TEST(g1.owns_lock(), "member 1 still held after a cancellation of type " << int(type));
+    co_await g1.unlock(tuple_awaitable);
+    co_await emitted.wait();
+    BOOST_TEST(co_await gone_from_queue(f, "multi-2"));
+    co_await held.unlock();
+  }
+
+  lock_options o;
+  o.lease = 600ms;
+  if constexpr (requires { F::session_lease; })
+    o.lease = F::session_lease;
+  mutex l1{*a, "multi-lost-1", o}, l2{*a, "multi-lost-2", o};
+  multi_lock leased{l1, l2};
+  auto g = co_await leased.acquire();
+  error_code unlocked_first;
+  {
+    multi_lock just_m1{m1};
+    auto g2 = co_await just_m1.acquire(); // a wait on a multi_guard unlocked meanwhile
+    test::event unlocked(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      co_await g2.unlock(tuple_awaitable);
+      unlocked.set();
+    }, asio::detached);
+    std::tie(unlocked_first) = co_await g2.wait_lost(tuple_awaitable);
+    co_await unlocked.wait(); // answered before the cut below
+  }
+  BOOST_TEST(unlocked_first == asio::error::operation_aborted, unlocked_first.message());
+  const auto t0 = std::chrono::steady_clock::now();
+  f.cut_off(*a, true);
+  auto [lost] = co_await g.wait_lost(tuple_awaitable);
+  BOOST_TEST(lost == error::lease_lost, lost.message());
+  BOOST_TEST(g.lost());
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 <= o.lease + 300ms));
+  f.cut_off(*a, false);
+  co_await g.unlock(tuple_awaitable);
+  BOOST_TEST(co_await clean(f));
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -1805,7 +1998,10 @@ asio::awaitable<void> segmented_odd_names_work(F& f, asio::any_io_executor ex) {
   COROLOCK_CONFORMANCE_CASE(F, a_service_of_many_callers)                                        \
   COROLOCK_CONFORMANCE_CASE(F, many_locks_held_at_once)                                          \
   COROLOCK_CONFORMANCE_CASE(F, odd_names_work_on_every_store)                                     \
-  COROLOCK_CONFORMANCE_CASE(F, odd_prefixes_work_on_every_store)
+  COROLOCK_CONFORMANCE_CASE(F, odd_prefixes_work_on_every_store)                                 \
+  COROLOCK_CONFORMANCE_CASE(F, multi_lock_all_or_nothing)                                         \
+  COROLOCK_CONFORMANCE_CASE(F, multi_lock_opposite_orders_never_deadlock)                         \
+  COROLOCK_CONFORMANCE_CASE(F, multi_lock_cancelled_or_lost)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \

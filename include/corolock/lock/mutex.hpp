@@ -50,6 +50,9 @@ namespace corolock {
 namespace core {
 class handle;
 }
+namespace detail {
+struct mutex_access;
+}
 
 /// A distributed mutex: one owner at a time across every process using the lock's name.
 ///
@@ -161,6 +164,7 @@ public:
                                       std::function<asio::awaitable<void>(guard&)> body);
 
 private:
+  friend struct detail::mutex_access;
   template <typename CompletionToken>
   auto initiate_acquire(clock::time_point deadline, bool try_only, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, guard)>(
