@@ -13,6 +13,7 @@
 #include <corolock/redis/script.hpp>
 #include <corolock/redis/subscription.hpp>
 #include <corolock/resp/value.hpp>
+#include <corolock/lock/check_token.hpp>
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/multi_lock.hpp>
 #include <corolock/lock/mutex.hpp>

@@ -79,6 +79,8 @@ struct backend_traits {
   bool semaphore = false;               ///< semaphore
   bool fifo = false;                    ///< waiters of different processes served in arrival order
   bool run_time_permits = false;        ///< semaphore::set_permits / status: a count the store keeps
+  bool holder_token = false;            ///< backend::holder_token: the holder's token read back
+                                        ///< (check_token, Chubby's sequencer check)
   bool marks = false;                   ///< backend::marks: a shared set of indexes per lock
                                         ///< (segmented_lock's empty segments); a store opts in
   std::size_t max_name = lock_options::max_name; ///< the same on every store: leave it
@@ -359,6 +361,15 @@ public:
   /// was lost may have taken effect, sending it again is harmless. Default: invalid_argument.
   virtual void marks(const lock_spec& lock, marks_call what, std::uint32_t index,
                      handler<void(error_code, std::vector<std::uint32_t>, std::string)> h);
+
+  // ---- The holder's token: Chubby's sequencer check (check_token) ------------------------------
+  /// traits.holder_token only (check_token refuses a store without it first): reads the fencing
+  /// token of the owner holding the mutex `lock` now (its grant handed out, not yet released, its
+  /// lease or session alive at the store), 0 when nobody holds it. Completes (posted, contract 1)
+  /// with it, or with not_connected, timeout, connection_lost, closed or the store's error, and
+  /// its words. A read: it changes nothing, and may be sent again. Default: invalid_argument.
+  virtual void holder_token(const lock_spec& lock,
+                            handler<void(error_code, std::uint64_t, std::string)> h);
 
   /// The client closes: every held lock and open bid of this backend is given back (or its session
   /// ended). Completes (posted) when done. The backend keeps no bound of its own for it: the core

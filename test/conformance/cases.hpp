@@ -21,6 +21,8 @@
 //   std::size_t queued_shared(const std::string& name); optional: a read-write lock's queued bids
 //   static constexpr bool unordered = true;             only if it serves no FIFO across clients
 //                                                       (a quorum: waiters retry, nobody queues)
+//   static constexpr bool no_holder_token = true;       only if check_token is refused (a store
+//                                                       that records no holder's token)
 //   static constexpr bool no_single_token = true;       only if a guard's fencing_token() is no
 //                                                       per-lock rising token (a quorum: 0, its
 //                                                       members' tokens are per member)
@@ -1968,6 +1970,71 @@ asio::awaitable<void> multi_lock_cancelled_or_lost(F& f, asio::any_io_executor e
   BOOST_TEST(co_await clean(f));
 }
 
+
+// --- check_token: Chubby's sequencer check --------------------------------------------------------
+
+/// check_token tells, from another client, whether a token is the current holder's: true for the
+/// holder's own token only — not for an older, newer or made-up one, not once it is unlocked, not
+/// under another prefix; a bad name is refused with words. A store that cannot tell (its fixture:
+/// no_holder_token) refuses with invalid_argument and words.
+template <typename F>
+asio::awaitable<void> check_token_names_the_current_holder(F& f, asio::any_io_executor ex) {
+  const std::string name = "sequencer/{x}" + std::string(1000, 's');
+  auto [a, b, ma, mb] = co_await two_on(f, ex, name);
+  // (no default argument: g++ 12 frees a coroutine's defaulted parameter twice)
+  const auto check_under = [&](std::uint64_t token, lock_options o) -> asio::awaitable<bool> {
+    diagnostics why;
+    auto [ec, current] =
+        co_await check_token(*b, name, token, o, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(!ec, ec.message() << " " << why.message());
+    co_return current;
+  };
+  const auto check = [&](std::uint64_t token) { return check_under(token, lock_options{}); };
+  if constexpr (requires { requires F::no_holder_token; }) {
+    diagnostics why;
+    auto [ec, current] =
+        co_await check_token(*b, name, 1, bind_diagnostics(why, tuple_awaitable));
+    BOOST_TEST(ec == error::invalid_argument, ec.message());
+    BOOST_TEST(!current);
+    BOOST_TEST(why.message().find("check_token") != std::string::npos, why.message());
+    co_return;
+  }
+  BOOST_TEST(!co_await check(1)); // free: no token is current
+  auto g = co_await ma.acquire();
+  const auto t = g.fencing_token();
+  BOOST_TEST(co_await check(t));
+  BOOST_TEST(!co_await check(t - 1));
+  BOOST_TEST(!co_await check(t + 1));
+  BOOST_TEST(!co_await check(0));
+  lock_options other;
+  other.prefix = "other:";
+  BOOST_TEST(!co_await check_under(t, other));
+  auto nested = co_await ma.acquire(g); // one acquisition, one token
+  BOOST_TEST(co_await check(nested.fencing_token()));
+  co_await nested.unlock();
+  guard g2; // a waiter queued behind the holder is not the holder; granted, it is
+  test::event granted(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    g2 = co_await mb.acquire();
+    granted.set();
+  }, asio::detached);
+  BOOST_REQUIRE(co_await eventually([&] { return f.queued(name) == 1; }));
+  BOOST_TEST(co_await check(t));
+  co_await g.unlock();
+  co_await granted.wait();
+  BOOST_TEST(!co_await check(t));
+  BOOST_TEST(co_await check(g2.fencing_token()));
+  co_await g2.unlock();
+  BOOST_TEST(!co_await check(g2.fencing_token())); // unlocked: nobody holds it
+
+  diagnostics why;
+  auto [ec, current] = co_await check_token(*a, "", 1, bind_diagnostics(why, tuple_awaitable));
+  BOOST_TEST(ec == error::invalid_argument, ec.message());
+  BOOST_TEST(!current);
+  BOOST_TEST(why.message().find("check_token") != std::string::npos, why.message());
+  BOOST_TEST(co_await clean(f));
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -2001,7 +2068,8 @@ asio::awaitable<void> multi_lock_cancelled_or_lost(F& f, asio::any_io_executor e
   COROLOCK_CONFORMANCE_CASE(F, odd_prefixes_work_on_every_store)                                 \
   COROLOCK_CONFORMANCE_CASE(F, multi_lock_all_or_nothing)                                         \
   COROLOCK_CONFORMANCE_CASE(F, multi_lock_opposite_orders_never_deadlock)                         \
-  COROLOCK_CONFORMANCE_CASE(F, multi_lock_cancelled_or_lost)
+  COROLOCK_CONFORMANCE_CASE(F, multi_lock_cancelled_or_lost)                                      \
+  COROLOCK_CONFORMANCE_CASE(F, check_token_names_the_current_holder)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \

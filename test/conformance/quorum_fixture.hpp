@@ -47,6 +47,7 @@ struct quorum_fixture {
   static constexpr bool refuses_shared = true;
   static constexpr bool unordered = true;
   static constexpr bool no_single_token = true;
+  static constexpr bool no_holder_token = true; // no single token to compare
   static constexpr bool refuses_marks = true; // a quorum keeps no marks: no segmented_lock over it
 
   std::array<M, 3> stores;

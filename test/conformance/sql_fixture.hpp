@@ -28,6 +28,7 @@ struct sql_fixture {
   /// The session is the lease: lost by the local deadline of the session's last answer
   /// (lost_by_the_local_deadline uses it instead of the case's per-lock lease).
   static constexpr auto session_lease = std::chrono::milliseconds(3000); // the least MariaDB allows
+  static constexpr bool no_holder_token = true; // tokens are drawn without a write: none to read
   typename Db::server_type server;
   std::map<const source*, std::unique_ptr<test::fault_proxy>> proxies;
 

@@ -605,6 +605,20 @@ void cluster_backend::marks(const core::lock_spec& lock, core::marks_call what, 
   op->start(nullptr);
 }
 
+void cluster_backend::holder_token(const core::lock_spec& lock,
+                                   core::handler<void(error_code, std::uint64_t, std::string)> h) {
+  // The lock's key, on the master serving its slot: routed as marks and permits.
+  auto op = std::make_shared<routed_op<std::uint64_t>>();
+  op->s = s_;
+  op->slot = slot_of(lock);
+  op->call = [lock](lock_backend& b,
+                    core::handler<void(error_code, std::uint64_t, std::string)> done) {
+    b.holder_token(lock, std::move(done));
+  };
+  op->h.set(std::move(h));
+  op->start(nullptr);
+}
+
 void cluster_backend::renew(std::vector<core::renewal> leases,
                             core::handler<void(std::vector<core::renew_outcome>)> h) {
   // Each lease on the master serving its slot now (the one that granted it until the map

@@ -37,6 +37,7 @@ constexpr core::backend_traits redis_traits{
     .semaphore = true,
     .fifo = true,
     .run_time_permits = true,
+    .holder_token = true,
     .marks = true,
 };
 
@@ -398,6 +399,34 @@ void lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std
         }
         complete_later(s->ex, hp->take(), asio::cancellation_slot{}, ec, std::move(set),
                        std::move(words));
+      });
+}
+
+void lock_backend::holder_token(const core::lock_spec& lock,
+                                core::handler<void(error_code, std::uint64_t, std::string)> h) {
+  // A mutex's key holds '<token> <owner>' while held (its PX the lease): GET reads it, nothing
+  // else is touched. No key: nobody holds the lock.
+  auto key = corolock::redis::detail::lock_key(lock.options.prefix, lock.name);
+  auto hp = share(std::move(h));
+  admin_request(
+      s_, [key](request& req, const lock_link&) { req.push("GET", key); },
+      [s = s_, hp, key](error_code ec, const response& r, std::string words) {
+        std::uint64_t token = 0;
+        if (!ec && r.at(0).is_error()) { // WRONGTYPE: something else is under the key
+          ec = error::redis_error;
+          words = r[0].data;
+          if (auto c = s->client())
+            c->note_server_error(words);
+        } else if (!ec && !r[0].is_null()) {
+          const auto& v = r[0].data;
+          auto [end, parsed] = std::from_chars(v.data(), v.data() + v.size(), token);
+          if (parsed != std::errc{} || end == v.data() + v.size() || *end != ' ') {
+            ec = error::unexpected_reply;
+            words = "the key " + key + " holds no lock ('<token> <owner>')";
+            token = 0;
+          }
+        }
+        complete_later(s->ex, hp->take(), asio::cancellation_slot{}, ec, token, std::move(words));
       });
 }
 

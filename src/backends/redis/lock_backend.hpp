@@ -85,6 +85,8 @@ public:
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                core::handler<void(error_code, semaphore_status, std::string)> h) override;
   /// The set "<lock key>:empty": SADD / SMEMBERS / DEL on the lock connection.
+  void holder_token(const core::lock_spec& lock,
+                    core::handler<void(error_code, std::uint64_t, std::string)> h) override;
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,

@@ -121,6 +121,7 @@ backend::backend(asio::any_io_executor ex, std::shared_ptr<state> st)
   traits_.fifo = true;
   traits_.run_time_permits = true;
   traits_.marks = true;
+  traits_.holder_token = true;
   client_ = st_->connect(*this);
   id_ = "client-" + std::to_string(client_);
   was_reachable_ = reachable();
@@ -517,6 +518,20 @@ void backend::marks(const core::lock_spec& lock, core::marks_call what, std::uin
       [done](error_code ec) {
         done(ec, {}, transport_words(ec));
       });
+}
+
+void backend::holder_token(const core::lock_spec& lock,
+                           core::handler<void(error_code, std::uint64_t, std::string)> h) {
+  auto hp = std::make_shared<core::handler<void(error_code, std::uint64_t, std::string)>>(std::move(h));
+  auto done = [hp](error_code ec, std::uint64_t token, std::string words) {
+    asio::dispatch(asio::append(std::move(*hp), ec, token, std::move(words)));
+  };
+  send(
+      [this, k = key_of(lock), done] {
+        const auto token = st_->holder_token(k);
+        return std::function<void()>([token, done] { done({}, token, {}); });
+      },
+      [done](error_code ec) { done(ec, 0, transport_words(ec)); });
 }
 
 void backend::renew(std::vector<core::renewal> leases,

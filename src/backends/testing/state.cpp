@@ -384,6 +384,11 @@ std::uint64_t state::token(const std::string& prefix, const std::string& name) c
   return t;
 }
 
+std::uint64_t state::holder_token(const lock_key& k) const {
+  auto it = locks_.find(k);
+  return it == locks_.end() || it->second.holders.empty() ? 0 : it->second.holders.front().token;
+}
+
 bool state::empty() const { return locks_.empty() && marks_.empty(); }
 
 void state::add_mark(const std::string& prefix, const std::string& name, std::uint32_t index) {

@@ -4,6 +4,7 @@
 #include "backends/zookeeper/lock_access.hpp"
 #include "backends/zookeeper/lock_paths.hpp"
 #include "backends/zookeeper/lock_recipe.hpp"
+#include "backends/zookeeper/holder.hpp"
 #include "backends/zookeeper/marks.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
@@ -35,6 +36,7 @@ constexpr core::backend_traits zookeeper_traits{
     .read_write = true,
     .semaphore = true,
     .fifo = true,
+    .holder_token = true,
     .marks = true,
 };
 
@@ -445,6 +447,16 @@ void lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std
   }
   zookeeper_marks(*s_->zk, marks_folder(core::ticket_of<zk_lock>(lock).dir), what, index,
                   std::move(h));
+}
+
+void lock_backend::holder_token(const core::lock_spec& lock,
+                                core::handler<void(error_code, std::uint64_t, std::string)> h) {
+  if (!s_->zk) { // detached: as a closed client, never inline
+    complete_later(s_->ex, std::move(h), {}, error_code(error::closed), std::uint64_t{0},
+                   std::string("the ZooKeeper client is closed"));
+    return;
+  }
+  zookeeper_holder_token(*s_->zk, core::ticket_of<zk_lock>(lock).dir, std::move(h));
 }
 
 std::shared_ptr<const core::lock_ticket> lock_backend::ticket_for(const core::lock_spec& lock) {

@@ -84,6 +84,8 @@ public:
   void give_back(const core::bid& b, const std::string& owner,
                  core::handler<void(error_code, std::string)> h) override;
   /// Persistent nodes in a folder beside the lock's own (marks.hpp).
+  void holder_token(const core::lock_spec& lock,
+                    core::handler<void(error_code, std::uint64_t, std::string)> h) override;
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
