@@ -507,6 +507,41 @@ BOOST_AUTO_TEST_CASE(a_client_destroyed_while_holding_leaves_the_lock_to_the_wai
   });
 }
 
+// An io_context torn down while an unlock's delete is in flight (a test body that ends, a server
+// shutting down): the unlock's handler, kept by the backend until the delete is answered, is the
+// only owner of the coroutine that awaits it — which owns the guard, whose lease keeps the bid that
+// keeps the handler. The cycle must be broken when the client goes: the frame is destroyed, not
+// leaked. (Seen at stop 56 as a leak under LeakSanitizer in a conformance case.)
+BOOST_AUTO_TEST_CASE(an_io_context_torn_down_while_an_unlock_is_in_flight_leaks_nothing) {
+  zookeeper_server server;
+  auto io = std::make_unique<asio::io_context>();
+  std::weak_ptr<int> frame_alive;
+  bool unlocking = false;
+  asio::co_spawn(*io, [&]() -> asio::awaitable<void> {
+    auto ex = co_await asio::this_coro::executor;
+    auto c = client_of(ex, server.url());
+    co_await c->connect();
+    corolock::mutex m{*c, "teardown"};
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto marker = std::make_shared<int>(0); // lives as long as this frame
+      frame_alive = marker;
+      auto g = co_await m.acquire();
+      unlocking = true;
+      co_await g.unlock(); // never answered: the context goes first
+    }, asio::detached);
+    asio::steady_timer forever(ex, asio::steady_timer::time_point::max());
+    co_await forever.async_wait(as_tuple_awaitable); // the client goes with the context
+  }, asio::detached);
+  const auto deadline = clock_type::now() + std::chrono::seconds(10);
+  while (!unlocking && clock_type::now() < deadline)
+    io->run_one_for(milliseconds(100));
+  BOOST_REQUIRE(unlocking);
+  io->poll(); // the delete goes out; its reply is never read
+  BOOST_TEST(!frame_alive.expired());
+  io.reset();
+  BOOST_TEST(frame_alive.expired(), "the unlocking coroutine's frame outlived its io_context");
+}
+
 BOOST_AUTO_TEST_CASE(readers_share_and_a_writer_waits_for_them) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {

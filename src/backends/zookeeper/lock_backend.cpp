@@ -113,6 +113,23 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   /// one (the same owner) or its give-back looks the node up by owner before making one.
   std::set<std::string> unsure_owners;
 
+  /// The client goes (detach): the releases and give-backs still waiting for the store complete
+  /// now, with closed (posted). On an io_context torn down this is what destroys them: a release's
+  /// handler may be the only owner of the coroutine awaiting it, which owns the guard, whose lease
+  /// keeps the bid that keeps the handler — a cycle nothing else breaks once no reply can come.
+  void complete_stored() {
+    const std::string words = "the ZooKeeper client is gone";
+    for (const auto& b : running) {
+      for (auto& h : std::exchange(b->releases, {}))
+        complete_later(ex, std::move(h), asio::cancellation_slot{}, error_code(error::closed), words);
+      if (b->given_back) {
+        auto h = std::move(*b->given_back);
+        b->given_back.reset();
+        complete_later(ex, std::move(h), asio::cancellation_slot{}, error_code(error::closed), words);
+      }
+    }
+  }
+
   void run(std::shared_ptr<bid_run> b) {
     for (auto& a : b->recipe.take_actions()) {
       using k = lock_recipe::action::kind;
@@ -407,6 +424,7 @@ void lock_backend::detach() noexcept {
   if (s_->zk)
     lock_access::listen(*s_->zk, {});
   s_->zk = nullptr;
+  s_->complete_stored();
 }
 
 const core::backend_traits& lock_backend::traits() const noexcept { return zookeeper_traits; }
