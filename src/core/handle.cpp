@@ -58,7 +58,7 @@ void handle::acquire(std::int64_t permits, bool shared, steady::time_point deadl
 
 bool handle::same_lock(const lease& l) const noexcept {
   return !l.eng.owner_before(eng_) && !eng_.owner_before(l.eng) && l.spec->kind == spec->kind &&
-         l.spec->name == spec->name;
+         l.spec->name == spec->name && l.spec->options.prefix == spec->options.prefix;
 }
 
 void handle::set_permits(std::int64_t permits, diagnostics* diag,

@@ -166,6 +166,13 @@ asio::awaitable<void> reentry(F& f, asio::any_io_executor ex) {
   co_await g2.unlock();
   BOOST_TEST(g.owns_lock());
   BOOST_TEST(!f.clean()); // still held by the outer level
+  // The same name under another prefix is another lock: no re-entry through its guard.
+  lock_options other;
+  other.prefix = "other:";
+  mutex elsewhere{*a, "re", other};
+  auto [ec, wrong] = co_await elsewhere.acquire(g, tuple_awaitable);
+  BOOST_TEST(ec == error::invalid_argument, ec.message());
+  BOOST_TEST(!wrong.owns_lock());
   co_await g.unlock();
   BOOST_TEST(co_await clean(f));
 }
