@@ -61,11 +61,7 @@ namespace {
 
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 using steady = std::chrono::steady_clock;
-
-asio::awaitable<bool> cancelled() {
-  auto cs = co_await asio::this_coro::cancellation_state;
-  co_return cs.cancelled() != asio::cancellation_type::none;
-}
+using detail::cancelled;
 
 std::string member_label(const detail::multi_lock_members& ms, std::size_t i) {
   return "multi-lock member " + std::to_string(i) + " (" +

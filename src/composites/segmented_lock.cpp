@@ -290,11 +290,6 @@ namespace {
 
 using acquire_result = std::pair<error_code, segment_guard>;
 
-asio::awaitable<bool> cancelled() {
-  auto cs = co_await asio::this_coro::cancellation_state;
-  co_return cs.cancelled() != asio::cancellation_type::none;
-}
-
 /// One call of the lock's marks (core::backend::marks); the store's words go to `said`.
 /// Not a coroutine, and taking `st` by reference: g++ 12 destroys some temporaries of a co_await
 /// expression twice (a lambda made inside a coroutine's co_await released its captured state

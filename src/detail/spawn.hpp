@@ -9,6 +9,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <exception>
@@ -25,6 +26,13 @@ inline error_code exception_code(std::exception_ptr e) {
   } catch (...) {
     return make_error_code(boost::system::errc::io_error);
   }
+}
+
+/// Inside one of those coroutines: whether the caller's cancellation has arrived (any type the
+/// coroutine's filter lets through).
+inline asio::awaitable<bool> cancelled() {
+  auto cs = co_await asio::this_coro::cancellation_state;
+  co_return cs.cancelled() != asio::cancellation_type::none;
 }
 
 template <typename T>

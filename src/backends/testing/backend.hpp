@@ -67,9 +67,10 @@ public:
                  core::handler<void(error_code, std::string)> h) override;
   void permits(const core::lock_spec& lock, std::optional<std::int64_t> count,
                core::handler<void(error_code, semaphore_status, std::string)> h) override;
-  /// The store's marks of the lock's (prefix, name): one request each.
+  /// The token of the lock's first holder: one request.
   void holder_token(const core::lock_spec& lock,
                     core::handler<void(error_code, std::uint64_t, std::string)> h) override;
+  /// The store's marks of the lock's (prefix, name): one request each.
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,

@@ -141,10 +141,10 @@ public:
   /// per_lock: extends (or, check_only, confirms) a holder's lease; false when not a holder.
   bool renew(const lock_key& k, const std::string& owner, std::chrono::milliseconds lease,
              bool check_only);
-  /// A semaphore's count set at run time (kept, like a fence, for the store's life); `fallback`
-  /// (the bidder's handle) where none was set.
   /// The token of `k`'s first holder (a mutex's only one), 0 when nobody holds it.
   std::uint64_t holder_token(const lock_key& k) const;
+  /// A semaphore's count set at run time (kept, like a fence, for the store's life); `fallback`
+  /// (the bidder's handle) where none was set.
   std::int64_t count(const lock_key& k, std::int64_t fallback) const;
   /// Sets it and grants the waiters that now fit.
   void set_count(const lock_key& k, std::int64_t n);
