@@ -1866,10 +1866,6 @@ asio::awaitable<void> multi_lock_all_or_nothing(F& f, asio::any_io_executor ex) 
 /// holders of an account, no write refused by an account's fence, the sum kept.
 template <typename F>
 asio::awaitable<void> multi_lock_opposite_orders_never_deadlock(F& f, asio::any_io_executor ex) {
-  if constexpr (requires { requires F::open_multi_lock_deadlock; }) {
-    BOOST_TEST_MESSAGE(F::backend << ": skipped, an open defect (its fixture: open_multi_lock_deadlock)");
-    co_return;
-  }
   constexpr int callers = 20, accounts = 5, rounds = 4;
   auto a = co_await f.connect(ex);
   auto b = co_await f.connect(ex);

@@ -15,12 +15,6 @@ struct mariadb {
   static constexpr const char* name = "mariadb";
   /// GET_LOCK has no shared mode: no read-write lock, so no COROLOCK_CONFORMANCE_SHARED_CASES.
   static constexpr bool refuses_shared = true;
-  /// Open defect, found at stop 57: callers that each hold one lock and wait for another (a
-  /// multi_lock, in any order) make MariaDB end lock statements with ERROR 1213 (deadlock) more
-  /// often than the backend's lost-race retries (8 per bid) absorb: one run in four failed 3 of 80
-  /// transfers with database_error. The case stays written and is skipped here until the SQL
-  /// backend's lock statement is fixed; the note of stop 57 and docs/guarantees.md say so.
-  static constexpr bool open_multi_lock_deadlock = true;
   static std::uint16_t port(server_type& s) { return s.port(); }
   static std::string url_through(server_type&, std::uint16_t port) {
     return "mysql://root@127.0.0.1:" + std::to_string(port) + "/";

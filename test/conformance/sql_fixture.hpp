@@ -25,7 +25,6 @@ struct sql_fixture {
   static constexpr const char* backend = Db::name;
   /// MariaDB has no read-write lock (mysql.cpp); PostgreSQL has (pg_advisory_lock_shared).
   static constexpr bool refuses_shared = requires { requires Db::refuses_shared; };
-  static constexpr bool open_multi_lock_deadlock = requires { requires Db::open_multi_lock_deadlock; };
   /// The session is the lease: lost by the local deadline of the session's last answer
   /// (lost_by_the_local_deadline uses it instead of the case's per-lock lease).
   static constexpr auto session_lease = std::chrono::milliseconds(3000); // the least MariaDB allows

@@ -83,6 +83,8 @@ struct mariadb {
   static void drop_fence(server_type& s, bool everything) {
     s.sql(everything ? "DROP DATABASE corolock" : "DROP SEQUENCE IF EXISTS corolock.fence_seq, corolock.fence_tokens");
   }
+  /// As an admin would: the epoch table, which a new session's setup reads (the fence recreated then).
+  static void drop_epoch(server_type& s) { s.sql("DROP TABLE corolock.fence_epoch"); }
   static void forge_collision(server_type& s, const std::string& key) {
     s.sql("UPDATE corolock.fence SET name = X'00' WHERE lock_key = " + key);
   }
@@ -108,6 +110,7 @@ COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, ma
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_one_works, mariadb)
 COROLOCK_SQL_LOCK_CASE(tokens_rise_after_an_admin_drops_the_fence_objects, mariadb)
+COROLOCK_SQL_LOCK_CASE(creating_the_fence_while_locks_are_waited_for_stalls_nothing, mariadb)
 COROLOCK_SQL_LOCK_CASE(many_clients_using_a_new_name_and_fence_table_at_once_all_get_it, mariadb)
 // a_lock_statement_that_loses_a_race_on_the_fence_is_run_again: PostgreSQL only. Injected on
 // MariaDB by a trigger on the fence table (SIGNAL … MYSQL_ERRNO = 1213 once), the bid failed with

@@ -88,6 +88,8 @@ struct postgres {
     if (everything)
       s.sql("DROP TABLE IF EXISTS corolock_fence, corolock_fence_epoch, corolock_fence_alive, corolock_fence_run");
   }
+  /// As an admin would: the epoch table, which a new session's setup reads (the fence recreated then).
+  static void drop_epoch(server_type& s) { s.sql("DROP TABLE corolock_fence_epoch"); }
   /// The next insert into the fence table fails once (or every time) as a deadlock would (a
   /// trigger; the counter of inserts tried is a sequence: a rollback does not undo it).
   static void inject_race(server_type& s, bool every_time = false) {
@@ -136,6 +138,7 @@ COROLOCK_SQL_LOCK_CASE(a_bid_during_its_session_s_release_takes_that_session, po
 COROLOCK_SQL_LOCK_CASE(kinds_the_database_lacks_are_refused, postgres)
 COROLOCK_SQL_LOCK_CASE(a_fence_table_that_is_not_a_plain_name_is_refused_and_a_schema_qualified_one_works, postgres)
 COROLOCK_SQL_LOCK_CASE(tokens_rise_after_an_admin_drops_the_fence_objects, postgres)
+COROLOCK_SQL_LOCK_CASE(creating_the_fence_while_locks_are_waited_for_stalls_nothing, postgres)
 COROLOCK_SQL_LOCK_CASE(many_clients_using_a_new_name_and_fence_table_at_once_all_get_it, postgres)
 COROLOCK_SQL_LOCK_CASE(a_lock_statement_that_loses_a_race_on_the_fence_is_run_again, postgres)
 COROLOCK_SQL_LOCK_CASE(a_dropped_connection_is_reported_at_once, postgres)

@@ -1384,6 +1384,46 @@ void tokens_rise_after_an_admin_drops_the_fence_objects() {
   });
 }
 
+// A session creating the fence's objects while other sessions wait for locks (a first use that
+// found them missing before another session's creation and a wait there; here made certain by an
+// admin dropping the epoch table, which a new session's setup reads): the creation passes over what
+// exists without a lock the waits hold off, and neither it nor the holder's next bid waits for
+// them. Before the fix (MariaDB): CREATE SEQUENCE IF NOT EXISTS waited for the waiting statements
+// (they use the counter) — the new client's bid stalled as long as the lock was held, and the
+// holder's bid, queued behind the creation, closed a cycle the server broke with ERROR 1213
+// (conformance multi_lock_opposite_orders_never_deadlock failed 1 run in 6 so).
+template <typename Db>
+void creating_the_fence_while_locks_are_waited_for_stalls_nothing() {
+  typename Db::server_type server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    held_and_awaited<Db> x(ex, server, "creation:held");
+    co_await x.start();
+    Db::drop_epoch(server);
+    client<Db> c(ex, server);
+    const auto fresh = c.spec("creation:new-client"), more = x.a.spec("creation:holder's-next");
+    bidder by_c(ex), by_holder(ex);
+    c.bid(by_c, fresh);
+    x.a.bid(by_holder, more);
+    const auto granted_soon = [&](bidder& b) -> asio::awaitable<bool> {
+      const bool answered = co_await eventually([&] { return b.events > 0; }, std::chrono::seconds(5));
+      co_return answered && b.grant.has_value(); // no co_await inside && (g++ 12)
+    };
+    const bool c_granted = co_await granted_soon(by_c);
+    BOOST_TEST(c_granted, "the new client: " << (by_c.events ? by_c.ec.message() + ": " + by_c.words : "no answer in 5 s"));
+    const bool holder_granted = co_await granted_soon(by_holder);
+    BOOST_TEST(holder_granted, "the holder's next bid: "
+                                   << (by_holder.events ? by_holder.ec.message() + ": " + by_holder.words : "no answer in 5 s"));
+    BOOST_TEST(x.waiter.events == 0, "the waiter: " << x.waiter.ec.message() << ": " << x.waiter.words);
+    auto [ec, words] = co_await x.a.release(x.holder, x.lock);
+    BOOST_TEST(!ec, words);
+    co_await x.waiter.done.wait();
+    BOOST_TEST(x.waiter.grant.has_value(), "the waiter: " << x.waiter.ec.message() << ": " << x.waiter.words);
+    co_await c.close();
+    co_await x.a.close();
+    co_await x.b.close();
+  }, std::chrono::seconds(60));
+}
+
 // A lock statement whose fence-row insert loses a race with another session's (the server's
 // deadlock, injected once by a trigger on the fence table: Db::inject_race) is run again, on a
 // session sharing held locks (a one look) and on a session of its own (a wait): granted, the

@@ -31,6 +31,20 @@ std::vector<std::string> create_database(const std::string& table) {
   return {};
 }
 
+// The user lock a creation of fence objects holds (create_fence_table).
+constexpr std::string_view creation_lock = "corolock:creating-the-fence";
+
+// The database of a fence table as an SQL expression (the connection's when it names none), and its
+// table's name (plain names only: fence_table_refusal).
+std::string schema_of(const std::string& table) {
+  const auto dot = table.find('.');
+  return dot == std::string::npos ? std::string("DATABASE()") : "'" + table.substr(0, dot) + "'";
+}
+std::string name_of(const std::string& table) {
+  const auto dot = table.find('.');
+  return dot == std::string::npos ? table : table.substr(dot + 1);
+}
+
 // The fence's floor: the server's clock in microseconds, and above every token of the former
 // scheme (whose epoch is durable). Every new session moves the counter up to it (SETVAL never
 // moves a sequence down), and a counter created again after an admin dropped it starts there:
@@ -128,7 +142,19 @@ sql::detail::sql_dialect dialect(config cfg) {
   // epoch of the former scheme stays durable (the floor reads it). The counter is created at the
   // floor (one statement: no draw below it).
   d.create_fence_table = [](const std::string& table) -> std::vector<std::string> {
-    std::vector<std::string> out = create_database(table);
+    // One creation at a time on the server (a user lock, given back by the last statement, or by
+    // the session's end), and the counter created only where it is missing: CREATE SEQUENCE IF
+    // NOT EXISTS takes the counter's name exclusively even when it exists, so it waited for every
+    // lock statement waiting in GET_LOCK (they use the counter, and hold it shared as long as they
+    // wait) while the statements after it for the counter queued behind it — two first uses
+    // racing stalled, or closed a cycle the server broke with ERROR 1213 (test: sql_lock_checks'
+    // creating_the_fence_while_locks_are_waited_for_stalls_nothing). A creation that comes after
+    // another's finds the counter in information_schema, which reads it without that lock; one
+    // of an older corolock racing ours waits a second at most (lock_wait_timeout), its failure
+    // passed over as any creation's is (the statement that found the counter missing runs again).
+    std::vector<std::string> out{"DO GET_LOCK('" + std::string(creation_lock) + "', 10)"};
+    for (auto& statement : create_database(table))
+      out.push_back(std::move(statement));
     out.push_back("CREATE TABLE IF NOT EXISTS " + object(table) +
                   " (lock_key VARBINARY(64) NOT NULL PRIMARY KEY, name VARBINARY(1400) NOT NULL,"
                   " token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
@@ -136,9 +162,13 @@ sql::detail::sql_dialect dialect(config cfg) {
                   " (one TINYINT NOT NULL PRIMARY KEY, epoch BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB");
     out.push_back("INSERT IGNORE INTO " + object(table, "_epoch") + " SELECT 1, COALESCE(MAX(token), 0) >> " +
                   std::to_string(legacy_counter_bits) + " FROM " + object(table));
-    out.push_back("SET " + floor_assignment(table));
-    out.push_back(at_fence_floor("CREATE SEQUENCE IF NOT EXISTS " + object(table, "_tokens") + " START WITH ",
-                                 " CACHE 1000 ENGINE=InnoDB"));
+    out.push_back("SET " + floor_assignment(table) + ", @corolock_counter = (SELECT COUNT(*) FROM "
+                  "information_schema.TABLES WHERE TABLE_SCHEMA = " + schema_of(table) +
+                  " AND TABLE_NAME = '" + name_of(table) + "_tokens')");
+    out.push_back("EXECUTE IMMEDIATE IF(@corolock_counter > 0, 'DO 0', CONCAT('SET STATEMENT lock_wait_timeout = 1 "
+                  "FOR CREATE SEQUENCE IF NOT EXISTS " + object(table, "_tokens") +
+                  " START WITH ', @corolock_floor, ' CACHE 1000 ENGINE=InnoDB'))");
+    out.push_back("DO RELEASE_LOCK('" + std::string(creation_lock) + "')");
     return out;
   };
   d.missing_table = [](const sql::detail::sql_words& w) -> bool {
