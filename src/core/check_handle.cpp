@@ -41,6 +41,14 @@ void check_handle(const backend_traits& traits, const lock_spec& spec, const cha
   if (!o.store.empty() && o.store.store() != traits.store)
     refuse(what, lock + "options of the " + std::string(o.store.store()) + " store (lock_options::store) "
                  "given to a lock of the " + store + " store");
+  if (o.lock_delay < milliseconds(0) || o.lock_delay > hours(1))
+    refuse(what, lock + "lock_delay must be 0..1 h");
+  if (o.lock_delay > milliseconds(0) && spec.kind != lock_kind::mutex)
+    refuse(what, lock + "lock_delay is served by a mutex only (a shared_mutex's or a semaphore's "
+                        "holders are many: one mark cannot say how each ended)");
+  if (o.lock_delay > milliseconds(0) && !traits.marks)
+    refuse(what, lock + "the " + store + " store cannot serve lock_delay: it keeps no marks "
+                        "(backend_traits::marks), where a holder says it has not yet unlocked");
   if (spec.capacity < 1)
     refuse(what, lock + "a lock has at least one permit");
 }

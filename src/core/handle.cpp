@@ -4,6 +4,7 @@
 
 #include "core/engine.hpp"
 #include "core/lease.hpp"
+#include "core/lock_delay.hpp"
 #include "core/marks.hpp"
 #include "core/permits_admin.hpp"
 #include "core/waiting_line.hpp"
@@ -53,7 +54,11 @@ void handle::acquire(std::int64_t permits, bool shared, steady::time_point deadl
     return;
   }
   auto at = to_store_clock(deadline, e->store().now());
-  e->line_of(spec, permits, shared)->arrive(at, try_only, diag, std::move(h));
+  const auto line = e->line_of(spec, permits, shared);
+  // (A handler is never move-assigned: detail/completion.hpp.)
+  if (spec->options.lock_delay > std::chrono::milliseconds(0)) // a mutex's (check_handle)
+    return line->arrive(at, try_only, diag, after_lock_delay(e, spec, at, diag, std::move(h)));
+  line->arrive(at, try_only, diag, std::move(h));
 }
 
 bool handle::same_lock(const lease& l) const noexcept {

@@ -5,6 +5,7 @@
 #include "core/abortable.hpp"
 #include "core/engine.hpp"
 #include "core/keeper.hpp"
+#include "core/lock_delay.hpp"
 #include "core/waiting_line.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
@@ -75,20 +76,33 @@ void lease::release(diagnostics* diag, detail::handler<void(error_code)> h) {
       detail::complete_later(ex, std::move(h), {}, error_code(error::closed));
     return;
   }
-  if (!h) {
-    send_release(*e, {}); // a guard dropped while holding: nobody asks
-    return;
-  }
-  // Any cancellation type ends the caller's wait; the release goes on (guard.hpp).
-  auto op = abortable<>::make(ex, diag, std::move(h),
-                              asio::cancellation_type::terminal |
-                                  asio::cancellation_type::partial |
-                                  asio::cancellation_type::total);
-  send_release(*e, [op, late = released_late](error_code ec, std::string words) {
-    // Past the local deadline the lease was lost already (lost() said so): the release frees what
-    // the store may still list, and reports it lost.
-    op->finish(!ec && late ? error_code(error::lease_lost) : ec, words);
-  });
+  // Any cancellation type ends the caller's wait; the release goes on (guard.hpp). A guard
+  // dropped while holding has no caller.
+  std::shared_ptr<abortable<>> op;
+  if (h)
+    op = abortable<>::make(ex, diag, std::move(h),
+                           asio::cancellation_type::terminal | asio::cancellation_type::partial |
+                               asio::cancellation_type::total);
+  auto send = [self = shared_from_this(), op, late = released_late] {
+    auto e = self->eng.lock();
+    if (!e || e->closed()) {
+      if (op)
+        op->finish(error::closed, "the client closed during the release");
+      return;
+    }
+    if (!op)
+      return self->send_release(*e, {});
+    self->send_release(*e, [op, late](error_code ec, std::string words) {
+      // Past the local deadline the lease was lost already (lost() said so): the release frees
+      // what the store may still list, and reports it lost.
+      op->finish(!ec && late ? error_code(error::lease_lost) : ec, words);
+    });
+  };
+  // A clean end under a lock-delay: the holder's mark goes first (core/lock_delay.hpp). Past the
+  // local deadline the end is not clean: the mark stays, and holds the next holder back.
+  if (std::exchange(clears_delay_mark, false) && !released_late)
+    return clear_lock_delay_mark(*e, *this, std::move(send));
+  send();
 }
 
 void lease::unwatch() noexcept {

@@ -81,6 +81,9 @@ public:
   /// The last level was unlocked past the local deadline, before the keeper marked the lease lost
   /// (a stalled thread): lost() said so, so the release reports lease_lost whatever the store says.
   bool released_late = false;
+  /// lock_options::lock_delay: this holder's mark is at the store (core/lock_delay.hpp); a clean
+  /// release clears it before the lock is released.
+  bool clears_delay_mark = false;
   asio::cancellation_signal lost_signal;
 
   std::weak_ptr<engine> eng;

@@ -11,7 +11,8 @@ namespace corolock {
 boost::system::error_code lock_options::validate() const {
   using namespace std::chrono;
   // A prefix is any bytes, as a name is: each store encodes what it cannot hold (docs/api.md).
-  const bool ok = lease >= milliseconds(10) && lease <= hours(24) && prefix.size() <= max_prefix;
+  const bool ok = lease >= milliseconds(10) && lease <= hours(24) && prefix.size() <= max_prefix &&
+                  lock_delay >= milliseconds(0) && lock_delay <= hours(1);
   return ok ? boost::system::error_code{} : make_error_code(error::invalid_argument);
 }
 

@@ -71,6 +71,19 @@ void run(case_body<F> body) {
   test::run_async([body](asio::any_io_executor ex) { return with_fixture<F>(body, ex); });
 }
 
+/// `make()` throws system_error(error::invalid_argument) whose what() holds `words`.
+template <typename Make>
+void expect_refused(Make make, const std::string& words) {
+  try {
+    make();
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST((e.code() == error::invalid_argument));
+    BOOST_TEST(std::string(e.what()).find(words) != std::string::npos, e.what());
+    return;
+  }
+  BOOST_TEST(false, "not refused: " << words);
+}
+
 template <typename F>
 asio::awaitable<bool> clean(F& f) {
   co_return co_await eventually([&] { return f.clean(); }, 5s);
@@ -1842,19 +1855,9 @@ asio::awaitable<void> multi_lock_all_or_nothing(F& f, asio::any_io_executor ex) 
   BOOST_TEST(co_await free_for_b(by));
 
   // Bad members, with words: none, and one lock twice through one client.
-  const auto refused = [](auto make, const std::string& words) {
-    try {
-      make();
-    } catch (const boost::system::system_error& e) {
-      BOOST_TEST((e.code() == error::invalid_argument));
-      BOOST_TEST(std::string(e.what()).find(words) != std::string::npos, e.what());
-      return;
-    }
-    BOOST_TEST(false, "not refused: " << words);
-  };
   mutex x_again{*a, "multi-x"};
-  refused([&] { multi_lock none{std::vector<std::reference_wrapper<mutex>>{}}; }, "no member");
-  refused([&] { multi_lock twice{x, y, x_again}; }, "wait for itself");
+  expect_refused([&] { multi_lock none{std::vector<std::reference_wrapper<mutex>>{}}; }, "no member");
+  expect_refused([&] { multi_lock twice{x, y, x_again}; }, "wait for itself");
   multi_lock two_clients{x, bx}; // one name through two clients: two owners, not refused here
   BOOST_TEST(two_clients.size() == 2u);
   BOOST_TEST(co_await clean(f));
@@ -2042,6 +2045,116 @@ asio::awaitable<void> check_token_names_the_current_holder(F& f, asio::any_io_ex
   BOOST_TEST(co_await clean(f));
 }
 
+
+// --- lock_options::lock_delay: Chubby's lock-delay --------------------------------------------------
+
+/// A holder that ends without an unlock holds the next holder back for lock_delay; a clean unlock
+/// hands over at once. Unclean ends: a holder cut off from the store (told lost, then the store
+/// frees the lock) and a client closed with the lock held. The next acquisition completes no
+/// sooner than lock_delay after the first holder was told lost; cancelled during the delay, it
+/// ends at once with operation_aborted and the lock is given back, still held back for the next
+/// one (the end is not drained); that one's clean unlock ends the delays. Out-of-range values, a
+/// shared_mutex or a semaphore with a lock-delay, and a store without marks are refused with words.
+template <typename F>
+asio::awaitable<void> lock_delay_holds_back_only_after_an_unclean_end(F& f, asio::any_io_executor ex) {
+  using std::chrono::steady_clock;
+  const auto since = [](steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - t);
+  };
+  auto a = co_await f.connect(ex);
+  lock_options o;
+  o.lease = 600ms;
+  if constexpr (requires { F::session_lease; })
+    o.lease = F::session_lease;
+  o.lock_delay = 1000ms;
+  const std::string name = "delayed/{x}\n" + std::string(300, 'd');
+  if constexpr (refuses_marks<F>) {
+    expect_refused([&] { mutex m{*a, name, o}; }, "cannot serve lock_delay");
+    co_await f.close(*a);
+    co_return;
+  }
+  lock_options too_long = o, negative = o;
+  too_long.lock_delay = std::chrono::hours(2);
+  negative.lock_delay = -1ms;
+  expect_refused([&] { mutex m{*a, name, too_long}; }, "lock_delay must be 0..1 h");
+  expect_refused([&] { mutex m{*a, name, negative}; }, "lock_delay must be 0..1 h");
+  if constexpr (!refuses_shared<F>)
+    expect_refused([&] { shared_mutex m{*a, name, o}; }, "served by a mutex only");
+
+  auto b = co_await f.connect(ex);
+  mutex ma{*a, name, o}, mb{*b, name, o};
+  // A clean unlock: the next holder at once.
+  auto first = co_await ma.acquire();
+  co_await first.unlock();
+  auto t0 = steady_clock::now();
+  auto held = co_await mb.acquire();
+  BOOST_TEST(since(t0) < o.lock_delay / 2, "after a clean unlock: " << since(t0).count() << " ms");
+
+  // The holder cut off: told lost; the waiter's acquisition completes lock_delay after that at
+  // the earliest.
+  error_code ec;
+  guard next;
+  steady_clock::time_point next_at;
+  test::event done(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    auto [e, g] = co_await ma.acquire_for(60s, tuple_awaitable);
+    ec = e;
+    next = std::move(g);
+    next_at = steady_clock::now();
+    done.set();
+  }, asio::detached);
+  if constexpr (requires { requires F::unordered; })
+    co_await sleep_for(100ms);
+  else
+    BOOST_REQUIRE(co_await eventually([&] { return f.queued(name) == 1; }));
+  f.cut_off(*b, true);
+  auto [lost] = co_await held.wait_lost(tuple_awaitable);
+  const auto lost_at = steady_clock::now();
+  co_await done.wait();
+  const auto after_lost = std::chrono::duration_cast<std::chrono::milliseconds>(next_at - lost_at);
+  BOOST_TEST_MESSAGE(f.backend << ": the next holder " << after_lost.count() << " ms after the last was told lost");
+  BOOST_TEST(lost == error::lease_lost, lost.message());
+  BOOST_TEST(!ec, ec.message());
+  BOOST_TEST(after_lost >= o.lock_delay, "held back " << after_lost.count() << " ms only");
+  if constexpr (!requires { requires F::no_single_token; })
+    BOOST_TEST(next.fencing_token() > held.fencing_token());
+  f.cut_off(*b, false);
+  co_await held.unlock(tuple_awaitable); // lost: its end was not clean, the mark (now next's) stays
+  co_await f.close(*b); // (its link lost bytes in the cut: a client of its own from here)
+
+  // A client closed with the lock held: the next holder is granted at once and held back;
+  // cancelled during the delay, it ends then, and the lock is free but still held back.
+  auto c = co_await f.connect(ex);
+  mutex mc{*c, name, o};
+  co_await f.close(*a);
+  const auto closed_at = steady_clock::now();
+  asio::cancellation_signal cancel;
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    co_await sleep_for(600ms);
+    cancel.emit(asio::cancellation_type::terminal);
+  }, asio::detached);
+  auto [cec, cancelled] = co_await mc.acquire(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable));
+  BOOST_TEST(cec == asio::error::operation_aborted, cec.message());
+  BOOST_TEST(!cancelled.owns_lock());
+  BOOST_TEST(since(closed_at) < o.lock_delay, "cancelled in the delay, answered after " << since(closed_at).count() << " ms");
+  // A deadline inside the delay: timeout, the lock given back, the mark left.
+  t0 = steady_clock::now();
+  auto [dec, short_wait] = co_await mc.acquire_for(300ms, tuple_awaitable);
+  BOOST_TEST(dec == error::timeout, dec.message());
+  BOOST_TEST(!short_wait.owns_lock());
+  BOOST_TEST(since(t0) < o.lock_delay, "a 300 ms deadline answered after " << since(t0).count() << " ms");
+  t0 = steady_clock::now();
+  auto again = co_await mc.acquire();
+  BOOST_TEST(since(t0) >= o.lock_delay, "the end not drained: held back " << since(t0).count() << " ms only");
+  co_await again.unlock();
+  t0 = steady_clock::now();
+  auto clean_after = co_await mc.acquire();
+  BOOST_TEST(since(t0) < o.lock_delay / 2, "after a clean unlock: " << since(t0).count() << " ms");
+  co_await clean_after.unlock();
+  co_await f.close(*c);
+  BOOST_TEST(co_await clean(f));
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -2076,7 +2189,8 @@ asio::awaitable<void> check_token_names_the_current_holder(F& f, asio::any_io_ex
   COROLOCK_CONFORMANCE_CASE(F, multi_lock_all_or_nothing)                                         \
   COROLOCK_CONFORMANCE_CASE(F, multi_lock_opposite_orders_never_deadlock)                         \
   COROLOCK_CONFORMANCE_CASE(F, multi_lock_cancelled_or_lost)                                      \
-  COROLOCK_CONFORMANCE_CASE(F, check_token_names_the_current_holder)
+  COROLOCK_CONFORMANCE_CASE(F, check_token_names_the_current_holder)                             \
+  COROLOCK_CONFORMANCE_CASE(F, lock_delay_holds_back_only_after_an_unclean_end)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \

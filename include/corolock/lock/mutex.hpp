@@ -76,6 +76,10 @@ struct mutex_access;
 ///   error::not_replicated (fewer than redis::lock_tuning::min_replicas acknowledged the win in time;
 ///   nothing is held); ZooKeeper error::session_expired; MariaDB and PostgreSQL
 ///   error::database_error (the server's words in a bound diagnostics).
+/// - **Lock-delay** (lock_options::lock_delay): after a grant that follows a holder's unclean end,
+///   the operation completes lock_delay later, the lock held meanwhile; the deadline and
+///   cancellation count during that time too (the lock is given back first), and error::lease_lost
+///   if the lease is lost in it. The store's error on the delay's mark fails it, lock given back.
 /// - **Cancellation:** every type (terminal, partial, total), at any point: the operation
 ///   completes with asio::error::operation_aborted and leaves no lock held (an attempt that had
 ///   won is given back first) and no queue place.

@@ -23,6 +23,13 @@ struct lock_options {
   /// Renew the lease every lease/3 while the guard lives (the watchdog). false gives a fixed lease:
   /// the lock ends after `lease` whatever the holder does, and the guard is then marked lost.
   bool watchdog = true;
+  /// Chubby's lock-delay (mutex only; 0, the default, turns it off; at most 1 h): when a holder's
+  /// lease or session ends without an unlock (a crash, a partition, an expiry), the next holder's
+  /// acquisition completes only this long after its grant, so that the writes the old holder
+  /// still had in flight drain first. A clean unlock hands over at once. It costs two store calls
+  /// per acquisition and one per unlock (a mark at the store: docs/guarantees.md, lock-delay),
+  /// served on every store that keeps marks; a handle elsewhere is refused.
+  std::chrono::milliseconds lock_delay{0};
   /// Prepended to every key, path and channel of the lock: its namespace. Any bytes, at most
   /// max_prefix of them: each store encodes what it cannot hold, and the same name under two
   /// prefixes is two locks (on ZooKeeper the prefix is a folder path, where "x:", "x" and "/x"
