@@ -15,6 +15,7 @@
 #pragma once
 
 #include <corolock/lock/options.hpp>
+#include <corolock/observer.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -42,6 +43,11 @@ public:
   virtual ~lock_source();
   lock_source(const lock_source&) = delete;
   lock_source& operator=(const lock_source&) = delete;
+
+  /// Tells `observer` of every acquisition, release and loss of the locks made from this source
+  /// from now on (observer.hpp), replacing an observer set before; null: none. Use it from the
+  /// source's executor.
+  void set_observer(std::shared_ptr<lock_observer> observer);
 
 protected:
   /// For the stores' clients.

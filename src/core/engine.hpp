@@ -20,6 +20,8 @@
 
 #include "core/backend.hpp"
 
+#include <corolock/observer.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -62,6 +64,12 @@ public:
   /// backend's clock — then the backend gave up (backend::give_up) and left nothing running; what
   /// it did not give back ends at the store on its own. milliseconds::max(): no bound.
   void close(std::chrono::milliseconds bound, handler<void()> h);
+
+  /// lock_source::set_observer; observer(): the one set (null: none, the hot path's one test).
+  void set_observer(std::shared_ptr<lock_observer> o) { observer_ = std::move(o); }
+  const std::shared_ptr<lock_observer>& observer() const noexcept { return observer_; }
+  /// Posts `e` to the observer (there is one), its store's name filled in.
+  void notify(lock_event e);
 
   /// Leases held and callers waiting (for tests and diagnostics).
   std::size_t held() const noexcept;
@@ -133,6 +141,7 @@ private:
   friend struct release_resend;
   std::set<std::shared_ptr<release_resend>> resending_; // waiting for their next try
   bool closed_ = false;
+  std::shared_ptr<lock_observer> observer_;
   /// The close under way: its caller's handler, and the bound's timer (the one close bound of
   /// every store: at it the backend gives up, whatever it still waits for).
   struct closing {

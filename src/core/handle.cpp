@@ -5,6 +5,7 @@
 #include "core/engine.hpp"
 #include "core/lease.hpp"
 #include "core/lock_delay.hpp"
+#include "core/observe.hpp"
 #include "core/marks.hpp"
 #include "core/permits_admin.hpp"
 #include "core/waiting_line.hpp"
@@ -55,8 +56,16 @@ void handle::acquire(std::int64_t permits, bool shared, steady::time_point deadl
   }
   auto at = to_store_clock(deadline, e->store().now());
   const auto line = e->line_of(spec, permits, shared);
-  // (A handler is never move-assigned: detail/completion.hpp.)
-  if (spec->options.lock_delay > std::chrono::milliseconds(0)) // a mutex's (check_handle)
+  // The steps after a grant wrap the caller's handler, outermost last (a handler is never
+  // move-assigned: detail/completion.hpp): the observer's, then the lock-delay's.
+  const bool delayed = spec->options.lock_delay > std::chrono::milliseconds(0); // a mutex's (check_handle)
+  if (e->observer()) {
+    auto observed = observed_acquisition(*e, spec, permits, shared, std::move(h));
+    if (delayed)
+      return line->arrive(at, try_only, diag, after_lock_delay(e, spec, at, diag, std::move(observed)));
+    return line->arrive(at, try_only, diag, std::move(observed));
+  }
+  if (delayed)
     return line->arrive(at, try_only, diag, after_lock_delay(e, spec, at, diag, std::move(h)));
   line->arrive(at, try_only, diag, std::move(h));
 }

@@ -6,6 +6,7 @@
 #include "core/engine.hpp"
 #include "core/keeper.hpp"
 #include "core/lock_delay.hpp"
+#include "core/observe.hpp"
 #include "core/waiting_line.hpp"
 #include "detail/completion.hpp"
 #include "detail/diagnostics_access.hpp"
@@ -26,6 +27,8 @@ void lease::mark_lost(bool give_back_now) {
     return;
   st = state::lost;
   unwatch();
+  if (auto e = eng.lock(); e && e->observer())
+    observe_end(*e, *this, lock_event::kind::lost);
   lost_signal.emit(asio::cancellation_type::terminal);
   lost_waiters_.finish(ex, error::lease_lost);
   if (std::exchange(rides, false))
@@ -90,12 +93,21 @@ void lease::release(diagnostics* diag, detail::handler<void(error_code)> h) {
         op->finish(error::closed, "the client closed during the release");
       return;
     }
-    if (!op)
-      return self->send_release(*e, {});
-    self->send_release(*e, [op, late](error_code ec, std::string words) {
-      // Past the local deadline the lease was lost already (lost() said so): the release frees
-      // what the store may still list, and reports it lost.
-      op->finish(!ec && late ? error_code(error::lease_lost) : ec, words);
+    if (!e->observer()) {
+      if (!op)
+        return self->send_release(*e, {});
+      return self->send_release(*e, [op, late](error_code ec, std::string words) {
+        // Past the local deadline the lease was lost already (lost() said so): the release frees
+        // what the store may still list, and reports it lost.
+        op->finish(!ec && late ? error_code(error::lease_lost) : ec, words);
+      });
+    }
+    self->send_release(*e, [self, op, late](error_code ec, std::string words) {
+      const error_code outcome = !ec && late ? error_code(error::lease_lost) : ec;
+      if (auto e = self->eng.lock())
+        observe_end(*e, *self, lock_event::kind::released, outcome);
+      if (op)
+        op->finish(outcome, words);
     });
   };
   // A clean end under a lock-delay: the holder's mark goes first (core/lock_delay.hpp). Past the

@@ -84,6 +84,9 @@ public:
   /// lock_options::lock_delay: this holder's mark is at the store (core/lock_delay.hpp); a clean
   /// release clears it before the lock is released.
   bool clears_delay_mark = false;
+  /// When its acquisition was told to the lock_observer (core/observe.hpp); unset: not observed,
+  /// so neither is its end.
+  std::chrono::steady_clock::time_point observed_since{};
   asio::cancellation_signal lost_signal;
 
   std::weak_ptr<engine> eng;

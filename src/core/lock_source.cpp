@@ -4,6 +4,7 @@
 #include <corolock/lock_source.hpp>
 
 #include "core/engine.hpp"
+#include "core/source_access.hpp"
 
 #include <boost/assert.hpp>
 
@@ -17,6 +18,10 @@ lock_source::make_lock_core(std::unique_ptr<core::backend> backend) {
   BOOST_ASSERT_MSG(!core_, "a client makes its lock core once");
   core_ = core::engine::create(std::move(backend));
   return core_;
+}
+
+void lock_source::set_observer(std::shared_ptr<lock_observer> observer) {
+  core::source_access::core_of(*this).set_observer(std::move(observer));
 }
 
 } // namespace corolock

@@ -2160,6 +2160,138 @@ asio::awaitable<void> lock_delay_holds_back_only_after_an_unclean_end(F& f, asio
   BOOST_TEST(co_await clean(f));
 }
 
+
+// --- lock_source::set_observer ------------------------------------------------------------------
+
+/// What a lock_observer is told, in order.
+struct recorded_events final : lock_observer {
+  struct seen {
+    lock_event e;
+    bool inside_a_call; // on_event ran while a test call was on the stack (must not)
+  };
+  void on_event(const lock_event& e) noexcept override { events.push_back({e, in_call}); }
+  /// The kinds of the events from `from` on, as text: "acquiring acquired released".
+  std::string kinds(std::size_t from = 0) const {
+    static const char* names[] = {"acquiring", "acquired", "failed", "taken", "released", "lost"};
+    std::string out;
+    for (std::size_t i = from; i < events.size(); ++i)
+      out += (out.empty() ? "" : " ") + std::string(names[static_cast<int>(events[i].e.what)]);
+    return out;
+  }
+  std::vector<seen> events;
+  bool in_call = false;
+};
+
+/// A lock_observer set on a client is told of each acquisition's start and end and each held
+/// lock's end exactly once, in order, with the lock's name, type, store and token: a plain cycle, a
+/// re-entry (no events of its own), a try on a held lock (taken), a deadline (failed: timeout), a
+/// cancellation (failed: operation_aborted), a dropped guard (released), a lease cut off (lost), a
+/// close while waiting (failed: closed). Never inline from the call that causes it.
+template <typename F>
+asio::awaitable<void> observer_tells_each_acquisition_and_end_once(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  auto seen = std::make_shared<recorded_events>();
+  a->set_observer(seen);
+  lock_options o;
+  o.lease = 600ms;
+  if constexpr (requires { F::session_lease; })
+    o.lease = F::session_lease;
+  const std::string name = "observed/{x}";
+  mutex ma{*a, name, o}, mb{*b, name, o};
+  std::size_t from = 0;
+  // Waits until the events after `from` read `expected`, then moves `from` past them.
+  const auto step = [&](const std::string& what, const std::string& expected) -> asio::awaitable<void> {
+    const bool settled = co_await eventually([&] { return seen->kinds(from) == expected; }, 10s);
+    BOOST_TEST(settled, what << ": " << seen->kinds(from) << " (expected " << expected << ")");
+    from = seen->events.size();
+  };
+
+  // Initiated with callbacks, so that "inside the call" is the initiating call alone.
+  guard g;
+  test::event got(ex), unlocked(ex);
+  seen->in_call = true;
+  ma.acquire([&](error_code, guard x) {
+    g = std::move(x);
+    got.set();
+  });
+  seen->in_call = false;
+  co_await got.wait();
+  auto nested = co_await ma.acquire(g); // a re-entry: no events
+  co_await nested.unlock();
+  seen->in_call = true;
+  g.unlock([&](error_code) { unlocked.set(); });
+  seen->in_call = false;
+  co_await unlocked.wait();
+  co_await step("a cycle with a re-entry", "acquiring acquired released");
+  const auto& cycle = seen->events;
+  if (cycle.size() >= 3) {
+    BOOST_TEST(cycle[0].e.name == name);
+    BOOST_TEST(cycle[1].e.type == "mutex");
+    BOOST_TEST(!cycle[1].e.store.empty());
+    if constexpr (!requires { requires F::no_single_token; })
+      BOOST_TEST(cycle[1].e.token != 0u);
+    BOOST_TEST(cycle[2].e.token == cycle[1].e.token);
+    BOOST_TEST(!cycle[2].e.ec, cycle[2].e.ec.message());
+    BOOST_TEST(!cycle[0].inside_a_call);
+    BOOST_TEST(!cycle[2].inside_a_call);
+  }
+
+  auto held = co_await mb.acquire();
+  auto [tec, tried] = co_await ma.try_acquire(tuple_awaitable);
+  co_await step("a try on a held lock", "acquiring taken");
+  auto [dec, late] = co_await ma.acquire_for(200ms, tuple_awaitable);
+  co_await step("a deadline", "acquiring failed");
+  BOOST_TEST(seen->events.back().e.ec == error::timeout, seen->events.back().e.ec.message());
+  asio::cancellation_signal cancel;
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    co_await sleep_for(200ms);
+    cancel.emit(asio::cancellation_type::terminal);
+  }, asio::detached);
+  auto [cec, cancelled] = co_await ma.acquire(asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable));
+  co_await step("a cancellation", "acquiring failed");
+  BOOST_TEST(seen->events.back().e.ec == asio::error::operation_aborted, seen->events.back().e.ec.message());
+  co_await held.unlock();
+
+  {
+    auto dropped = co_await ma.acquire();
+  }
+  co_await step("a dropped guard", "acquiring acquired released");
+
+  auto cut = co_await ma.acquire();
+  f.cut_off(*a, true);
+  auto [lost] = co_await cut.wait_lost(tuple_awaitable);
+  co_await step("a lease cut off", "acquiring acquired lost");
+  f.cut_off(*a, false);
+  co_await cut.unlock(tuple_awaitable); // lost already: no second end
+  co_await f.close(*a);
+  co_await sleep_for(100ms);
+  BOOST_TEST(seen->kinds(from).empty(), "after the lost lease's unlock: " << seen->kinds(from));
+
+  // A close while waiting: failed with closed.
+  auto c = co_await f.connect(ex);
+  auto seen_c = std::make_shared<recorded_events>();
+  c->set_observer(seen_c);
+  mutex mc{*c, name, o};
+  auto blocker = co_await mb.acquire();
+  error_code wec;
+  test::event done(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    auto [e, g2] = co_await mc.acquire(tuple_awaitable);
+    wec = e;
+    done.set();
+  }, asio::detached);
+  co_await sleep_for(200ms);
+  co_await f.close(*c);
+  co_await done.wait();
+  BOOST_TEST(co_await eventually([&] { return seen_c->kinds() == "acquiring failed"; }, 5s), seen_c->kinds());
+  if (!seen_c->events.empty())
+    BOOST_TEST(seen_c->events.back().e.ec == error::closed, seen_c->events.back().e.ec.message());
+  co_await blocker.unlock();
+  co_await f.close(*b);
+  BOOST_TEST(co_await clean(f));
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -2195,7 +2327,8 @@ asio::awaitable<void> lock_delay_holds_back_only_after_an_unclean_end(F& f, asio
   COROLOCK_CONFORMANCE_CASE(F, multi_lock_opposite_orders_never_deadlock)                         \
   COROLOCK_CONFORMANCE_CASE(F, multi_lock_cancelled_or_lost)                                      \
   COROLOCK_CONFORMANCE_CASE(F, check_token_names_the_current_holder)                             \
-  COROLOCK_CONFORMANCE_CASE(F, lock_delay_holds_back_only_after_an_unclean_end)
+  COROLOCK_CONFORMANCE_CASE(F, lock_delay_holds_back_only_after_an_unclean_end)                 \
+  COROLOCK_CONFORMANCE_CASE(F, observer_tells_each_acquisition_and_end_once)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \
