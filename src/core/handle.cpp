@@ -56,21 +56,17 @@ void handle::acquire(std::int64_t permits, bool shared, steady::time_point deadl
   }
   auto at = to_store_clock(deadline, e->store().now());
   const auto line = e->line_of(spec, permits, shared);
-  // The steps after a grant wrap the caller's handler, outermost last (a handler is never
-  // move-assigned: detail/completion.hpp): the observer's, then the lock-delay's.
   const bool delayed = spec->options.lock_delay > std::chrono::milliseconds(0); // a mutex's (check_handle)
-  // A try waits for no holder, but a grant over the delay's mark waits the delay in full
-  // (docs/guarantees.md, lock-delay): its deadline does not bound the step.
-  const auto delay_until = try_only ? steady::time_point::max() : at;
-  if (e->observer()) {
-    auto observed = observed_acquisition(*e, spec, permits, shared, std::move(h));
-    if (delayed)
-      return line->arrive(at, try_only, diag, after_lock_delay(e, spec, delay_until, diag, std::move(observed)));
-    return line->arrive(at, try_only, diag, std::move(observed));
-  }
-  if (delayed)
-    return line->arrive(at, try_only, diag, after_lock_delay(e, spec, delay_until, diag, std::move(h)));
-  line->arrive(at, try_only, diag, std::move(h));
+  if (!e->observer() && !delayed)
+    return line->arrive(at, try_only, diag, std::move(h));
+  // The steps after a grant wrap the caller's handler: the observer's outermost, then the
+  // lock-delay's (handlers are move-constructed, never move-assigned: detail/completion.hpp). A try
+  // waits for no holder, but a grant over the delay's mark waits the delay in full
+  // (docs/guarantees.md, lock-delay): its deadline does not bound that step.
+  auto observed = e->observer() ? observed_acquisition(*e, spec, permits, shared, std::move(h)) : std::move(h);
+  line->arrive(at, try_only, diag,
+               delayed ? after_lock_delay(e, spec, try_only ? steady::time_point::max() : at, diag, std::move(observed))
+                       : std::move(observed));
 }
 
 bool handle::same_lock(const lease& l) const noexcept {

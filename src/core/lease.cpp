@@ -86,35 +86,36 @@ void lease::release(diagnostics* diag, detail::handler<void(error_code)> h) {
     op = abortable<>::make(ex, diag, std::move(h),
                            asio::cancellation_type::terminal | asio::cancellation_type::partial |
                                asio::cancellation_type::total);
-  auto send = [self = shared_from_this(), op, late = released_late] {
-    auto e = self->eng.lock();
-    if (!e || e->closed()) {
-      if (op)
-        op->finish(error::closed, "the client closed during the release");
-      return;
-    }
-    if (!e->observer()) {
-      if (!op)
-        return self->send_release(*e, {});
-      return self->send_release(*e, [op, late](error_code ec, std::string words) {
-        // Past the local deadline the lease was lost already (lost() said so): the release frees
-        // what the store may still list, and reports it lost.
-        op->finish(!ec && late ? error_code(error::lease_lost) : ec, words);
-      });
-    }
-    self->send_release(*e, [self, op, late](error_code ec, std::string words) {
-      const error_code outcome = !ec && late ? error_code(error::lease_lost) : ec;
-      if (auto e = self->eng.lock())
-        observe_end(*e, *self, lock_event::kind::released, outcome);
-      if (op)
-        op->finish(outcome, words);
-    });
-  };
   // A clean end under a lock-delay: the holder's mark goes first (core/lock_delay.hpp). Past the
   // local deadline the end is not clean: the mark stays, and holds the next holder back.
   if (std::exchange(clears_delay_mark, false) && !released_late)
-    return clear_lock_delay_mark(*e, *this, std::move(send));
-  send();
+    return clear_lock_delay_mark(*e, *this, [self = shared_from_this(), op]() mutable {
+      auto e = self->eng.lock();
+      if (!e || e->closed()) {
+        if (op)
+          op->finish(error::closed, "the client closed during the release");
+        return;
+      }
+      self->release_at_store(*e, std::move(op));
+    });
+  release_at_store(*e, std::move(op));
+}
+
+void lease::release_at_store(engine& e, std::shared_ptr<abortable<>> op) {
+  const bool observed = e.observer() != nullptr;
+  if (!op && !observed)
+    return send_release(e, {}); // nobody asks, nobody watches
+  send_release(e, [self = observed ? shared_from_this() : nullptr, op = std::move(op),
+                   late = released_late](error_code ec, std::string words) {
+    // Past the local deadline the lease was lost already (lost() said so): the release frees what
+    // the store may still list, and reports it lost.
+    const error_code outcome = !ec && late ? error_code(error::lease_lost) : ec;
+    if (self)
+      if (auto e = self->eng.lock())
+        observe_end(*e, *self, lock_event::kind::released, outcome);
+    if (op)
+      op->finish(outcome, words);
+  });
 }
 
 void lease::unwatch() noexcept {

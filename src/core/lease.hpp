@@ -30,6 +30,8 @@ class diagnostics;
 namespace corolock::core {
 
 class engine;
+template <typename... Values>
+class abortable;
 
 class lease : public std::enable_shared_from_this<lease> {
 public:
@@ -107,6 +109,9 @@ private:
   void give_back();
   /// The owner-checked release at the store, through the line that rides on it if any.
   void send_release(engine& e, handler<void(error_code, std::string)>&& h);
+  /// release()'s request at the store (after the lock-delay's mark, if any): `op` (may be null:
+  /// a dropped guard) and the observer get its outcome.
+  void release_at_store(engine& e, std::shared_ptr<abortable<>> op);
 
   lost_waiters lost_waiters_;
 };
