@@ -18,6 +18,7 @@
 #include <corolock/lock/multi_lock.hpp>
 #include <corolock/lock/mutex.hpp>
 #include <corolock/lock/options.hpp>
+#include <corolock/lock/rate_limiter.hpp>
 #include <corolock/lock/redlock.hpp>
 #include <corolock/lock/segmented_lock.hpp>
 #include <corolock/lock/semaphore.hpp>

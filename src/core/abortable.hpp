@@ -12,6 +12,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/error.hpp>
 
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -22,23 +23,33 @@ class abortable : public std::enable_shared_from_this<abortable<Values...>> {
 public:
   using caller_handler = handler<void(error_code, Values...)>;
 
-  /// Takes the caller's handler; its slot (if any) is assigned at once.
+  /// Takes the caller's handler; its slot (if any) is assigned at once. `aborted` (may be empty)
+  /// runs right after a cancellation completed the caller: what waits for the operation stops.
   static std::shared_ptr<abortable> make(asio::any_io_executor ex, diagnostics* diag,
-                                         caller_handler h, asio::cancellation_type accepted) {
+                                         caller_handler h, asio::cancellation_type accepted,
+                                         std::function<void()> aborted = {}) {
     auto op = std::make_shared<abortable>();
     op->ex_ = std::move(ex);
     op->diag_ = diag;
     op->slot_ = asio::get_associated_cancellation_slot(h);
     op->h_.set(std::move(h));
     if (op->slot_.is_connected())
-      op->slot_.assign([w = op->weak_from_this(), accepted](asio::cancellation_type t) {
+      op->slot_.assign([w = op->weak_from_this(), accepted,
+                        aborted = std::move(aborted)](asio::cancellation_type t) {
         if ((t & accepted) == asio::cancellation_type::none)
           return;
-        if (auto p = w.lock())
-          p->finish(asio::error::operation_aborted, {}, Values{}...);
+        auto p = w.lock();
+        if (!p || !p->h_)
+          return;
+        p->finish(asio::error::operation_aborted, {}, Values{}...);
+        if (aborted)
+          aborted();
       });
     return op;
   }
+
+  /// Whether the caller was completed (by finish() or a cancellation).
+  bool done() const noexcept { return !h_; }
 
   /// Completes the caller (posted) unless it completed already.
   void finish(error_code ec, std::string_view words, Values... values) {

@@ -83,6 +83,8 @@ struct backend_traits {
                                         ///< (check_token, Chubby's sequencer check)
   bool marks = false;                   ///< backend::marks: a shared set of indexes per lock
                                         ///< (segmented_lock's empty segments); a store opts in
+  bool token_bucket = false;            ///< backend::take_tokens: a token bucket counted on the
+                                        ///< store's clock (rate_limiter); a store opts in
   std::size_t max_name = lock_options::max_name; ///< the same on every store: leave it
 };
 
@@ -185,6 +187,22 @@ enum class marks_call : std::uint8_t {
   add,   ///< puts `index` into the set (already there: no change)
   read,  ///< reads the whole set
   clear, ///< empties the set (nothing of it is left at the store)
+};
+
+/// What backend::take_tokens asks of a lock's token bucket.
+struct bucket_take {
+  double rate = 1;          ///< tokens added per second of the store's clock (> 0)
+  double burst = 1;         ///< the bucket's size, and its content when first used (>= 1)
+  std::int64_t count = 1;   ///< tokens to take now (1 .. burst)
+};
+
+/// What the store answered to one take.
+struct bucket_answer {
+  bool taken = false;       ///< the tokens were taken out of the bucket
+  /// Not taken: how long, on the store's clock, until `count` tokens are in the bucket if nobody
+  /// else takes any (> 0; the core sleeps that long and asks again — no fixed poll). Taken: 0.
+  std::chrono::microseconds wait{0};
+  double left = 0;          ///< the tokens in the bucket after the call
 };
 
 /// The core's line implements it; a backend calls exactly one of these per bid, posted, unless
@@ -370,6 +388,23 @@ public:
   /// its words. A read: it changes nothing, and may be sent again. Default: invalid_argument.
   virtual void holder_token(const lock_spec& lock,
                             handler<void(error_code, std::uint64_t, std::string)> h);
+
+  // ---- A token bucket: rate_limiter, counted on the store's clock -----------------------------
+  // A lock's bucket (its prefix and name, apart from a mutex of the same name and its marks) holds
+  // at most `burst` tokens and gains `rate` per second of the store's own clock (never a client's:
+  // skew between hosts cannot admit more). It starts full. A take refills it by the time passed
+  // since its last call, then takes `count` tokens if they are there, or nothing. The store keeps
+  // it as data, as the marks: no session or lease owns it, nothing of it is given back at close,
+  // and a store may drop a bucket that has stood full (it would start full again).
+
+  /// traits.token_bucket only (rate_limiter refuses a store without it at construction): one take
+  /// from `lock`'s bucket, done atomically at the store (two clients never take the same token).
+  /// Completes (posted, contract 1) with the answer, or with not_connected, timeout,
+  /// connection_lost, closed or the store's error, and its words. Not idempotent, so never sent
+  /// twice by the backend: a take whose reply was lost may have taken its tokens, which only
+  /// admits less. Default: invalid_argument.
+  virtual void take_tokens(const lock_spec& lock, bucket_take what,
+                           handler<void(error_code, bucket_answer, std::string)> h);
 
   /// The client closes: every held lock and open bid of this backend is given back (or its session
   /// ended). Completes (posted) when done. The backend keeps no bound of its own for it: the core

@@ -42,6 +42,17 @@ engine::~engine() {
     l->close(error::closed);
   keeper_->close();
   drop_resends();
+  tell_closers();
+}
+
+void engine::add_closer(const void* key, std::function<void()> at_close) {
+  closers_[key] = std::move(at_close);
+}
+
+void engine::tell_closers() {
+  auto closers = std::exchange(closers_, {});
+  for (auto& [_, f] : closers)
+    f();
 }
 
 template <typename F>
@@ -183,6 +194,7 @@ void engine::close(std::chrono::milliseconds bound, handler<void()> h) {
   for_each_line([](waiting_line& l) { l.close(error::closed); });
   keeper_->close(); // every lease lost, not given back one by one: the backend's close does it
   drop_resends();
+  tell_closers();
   // The bound is the core's, on the backend's clock (virtual on the testing store): at it the
   // backend gives up what it still waits for, and the caller is answered then, not later.
   auto c = closing_ = std::make_shared<closing>();

@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -116,6 +117,12 @@ public:
   /// Releases still being sent again (for tests).
   std::size_t releases_pending() const noexcept { return resending_.size(); }
 
+  /// A wait of the core outside every line (a rate_limiter's sleep between two takes): `at_close`
+  /// runs once when the engine closes or goes, unless dropped first. `key` names it for
+  /// drop_closer.
+  void add_closer(const void* key, std::function<void()> at_close);
+  void drop_closer(const void* key) noexcept { closers_.erase(key); }
+
   keeper& keep() noexcept { return *keeper_; }
   bool closed() const noexcept { return closed_; }
 
@@ -151,6 +158,8 @@ private:
   };
   std::shared_ptr<closing> closing_;
   std::set<std::shared_ptr<waiting_line>> parked_; // lines holding a grant back (session stores)
+  std::map<const void*, std::function<void()>> closers_; // add_closer
+  void tell_closers();
   /// The lines holding a grant back hear of `session` (each leaves the set once it has none).
   template <typename F>
   void tell_parked(F f);

@@ -17,10 +17,6 @@
 
 namespace corolock::core {
 
-namespace {
-
-/// A caller's deadline (std::chrono::steady_clock, computed in the public headers) on the
-/// backend's clock, converted once: the time left now, from the backend's now (saturating).
 steady::time_point to_store_clock(steady::time_point deadline, steady::time_point store_now) {
   using rep = steady::rep;
   if (deadline == steady::time_point::max())
@@ -33,8 +29,6 @@ steady::time_point to_store_clock(steady::time_point deadline, steady::time_poin
     return left > 0 ? steady::time_point::max() : steady::time_point::min();
   return steady::time_point(steady::duration(at));
 }
-
-} // namespace
 
 handle::handle(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> s)
     : ex(e->store().get_executor()), spec(std::move(s)), eng_(e) {}

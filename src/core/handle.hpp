@@ -63,6 +63,9 @@ public:
   /// its calls then say error::closed).
   bool known_unreachable() const noexcept;
 
+  /// The store's engine, or null once the client is gone.
+  std::shared_ptr<engine> engine_of() const noexcept { return eng_.lock(); }
+
   asio::any_io_executor ex;
   std::shared_ptr<const lock_spec> spec;
 
@@ -72,6 +75,10 @@ private:
 
   std::weak_ptr<engine> eng_;
 };
+
+/// A caller's deadline (std::chrono::steady_clock, computed in the public headers) on the
+/// backend's clock, converted once: the time left now, from the backend's now (saturating).
+steady::time_point to_store_clock(steady::time_point deadline, steady::time_point store_now);
 
 /// A nested guard on `held`, which must hold `permits` (`shared`) of `h`'s lock: no round trip,
 /// same owner and token. error::invalid_argument (another lock, other permits), already_released,

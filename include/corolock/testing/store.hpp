@@ -132,6 +132,9 @@ public:
   /// No lock is held, no bid is queued and no mark is kept (a segmented_lock's empty marks, until
   /// its reset()); fencing counters are kept, as a server keeps them.
   bool empty() const;
+  /// Requests that reached the store from every client so far (bids, releases, renewals, a rate
+  /// limiter's takes, …): what a test counts to see that its code waits without polling.
+  std::uint64_t requests() const;
 
   // --- faults ----------------------------------------------------------------------------------
   /// Down: no client reaches the store. Requests fail with error::not_connected, replies under way

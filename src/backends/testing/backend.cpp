@@ -122,6 +122,7 @@ backend::backend(asio::any_io_executor ex, std::shared_ptr<state> st)
   traits_.run_time_permits = true;
   traits_.marks = true;
   traits_.holder_token = true;
+  traits_.token_bucket = true;
   client_ = st_->connect(*this);
   id_ = "client-" + std::to_string(client_);
   was_reachable_ = reachable();
@@ -186,6 +187,7 @@ void backend::send(const std::function<std::function<void()>()>& apply, fail_fn 
     return;
   }
   auto reply = apply();
+  ++st_->requests;
   auto op = ++ops_;
   inflight_.emplace(op, std::move(fail));
   auto sent = st_->now();
@@ -532,6 +534,20 @@ void backend::holder_token(const core::lock_spec& lock,
         return std::function<void()>([token, done] { done({}, token, {}); });
       },
       [done](error_code ec) { done(ec, 0, transport_words(ec)); });
+}
+
+void backend::take_tokens(const core::lock_spec& lock, core::bucket_take what,
+                          core::handler<void(error_code, core::bucket_answer, std::string)> h) {
+  auto hp = std::make_shared<core::handler<void(error_code, core::bucket_answer, std::string)>>(std::move(h));
+  auto done = [hp](error_code ec, core::bucket_answer a, std::string words) {
+    asio::dispatch(asio::append(std::move(*hp), ec, a, std::move(words)));
+  };
+  send(
+      [this, prefix = lock.options.prefix, name = lock.name, what, done] {
+        const auto a = st_->take_tokens(prefix, name, what);
+        return std::function<void()>([a, done] { done({}, a, {}); });
+      },
+      [done](error_code ec) { done(ec, {}, transport_words(ec)); });
 }
 
 void backend::renew(std::vector<core::renewal> leases,

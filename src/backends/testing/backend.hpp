@@ -73,6 +73,9 @@ public:
   /// The store's marks of the lock's (prefix, name): one request each.
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
+  /// One take from the lock's bucket on the store's clock (virtual on a manual clock).
+  void take_tokens(const core::lock_spec& lock, core::bucket_take what,
+                   core::handler<void(error_code, core::bucket_answer, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;

@@ -3,6 +3,7 @@
 #include <boost/asio/error.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 namespace corolock::testing::detail {
@@ -404,6 +405,29 @@ std::vector<std::uint32_t> state::marks(const std::string& prefix, const std::st
 
 void state::clear_marks(const std::string& prefix, const std::string& name) {
   marks_.erase({prefix, name});
+}
+
+core::bucket_answer state::take_tokens(const std::string& prefix, const std::string& name,
+                                       const core::bucket_take& what) {
+  const auto t = now();
+  auto [it, fresh] = buckets_.try_emplace({prefix, name}, bucket{what.burst, t});
+  auto& b = it->second;
+  if (!fresh && t > b.at) {
+    const double elapsed = std::chrono::duration<double>(t - b.at).count();
+    b.tokens = std::min(what.burst, b.tokens + elapsed * what.rate);
+  }
+  b.at = std::max(b.at, t);
+  core::bucket_answer out;
+  const auto need = static_cast<double>(what.count);
+  if (b.tokens >= need) {
+    b.tokens -= need;
+    out.taken = true;
+  } else {
+    out.wait = std::chrono::microseconds(
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil((need - b.tokens) * 1e6 / what.rate))));
+  }
+  out.left = b.tokens;
+  return out;
 }
 
 } // namespace corolock::testing::detail

@@ -14,6 +14,8 @@
 // t=40 is seen expired by a timer at t=50 and not by one at t=30.
 #pragma once
 
+#include "core/backend.hpp"
+
 #include <corolock/detail/async.hpp>
 #include <corolock/testing/store.hpp>
 
@@ -162,6 +164,11 @@ public:
   std::vector<std::uint32_t> marks(const std::string& prefix, const std::string& name) const;
   void clear_marks(const std::string& prefix, const std::string& name);
 
+  // --- token buckets (core::backend::take_tokens): data of the lock, counted on this clock -----
+  /// One atomic take from the bucket of (prefix, name), refilled by the time since its last take.
+  core::bucket_answer take_tokens(const std::string& prefix, const std::string& name,
+                                  const core::bucket_take& what);
+
   // --- introspection -------------------------------------------------------------------------
   /// Holders (or queued bids) of every kind of lock `name`.
   std::vector<holder_info> list(const std::string& prefix, const std::string& name,
@@ -169,6 +176,8 @@ public:
   std::uint64_t token(const std::string& prefix, const std::string& name) const;
   /// No holder, no queued bid, no mark.
   bool empty() const;
+  /// Requests applied (store::requests).
+  std::uint64_t requests = 0;
 
 private:
   struct timer_entry {
@@ -208,6 +217,11 @@ private:
   std::map<lock_key, std::int64_t> counts_;  // semaphore counts set at run time
   // Marks by (prefix, name): a lock's name of any kind; no set is kept empty (clear erases it).
   std::map<std::pair<std::string, std::string>, std::set<std::uint32_t>> marks_;
+  struct bucket {
+    double tokens = 0;
+    steady::time_point at{};
+  };
+  std::map<std::pair<std::string, std::string>, bucket> buckets_;
   std::map<std::uint64_t, sink*> clients_;
   std::map<std::uint64_t, session> sessions_;
   std::uint64_t next_client_ = 1;

@@ -46,6 +46,8 @@ std::uint64_t store::token(const std::string& name, const std::string& prefix) c
 }
 bool store::empty() const { return state_->empty(); }
 
+std::uint64_t store::requests() const { return state_->requests; }
+
 void store::set_down(bool down) {
   state_->down = down;
   state_->links_changed();

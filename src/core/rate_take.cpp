@@ -1,0 +1,185 @@
+// One rate_limiter acquisition (rate_take.hpp): the machine, the default of a store without a
+// bucket, and the refusal's words.
+#include "core/rate_take.hpp"
+
+#include "core/abortable.hpp"
+#include "core/engine.hpp"
+#include "detail/completion.hpp"
+#include "detail/printable_name.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace corolock::core {
+
+void backend::take_tokens(const lock_spec&, bucket_take,
+                          handler<void(error_code, bucket_answer, std::string)> h) {
+  // Never called by the core for a store without a bucket (check_token_bucket refuses first).
+  detail::complete_later(get_executor(), std::move(h), {}, error_code(error::invalid_argument),
+                         bucket_answer{},
+                         "the " + std::string(traits().store) + " store keeps no token bucket");
+}
+
+void check_token_bucket(const backend_traits& traits, const lock_spec& lock, const char* what) {
+  if (traits.token_bucket)
+    return;
+  throw boost::system::system_error(
+      error::invalid_argument,
+      std::string(what) + ": " + detail::printable_name(lock.name) + ": the " +
+          std::string(traits.store) +
+          " store keeps no token bucket counted on its own clock (backend_traits::token_bucket): "
+          "a rate limit needs one atomic take against one clock, which it cannot give");
+}
+
+namespace {
+
+constexpr std::chrono::milliseconds first_retry{50};
+constexpr std::chrono::milliseconds last_retry{2000};
+
+bool unanswered(error_code ec) {
+  return ec == error::not_connected || ec == error::timeout || ec == error::connection_lost;
+}
+
+std::string tokens_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+/// One acquisition: `Values` is the caller's (bool for a try, none for an acquisition).
+template <typename... Values>
+class bucket_run : public std::enable_shared_from_this<bucket_run<Values...>> {
+public:
+  using op_type = abortable<Values...>;
+
+  bucket_run(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> spec,
+             bucket_take what, steady::time_point deadline, bool try_only)
+      : eng_(e), spec_(std::move(spec)), what_(what), deadline_(deadline), try_only_(try_only) {}
+
+  void start(asio::any_io_executor ex, diagnostics* diag, typename op_type::caller_handler h) {
+    op_ = op_type::make(std::move(ex), diag, std::move(h), asio::cancellation_type::all,
+                        [w = this->weak_from_this()] {
+                          if (auto self = w.lock())
+                            self->stop();
+                        });
+    auto e = eng_.lock();
+    if (!e || e->closed())
+      return finish(error::closed, "the client is closed", false);
+    e->add_closer(this, [self = this->shared_from_this()] {
+      self->finish(error::closed, "the client closed while the rate limiter waited", false);
+    });
+    take();
+  }
+
+private:
+  void take() {
+    auto e = eng_.lock();
+    if (op_->done())
+      return stop();
+    if (!e || e->closed())
+      return finish(error::closed, "the client is closed", false);
+    if (try_only_ && e->store().known_unreachable()) // a try waits for no connection
+      return finish(error::not_connected,
+                    "the " + std::string(e->store().traits().store) + " store cannot be reached now",
+                    false);
+    e->store().take_tokens(*spec_, what_,
+                           [self = this->shared_from_this()](error_code ec, bucket_answer a,
+                                                             std::string words) {
+                             self->on_answer(ec, a, std::move(words));
+                           });
+  }
+
+  void on_answer(error_code ec, bucket_answer a, std::string words) {
+    auto e = eng_.lock();
+    if (op_->done())
+      return stop();
+    if (!e || e->closed())
+      return finish(error::closed, "the client is closed", false);
+    if (!ec) {
+      if (a.taken)
+        return finish({}, {}, true);
+      if (try_only_)
+        return finish({}, {}, false);
+      const auto at = e->store().now() + std::max(a.wait, std::chrono::microseconds(1));
+      if (at > deadline_)
+        return finish(error::timeout,
+                      "the bucket " + detail::printable_name(spec_->name) + " has " +
+                          tokens_text(a.left) + " of the " + std::to_string(what_.count) +
+                          " tokens asked; the rest comes in " +
+                          std::to_string((a.wait.count() + 999) / 1000) + " ms, after the deadline",
+                      false);
+      return sleep_until(at);
+    }
+    if (try_only_ || !unanswered(ec))
+      return finish(ec, words, false);
+    const auto at = e->store().now() + retry_;
+    retry_ = std::min(retry_ * 2, last_retry);
+    if (at > deadline_)
+      return finish(error::timeout,
+                    "the store did not answer the rate limiter's take before the deadline: " +
+                        words,
+                    false);
+    sleep_until(at);
+  }
+
+  void sleep_until(steady::time_point at) {
+    auto e = eng_.lock();
+    if (!timer_)
+      timer_ = e->store().make_timer();
+    timer_->arm(at, [w = this->weak_from_this()] {
+      if (auto self = w.lock())
+        self->take();
+    });
+  }
+
+  void finish(error_code ec, std::string_view words, bool taken) {
+    if constexpr (sizeof...(Values) == 0) {
+      static_cast<void>(taken);
+      op_->finish(ec, words);
+    } else {
+      op_->finish(ec, words, taken);
+    }
+    stop();
+  }
+
+  /// Nothing of the acquisition waits any more: its timer disarmed, its closer dropped.
+  void stop() {
+    if (timer_)
+      timer_->disarm();
+    if (auto e = eng_.lock())
+      e->drop_closer(this);
+  }
+
+  std::weak_ptr<engine> eng_;
+  std::shared_ptr<const lock_spec> spec_;
+  bucket_take what_;
+  steady::time_point deadline_;
+  bool try_only_;
+  std::chrono::milliseconds retry_ = first_retry;
+  std::shared_ptr<op_type> op_;
+  std::unique_ptr<timer> timer_;
+};
+
+} // namespace
+
+void take_from_bucket(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> spec,
+                      bucket_take what, steady::time_point deadline, bool try_only,
+                      asio::any_io_executor ex, diagnostics* diag,
+                      handler<void(error_code, bool)> h) {
+  auto run = std::make_shared<bucket_run<bool>>(e, std::move(spec), what, deadline, try_only);
+  run->start(std::move(ex), diag, std::move(h));
+}
+
+void take_from_bucket(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> spec,
+                      bucket_take what, steady::time_point deadline, asio::any_io_executor ex,
+                      diagnostics* diag, handler<void(error_code)> h) {
+  auto run = std::make_shared<bucket_run<>>(e, std::move(spec), what, deadline, false);
+  run->start(std::move(ex), diag, std::move(h));
+}
+
+} // namespace corolock::core

@@ -1,0 +1,49 @@
+// Private: one rate_limiter acquisition, over the store's token bucket (backend::take_tokens), the
+// same on every store that keeps one.
+//
+// The machine: take → answer. Taken: done. Not taken: a try is done (false); an acquisition
+// sleeps the wait the store computed (on the backend's clock, so virtual on the testing store)
+// and takes again — unless the wait ends after its deadline, when it completes with timeout at
+// once: only the rate refills the bucket, so the tokens cannot be there sooner. A take that got
+// no answer (not_connected, timeout, connection_lost) ends a try with that error; an acquisition
+// takes again 50 ms later, doubling to 2 s, until its deadline, when it completes with timeout.
+//
+// Invariants: at most one take of the acquisition is out at the store, and a take is never sent
+// twice (it is not idempotent: a reply lost may have taken the tokens, which only admits less).
+// No fixed poll: every sleep is the store's computed wait or the back-off of an unanswered take.
+// The caller completes exactly once (core/abortable.hpp): with the answer, or at once with
+// operation_aborted on any cancellation, or with closed when the engine closes or goes (it tells
+// the machine through engine::add_closer while it sleeps or waits); a timer armed then is disarmed,
+// so nothing of the acquisition keeps the executor busy.
+#pragma once
+
+#include "core/backend.hpp"
+
+#include <memory>
+
+namespace corolock {
+class diagnostics;
+}
+
+namespace corolock::core {
+
+class engine;
+
+/// Starts one acquisition of `what` from `spec`'s bucket on `e`'s store: `h` completes with true
+/// (taken) or false (a try that found too few tokens). `deadline` is on the store's clock; a try
+/// makes one take whatever it says.
+void take_from_bucket(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> spec,
+                      bucket_take what, steady::time_point deadline, bool try_only,
+                      asio::any_io_executor ex, diagnostics* diag,
+                      handler<void(error_code, bool)> h);
+
+/// take_from_bucket() for a caller that wants no bool (an acquisition's `void(error_code)`).
+void take_from_bucket(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> spec,
+                      bucket_take what, steady::time_point deadline, asio::any_io_executor ex,
+                      diagnostics* diag, handler<void(error_code)> h);
+
+/// Throws system_error(error::invalid_argument) naming `what`, the lock and the store when the
+/// store keeps no token bucket (traits.token_bucket), with the reason.
+void check_token_bucket(const backend_traits& traits, const lock_spec& lock, const char* what);
+
+} // namespace corolock::core
