@@ -13,8 +13,9 @@
 
 namespace corolock::test {
 
-/// Lock keys still in Redis (fence counters excluded: they are kept forever by design, and so are
-/// keys starting with `kept`, if given) and channels still subscribed. Waits up to `settle` for
+/// Lock keys still in Redis (fence counters and rate limiters' buckets excluded: they are data,
+/// kept by design — a bucket until it would be full again —, and so are keys starting with `kept`,
+/// if given) and channels still subscribed. Waits up to `settle` for
 /// asynchronous releases to land.
 inline std::vector<std::string> leftovers(redis_server& server,
                                           std::chrono::milliseconds settle = std::chrono::seconds(3),
@@ -23,7 +24,7 @@ inline std::vector<std::string> leftovers(redis_server& server,
   for (;;) {
     std::vector<std::string> left;
     for (auto& key : server.command_list({"KEYS", "corolock:*"}))
-      if (!key.ends_with(":fence") && (kept.empty() || !key.starts_with(kept)))
+      if (!key.ends_with(":fence") && !key.ends_with(":bucket") && (kept.empty() || !key.starts_with(kept)))
         left.push_back("key " + key);
     for (auto& channel : server.command_list({"PUBSUB", "CHANNELS"}))
       left.push_back("channel " + channel);

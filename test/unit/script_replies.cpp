@@ -228,4 +228,41 @@ BOOST_AUTO_TEST_CASE(an_id_reply_is_checked_against_the_epoch_and_the_day) {
     BOOST_TEST(read_next_id_reply(r, 1, max_seq, epoch).ec == error::unexpected_reply);
 }
 
+/// A take_tokens.lua reply: {taken, wait µs, tokens left as a string}.
+resp::value bucket(std::int64_t taken, std::int64_t wait, std::string_view left) {
+  auto v = ints({taken, wait});
+  v.children.push_back(text(resp::type::blob_string, left));
+  return v;
+}
+
+BOOST_AUTO_TEST_CASE(a_bucket_take_is_taken_or_a_wait_with_fewer_tokens_than_asked) {
+  auto taken = read_bucket_reply(bucket(1, 0, "1.0009999999999999"), 3, 1);
+  BOOST_TEST(!taken.ec);
+  BOOST_TEST(taken.taken);
+  BOOST_TEST(taken.wait.count() == 0);
+  BOOST_TEST(taken.left == 1.0009999999999999);
+  auto refused = read_bucket_reply(bucket(0, 99900, "0.0010000000000000009"), 3, 1);
+  BOOST_TEST(!refused.ec);
+  BOOST_TEST(!refused.taken);
+  BOOST_TEST(refused.wait.count() == 99900);
+  BOOST_TEST(refused.left == 0.0010000000000000009);
+  BOOST_TEST(!read_bucket_reply(bucket(0, max_bucket_wait_us, "0"), 3, 1).ec);
+  BOOST_TEST(!read_bucket_reply(bucket(1, 0, "3"), 3, 1).ec);
+  BOOST_TEST(read_bucket_reply(text(resp::type::simple_error, "WRONGTYPE x"), 3, 1).ec ==
+             error::redis_error);
+
+  for (const auto& r : {bucket(1, 5, "1"),                       // taken, yet a wait
+                        bucket(0, 0, "0.5"),                     // refused without a wait
+                        bucket(0, max_bucket_wait_us + 1, "0"),  // past the script's cap
+                        bucket(0, -1, "0.5"), bucket(2, 0, "1"), bucket(-1, 0, "1"),
+                        bucket(0, 100, "1"),                     // refused with enough tokens
+                        bucket(1, 0, "3.5"),                     // more than the burst
+                        bucket(1, 0, "-0.5"), bucket(1, 0, "nan"), bucket(1, 0, "inf"),
+                        bucket(1, 0, ""), bucket(1, 0, "1x"), bucket(1, 0, " 1"),
+                        ints({1, 0, 1}), ints({1, 0})})
+    BOOST_TEST(read_bucket_reply(r, 3, 1).ec == error::unexpected_reply, resp::to_debug_string(r));
+  for (const auto& r : misshapen())
+    BOOST_TEST(read_bucket_reply(r, 3, 1).ec == error::unexpected_reply);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -605,6 +605,21 @@ void cluster_backend::marks(const core::lock_spec& lock, core::marks_call what, 
   op->start(nullptr);
 }
 
+void cluster_backend::take_tokens(const core::lock_spec& lock, core::bucket_take what,
+                                  core::handler<void(error_code, core::bucket_answer, std::string)> h) {
+  // The bucket shares the lock's hash tag: on the master serving the lock's slot, routed as marks.
+  // Only a MOVED is followed: the node refused the key, so nothing was taken there.
+  auto op = std::make_shared<routed_op<core::bucket_answer>>();
+  op->s = s_;
+  op->slot = slot_of(lock);
+  op->call = [lock, what](lock_backend& b,
+                          core::handler<void(error_code, core::bucket_answer, std::string)> done) {
+    b.take_tokens(lock, what, std::move(done));
+  };
+  op->h.set(std::move(h));
+  op->start(nullptr);
+}
+
 void cluster_backend::holder_token(const core::lock_spec& lock,
                                    core::handler<void(error_code, std::uint64_t, std::string)> h) {
   // The lock's key, on the master serving its slot: routed as marks and permits.

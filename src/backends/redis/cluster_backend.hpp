@@ -82,6 +82,10 @@ public:
                     core::handler<void(error_code, std::uint64_t, std::string)> h) override;
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
+  /// On the master serving the lock's slot (the bucket shares its hash tag), routed as marks(): a
+  /// MOVED (the script did not run) follows the slot; nothing else sends it again.
+  void take_tokens(const core::lock_spec& lock, core::bucket_take what,
+                   core::handler<void(error_code, core::bucket_answer, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;

@@ -8,6 +8,8 @@
 #include "backends/redis/script_requests.hpp"
 #include "backends/redis/permits_admin.hpp"
 #include "backends/redis/script_replies.hpp"
+#include "backends/redis/scripts.hpp"
+#include "backends/redis/client/request_access.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
 
@@ -39,6 +41,7 @@ constexpr core::backend_traits redis_traits{
     .run_time_permits = true,
     .holder_token = true,
     .marks = true,
+    .token_bucket = true,
 };
 
 /// One release of a held lock, sent again (same owner) while a dropped connection leaves its
@@ -123,27 +126,28 @@ struct release_op : std::enable_shared_from_this<release_op> {
   }
 };
 
-/// One request of a lock's admin calls (set_permits / status, marks) on the lock connection,
-/// made by `make` for each try and sent again (twice at most) when its connection dropped before
-/// the reply: each of those requests is idempotent. `read` gets the reply answered, or the error
-/// and its words: closed (the client gone or closed), or the transport's (no words).
+/// One request of a lock's admin calls (set_permits / status, marks, a bucket's take) on the lock
+/// connection, made by `make` for each try and sent again (`resends` times at most) when its
+/// connection dropped before the reply: only for an idempotent request (a take is not: 0). `read`
+/// gets the reply answered, or the error and its words: closed (the client gone or closed), or the
+/// transport's (no words).
 using admin_make = std::function<void(request&, const lock_link&)>;
 using admin_read = std::function<void(error_code, const response&, std::string words)>;
 
 void admin_request(const std::shared_ptr<backend_state>& s, admin_make make, admin_read read,
-                   int tries = 0) {
+                   int resends = 2) {
   auto c = s->client();
   if (!c || c->closed() || s->closed)
     return read(error::closed, {}, "the client was closed");
   request req;
   make(req, *c);
   c->exec(std::move(req), [s, make = std::move(make), read = std::move(read),
-                           tries](error_code ec, response r) mutable {
+                           resends](error_code ec, response r) mutable {
     auto c = s->client();
     if (!c)
       return read(error::closed, {}, "the client was closed");
-    if (ec == error::connection_lost && tries + 1 < 3 && !c->closed())
-      return admin_request(s, std::move(make), std::move(read), tries + 1);
+    if (ec == error::connection_lost && resends > 0 && !c->closed())
+      return admin_request(s, std::move(make), std::move(read), resends - 1);
     if (ec)
       return read(transport_error(*c, ec), {}, {});
     read({}, r, {});
@@ -400,6 +404,45 @@ void lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std
         complete_later(s->ex, hp->take(), asio::cancellation_slot{}, ec, std::move(set),
                        std::move(words));
       });
+}
+
+namespace {
+/// `x` as the shortest decimal that reads back as it (a script's argument).
+std::string decimal(double x) {
+  char text[32]; // enough for any double
+  auto [end, err] = std::to_chars(text, text + sizeof text, x);
+  return err == std::errc() ? std::string(text, end) : std::string();
+}
+} // namespace
+
+void lock_backend::take_tokens(const core::lock_spec& lock, core::bucket_take what,
+                               core::handler<void(error_code, core::bucket_answer, std::string)> h) {
+  // take_tokens.lua on the hash "<lock key>:bucket" (lock_names::bucket_suffix: on a Cluster, in
+  // the lock's slot), the lock's names as its handle prepared them. Not idempotent: never resent,
+  // so `make` runs once, within this call, while `lock` (and its names) are there.
+  auto rate = decimal(what.rate), burst = decimal(what.burst), count = std::to_string(what.count);
+  auto hp = share(std::move(h));
+  admin_request(
+      s_,
+      [&names = backend_state::names(lock), rate, burst, count](request& req, const lock_link&) {
+        request_access::push_script(req, take_tokens_script(),
+                                    {request_access::piece(names.key, lock_names::bucket_suffix)},
+                                    {rate, burst, count});
+      },
+      [s = s_, hp, what](error_code ec, const response& r, std::string words) {
+        core::bucket_answer answer;
+        if (!ec) {
+          auto got = read_bucket_reply(r.at(0), what.burst, what.count);
+          if (got.ec == error::redis_error)
+            if (auto c = s->client())
+              c->note_server_error(got.text);
+          ec = got.ec;
+          words = std::move(got.text);
+          answer = core::bucket_answer{got.taken, got.wait, got.left};
+        }
+        complete_later(s->ex, hp->take(), asio::cancellation_slot{}, ec, answer, std::move(words));
+      },
+      0);
 }
 
 void lock_backend::holder_token(const core::lock_spec& lock,

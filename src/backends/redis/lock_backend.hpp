@@ -12,6 +12,7 @@
 // renew.lua per lease (the watchdog's batch). close() = one request of release.lua for every held
 // lock, open bid and give-up in flight. permits() = set_permits.lua / permits_status.lua
 // (permits_admin.hpp). marks() = SADD / SMEMBERS / DEL of the set "<lock key>:empty".
+// take_tokens() = take_tokens.lua on the hash "<lock key>:bucket", on the server's clock, sent once.
 // on_reconnect(): the client's lock connection came back (a
 // restart, a Sentinel switch): the core checks every lease at once.
 //
@@ -89,6 +90,10 @@ public:
                     core::handler<void(error_code, std::uint64_t, std::string)> h) override;
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
+  /// take_tokens.lua on the hash "<lock key>:bucket" (lock_names::bucket_suffix), on the lock
+  /// connection; never resent (a lost reply completes with the transport's error).
+  void take_tokens(const core::lock_spec& lock, core::bucket_take what,
+                   core::handler<void(error_code, core::bucket_answer, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;

@@ -61,6 +61,8 @@ struct lock_names {
   static constexpr std::string_view holder_ends_suffix = ":hx"; ///< permits: holders, by lease end
   static constexpr std::string_view wants_suffix = ":qn";      ///< permits: what each waiter wants
   static constexpr std::string_view permit_count_suffix = ":cap"; ///< permits: the run-time count
+  /// A token bucket (backend::take_tokens, rate_limiter): hash tokens, at_us (take_tokens.lua).
+  static constexpr std::string_view bucket_suffix = ":bucket";
 
   /// The names as strings (the channel a grant_channel subscribes to, the tests): key + suffix.
   std::string fence() const { return key + std::string(fence_suffix); }

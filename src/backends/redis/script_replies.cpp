@@ -1,5 +1,6 @@
 #include "backends/redis/script_replies.hpp"
 
+#include <charconv>
 #include <initializer_list>
 
 namespace corolock::redis::detail {
@@ -171,6 +172,36 @@ next_id_reply read_next_id_reply(const resp::value& r, std::uint32_t n, std::uin
   out = {};
   out.ec = error::unexpected_reply;
   out.text = unexpected("the id script", r);
+  return out;
+}
+
+bucket_reply read_bucket_reply(const resp::value& r, double burst, std::int64_t count) {
+  bucket_reply out;
+  if (r.is_error()) { // e.g. WRONGTYPE: another value under the bucket's key
+    out.ec = error::redis_error;
+    out.text = r.data;
+    return out;
+  }
+  const auto& v = r.children;
+  if (r.type == resp::type::array && v.size() == 3 && v[0].type == resp::type::integer &&
+      v[1].type == resp::type::integer && v[2].type == resp::type::blob_string) {
+    const auto& d = v[2].data;
+    double left = -1;
+    auto [end, err] = std::from_chars(d.data(), d.data() + d.size(), left);
+    const bool left_ok = err == std::errc() && end == d.data() + d.size() && left >= 0 &&
+                         left <= burst; // false for a NaN too
+    const bool taken = v[0].integer == 1 && v[1].integer == 0;
+    const bool refused = v[0].integer == 0 && within(v[1].integer, 1, max_bucket_wait_us) &&
+                         left < static_cast<double>(count);
+    if (left_ok && (taken || refused)) {
+      out.taken = taken;
+      out.wait = std::chrono::microseconds(v[1].integer);
+      out.left = left;
+      return out;
+    }
+  }
+  out.ec = error::unexpected_reply;
+  out.text = unexpected("the token bucket script", r);
   return out;
 }
 

@@ -25,6 +25,9 @@ inline constexpr std::int64_t max_fencing_token = (std::int64_t{1} << 53) - 1;
 /// The longest time-to-live a lock's holder may report (ms): far above any lease (24 h at most),
 /// far below what overflows a steady_clock time point when added to it.
 inline constexpr std::int64_t max_reported_pttl = std::int64_t{1} << 40;
+/// The longest wait a token bucket may report (µs, 35 years): take_tokens.lua's cap, far below
+/// what overflows a steady_clock time point when added to it.
+inline constexpr std::int64_t max_bucket_wait_us = std::int64_t{1} << 50;
 
 /// acquire.lua / acquire_permits.lua, asked for a lease of `lease`: {1, token, lease},
 /// {0, holder's pttl (-1: none), 1 queued / 0 not}, or {-1, permit count} (more permits
@@ -75,5 +78,17 @@ struct next_id_reply {
 /// also needs seconds within `epoch_seconds` .. + 2^31 - 1 (what the script checked).
 next_id_reply read_next_id_reply(const resp::value& r, std::uint32_t n, std::uint64_t max_sequence,
                                  std::int64_t epoch_seconds);
+
+/// take_tokens.lua: {1, 0, tokens left} taken, {0, µs to wait (>= 1), tokens left} not taken.
+struct bucket_reply {
+  error_code ec;
+  std::string text;
+  bool taken = false;
+  std::chrono::microseconds wait{0}; ///< not taken: until the tokens asked for are there
+  double left = 0;                   ///< the tokens in the bucket after the take
+};
+/// `burst`: the bucket's size, which the tokens left never pass; `count`: the tokens asked for
+/// (not taken: fewer are left).
+bucket_reply read_bucket_reply(const resp::value& r, double burst, std::int64_t count);
 
 } // namespace corolock::redis::detail

@@ -17,6 +17,7 @@ extern const std::string_view release_permits;
 extern const std::string_view renew_permits;
 extern const std::string_view set_permits;
 extern const std::string_view permits_status;
+extern const std::string_view take_tokens;
 } // namespace lua
 
 namespace {
@@ -70,6 +71,11 @@ const script& set_permits_script() {
 }
 const script& permits_status_script() {
   static const script s{with_permits_common(lua::permits_status)};
+  return s;
+}
+
+const script& take_tokens_script() {
+  static const script s{std::string(lua::take_tokens)};
   return s;
 }
 

@@ -17,5 +17,7 @@ const script& release_permits_script();
 const script& renew_permits_script();
 const script& set_permits_script();
 const script& permits_status_script();
+/// One take from a lock's token bucket (take_tokens.lua; backend::take_tokens).
+const script& take_tokens_script();
 
 } // namespace corolock::redis::detail
