@@ -134,6 +134,8 @@ COROLOCK_SQL_LOCK_CASE(a_bounded_close_on_a_stalled_server_leaves_the_io_context
 COROLOCK_SQL_LOCK_CASE(a_timed_out_statement_ends_its_session_and_its_holders_are_told_at_once, mariadb)
 COROLOCK_SQL_LOCK_CASE(marks_are_rows_every_client_shares, mariadb)
 COROLOCK_SQL_LOCK_CASE(a_marks_call_to_a_stalled_server_times_out_and_the_next_reopens, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_bucket_gives_its_tokens_at_its_rate_on_the_server_s_clock, mariadb)
+COROLOCK_SQL_LOCK_CASE(a_take_whose_connection_drops_is_not_sent_again, mariadb)
 
 // A wait withdrawn after the server restarted, before the client read its session's end: the
 // cancel (KILL QUERY <id>, from a second connection) reaches the new run of the server, where the

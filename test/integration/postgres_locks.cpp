@@ -158,6 +158,8 @@ COROLOCK_SQL_LOCK_CASE(a_bounded_close_on_a_stalled_server_leaves_the_io_context
 COROLOCK_SQL_LOCK_CASE(a_timed_out_statement_ends_its_session_and_its_holders_are_told_at_once, postgres)
 COROLOCK_SQL_LOCK_CASE(marks_are_rows_every_client_shares, postgres)
 COROLOCK_SQL_LOCK_CASE(a_marks_call_to_a_stalled_server_times_out_and_the_next_reopens, postgres)
+COROLOCK_SQL_LOCK_CASE(a_bucket_gives_its_tokens_at_its_rate_on_the_server_s_clock, postgres)
+COROLOCK_SQL_LOCK_CASE(a_take_whose_connection_drops_is_not_sent_again, postgres)
 
 // Readers of different clients hold it together; a waiting writer makes later readers wait
 // (pg_advisory_lock_shared queues behind a conflicting waiter), so writers do not starve.

@@ -17,6 +17,7 @@
 #include <boost/system/system_error.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <exception>
 #include <functional>
@@ -139,17 +140,33 @@ struct client {
     h.ticket = b.grant->ticket;
     backend->release(h, core::handler<void(error_code, std::string)>([&out](error_code ec, std::string) { out = ec; }));
   }
+  /// The outcome of a backend call `start(h)` that completes h(error_code, Value, std::string).
+  template <typename Value, typename Start>
+  static asio::awaitable<std::tuple<error_code, Value, std::string>> outcome(Start start) {
+    auto token = asio::as_tuple(asio::use_awaitable);
+    co_return co_await asio::async_initiate<decltype(token), void(error_code, Value, std::string)>(
+        [start](auto handler) { start(core::handler<void(error_code, Value, std::string)>(std::move(handler))); },
+        token);
+  }
   /// backend::marks, and its outcome.
   asio::awaitable<std::tuple<error_code, std::vector<std::uint32_t>, std::string>>
   marks(const std::shared_ptr<const core::lock_spec>& lock, core::marks_call what, std::uint32_t index = 0) {
-    auto token = asio::as_tuple(asio::use_awaitable);
     const core::lock_spec* spec = lock.get(); // not the shared_ptr in the lambda: GCC 12 frees it twice
-    co_return co_await asio::async_initiate<decltype(token), void(error_code, std::vector<std::uint32_t>, std::string)>(
-        [this, spec, what, index](auto handler) {
-          backend->marks(*spec, what, index,
-                         core::handler<void(error_code, std::vector<std::uint32_t>, std::string)>(std::move(handler)));
-        },
-        token);
+    core::backend* b = backend.get();
+    auto start = [b, spec, what, index](auto h) { b->marks(*spec, what, index, std::move(h)); };
+    co_return co_await outcome<std::vector<std::uint32_t>>(start); // no temporary in a co_await: GCC 12
+  }
+  /// backend::take_tokens of `count` at `rate` per second, `burst` at most, and its outcome.
+  asio::awaitable<std::tuple<error_code, core::bucket_answer, std::string>>
+  take(const std::shared_ptr<const core::lock_spec>& lock, double rate, double burst, std::int64_t count = 1) {
+    const core::lock_spec* spec = lock.get(); // as in marks()
+    core::backend* b = backend.get();
+    core::bucket_take what;
+    what.rate = rate;
+    what.burst = burst;
+    what.count = count;
+    auto start = [b, spec, what](auto h) { b->take_tokens(*spec, what, std::move(h)); };
+    co_return co_await outcome<core::bucket_answer>(start);
   }
   /// The backend's close, bounded as the core bounds it (engine::close): give_up() at `bound`.
   asio::awaitable<void> close(std::chrono::milliseconds bound = std::chrono::seconds(5)) {
@@ -919,6 +936,105 @@ void a_marks_call_to_a_stalled_server_times_out_and_the_next_reopens() {
     BOOST_TEST((again == std::vector<std::uint32_t>{3}));
     auto [cec, cleared, cwords] = co_await a.marks(lock, marks_call::clear);
     BOOST_TEST(!cec, cec.message() << ": " << cwords);
+    co_await a.close();
+  });
+}
+
+// A token bucket (a rate_limiter's) is a row of the buckets table beside the fence table, counted on
+// the server's clock. On a fresh server (no table, MariaDB: no database either) the first take
+// creates the table. Rate 10/s, burst 3: three takes of 1 are taken (the first leaves 2), the
+// fourth is not, with the time a token takes to come (0 < wait <= 100 ms); after sleeping that
+// long a take of 1 is taken; a take of 3 right after is not, with wait = (3 - left) / rate. Another
+// name has a full bucket of its own. A take queued at close ends with closed.
+template <typename Db>
+void a_bucket_gives_its_tokens_at_its_rate_on_the_server_s_clock() {
+  using namespace std::chrono_literals;
+  typename Db::server_type server;
+  const std::string table = Db::fence_table_named("rates_buckets");
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto o = client<Db>::options();
+    o.fence_table = Db::fence_table_named("rates");
+    client<Db> a(ex, server, o);
+    const auto bucket = a.spec("api calls"), other = a.spec("other calls");
+    BOOST_TEST(!Db::table_exists(server, table));
+    for (int i = 1; i <= 3; ++i) {
+      auto [ec, got, words] = co_await a.take(bucket, 10, 3);
+      BOOST_REQUIRE_MESSAGE(!ec, "take " << i << ": " << ec.message() << ": " << words);
+      BOOST_TEST(got.taken, "take " << i << " not taken, " << got.left << " left");
+      BOOST_TEST(got.wait.count() == 0);
+      BOOST_TEST_MESSAGE("take " << i << ": " << got.left << " left");
+      if (i == 1)
+        BOOST_TEST(got.left == 2.0);
+    }
+    auto [nec, none, nwords] = co_await a.take(bucket, 10, 3);
+    BOOST_REQUIRE_MESSAGE(!nec, nec.message() << ": " << nwords);
+    BOOST_TEST(Db::table_exists(server, table)); // (asked once the fourth take is answered: it runs a client)
+    BOOST_TEST_MESSAGE("take 4: " << none.left << " left, wait " << none.wait.count() << " us");
+    BOOST_TEST(!none.taken, none.left << " left");
+    BOOST_TEST(none.left < 1.0);
+    BOOST_TEST(none.wait.count() > 0);
+    BOOST_TEST((none.wait <= 100ms), none.wait.count() << " us");
+    co_await sleep_for(none.wait);
+    auto [yec, one, ywords] = co_await a.take(bucket, 10, 3);
+    BOOST_REQUIRE_MESSAGE(!yec, yec.message() << ": " << ywords);
+    BOOST_TEST(one.taken, "after the wait: not taken, " << one.left << " left");
+
+    auto [tec, three, twords] = co_await a.take(bucket, 10, 3, 3);
+    BOOST_REQUIRE_MESSAGE(!tec, tec.message() << ": " << twords);
+    BOOST_TEST_MESSAGE("a take of 3: " << three.left << " left, wait " << three.wait.count() << " us");
+    BOOST_TEST(!three.taken);
+    BOOST_TEST(three.wait.count() == static_cast<std::int64_t>(std::ceil((3 - three.left) * 1e6 / 10)));
+    BOOST_TEST((three.wait > 200ms && three.wait <= 300ms), three.wait.count() << " us");
+
+    auto [oec, full, owords] = co_await a.take(other, 10, 3, 3);
+    BOOST_REQUIRE_MESSAGE(!oec, oec.message() << ": " << owords);
+    BOOST_TEST(full.taken, "another name's bucket: not taken, " << full.left << " left");
+    BOOST_TEST(full.left == 0.0);
+
+    std::optional<error_code> queued;
+    core::bucket_take what;
+    a.backend->take_tokens(*bucket, what,
+                           core::handler<void(error_code, core::bucket_answer, std::string)>(
+                               [&](error_code ec, core::bucket_answer, std::string) { queued = ec; }));
+    co_await a.close();
+    BOOST_TEST(co_await eventually([&] { return queued.has_value(); }));
+    BOOST_TEST((queued && *queued == error::closed), (queued ? queued->message() : "no answer"));
+  });
+}
+
+// A take is never sent twice (it may have taken its tokens): one whose answer the link loses
+// (the proxy holds the answers, then resets the connection) fails with that error and words, and
+// the next take, on a new connection, finds the lost one's token taken once (rate 0.001/s: no
+// refill to speak of).
+template <typename Db>
+void a_take_whose_connection_drops_is_not_sent_again() {
+  using namespace std::chrono_literals;
+  typename Db::server_type server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    client<Db> a(ex, via(server, proxy));
+    const auto bucket = a.spec("once");
+    auto [ec, first, words] = co_await a.take(bucket, 0.001, 5);
+    BOOST_REQUIRE_MESSAGE(!ec, ec.message() << ": " << words);
+    BOOST_TEST(first.left == 4.0);
+    proxy.blackhole(direction::server_to_client, true);
+    std::optional<std::tuple<error_code, core::bucket_answer, std::string>> lost;
+    asio::co_spawn(ex, a.take(bucket, 0.001, 5), [&](std::exception_ptr, auto r) { lost = std::move(r); });
+    co_await sleep_for(300ms); // the server ran it; its answer waits in the proxy
+    proxy.reset_all();
+    proxy.heal();
+    BOOST_TEST(co_await eventually([&] { return lost.has_value(); }));
+    if (lost) {
+      const auto& [lec, answer, lwords] = *lost;
+      BOOST_TEST_MESSAGE("the take whose link reset: " << lec.message() << ": " << lwords);
+      BOOST_TEST(lec, "answered after the reset: sent again (" << answer.left << " left)");
+      BOOST_TEST((lec != error::timeout), lec.message());
+      BOOST_TEST(!lwords.empty());
+    }
+    auto [nec, next, nwords] = co_await a.take(bucket, 0.001, 5);
+    BOOST_REQUIRE_MESSAGE(!nec, nec.message() << ": " << nwords);
+    BOOST_TEST(next.taken);
+    BOOST_TEST(std::abs(next.left - 2.0) < 0.01, next.left << " left: 2 expected (the lost take ran once)");
     co_await a.close();
   });
 }

@@ -31,6 +31,14 @@ std::vector<std::string> create_database(const std::string& table) {
   return {};
 }
 
+// A data table beside the fence table `table` (its name and `suffix`: "_marks", "_buckets") with
+// `columns`, created (and its database) if missing: its creation, in order.
+std::vector<std::string> create_beside(const std::string& table, std::string_view suffix, std::string_view columns) {
+  std::vector<std::string> out = create_database(table);
+  out.push_back("CREATE TABLE IF NOT EXISTS " + object(table, suffix) + " (" + std::string(columns) + ") ENGINE=InnoDB");
+  return out;
+}
+
 // The user lock a creation of fence objects holds (create_fence_table).
 constexpr std::string_view creation_lock = "corolock:creating-the-fence";
 
@@ -66,6 +74,7 @@ core::backend_traits mysql_traits() {
   t.store = "mysql";
   t.leases = core::lease_model::session;
   t.marks = true;
+  t.token_bucket = true;
   return t; // no fixed lease, no read_write, no semaphore, no fifo promise, no replicas
 }
 
@@ -182,15 +191,33 @@ sql::detail::sql_dialect dialect(config cfg) {
   d.lost_race = [](const sql::detail::sql_words& w) -> bool { return w.code == er_lock_deadlock; };
   // Marks (backends/sql/marks.hpp): one row per mark; an add that finds its row adds nothing.
   d.marks.table = [](const std::string& table) { return object(table, "_marks"); };
-  d.marks.create_table = [](const std::string& table) -> std::vector<std::string> {
-    std::vector<std::string> out = create_database(table);
-    out.push_back("CREATE TABLE IF NOT EXISTS " + object(table, "_marks") +
-                  " (lock_key CHAR(64) NOT NULL, segment INT UNSIGNED NOT NULL, PRIMARY KEY (lock_key, segment))"
-                  " ENGINE=InnoDB");
-    return out;
+  d.marks.create_table = [](const std::string& table) {
+    return create_beside(table, "_marks",
+                         "lock_key CHAR(64) NOT NULL, segment INT UNSIGNED NOT NULL, PRIMARY KEY (lock_key, segment)");
   };
   d.marks.add = [](const std::string& marks, const std::string& key, std::uint32_t index) {
     return "INSERT IGNORE INTO " + marks + " (lock_key, segment) VALUES ('" + key + "', " + std::to_string(index) + ")";
+  };
+  // Buckets (backends/sql/buckets.hpp): one row per bucket, one statement per take. ON DUPLICATE
+  // KEY UPDATE assigns left to right, a later assignment reading the earlier's new value: taken
+  // first (from the row as it was), then tokens (its refill from the old tokens and at_us, less
+  // count when taken), then at_us. RETURNING (MariaDB 10.5) answers the row as the statement left
+  // it, inserted or updated. The clock: UTC_TIMESTAMP(6) (the statement's start) in microseconds
+  // since the epoch, as a difference of two DATETIMEs: no time zone, no daylight saving jump.
+  d.buckets.table = [](const std::string& table) { return object(table, "_buckets"); };
+  d.buckets.create_table = [](const std::string& table) {
+    return create_beside(table, "_buckets",
+                         "bucket_key CHAR(64) NOT NULL PRIMARY KEY, tokens DOUBLE NOT NULL, at_us BIGINT NOT NULL,"
+                         " taken BOOLEAN NOT NULL");
+  };
+  d.buckets.take = [](const std::string& buckets, const std::string& key, const std::string& rate,
+                      const std::string& burst, std::int64_t count) {
+    const std::string n = std::to_string(count);
+    const std::string refill = "LEAST(" + burst + ", tokens + GREATEST(0, VALUE(at_us) - at_us) * " + rate + " / 1e6)";
+    return "INSERT INTO " + buckets + " (bucket_key, tokens, at_us, taken) VALUES ('" + key + "', " + burst + " - " +
+           n + ", TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TRUE) ON DUPLICATE KEY UPDATE"
+           " taken = " + refill + " >= " + n + ", tokens = IF(taken, " + refill + " - " + n + ", " + refill +
+           "), at_us = GREATEST(at_us, VALUE(at_us)) RETURNING tokens, taken";
   };
   return d;
 }

@@ -19,6 +19,7 @@ core::backend_traits postgresql_traits() {
   t.leases = core::lease_model::session;
   t.read_write = true;
   t.marks = true;
+  t.token_bucket = true;
   return t; // no fixed lease, no semaphore, no fifo promise, no replicas
 }
 
@@ -205,6 +206,27 @@ sql::detail::sql_dialect dialect(config cfg) {
   d.marks.add = [](const std::string& marks, const std::string& key, std::uint32_t index) {
     return "INSERT INTO " + marks + " (lock_key, segment) VALUES ('" + key + "', " + std::to_string(index) +
            ") ON CONFLICT DO NOTHING";
+  };
+  // Buckets (backends/sql/buckets.hpp): one row per bucket, one statement per take. Every SET
+  // expression reads the row as it was (b), EXCLUDED the values proposed: at_us the server's clock
+  // (clock_timestamp(): read as the statement runs) in microseconds since the epoch. RETURNING
+  // answers the row as the statement left it, inserted or updated.
+  d.buckets.table = [](const std::string& table) { return object(table, "_buckets"); };
+  d.buckets.create_table = [](const std::string& table) -> std::vector<std::string> {
+    return {"CREATE TABLE IF NOT EXISTS " + object(table, "_buckets") +
+            " (bucket_key CHAR(64) NOT NULL PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL, at_us BIGINT NOT NULL,"
+            " taken BOOLEAN NOT NULL)"};
+  };
+  d.buckets.take = [](const std::string& buckets, const std::string& key, const std::string& rate,
+                      const std::string& burst, std::int64_t count) {
+    const std::string n = std::to_string(count);
+    const std::string refill =
+        "least(" + burst + "::float8, b.tokens + greatest(0, EXCLUDED.at_us - b.at_us) * " + rate + "::float8 / 1e6)";
+    return "INSERT INTO " + buckets + " AS b (bucket_key, tokens, at_us, taken) VALUES ('" + key + "', " + burst +
+           "::float8 - " + n + ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, true) ON CONFLICT"
+           " (bucket_key) DO UPDATE SET tokens = CASE WHEN " + refill + " >= " + n + " THEN " + refill + " - " + n +
+           " ELSE " + refill + " END, taken = " + refill + " >= " + n +
+           ", at_us = greatest(b.at_us, EXCLUDED.at_us) RETURNING b.tokens, b.taken";
   };
   return d;
 }

@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -37,7 +38,7 @@ struct sql_lock_backend::link final : core::lease_ticket {
 // statements a bid or a release sends, made once and shared (sql_statement), never per cycle.
 struct sql_lock_backend::sql_lock final : core::lock_ticket {
   std::string key;
-  std::string marks_key; // the 64 hex digits of the whole digest: the lock's rows of the marks table
+  std::string marks_key; // the 64 hex digits of the whole digest: the lock's rows of the marks and buckets tables
   /// The unlock statements: [0] exclusive, [1] shared (a read-write lock's only).
   std::array<std::shared_ptr<const sql_statement>, 2> unlock;
   /// The lock statements without the fence row's check, by (shared, wait), made at their first
@@ -142,17 +143,18 @@ sql_lock_backend::sql_lock_backend(asio::any_io_executor ex, sql_dialect dialect
                                       "corolock::" + std::string(traits_.store) +
                                           "::lock_client: lock_pool_options::fence_table '" + printable(fence_table_) +
                                           "' refused: " + why);
-  // The marks' statements read failures as the fence's do.
-  dialect_.marks.missing_table = dialect_.missing_table;
-  dialect_.marks.lost_race = dialect_.lost_race;
   options_.session_timeout = std::max(options_.session_timeout, std::chrono::milliseconds(3000));
   options_.max_sessions = std::max<std::size_t>(options_.max_sessions, 1);
+  // The data statements read failures as the fence's do; nothing connects before the first call.
+  data_ = std::make_shared<sql_data_connection>(executor_, dialect_.new_connection, dialect_.missing_table,
+                                                dialect_.lost_race, options_.session_timeout / 3);
+  marks_.emplace(executor_, data_, dialect_.marks, fence_table_);
+  buckets_.emplace(executor_, data_, dialect_.buckets, fence_table_);
 }
 
 sql_lock_backend::~sql_lock_backend() {
   life_.reset();
-  if (marks_)
-    marks_->close();
+  data_->close();
   for (auto& [id, l] : links_) {
     l->ping.cancel();
     l->conn->close();
@@ -876,15 +878,22 @@ void sql_lock_backend::release(const core::held& lease, handler<void(error_code,
 
 void sql_lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
                              handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) {
-  if (closing_) {
-    asio::post(executor_, asio::append(std::move(h), make_error_code(error::closed), std::vector<std::uint32_t>{},
-                                       std::string("the client is closing")));
+  // Closing: the data connection is closed, and completes the call with closed.
+  marks_->call(core::ticket_of<sql_lock>(lock).marks_key, what, index, std::move(h));
+}
+
+void sql_lock_backend::take_tokens(const core::lock_spec& lock, core::bucket_take what,
+                                   handler<void(error_code, core::bucket_answer, std::string)> h) {
+  // The core checks these; the statement would write a bucket no take could mend (a negative
+  // content, a count never there) with anything else.
+  if (!(std::isfinite(what.rate) && what.rate > 0 && std::isfinite(what.burst) && what.burst >= 1 &&
+        what.count >= 1 && static_cast<double>(what.count) <= what.burst)) {
+    asio::post(executor_, asio::append(std::move(h), make_error_code(error::invalid_argument), core::bucket_answer{},
+                                       std::string("a take needs a finite rate > 0, a finite burst >= 1 and a "
+                                                   "count in 1..burst")));
     return;
   }
-  if (!marks_)
-    marks_ = std::make_shared<sql_marks>(executor_, dialect_.new_connection, dialect_.marks, fence_table_,
-                                         options_.session_timeout / 3);
-  marks_->call(core::ticket_of<sql_lock>(lock).marks_key, what, index, std::move(h));
+  buckets_->take(core::ticket_of<sql_lock>(lock).marks_key, what, std::move(h));
 }
 
 void sql_lock_backend::renew(std::vector<core::renewal> leases, handler<void(std::vector<core::renew_outcome>)> h) {
@@ -895,8 +904,7 @@ void sql_lock_backend::renew(std::vector<core::renewal> leases, handler<void(std
 void sql_lock_backend::close(handler<void()> h) {
   closing_ = true;
   pool_.close();
-  if (marks_)
-    marks_->close(); // holds nothing: shut at once
+  data_->close(); // holds nothing: shut at once
   for (auto& w : bids_)
     if (auto st = w.lock())
       withdraw(st);

@@ -80,14 +80,17 @@
 // cycle); a grant's is the session that holds the lock (grant::ticket, its link), where the
 // release goes: no lookup by session number. The pool's record of which keys each session holds
 // (session_pool.hpp) stays: one name at most once per session is its rule.
-// marks: rows of a table beside the fence's, through a connection of their own (marks.hpp): data,
-// not holders, so never in a pool session's line.
+// marks and take_tokens: rows of tables beside the fence's (marks.hpp, buckets.hpp), through one
+// connection of their own for data statements (data_connection.hpp): data, not holders, so never in
+// a pool session's line.
 // close: waiting sessions are closed (which kills their statement on the server), holding sessions
 // release everything (RELEASE_ALL_LOCKS / pg_advisory_unlock_all) and close; done when all have
 // answered or the bound passed.
 #pragma once
 
+#include "backends/sql/buckets.hpp"
 #include "backends/sql/connection.hpp"
+#include "backends/sql/data_connection.hpp"
 #include "backends/sql/marks.hpp"
 #include "backends/sql/session_pool.hpp"
 #include "core/backend.hpp"
@@ -181,6 +184,8 @@ struct sql_dialect {
   std::function<bool(const sql_words& w)> lost_race;
   /// The marks' table and statements (marks.hpp); traits.marks says whether they are offered.
   sql_marks_dialect marks;
+  /// The buckets' table and take (buckets.hpp); traits.token_bucket says whether they are offered.
+  sql_buckets_dialect buckets;
 };
 
 class sql_lock_backend : public core::backend {
@@ -206,6 +211,9 @@ public:
   /// Rows of the marks table, through a connection of their own (marks.hpp).
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
+  /// One take from a row of the buckets table, through the same connection (buckets.hpp).
+  void take_tokens(const core::lock_spec& lock, core::bucket_take what,
+                   handler<void(error_code, core::bucket_answer, std::string)> h) override;
   /// Closing or closed; or no session connected and the last connect that completed did not reach
   /// the server (connect_failed, timeout): a statement now needs a new connection, and the last
   /// one tried failed. Any live session (a waiting one too) makes it false: the server answers it.
@@ -297,7 +305,10 @@ private:
     void one_done();
   };
   std::shared_ptr<closing> closing_state_;
-  std::shared_ptr<sql_marks> marks_; // made at the first marks call
+  /// The data statements' connection (opened at the first call), and its two users.
+  std::shared_ptr<sql_data_connection> data_;
+  std::optional<sql_marks> marks_;
+  std::optional<sql_buckets> buckets_;
   bool connect_failed_ = false; // the last connect that completed did not reach the server
   std::mt19937_64 random_;
   std::uint64_t owners_ = 0;

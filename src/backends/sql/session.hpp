@@ -86,7 +86,8 @@ public:
   /// A statement stopped (its deadline passed, or cancelled) ends at once on a shut socket, the
   /// session with it, instead of by a cancel from a second connection (which a stalled server
   /// answers only after connect_timeout). For a session whose statements never wait at the server
-  /// and hold nothing in it (the marks' connection, marks.hpp): ending it loses nothing.
+  /// and hold nothing in it (the data statements' connection, data_connection.hpp): ending it
+  /// loses nothing.
   void stop_by_closing() noexcept { cancel_on_server_ = false; }
   [[nodiscard]] bool is_open() const noexcept { return (state_ == state::ready || state_ == state::busy) && !closing_; }
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return executor_; }
