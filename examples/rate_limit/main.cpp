@@ -1,54 +1,52 @@
-// rate_limit: at most 3 calls to a slow partner service at once, across every process that uses the
-// semaphore "partner-api". Ten coroutines want to call it; the semaphore lets three in at a time,
-// the others wait in line (woken by a release, no polling). Permits expire with their holder's
-// lease if a process dies with them.
+// rate_limit: at most 10 calls a second (bursts of 5) to a partner service, across every process
+// that uses the bucket "partner-api". Twenty coroutines want to call it at once: five go at once
+// (the burst), the others are let through one every 100 ms — each woken when the store says its
+// token is there, no polling. The count is kept by Redis on its own clock, so two processes
+// running this share the ten a second.
 //
 //   rate_limit redis://127.0.0.1:6379        (scripts/with_redis.sh starts a private server)
 #include <corolock/corolock.hpp>
 
 #include <boost/asio.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <iostream>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
 
-struct counters {
-  int inside = 0, most_inside = 0, calls = 0;
-};
-
-asio::awaitable<void> call_partner(corolock::semaphore& limit, counters& c, int caller) {
-  co_await limit.with_permits(1, [&](corolock::guard&) -> asio::awaitable<void> {
-    c.most_inside = std::max(c.most_inside, ++c.inside);
-    asio::steady_timer slow_call(co_await asio::this_coro::executor, 50ms);
-    co_await slow_call.async_wait(asio::use_awaitable);
-    --c.inside;
-    ++c.calls;
-    std::cout << "caller " << caller << " done\n";
-  });
+asio::awaitable<void> call_partner(corolock::rate_limiter& limit, clock_type::time_point start,
+                                   int caller, int& calls) {
+  co_await limit.acquire(); // one token
+  const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start);
+  std::cout << "caller " << caller << " calls at " << at.count() << " ms\n";
+  ++calls;
 }
 
 int main(int argc, char** argv) {
   asio::io_context io;
   corolock::redis::client redis{io.get_executor(), argc > 1 ? argv[1] : "redis://127.0.0.1:6379"};
-  corolock::semaphore limit{redis, "partner-api", 3};
-  counters c;
-  int finished = 0, failed = 0;
+  // The bucket's name made unique per run, so that a run starts with a full bucket.
+  corolock::rate_limiter limit{redis, "partner-api:" + std::to_string(clock_type::now().time_since_epoch().count()),
+                               10.0, 5};
+  const auto start = clock_type::now();
+  int finished = 0, failed = 0, calls = 0;
   asio::co_spawn(io, redis.connect(), [&](std::exception_ptr e) {
     if (e) {
       ++failed;
       return redis.close();
     }
-    for (int caller = 1; caller <= 10; ++caller)
-      asio::co_spawn(io, call_partner(limit, c, caller), [&](std::exception_ptr e) {
+    for (int caller = 1; caller <= 20; ++caller)
+      asio::co_spawn(io, call_partner(limit, start, caller, calls), [&](std::exception_ptr e) {
         failed += e ? 1 : 0;
-        if (++finished == 10)
+        if (++finished == 20)
           redis.close();
       });
   });
   io.run();
-  std::cout << c.calls << " calls, at most " << c.most_inside << " at once (3 permits)\n";
-  return failed == 0 && c.calls == 10 && c.most_inside <= 3 ? 0 : 1;
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start);
+  std::cout << calls << " calls in " << took.count() << " ms (10 a second after a burst of 5: "
+            << "1500 ms at least)\n";
+  return failed == 0 && calls == 20 && took >= 1400ms ? 0 : 1;
 }

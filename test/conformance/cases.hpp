@@ -23,6 +23,8 @@
 //                                                       (a quorum: waiters retry, nobody queues)
 //   static constexpr bool no_holder_token = true;       only if check_token is refused (a store
 //                                                       that records no holder's token)
+//   static constexpr bool refuses_bucket = true;        only if it keeps no token bucket (no
+//                                                       rate_limiter: ZooKeeper, a quorum)
 //   static constexpr bool no_single_token = true;       only if a guard's fencing_token() is no
 //                                                       per-lock rising token (a quorum: 0, its
 //                                                       members' tokens are per member)
@@ -38,6 +40,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -2295,6 +2298,121 @@ asio::awaitable<void> observer_tells_each_acquisition_and_end_once(F& f, asio::a
   BOOST_TEST(co_await clean(f));
 }
 
+/// Whether fixture F's store keeps no token bucket (`static constexpr bool refuses_bucket = true`):
+/// a rate_limiter over it is refused.
+template <typename F>
+constexpr bool refuses_bucket = requires { requires F::refuses_bucket; };
+
+/// A rate_limiter: one bucket for every client; over a span t, all of them together are admitted
+/// at most per_second × t + burst (counted on the store's clock; checked here on the test's, with
+/// the round trips' slack) and, with callers always waiting, not much less (the store's computed
+/// wait wakes them); a deadline the tokens cannot meet ends at once; every cancellation type and a
+/// close end a wait at once; bad figures are refused with words.
+template <typename F>
+asio::awaitable<void> rate_limiter_admits_no_more_than_the_rate(F& f, asio::any_io_executor ex) {
+  using std::chrono::steady_clock;
+  const auto ms_since = [](steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(steady_clock::now() - t).count();
+  };
+  auto a = co_await f.connect(ex);
+  const std::string name = "rate/{x}\n" + std::string(300, 'r');
+  if constexpr (refuses_bucket<F>) {
+    expect_refused([&] { rate_limiter r{*a, name, 10.0, 5}; }, "keeps no token bucket");
+    co_await f.close(*a);
+    co_return;
+  }
+  expect_refused([&] { rate_limiter r{*a, name, 0.0, 5}; }, "the rate must be above 0");
+  expect_refused([&] { rate_limiter r{*a, name, std::nan(""), 5}; }, "the rate must be above 0");
+  expect_refused([&] { rate_limiter r{*a, name, 10.0, 0}; }, "the burst must be 1");
+  expect_refused([&] { rate_limiter r{*a, "", 10.0, 5}; }, "rate_limiter");
+  auto b = co_await f.connect(ex);
+  rate_limiter ra{*a, name, 20.0, 5}, rb{*b, name, 20.0, 5};
+  auto [bad, badly] = co_await ra.try_acquire(6, tuple_awaitable);
+  BOOST_TEST(bad == error::invalid_argument, bad.message());
+  auto [zero] = co_await ra.acquire(0, tuple_awaitable);
+  BOOST_TEST(zero == error::invalid_argument, zero.message());
+
+  // One bucket across clients: a's five empty it for b.
+  BOOST_TEST(co_await ra.try_acquire(5));
+  BOOST_TEST(!co_await rb.try_acquire(1));
+  // A deadline the tokens cannot meet (5 tokens need 250 ms) ends at once, not at the deadline.
+  auto t0 = steady_clock::now();
+  auto [late] = co_await rb.acquire_for(5, 100ms, tuple_awaitable);
+  BOOST_TEST(late == error::timeout, late.message());
+  BOOST_TEST(ms_since(t0) < 90, ms_since(t0) << " ms");
+  // A wait is woken by the computed refill time: 2 tokens at 20/s, about 100 ms.
+  t0 = steady_clock::now();
+  co_await rb.acquire(2);
+  const auto waited = ms_since(t0);
+  BOOST_TEST(waited >= 40, waited << " ms");
+  BOOST_TEST(waited < 1000, waited << " ms");
+
+  // Each cancellation type ends a wait at once; a close ends one too.
+  rate_limiter slow{*a, name + "/slow", 0.01, 5};
+  BOOST_TEST(co_await slow.try_acquire(5)); // empty now; 5 more come in 500 s
+  for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                    asio::cancellation_type::total}) {
+    asio::cancellation_signal cancel;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      co_await sleep_for(30ms);
+      cancel.emit(type);
+    }, asio::detached);
+    t0 = steady_clock::now();
+    auto [aborted] = co_await slow.acquire(5, asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable));
+    BOOST_TEST(aborted == asio::error::operation_aborted, aborted.message());
+    BOOST_TEST(ms_since(t0) < 2000, ms_since(t0) << " ms");
+  }
+  {
+    auto c = co_await f.connect(ex);
+    rate_limiter slow_c{*c, name + "/slow", 0.01, 5};
+    error_code closed;
+    test::event done(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [e] = co_await slow_c.acquire(1, tuple_awaitable);
+      closed = e;
+      done.set();
+    }, asio::detached);
+    co_await sleep_for(100ms);
+    co_await f.close(*c);
+    co_await done.wait();
+    BOOST_TEST(closed == error::closed, closed.message());
+  }
+
+  // Four callers in each of two clients, always asking, for 1.5 s.
+  const double rate = 40.0;
+  const std::int64_t burst = 8;
+  rate_limiter ca{*a, name + "/count", rate, burst}, cb{*b, name + "/count", rate, burst};
+  std::int64_t admitted = 0;
+  int running = 8;
+  test::event all_done(ex);
+  const auto start = steady_clock::now();
+  const auto end = start + 1500ms;
+  for (int i = 0; i < 8; ++i)
+    asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+      auto& lim = i % 2 ? cb : ca;
+      for (;;) {
+        auto [e] = co_await lim.acquire_until(1, end, tuple_awaitable);
+        if (e) {
+          BOOST_TEST((e == error::timeout), e.message());
+          break;
+        }
+        ++admitted;
+      }
+      if (--running == 0)
+        all_done.set();
+    }, asio::detached);
+  co_await all_done.wait();
+  const double span = std::chrono::duration<double>(end - start).count();
+  const double most = rate * (span + 0.05) + burst; // the round trips' slack
+  BOOST_TEST_MESSAGE(f.backend << ": admitted " << admitted << " in " << span << " s at " << rate
+                               << "/s, burst " << burst << " (at most " << most << ")");
+  BOOST_TEST(admitted <= most);
+  BOOST_TEST(admitted >= 0.8 * (rate * span + burst), "admitted " << admitted);
+  co_await f.close(*a);
+  co_await f.close(*b);
+  BOOST_TEST(co_await clean(f));
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -2331,7 +2449,8 @@ asio::awaitable<void> observer_tells_each_acquisition_and_end_once(F& f, asio::a
   COROLOCK_CONFORMANCE_CASE(F, multi_lock_cancelled_or_lost)                                      \
   COROLOCK_CONFORMANCE_CASE(F, check_token_names_the_current_holder)                             \
   COROLOCK_CONFORMANCE_CASE(F, lock_delay_holds_back_only_after_an_unclean_end)                 \
-  COROLOCK_CONFORMANCE_CASE(F, observer_tells_each_acquisition_and_end_once)
+  COROLOCK_CONFORMANCE_CASE(F, observer_tells_each_acquisition_and_end_once)                      \
+  COROLOCK_CONFORMANCE_CASE(F, rate_limiter_admits_no_more_than_the_rate)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \

@@ -48,6 +48,7 @@ struct quorum_fixture {
   static constexpr bool unordered = true;
   static constexpr bool no_single_token = true;
   static constexpr bool no_holder_token = true; // no single token to compare
+  static constexpr bool refuses_bucket = true; // a quorum keeps no single count: no rate_limiter
   static constexpr bool refuses_marks = true; // a quorum keeps no marks: no segmented_lock over it
 
   std::array<M, 3> stores;

@@ -80,8 +80,11 @@ public:
   rate_limiter(lock_source& source, std::string name, double per_second, std::int64_t burst,
                lock_options options = {});
 
+  /// The bucket's name (under lock_options::prefix).
   const std::string& name() const noexcept;
+  /// Tokens added per second, as given.
   double rate() const noexcept { return rate_; }
+  /// The bucket's size, as given.
   std::int64_t burst() const noexcept { return burst_; }
 
   /// Takes `count` tokens, waiting until the store has them. Handler `void(error_code)`.
