@@ -40,6 +40,7 @@ namespace {
 
 constexpr std::chrono::milliseconds first_retry{50};
 constexpr std::chrono::milliseconds last_retry{2000};
+constexpr std::chrono::microseconds longest_wait{std::int64_t{1} << 50};
 
 bool unanswered(error_code ec) {
   return ec == error::not_connected || ec == error::timeout || ec == error::connection_lost;
@@ -105,13 +106,16 @@ private:
         return finish({}, {}, true);
       if (try_only_)
         return finish({}, {}, false);
-      const auto at = e->store().now() + std::max(a.wait, std::chrono::microseconds(1));
+      // A store's wait, kept within 1 µs .. 2^50 µs (35 years): at that, the sum cannot overflow
+      // the clock, whatever a store answered for a tiny rate.
+      const auto wait = std::clamp(a.wait, std::chrono::microseconds(1), longest_wait);
+      const auto at = e->store().now() + wait;
       if (at > deadline_)
         return finish(error::timeout,
                       "the bucket " + detail::printable_name(spec_->name) + " has " +
                           tokens_text(a.left) + " of the " + std::to_string(what_.count) +
                           " tokens asked; the rest comes in " +
-                          std::to_string((a.wait.count() + 999) / 1000) + " ms, after the deadline",
+                          std::to_string((wait.count() + 999) / 1000) + " ms, after the deadline",
                       false);
       return sleep_until(at);
     }

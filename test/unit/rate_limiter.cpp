@@ -93,6 +93,17 @@ BOOST_AUTO_TEST_CASE(a_deadline_the_refill_cannot_meet_ends_at_once) {
   BOOST_TEST((within.ec && !*within.ec));
 }
 
+BOOST_AUTO_TEST_CASE(the_slowest_rate_waits_without_overflowing_the_clock) {
+  fixture f;
+  rate_limiter r{f.c, "api", 1e-9, 1}; // one token in 31 years
+  outcome emptied, late;
+  r.try_acquire(1, emptied.try_handler());
+  f.run();
+  r.acquire_for(1, std::chrono::hours(24 * 365), late.handler());
+  f.run();
+  BOOST_TEST((late.ec && *late.ec == error::timeout));
+}
+
 BOOST_AUTO_TEST_CASE(a_store_out_of_reach_is_asked_again_backing_off_until_the_deadline) {
   fixture f;
   rate_limiter r{f.c, "api", 10.0, 2};
