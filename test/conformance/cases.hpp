@@ -2408,6 +2408,43 @@ asio::awaitable<void> rate_limiter_admits_no_more_than_the_rate(F& f, asio::any_
                                << "/s, burst " << burst << " (at most " << most << ")");
   BOOST_TEST(admitted <= most);
   BOOST_TEST(admitted >= 0.8 * (rate * span + burst), "admitted " << admitted);
+
+  // A service: 20 buckets, 5 callers on each in each client, default options, for 1 s; each bucket
+  // counts its own.
+  constexpr int buckets = 20, callers = 5;
+  const double each_rate = 20.0;
+  const std::int64_t each_burst = 4;
+  std::vector<rate_limiter> many;
+  for (int i = 0; i < buckets; ++i) {
+    many.emplace_back(*a, "svc:" + std::to_string(i) + "/" + name, each_rate, each_burst);
+    many.emplace_back(*b, "svc:" + std::to_string(i) + "/" + name, each_rate, each_burst);
+  }
+  std::vector<std::int64_t> per_bucket(buckets, 0);
+  running = buckets * 2 * callers;
+  test::event service_done(ex);
+  const auto service_start = steady_clock::now();
+  const auto service_end = service_start + 1000ms;
+  for (int i = 0; i < buckets * 2; ++i)
+    for (int k = 0; k < callers; ++k)
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        for (;;) {
+          auto [e] = co_await many[i].acquire_until(1, service_end, tuple_awaitable);
+          if (e) {
+            BOOST_TEST((e == error::timeout), e.message());
+            break;
+          }
+          ++per_bucket[i / 2];
+        }
+        if (--running == 0)
+          service_done.set();
+      }, asio::detached);
+  co_await service_done.wait();
+  const double service_span = std::chrono::duration<double>(service_end - service_start).count();
+  const auto [fewest, most_admitted] = std::minmax_element(per_bucket.begin(), per_bucket.end());
+  BOOST_TEST_MESSAGE(f.backend << ": 20 buckets, 200 callers: " << *fewest << ".." << *most_admitted
+                               << " admitted each in " << service_span << " s");
+  BOOST_TEST(*most_admitted <= each_rate * (service_span + 0.05) + each_burst);
+  BOOST_TEST(*fewest >= 0.8 * (each_rate * service_span + each_burst), "fewest " << *fewest);
   co_await f.close(*a);
   co_await f.close(*b);
   BOOST_TEST(co_await clean(f));
