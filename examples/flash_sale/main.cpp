@@ -4,12 +4,16 @@
 //   2. One hot product, stock 1 000, 5 000 buyers: under one lock, then with the stock split over
 //      20 segments (corolock::segmented_lock) — the throughputs side by side.
 //   Every buyer may double-click or click again; a per-user lock keeps it to one order per user
-//   and product. Order ids come from corolock::redis::id_generator. At the end the numbers are checked
-//   from Redis; any violation makes the exit status 1.
+//   and product. Order ids come from corolock::redis::id_generator. In front of it all, a front
+//   door (corolock::rate_limiter, one bucket per scenario shared by every instance) lets in at most
+//   --admit-rate clicks a second after a burst of --admit-burst; the others are answered "busy,
+//   try again" at once and the buyer clicks again after a short pause. At the end the numbers are
+//   checked from Redis, and the door's admissions against rate × elapsed + burst on the run's own
+//   clock; any violation makes the exit status 1.
 //
 //   flash_sale [REDIS_URL] [--small] [--redis-url URL] [--products N] [--buyers N] [--hot-stock N]
 //              [--hot-buyers N] [--segments K] [--instances N] [--work-ms X] [--seed S]
-//              [--checkout-slots N]
+//              [--checkout-slots N] [--admit-rate N (0: no door)] [--admit-burst M]
 //              [--without-user-lock]
 //
 // The URL comes first or after --redis-url, else from $REDIS_URL, else redis://127.0.0.1:6379.
@@ -81,6 +85,10 @@ cli parse(int argc, char** argv) {
         out.s.seed = static_cast<unsigned>(std::stoul(value()));
       } else if (a == "--checkout-slots") {
         out.s.checkout_slots = std::stoi(value());
+      } else if (a == "--admit-rate") {
+        out.s.admit_rate = std::stod(value());
+      } else if (a == "--admit-burst") {
+        out.s.admit_burst = std::stoi(value());
       } else if (a == "--without-user-lock") {
         out.s.user_lock = false;
       } else {
@@ -95,6 +103,10 @@ cli parse(int argc, char** argv) {
       s.segments > static_cast<int>(corolock::segmented_lock::max_segments) || s.instances < 1 ||
       s.instances > 64 || s.work.count() < 0 || s.checkout_slots < 0)
     out.ok = false;
+  // (the negated test also refuses a rate that is not a number)
+  if (!(s.admit_rate >= 0 && s.admit_rate <= corolock::rate_limiter::max_rate) ||
+      (s.admit_rate > 0 && s.admit_burst < 1))
+    out.ok = false;
   return out;
 }
 
@@ -105,11 +117,24 @@ std::string run_id() {
 
 double per_second(double n, double seconds) { return seconds > 0 ? n / seconds : 0; }
 
-void print_tally(const tally& t) {
-  fmt::print("    clicks {} ({} buyers double-clicked, {} clicked again): {} ordered, {} turned "
+void print_tally(const tally& t, const settings& s) {
+  fmt::print("    clicks {} ({} buyers double-clicked, {} clicked again): {}{} ordered, {} turned "
              "away as already ordered, {} sold out, {} timed out{}\n",
-             t.clicks, t.double_clickers, t.reclickers, t.ordered, t.already_ordered, t.sold_out,
-             t.busy, t.errors ? fmt::format(", {} ERRORS", t.errors) : std::string());
+             t.clicks, t.double_clickers, t.reclickers,
+             s.admit_rate > 0 ? fmt::format("{} turned away at the door ('busy, try again'), ",
+                                            t.turned_away)
+                              : std::string(),
+             t.ordered, t.already_ordered, t.sold_out, t.busy,
+             t.errors ? fmt::format(", {} ERRORS", t.errors) : std::string());
+}
+
+/// What the front door does, for the run's heading.
+std::string front_door_text(const settings& s) {
+  if (s.admit_rate <= 0)
+    return "no front door (--admit-rate 0) -> order";
+  return fmt::format("front door (a rate limiter over every instance: {:g} clicks/s, bursts of {}; "
+                     "no token: 'busy, try again', the buyer clicks again {}-{} ms later) -> order",
+                     s.admit_rate, s.admit_burst, s.door_pause.count(), 2 * s.door_pause.count());
 }
 
 scenario make_scenario(lock_kind kind, const std::string& base, const std::string& name,
@@ -130,6 +155,12 @@ asio::awaitable<bool> check_part(corolock::redis::client& redis, std::string lab
              "orders of one product: {}; most orders written at once: {} (slots {}); {}\n",
              label, v.sold, v.remaining, v.sold + v.remaining, v.initial, v.orders, v.users_twice,
              v.checkout_peak, s.checkout_slots, v.ok() ? "OK" : "VIOLATED");
+  if (s.admit_rate > 0)
+    fmt::print("    {:<16} front door: {} clicks let in, {} turned away; by the run's clock, let in "
+               "within {:.3f} s: at most {:g}/s × {:.3f} s + {} = {:.0f}, {}\n",
+               "", sc.t.admitted, sc.t.turned_away, sc.t.admitting_seconds(), s.admit_rate,
+               sc.t.admitting_seconds(), s.admit_burst, v.door_bound,
+               sc.t.admitted <= v.door_bound ? "OK" : "EXCEEDED");
   for (const auto& p : v.problems)
     fmt::print("      !! {}\n", p);
   all_ids.insert(all_ids.end(), v.ids.begin(), v.ids.end());
@@ -153,6 +184,7 @@ asio::awaitable<int> sale(std::string url, settings s) {
   auto& redis = instances.front()->redis;
   fmt::print("flash_sale: {}, keys under '{}', {} app instances, seed {}\n", url, base,
              s.instances, s.seed);
+  fmt::print("  every click: {}\n", front_door_text(s));
   fmt::print("  every order: per-user lock -> stock lock -> GET, DECR -> checkout slot (a semaphore "
              "of {}) -> order id, HSETNX/HINCRBY, {:.1f} ms 'database write' -> release\n{}",
              s.checkout_slots, s.work.count() / 1000.0,
@@ -168,7 +200,7 @@ asio::awaitable<int> sale(std::string url, settings s) {
              s.products, s.buyers);
   fmt::print("    {} orders in {:.3f} s ({:.0f} orders/s)\n", p1.t.ordered, p1.t.total_seconds(),
              per_second(p1.t.ordered, p1.t.total_seconds()));
-  print_tally(p1.t);
+  print_tally(p1.t, s);
 
   // Part 2: one hot product under one lock ...
   auto single = make_scenario(lock_kind::single, base, "single", s.hot_stock);
@@ -206,9 +238,9 @@ asio::awaitable<int> sale(std::string url, settings s) {
   fmt::print("    segments vs single lock: {:.1f}x the throughput\n",
              single_rate > 0 ? seg_rate / single_rate : 0.0);
   fmt::print("    single lock:");
-  print_tally(single.t);
+  print_tally(single.t, s);
   fmt::print("    segments:   ");
-  print_tally(seg.t);
+  print_tally(seg.t, s);
 
   // The checks, from Redis.
   fmt::print("\n[3] checks, from Redis\n");
@@ -235,7 +267,8 @@ asio::awaitable<int> sale(std::string url, settings s) {
   if (ok) {
     auto n = co_await clean_up(redis, base);
     fmt::print("\nRESULT: OK — nothing oversold, every order id unique, one order per user and "
-               "product ({} keys of the run removed)\n",
+               "product{} ({} keys of the run removed)\n",
+               s.admit_rate > 0 ? ", never more let in than the front door's rate and burst" : "",
                n);
   } else {
     fmt::print("\nRESULT: VIOLATIONS (the run's keys are left under '{}' for inspection)\n", base);
@@ -253,7 +286,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr,
                "usage: flash_sale [REDIS_URL] [--small] [--redis-url URL] [--products N] [--buyers N] "
                "[--hot-stock N] [--hot-buyers N] [--segments K (1..4096)] [--instances N (1..64)] "
-               "[--work-ms X] [--seed S] [--checkout-slots N] [--without-user-lock]\n");
+               "[--work-ms X] [--seed S] [--checkout-slots N] [--admit-rate N (0: no door)] "
+               "[--admit-burst M (1..)] [--without-user-lock]\n");
     return 2;
   }
   try {

@@ -29,7 +29,9 @@ asio::awaitable<void> pause(clock::duration d) {
   throw boost::system::system_error(ec, what);
 }
 
-enum class outcome { ordered, already_ordered, sold_out, busy };
+/// What a click is answered. `busy`: a lock was not had in time; `turned_away`: the front door
+/// had no token for it ("busy, try again") and nothing else was done.
+enum class outcome { ordered, already_ordered, sold_out, busy, turned_away };
 
 /// "user|product": the one order a user may have of a product.
 std::string buyer_key(int user, const std::string& item) {
@@ -192,10 +194,31 @@ asio::awaitable<bool> known_sold_out(instance& in, scenario& sc, int product) {
   }
 }
 
+/// The front door, before anything else (seed 004's 限流 at the entrance: a gateway's token
+/// bucket sends what it cannot take to a "try again" page). One take of the scenario's bucket in
+/// Redis, shared by every instance: true when the click may go on. A click turned away costs the
+/// shop nothing beyond this one take — no look at the stock, no lock.
+asio::awaitable<bool> let_in(instance& in, scenario& sc) {
+  if (!in.door)
+    co_return true;
+  auto [ec, admitted] = co_await in.door->try_acquire(1, tuple_awaitable);
+  if (ec)
+    fail(ec, "front door");
+  if (!admitted) {
+    ++sc.t.turned_away;
+    co_return false;
+  }
+  ++sc.t.admitted;
+  sc.t.last_admitted = clock::now();
+  co_return true;
+}
+
 /// One click of the "buy" button.
 asio::awaitable<outcome> click(instance& in, scenario& sc, const settings& s, int user,
                                int product) {
   ++sc.t.clicks;
+  if (!co_await let_in(in, sc))
+    co_return outcome::turned_away; // "busy, try again"
   if (co_await known_sold_out(in, sc, product)) {
     ++sc.t.sold_out;
     co_return outcome::sold_out;
@@ -240,11 +263,13 @@ asio::awaitable<outcome> click(instance& in, scenario& sc, const settings& s, in
   case outcome::already_ordered: ++sc.t.already_ordered; break;
   case outcome::sold_out: ++sc.t.sold_out; break;
   case outcome::busy: ++sc.t.busy; break;
+  case outcome::turned_away: break; // not reached: counted at the door
   }
   co_return out;
 }
 
-/// A click, or a double click (two requests at the same instant). A sale by either is the answer.
+/// A click, or a double click (two requests at the same instant). A sale by either is the answer;
+/// "try again" only when the door turned both away.
 asio::awaitable<outcome> clicks(instance& in, scenario& sc, const settings& s, int user,
                                 int product, bool twice) {
   using namespace asio::experimental::awaitable_operators;
@@ -257,7 +282,27 @@ asio::awaitable<outcome> clicks(instance& in, scenario& sc, const settings& s, i
     co_return outcome::already_ordered;
   if (a == outcome::busy || b == outcome::busy)
     co_return outcome::busy;
-  co_return outcome::sold_out;
+  if (a == outcome::sold_out || b == outcome::sold_out)
+    co_return outcome::sold_out;
+  co_return outcome::turned_away;
+}
+
+/// clicks(), again after a short pause for as long as the door answers "busy, try again": the
+/// buyer wants an answer from the shop, so the stock still sells out behind the door. The pause
+/// is spread (1 to 2 times settings::door_pause) so that the turned-away do not come back as one
+/// wave. A buyer still turned away after settings::lock_timeout gives up (the checks would then
+/// find the stock unsold).
+asio::awaitable<outcome> clicks_until_let_in(instance& in, scenario& sc, const settings& s,
+                                             int user, int product, bool twice,
+                                             std::minstd_rand& rng) {
+  const auto give_up = clock::now() + s.lock_timeout;
+  for (;;) {
+    auto o = co_await clicks(in, sc, s, user, product, twice);
+    if (o != outcome::turned_away || clock::now() >= give_up)
+      co_return o;
+    std::uniform_int_distribution<long> spread(s.door_pause.count(), 2 * s.door_pause.count());
+    co_await pause(std::chrono::milliseconds(spread(rng)));
+  }
 }
 
 struct plan {
@@ -267,13 +312,15 @@ struct plan {
 };
 
 asio::awaitable<void> buyer(instance& in, scenario& sc, const settings& s, int user, plan p) {
+  std::minstd_rand rng(s.seed + static_cast<unsigned>(user)); // the pauses after "try again"
   if (sc.kind != lock_kind::per_product) {
     for (int attempt = 0; attempt < 3; ++attempt) { // a timeout is retried
-      auto o = co_await clicks(in, sc, s, user, 0, p.double_click);
+      auto o = co_await clicks_until_let_in(in, sc, s, user, 0, p.double_click, rng);
       if (o == outcome::busy)
         continue;
-      if (p.reclick && o != outcome::sold_out)
-        co_await click(in, sc, s, user, 0);
+      // The click again also passes the door: it is there to meet the per-user lock.
+      if (p.reclick && o != outcome::sold_out && o != outcome::turned_away)
+        co_await clicks_until_let_in(in, sc, s, user, 0, false, rng);
       co_return;
     }
     co_return;
@@ -285,10 +332,12 @@ asio::awaitable<void> buyer(instance& in, scenario& sc, const settings& s, int u
       continue;
     auto o = outcome::busy;
     for (int attempt = 0; attempt < 3 && o == outcome::busy; ++attempt)
-      o = co_await clicks(in, sc, s, user, product, p.double_click);
+      o = co_await clicks_until_let_in(in, sc, s, user, product, p.double_click, rng);
+    if (o == outcome::turned_away)
+      co_return; // gave up at the door
     if (o == outcome::ordered || o == outcome::already_ordered) {
       if (p.reclick)
-        co_await click(in, sc, s, user, product);
+        co_await clicks_until_let_in(in, sc, s, user, product, false, rng);
       co_return;
     }
   }
@@ -314,6 +363,14 @@ asio::awaitable<void> stock_up(corolock::redis::client& redis, const scenario& s
 asio::awaitable<void> run_buyers(std::vector<std::unique_ptr<instance>>& instances, scenario& sc,
                                  const settings& s, int buyers) {
   auto ex = co_await asio::this_coro::executor;
+  // The scenario's front door: one bucket in Redis, a rate_limiter object per instance (each on
+  // its own client). A fresh name per scenario, so each starts with a full bucket.
+  for (auto& in : instances) {
+    in->door.reset();
+    if (s.admit_rate > 0)
+      in->door.emplace(in->redis, sc.k.scenario + ":door", s.admit_rate, s.admit_burst,
+                       in->lock_opts);
+  }
   std::mt19937 rng(s.seed + static_cast<unsigned>(sc.kind));
   std::uniform_real_distribution<double> coin(0, 1);
   std::vector<plan> plans(static_cast<std::size_t>(buyers));
@@ -480,6 +537,17 @@ asio::awaitable<verdict> verify(corolock::redis::client& redis, const scenario& 
                                      sc.t.ordered, v.orders));
   if (sc.t.errors)
     v.problems.push_back(fmt::format("{} buyers failed with an error", sc.t.errors));
+  // The front door: the bucket's promise, over the span in which every take happened. Redis
+  // counts on its own clock; a private server on this host runs with our steady clock, save a
+  // step of the wall clock during the run.
+  if (s.admit_rate > 0) {
+    v.door_bound = s.admit_rate * sc.t.admitting_seconds() + s.admit_burst;
+    if (sc.t.admitted > v.door_bound)
+      v.problems.push_back(fmt::format("the front door let in {} clicks in {:.3f} s, over its "
+                                       "{:g}/s × {:.3f} s + {} = {:.0f}",
+                                       sc.t.admitted, sc.t.admitting_seconds(), s.admit_rate,
+                                       sc.t.admitting_seconds(), s.admit_burst, v.door_bound));
+  }
   co_return v;
 }
 

@@ -31,6 +31,16 @@ struct settings {
   double reclick = 0.1;      ///< share who click again after their answer
   bool user_lock = true;     ///< false shows what goes wrong without the per-user lock
   int checkout_slots = 8;    ///< orders written at once, over every instance (a semaphore); 0: any
+  /// The front door: clicks let in per second over every instance (a rate_limiter per scenario,
+  /// kept by Redis); 0: no door. A click without a token is answered "busy, try again" at once.
+  /// 20 000/s is about what the shop answers at its busiest here (part 1), so the door sheds the
+  /// arrival burst (5 000 buyers, 6 500 clicks at once) and then lets the sale run; a lower rate
+  /// turns more away, and every refusal comes back as one more take, slowing the whole run.
+  double admit_rate = 20000;
+  int admit_burst = 500;     ///< ... and let in at once (the bucket's size)
+  /// A buyer turned away at the door clicks again after 1 to 2 times this (spread, so that the
+  /// turned-away do not all come back at the same instant).
+  std::chrono::milliseconds door_pause{50};
   std::chrono::seconds lock_timeout{60};
   unsigned seed = 0;
 };
@@ -42,6 +52,8 @@ struct instance {
   corolock::redis::client redis;
   std::optional<corolock::redis::id_generator> ids;
   corolock::lock_options lock_opts;
+  // The front door of the current scenario (the same bucket in every instance), or none.
+  std::optional<corolock::rate_limiter> door;
   // Part 2, single lock.
   std::optional<corolock::mutex> hot;
   bool hot_sold_out = false;                    // local hint, set by a buyer who saw stock 0
@@ -68,11 +80,14 @@ struct keys {
 
 enum class lock_kind { per_product, single, segmented };
 
-/// What a scenario counts while it runs (the checks read Redis, not this).
+/// What a scenario counts while it runs. The checks read Redis, not this — except the front
+/// door's bound, which holds over time and so is checked against the run's own clock.
 struct tally {
   int clicks = 0, ordered = 0, already_ordered = 0, sold_out = 0, busy = 0, errors = 0;
   int double_clickers = 0, reclickers = 0;
+  int admitted = 0, turned_away = 0; ///< clicks the front door let in / answered "busy, try again"
   clock::time_point started{}, first_sale{}, last_sale{}, finished{};
+  clock::time_point last_admitted{}; ///< when the last click let in had its answer from the door
   double sell_seconds() const { return std::chrono::duration<double>(last_sale - started).count(); }
   double first_sale_seconds() const {
     return std::chrono::duration<double>(first_sale - started).count();
@@ -83,6 +98,11 @@ struct tally {
     return ordered > 1 && d > 0 ? (ordered - 1) / d : 0;
   }
   double total_seconds() const { return std::chrono::duration<double>(finished - started).count(); }
+  /// From the buyers' arrival to the last admission: every take at the door happened at the store
+  /// within this span, so at most rate × this + burst clicks can have been let in.
+  double admitting_seconds() const {
+    return admitted > 0 ? std::chrono::duration<double>(last_admitted - started).count() : 0;
+  }
 };
 
 struct scenario {
@@ -95,7 +115,8 @@ struct scenario {
 /// Writes the stock keys of a scenario (and resets nothing else: keys are fresh per run).
 asio::awaitable<void> stock_up(corolock::redis::client& redis, const scenario& sc, const settings& s);
 
-/// Runs the buyers of a scenario, all arriving at once, spread over the instances.
+/// Runs the buyers of a scenario, all arriving at once, spread over the instances; with
+/// `settings::admit_rate`, behind the scenario's front door (`<scenario>:door`).
 asio::awaitable<void> run_buyers(std::vector<std::unique_ptr<instance>>& instances, scenario& sc,
                                  const settings& s, int buyers);
 
@@ -108,6 +129,7 @@ struct verdict {
   std::int64_t users_twice = 0;      ///< (user, product) pairs with more than one order
   std::int64_t bad_ids = 0;          ///< sign bit set
   std::int64_t checkout_peak = 0;    ///< the most orders written at once
+  double door_bound = 0;             ///< the most clicks the front door may have let in
   std::vector<std::uint64_t> ids;    ///< every order id, for the global uniqueness check
   std::vector<std::string> problems;
   bool ok() const { return problems.empty(); }
