@@ -7,11 +7,14 @@
       "redis-benchmark"), each figure the median over the files; --ceiling ping_rtt_us=p50_us
       also records that figure as a ceiling.
   report.py set --out PART machine|ceiling KEY VALUE
-  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] [--stores] PART...
+  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] [--stores|--rate]
+                   PART...
       assembles the document of /work/shared/BENCH.md, judges every target, prints the markdown.
       --stores: the stores' comparison (scripts/bench.sh --stores): rows carry "backend"; the
       markdown opens with corolock on every store side by side, then each store against its
       peers (the goal: ahead of every peer on every row), and the chart is <stem>-stores.png.
+      --rate: rate_bench's rows of every store (scripts/bench.sh --rate): accuracy and cost per
+      admission of corolock's acquire and of the fixed poll, and their ratios; no charts.
 
 A part is JSON lines: {"kind": "scenario", "row": {...}}, {"kind": "machine"|"ceiling",
 "key": K, "value": V}. A row's "targets" list says what it is judged against (see
@@ -678,6 +681,50 @@ def stores_chart(doc, directory, stem):
     return [(name, "corolock on four stores, and each store's peers")]
 
 
+# ---- merge --rate: the rate limiter against a fixed poll (scripts/bench.sh --rate) ----------
+
+STORE_LABEL = dict(STORES)
+RATE_COLUMNS = [
+    ("store", lambda r: STORE_LABEL.get(r.get("backend"), r.get("backend", ""))), MODE,
+    col("admitted/s", "ops_per_s", 1),
+    col("after the burst /s", "net_rate_per_s", 1),
+    ("vs rate: median (worst, absolute)", lambda r: "—" if r.get("rate_error_pct") is None else
+     f"{r['rate_error_pct']:+.2f} % ({fmt_num(r.get('rate_error_abs_pct_worst'), 2)} %)"),
+    ("most in 1 s: median (worst) / limit", lambda r: f"{fmt_num(r.get('max_1s_window'))} "
+     f"({fmt_num(r.get('max_1s_window_worst'))}) / {fmt_num(r.get('limit_1s'))}"),
+    col("most in 1 s after the first", "max_1s_window_after_1s", 0),
+    col("requests/admission", "requests_per_admission", 2),
+    col("client CPU µs/admission", "client_cpu_us_per_op", 1),
+    col("server CPU µs/admission", "server_cpu_us_per_op", 1),
+    ("process share / fair", share_text), VERDICT]
+RATE_RATIOS = [
+    ("store", lambda r: STORE_LABEL.get(r.get("backend"), r.get("backend", ""))),
+    col("requests/admission ×", "requests_per_admission_vs_poll", 2),
+    col("client CPU/admission ×", "client_cpu_us_per_op_vs_poll", 2),
+    col("server CPU/admission ×", "server_cpu_us_per_op_vs_poll", 2)]
+
+
+def rate_markdown(doc, intro):
+    rows = sorted(doc["scenarios"], key=lambda r: [b for b, _ in STORES].index(r.get("backend"))
+                  if r.get("backend") in STORE_LABEL else len(STORES))
+    command = doc["machine"].get("command", "scripts/bench.sh --rate")
+    out = ["# corolock::rate_limiter against a fixed poll\n",
+           intro or f"Produced by `{command}`: `rate_bench` on each store in turn, its modes "
+           "interleaved; every figure the median of its repetitions, the judged ones the worst "
+           "repetition's. How to read the figures: `bench/README.md`, \"Rate limiter\".\n",
+           machine_line(doc["machine"]),
+           "## Accuracy and cost per admission\n",
+           table(rows, RATE_COLUMNS),
+           "## corolock (`acquire`) ÷ the poll, same store, same run\n",
+           table([r for r in rows if r["mode"] == "acquire"], RATE_RATIOS)]
+    targets = [(r, t) for r in rows for t in r.get("targets", [])]
+    if targets:
+        out.append("## Targets\n")
+        out.append("".join(f"- {STORE_LABEL.get(r.get('backend'), '')} `{r['mode']}`: "
+                           f"{target_text(t)}\n" for r, t in targets))
+    return "\n".join(out)
+
+
 def merge(a):
     doc = {"machine": {"cores": os.cpu_count(), "redis_version": None},
            "ceiling": {"ping_rtt_us": None, "evalsha_one_client_per_s": None,
@@ -707,7 +754,9 @@ def merge(a):
         json.dump(doc, f, indent=2, ensure_ascii=False)
         f.write("\n")
     stem = os.path.splitext(os.path.basename(a.json))[0]
-    if a.stores:
+    if a.rate:
+        md = rate_markdown(doc, a.intro)
+    elif a.stores:
         made = stores_chart(doc, a.charts, stem) if a.charts else []
         md = stores_markdown(doc, made, a.intro)
     else:
@@ -742,6 +791,8 @@ def main():
     m.add_argument("--charts", help="directory for the PNG charts")
     m.add_argument("--intro", help="the paragraph that says how the results were produced")
     m.add_argument("--stores", action="store_true", help="the stores' comparison (bench.sh --stores)")
+    m.add_argument("--rate", action="store_true",
+                   help="the rate limiter against a fixed poll (bench.sh --rate): no charts")
     m.add_argument("parts", nargs="+")
     a = p.parse_args()
     {"import-rb": import_rb, "set": set_entry, "merge": merge}[a.cmd](a)

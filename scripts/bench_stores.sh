@@ -3,11 +3,16 @@
 # PostgreSQL on the same workloads, and each store's peers (bench/peers/run_peers.py --store), in
 # one run; writes bench/results/<name>.json, <name>.md and <name>-stores.png (name: BENCH_NAME,
 # default stores). scripts/bench.sh --stores runs this.
-# Usage: scripts/bench_stores.sh [--quick]
-# Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_REPETITIONS (default 3),
-#              BENCH_STORES (default "redis zookeeper mysql postgres"), BENCH_PEERS=0 (no peers),
-#              BENCH_NAME (default stores), BENCH_NOTE (a sentence for the results' notes, e.g. the
-#              machine's load), CMAKE_ARGS (passed to build.sh).
+# --rate: corolock::rate_limiter against a fixed poll instead (rate_bench --backend: accuracy,
+# store requests and CPU per admission; bench/README.md, "Rate limiter"), on Redis, MariaDB and
+# PostgreSQL (ZooKeeper keeps no bucket), no peers; name default rate_limiter, no chart.
+# scripts/bench.sh --rate runs this.
+# Usage: scripts/bench_stores.sh [--quick] [--rate]
+# Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_BUILD_TYPE (default Release),
+#              BENCH_REPETITIONS (default 3), BENCH_STORES (default "redis zookeeper mysql
+#              postgres"; --rate "redis mysql postgres"), BENCH_PEERS=0 (no peers), BENCH_NAME
+#              (default stores; --rate rate_limiter), BENCH_NOTE (a sentence for the results'
+#              notes, e.g. the machine's load), CMAKE_ARGS (passed to build.sh).
 #
 # Servers: a private redis-server (scripts/lib/redis.sh) and bench_servers, which starts ZooKeeper,
 # MariaDB and PostgreSQL with the test fixtures (loopback, free ports, temporary directories) and
@@ -19,27 +24,34 @@ set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-quick=0
+quick=0 rate=0
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+    --rate) rate=1 ;;
+    -h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "usage: $0 [--quick] [--rate]" >&2; exit 2 ;;
   esac
 done
 REPS=${BENCH_REPETITIONS:-3}
-read -r -a stores <<<"${BENCH_STORES:-redis zookeeper mysql postgres}"
-name=${BENCH_NAME:-stores}
+if ((rate)); then
+  program=rate_bench all_stores="redis mysql postgres" name=${BENCH_NAME:-rate_limiter}
+  deps=()
+else
+  program=lock_bench all_stores="redis zookeeper mysql postgres" name=${BENCH_NAME:-stores}
+  deps=(--bench) # the peers, the chart
+fi
+read -r -a stores <<<"${BENCH_STORES:-$all_stores}"
 quick_flag=()
 ((quick)) && quick_flag=(--quick)
 note=${BENCH_NOTE:-"The 2-core machine was shared with other engineers' builds during the run: \
 absolute figures are noisy (see loadavg_1m on each row); compare within this run, by ratio."}
 
-"$COROLOCK_ROOT/scripts/deps.sh" --bench
+"$COROLOCK_ROOT/scripts/deps.sh" "${deps[@]}"
 BUILD_DIR=${BENCH_BUILD_DIR:-$COROLOCK_ROOT/build-release}
-BUILD_TYPE=Release
+BUILD_TYPE=${BENCH_BUILD_TYPE:-Release}
 export BUILD_DIR BUILD_TYPE
-nice -n 10 "$COROLOCK_ROOT/scripts/build.sh" lock_bench bench_servers
+nice -n 10 "$COROLOCK_ROOT/scripts/build.sh" "$program" bench_servers
 BIN=$BUILD_DIR/bench
 REPORT=("/usr/bin/python3" "$COROLOCK_ROOT/bench/report.py")
 results=$COROLOCK_ROOT/bench/results
@@ -100,6 +112,15 @@ set_machine "$machine" servers "redis-server $(redis-server --version | grep -o 
 ZooKeeper 3.8 standalone; MariaDB $(mariadbd --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*-MariaDB' || true); \
 PostgreSQL $(postgres_version) — each private, on loopback"
 set_machine "$machine" note "$note"
+set_machine "$machine" build_type "$BUILD_TYPE"
+# The command as run: the environment that chose what ran, then the script.
+command=
+for v in BENCH_BUILD_DIR BENCH_BUILD_TYPE BENCH_REPETITIONS BENCH_STORES BENCH_PEERS BENCH_NAME; do
+  [[ -z ${!v:-} ]] || command+="$v=${!v} "
+done
+command+="scripts/bench.sh $( ((rate)) && echo --rate || echo --stores)"
+((quick)) && command+=" --quick"
+set_machine "$machine" command "$command"
 set_machine "$machine" loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # The same workloads on every store (lock_bench --help): corolock's own waiting only.
@@ -109,6 +130,15 @@ workloads=(--scenarios uncontended_latency,uncontended_throughput,hot_key,hot_ke
   --modes pubsub --hot-shapes 4x1 --waiters 1000 --waiter-processes 1,4 --latency-cycles "$cycles")
 part_files=("$machine")
 for s in "${stores[@]}"; do
+  if ((rate)); then
+    # rate_bench's workload (--help): 4 x 16 callers on one bucket of 500/s, burst 50, 10 s
+    # (quick 4 s); corolock's acquire and try_acquire + sleep 10 ms, interleaved.
+    step "rate_bench --backend $s"
+    timeout 600 "$BIN/rate_bench" "${url[$s]}" --backend "$s" "${quick_flag[@]}" \
+      --repetitions "$REPS" --out "$parts/rate_bench-$s.jsonl"
+    part_files+=("$parts/rate_bench-$s.jsonl")
+    continue
+  fi
   step "lock_bench --backend $s"
   timeout 1200 "$BIN/lock_bench" "${url[$s]}" --backend "$s" "${quick_flag[@]}" \
     --repetitions "$REPS" --out "$parts/lock_bench-$s.jsonl" "${workloads[@]}"
@@ -126,6 +156,11 @@ set_machine "$machine" loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 set_machine "$machine" run_seconds "$((SECONDS - run_start))"
 
 step "report"
+if ((rate)); then
+  "${REPORT[@]}" merge --rate --json "$results/$name.json" --md "$results/$name.md" "${part_files[@]}"
+  step "wrote $results/$name.json, $name.md"
+  exit 0
+fi
 "${REPORT[@]}" merge --stores --json "$results/$name.json" --md "$results/$name.md" \
   --charts "$results" "${part_files[@]}"
 step "wrote $results/$name.json, $name.md, $name-stores.png"
