@@ -88,6 +88,14 @@ private:
       return finish(error::not_connected,
                     "the " + std::string(e->store().traits().store) + " store cannot be reached now",
                     false);
+    // How long this caller would wait for tokens not yet there: the store reserves them within it.
+    what_.max_wait = std::chrono::microseconds(0);
+    if (!try_only_) {
+      const auto now = e->store().now();
+      what_.max_wait = deadline_ == steady::time_point::max() ? longest_wait
+                       : deadline_ <= now ? std::chrono::microseconds(0)
+                       : std::min(longest_wait, std::chrono::duration_cast<std::chrono::microseconds>(deadline_ - now));
+    }
     e->store().take_tokens(*spec_, what_,
                            [self = this->shared_from_this()](error_code ec, bucket_answer a,
                                                              std::string words) {
@@ -102,8 +110,12 @@ private:
     if (!e || e->closed())
       return finish(error::closed, "the client is closed", false);
     if (!ec) {
-      if (a.taken)
+      if (a.taken && a.wait <= std::chrono::microseconds(0))
         return finish({}, {}, true);
+      if (a.taken) { // reserved: due after the wait, with no further request
+        reserved_ = true;
+        return sleep_until(e->store().now() + std::min(a.wait, longest_wait));
+      }
       if (try_only_)
         return finish({}, {}, false);
       // A store's wait, kept within 1 µs .. 2^50 µs (35 years): at that, the sum cannot overflow
@@ -136,8 +148,12 @@ private:
     if (!timer_)
       timer_ = e->store().make_timer();
     timer_->arm(at, [w = this->weak_from_this()] {
-      if (auto self = w.lock())
-        self->take();
+      auto self = w.lock();
+      if (!self)
+        return;
+      if (self->reserved_) // the reserved tokens are due now
+        return self->finish({}, {}, true);
+      self->take();
     });
   }
 
@@ -165,6 +181,7 @@ private:
   steady::time_point deadline_;
   bool try_only_;
   std::chrono::milliseconds retry_ = first_retry;
+  bool reserved_ = false; // the store reserved the tokens: the sleep ends in success
   std::shared_ptr<op_type> op_;
   std::unique_ptr<timer> timer_;
 };

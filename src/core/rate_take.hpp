@@ -1,16 +1,22 @@
 // Private: one rate_limiter acquisition, over the store's token bucket (backend::take_tokens), the
 // same on every store that keeps one.
 //
-// The machine: take → answer. Taken: done. Not taken: a try is done (false); an acquisition
-// sleeps the wait the store computed (on the backend's clock, so virtual on the testing store)
-// and takes again — unless the wait ends after its deadline, when it completes with timeout at
-// once: only the rate refills the bucket, so the tokens cannot be there sooner. A take that got
-// no answer (not_connected, timeout, connection_lost) ends a try with that error; an acquisition
-// takes again 50 ms later, doubling to 2 s, until its deadline, when it completes with timeout.
+// The machine: take → answer. Taken at once: done. Reserved (an acquisition asks with max_wait,
+// the time to its deadline: the store takes tokens that are due within it and says when): it
+// sleeps until they are due, on the backend's clock (virtual on the testing store), and is done —
+// one request per acquisition, in the order the store saw them. Not taken: a try is done (false);
+// an acquisition's tokens cannot be due before its deadline (only the rate refills the bucket), so
+// it completes with timeout at once. (Before reservations, every waiter slept the one wait the
+// store computed and asked again: they woke together, one won, the others asked again — 64
+// requests per admission with 64 waiters, rate_bench.) A take that got no answer (not_connected,
+// timeout, connection_lost) ends a try with that error; an acquisition takes again 50 ms later,
+// doubling to 2 s, until its deadline, when it completes with timeout.
 //
 // Invariants: at most one take of the acquisition is out at the store, and a take is never sent
 // twice (it is not idempotent: a reply lost may have taken the tokens, which only admits less).
-// No fixed poll: every sleep is the store's computed wait or the back-off of an unanswered take.
+// No fixed poll: every sleep is a reservation's due time or the back-off of an unanswered take.
+// Tokens reserved and then not used (a cancellation, a close during the sleep) are lost: that
+// admits less, never more.
 // The caller completes exactly once (core/abortable.hpp): with the answer, or at once with
 // operation_aborted on any cancellation, or with closed when the engine closes or goes (it tells
 // the machine through engine::add_closer while it sleeps or waits); a timer armed then is disarmed,

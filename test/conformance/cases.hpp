@@ -2352,13 +2352,13 @@ asio::awaitable<void> rate_limiter_admits_no_more_than_the_rate(F& f, asio::any_
   BOOST_TEST(co_await slow.try_acquire(5)); // empty now; 5 more come in 500 s
   for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
                     asio::cancellation_type::total}) {
-    asio::cancellation_signal cancel;
-    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    auto cancel = std::make_shared<asio::cancellation_signal>(); // outlives an early answer
+    asio::co_spawn(ex, [cancel, type]() -> asio::awaitable<void> {
       co_await sleep_for(30ms);
-      cancel.emit(type);
+      cancel->emit(type);
     }, asio::detached);
     t0 = steady_clock::now();
-    auto [aborted] = co_await slow.acquire(5, asio::bind_cancellation_slot(cancel.slot(), tuple_awaitable));
+    auto [aborted] = co_await slow.acquire(5, asio::bind_cancellation_slot(cancel->slot(), tuple_awaitable));
     BOOST_TEST(aborted == asio::error::operation_aborted, aborted.message());
     BOOST_TEST(ms_since(t0) < 2000, ms_since(t0) << " ms");
   }

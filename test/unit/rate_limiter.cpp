@@ -1,6 +1,6 @@
 // The rate limiter's waiting (core/rate_take.cpp), over the in-memory testing store on the manual
-// clock, where the conformance suite cannot see it: a wait is the refill time the store computed,
-// one take before and one after (no poll between); a store out of reach is asked again 50 ms
+// clock, where the conformance suite cannot see it: a wait is one take that reserves the tokens and
+// a sleep until they are due (no poll; many waiters, one request each, served in turn); a store out of reach is asked again 50 ms
 // later, doubling, until the deadline; a deadline the refill cannot meet ends at once; a try
 // waits for nothing; a close ends a wait and leaves no timer running.
 #include <corolock/error.hpp>
@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <optional>
+#include <vector>
 
 using namespace corolock;
 using namespace std::chrono_literals;
@@ -65,14 +66,34 @@ BOOST_AUTO_TEST_CASE(a_wait_is_the_refill_time_the_store_computed_and_no_poll) {
   r.acquire(1, waited.handler()); // the bucket is empty: one token comes in 100 ms
   f.run(99ms);
   BOOST_TEST(!waited.ec);
-  BOOST_TEST(f.s.requests() == before + 1); // one take, then a sleep: no poll
+  BOOST_TEST(f.s.requests() == before + 1); // one take, which reserved the token: no poll
   f.run(1ms);
   BOOST_TEST((waited.ec && !*waited.ec));
-  BOOST_TEST(f.s.requests() == before + 2); // and one take when the token is there
+  BOOST_TEST(f.s.requests() == before + 1); // due now: nothing more asked
   outcome empty;
   r.try_acquire(1, empty.try_handler());
   f.run();
   BOOST_TEST((empty.ec && !*empty.ec && !empty.taken));
+}
+
+BOOST_AUTO_TEST_CASE(many_waiters_cost_one_request_each_and_are_served_in_turn) {
+  fixture f;
+  ct::client other{f.io.get_executor(), f.s};
+  rate_limiter r{f.c, "api", 10.0, 1}, r2{other, "api", 10.0, 1};
+  outcome first;
+  r.try_acquire(1, first.try_handler());
+  f.run();
+  const auto before = f.s.requests();
+  std::vector<outcome> waiters(16);
+  for (std::size_t i = 0; i < waiters.size(); ++i)
+    (i % 2 ? r2 : r).acquire(1, waiters[i].handler()); // two clients, one bucket, empty
+  for (std::size_t i = 0; i < waiters.size(); ++i) {
+    f.run(99ms);
+    BOOST_TEST(!waiters[i].ec, "waiter " << i << " before its turn");
+    f.run(1ms);
+    BOOST_TEST((waiters[i].ec && !*waiters[i].ec), "waiter " << i << " at its turn");
+  }
+  BOOST_TEST(f.s.requests() == before + 16); // one each (a herd asked once per waiter per token)
 }
 
 BOOST_AUTO_TEST_CASE(a_deadline_the_refill_cannot_meet_ends_at_once) {

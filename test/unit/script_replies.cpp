@@ -248,6 +248,12 @@ BOOST_AUTO_TEST_CASE(a_bucket_take_is_taken_or_a_wait_with_fewer_tokens_than_ask
   BOOST_TEST(refused.left == 0.0010000000000000009);
   BOOST_TEST(!read_bucket_reply(bucket(0, max_bucket_wait_us, "0"), 3, 1).ec);
   BOOST_TEST(!read_bucket_reply(bucket(1, 0, "3"), 3, 1).ec);
+  auto reserved = read_bucket_reply(bucket(1, 50000, "-0.5"), 3, 1); // owed: due in 50 ms
+  BOOST_TEST(!reserved.ec);
+  BOOST_TEST(reserved.taken);
+  BOOST_TEST(reserved.wait.count() == 50000);
+  BOOST_TEST(reserved.left == -0.5);
+  BOOST_TEST(!read_bucket_reply(bucket(1, 90000, "-2.5"), 3, 1).ec); // behind an earlier reservation
   BOOST_TEST(read_bucket_reply(text(resp::type::simple_error, "WRONGTYPE x"), 3, 1).ec ==
              error::redis_error);
 
@@ -257,7 +263,10 @@ BOOST_AUTO_TEST_CASE(a_bucket_take_is_taken_or_a_wait_with_fewer_tokens_than_ask
                         bucket(0, -1, "0.5"), bucket(2, 0, "1"), bucket(-1, 0, "1"),
                         bucket(0, 100, "1"),                     // refused with enough tokens
                         bucket(1, 0, "3.5"),                     // more than the burst
-                        bucket(1, 0, "-0.5"), bucket(1, 0, "nan"), bucket(1, 0, "inf"),
+                        bucket(1, 0, "-0.5"),                    // owed, yet no wait
+                        bucket(1, 50000, "0.5"),                 // a wait, yet nothing owed
+                        bucket(1, 50000, "-inf"),
+                        bucket(1, 0, "nan"), bucket(1, 0, "inf"),
                         bucket(1, 0, ""), bucket(1, 0, "1x"), bucket(1, 0, " 1"),
                         ints({1, 0, 1}), ints({1, 0})})
     BOOST_TEST(read_bucket_reply(r, 3, 1).ec == error::unexpected_reply, resp::to_debug_string(r));

@@ -12,10 +12,10 @@
 ///   second of the store's own clock; it starts full. An acquisition takes its tokens out of it in
 ///   one atomic step at the store. So over any span t, every process together is admitted at most
 ///   `per_second × t + burst` tokens — whatever the clocks of the client hosts say.
-/// - **Waiting.** When the tokens are not there, the store answers how long until they will be,
-///   and the acquisition sleeps exactly that long on the client's timer before it asks again —
-///   never a fixed poll. Waiting is not first come, first served: after a sleep, whoever asks first
-///   gets the tokens, and the others sleep again for the time the store computes anew.
+/// - **Waiting.** When the tokens are not there yet, the store reserves them for the acquisition
+///   (if they are due before its deadline) and answers when they are due; the acquisition sleeps
+///   until then on the client's timer and completes — one request per acquisition, never a poll.
+///   Waiters are served in the order their requests reached the store, across every process.
 /// - **Where.** Redis (standalone, Sentinel, Cluster: one script), MariaDB/MySQL and PostgreSQL
 ///   (one row, one statement) and the testing store (its virtual clock). ZooKeeper keeps no clock
 ///   a client can count against in one step, and a quorum (redlock) no single count: a

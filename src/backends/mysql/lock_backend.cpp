@@ -211,12 +211,12 @@ sql::detail::sql_dialect dialect(config cfg) {
                          " taken BOOLEAN NOT NULL");
   };
   d.buckets.take = [](const std::string& buckets, const std::string& key, const std::string& rate,
-                      const std::string& burst, std::int64_t count) {
+                      const std::string& burst, std::int64_t count, const std::string& enough) {
     const std::string n = std::to_string(count);
     const std::string refill = "LEAST(" + burst + ", tokens + GREATEST(0, VALUE(at_us) - at_us) * " + rate + " / 1e6)";
     return "INSERT INTO " + buckets + " (bucket_key, tokens, at_us, taken) VALUES ('" + key + "', " + burst + " - " +
            n + ", TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), TRUE) ON DUPLICATE KEY UPDATE"
-           " taken = " + refill + " >= " + n + ", tokens = IF(taken, " + refill + " - " + n + ", " + refill +
+           " taken = " + refill + " >= " + enough + ", tokens = IF(taken, " + refill + " - " + n + ", " + refill +
            "), at_us = GREATEST(at_us, VALUE(at_us)) RETURNING tokens, taken";
   };
   return d;

@@ -218,14 +218,14 @@ sql::detail::sql_dialect dialect(config cfg) {
             " taken BOOLEAN NOT NULL)"};
   };
   d.buckets.take = [](const std::string& buckets, const std::string& key, const std::string& rate,
-                      const std::string& burst, std::int64_t count) {
+                      const std::string& burst, std::int64_t count, const std::string& enough) {
     const std::string n = std::to_string(count);
     const std::string refill =
         "least(" + burst + "::float8, b.tokens + greatest(0, EXCLUDED.at_us - b.at_us) * " + rate + "::float8 / 1e6)";
     return "INSERT INTO " + buckets + " AS b (bucket_key, tokens, at_us, taken) VALUES ('" + key + "', " + burst +
            "::float8 - " + n + ", (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, true) ON CONFLICT"
-           " (bucket_key) DO UPDATE SET tokens = CASE WHEN " + refill + " >= " + n + " THEN " + refill + " - " + n +
-           " ELSE " + refill + " END, taken = " + refill + " >= " + n +
+           " (bucket_key) DO UPDATE SET tokens = CASE WHEN " + refill + " >= " + enough + " THEN " + refill + " - " + n +
+           " ELSE " + refill + " END, taken = " + refill + " >= " + enough +
            ", at_us = greatest(b.at_us, EXCLUDED.at_us) RETURNING b.tokens, b.taken";
   };
   return d;

@@ -420,14 +420,15 @@ void lock_backend::take_tokens(const core::lock_spec& lock, core::bucket_take wh
   // take_tokens.lua on the hash "<lock key>:bucket" (lock_names::bucket_suffix: on a Cluster, in
   // the lock's slot), the lock's names as its handle prepared them. Not idempotent: never resent,
   // so `make` runs once, within this call, while `lock` (and its names) are there.
-  auto rate = decimal(what.rate), burst = decimal(what.burst), count = std::to_string(what.count);
+  auto rate = decimal(what.rate), burst = decimal(what.burst), count = std::to_string(what.count),
+       max_wait = std::to_string(what.max_wait.count());
   auto hp = share(std::move(h));
   admin_request(
       s_,
-      [&names = backend_state::names(lock), rate, burst, count](request& req, const lock_link&) {
+      [&names = backend_state::names(lock), rate, burst, count, max_wait](request& req, const lock_link&) {
         request_access::push_script(req, take_tokens_script(),
                                     {request_access::piece(names.key, lock_names::bucket_suffix)},
-                                    {rate, burst, count});
+                                    {rate, burst, count, max_wait});
       },
       [s = s_, hp, what](error_code ec, const response& r, std::string words) {
         core::bucket_answer answer;

@@ -1,6 +1,7 @@
 #include "backends/redis/script_replies.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <initializer_list>
 
 namespace corolock::redis::detail {
@@ -188,9 +189,13 @@ bucket_reply read_bucket_reply(const resp::value& r, double burst, std::int64_t 
     const auto& d = v[2].data;
     double left = -1;
     auto [end, err] = std::from_chars(d.data(), d.data() + d.size(), left);
-    const bool left_ok = err == std::errc() && end == d.data() + d.size() && left >= 0 &&
+    // Reserved tokens leave the bucket below zero (each reservation owes its count, until the rate
+    // pays it back).
+    const bool left_ok = err == std::errc() && end == d.data() + d.size() && std::isfinite(left) &&
                          left <= burst; // false for a NaN too
-    const bool taken = v[0].integer == 1 && v[1].integer == 0;
+    // Taken now leaves the bucket at zero or above; reserved (a wait) leaves it below zero.
+    const bool taken = v[0].integer == 1 && ((v[1].integer == 0 && left >= 0) ||
+                                             (within(v[1].integer, 1, max_bucket_wait_us) && left < 0));
     const bool refused = v[0].integer == 0 && within(v[1].integer, 1, max_bucket_wait_us) &&
                          left < static_cast<double>(count);
     if (left_ok && (taken || refused)) {

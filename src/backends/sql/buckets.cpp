@@ -33,10 +33,12 @@ std::optional<core::bucket_answer> bucket_answer_of(const sql_result& r, const c
     a.taken = true;
   else if (*taken != "f" && *taken != "false" && *taken != "0")
     return std::nullopt;
-  if (!a.taken) {
-    // Until `count` tokens are there at `rate`, rounded up; at least 1 µs (the server found fewer
-    // than `count`), at most 10^18 µs (a rate so low the wait would not fit).
-    const double us = std::ceil((static_cast<double>(what.count) - a.left) * 1e6 / what.rate);
+  // Not taken: until `count` tokens are there at `rate`; taken below zero (reserved): until the
+  // owed tokens are. Rounded up, at least 1 µs, at most 10^18 µs (a rate so low the wait would
+  // not fit). Taken at zero or above: due now.
+  const double owed = a.taken ? -a.left : static_cast<double>(what.count) - a.left;
+  if (owed > 0) {
+    const double us = std::ceil(owed * 1e6 / what.rate);
     a.wait = std::chrono::microseconds(static_cast<std::int64_t>(std::clamp(us, 1.0, 1e18)));
   }
   return a;
@@ -47,7 +49,12 @@ sql_buckets::sql_buckets(asio::any_io_executor ex, std::shared_ptr<sql_data_conn
     : ex_(std::move(ex)), data_(std::move(data)), take_(dialect.take), table_(dialect.made("buckets", fence_table)) {}
 
 void sql_buckets::take(const std::string& key, const core::bucket_take& what, done_fn h) {
-  data_->run(take_(table_->name, key, sql_number(what.rate), sql_number(what.burst), what.count), table_, false,
+  // The least refill that takes: what the rate adds within max_wait may be owed.
+  const double enough = static_cast<double>(what.count) -
+                        static_cast<double>(what.max_wait.count()) * what.rate / 1e6;
+  data_->run(take_(table_->name, key, sql_number(what.rate), sql_number(what.burst), what.count,
+                   sql_number(enough)),
+             table_, false,
              [ex = ex_, table = table_, what, h = std::move(h)](error_code ec, sql_result r, std::string words) mutable {
                core::bucket_answer answer;
                if (!ec) {

@@ -37,8 +37,11 @@ namespace corolock::sql::detail {
 struct sql_buckets_dialect : sql_data_table_dialect {
   /// The take statement on `table`'s row `key` (see above), answering one row (tokens, taken).
   /// `rate` and `burst` are numbers as sql_number writes them.
+  /// `enough`: the least refill that takes `count` — count, less what the rate adds within the
+  /// caller's max_wait (a refill short of count by less than that reserves it: the row goes
+  /// below zero).
   std::function<std::string(const std::string& table, const std::string& key, const std::string& rate,
-                            const std::string& burst, std::int64_t count)>
+                            const std::string& burst, std::int64_t count, const std::string& enough)>
       take;
 };
 
@@ -68,7 +71,7 @@ private:
   asio::any_io_executor ex_;
   std::shared_ptr<sql_data_connection> data_;
   std::function<std::string(const std::string&, const std::string&, const std::string&, const std::string&,
-                            std::int64_t)>
+                            std::int64_t, const std::string&)>
       take_;
   std::shared_ptr<const sql_data_table> table_;
 };

@@ -419,12 +419,16 @@ core::bucket_answer state::take_tokens(const std::string& prefix, const std::str
   b.at = std::max(b.at, t);
   core::bucket_answer out;
   const auto need = static_cast<double>(what.count);
-  if (b.tokens >= need) {
+  // How long until `need` tokens are in the bucket (0: there now).
+  const auto due = [&](double have) {
+    return have >= need ? std::chrono::microseconds(0)
+                        : std::chrono::microseconds(std::max<std::int64_t>(
+                              1, static_cast<std::int64_t>(std::ceil((need - have) * 1e6 / what.rate))));
+  };
+  out.wait = due(b.tokens);
+  if (out.wait <= what.max_wait) { // there, or due within the caller's wait: reserved
     b.tokens -= need;
     out.taken = true;
-  } else {
-    out.wait = std::chrono::microseconds(
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil((need - b.tokens) * 1e6 / what.rate))));
   }
   out.left = b.tokens;
   return out;

@@ -6,13 +6,16 @@
 -- ARGV[1]  rate: tokens gained per second (> 0)
 -- ARGV[2]  burst: the bucket's size (>= 1)
 -- ARGV[3]  count: tokens to take (1 .. burst)
--- Returns {1, 0, tokens left} taken; {0, µs until `count` tokens are there (>= 1), tokens left}
--- not taken. Tokens are a string ('%.17g'): a number in a reply is cut to an integer.
+-- ARGV[4]  max_wait: µs the caller will wait (0: a try); tokens due within it are reserved: the
+--          bucket goes below zero by what is missing, and the reply's wait says when they are due
+-- Returns {1, µs until due (0: now), tokens left} taken; {0, µs until `count` tokens are there
+-- (> max_wait), tokens left} not taken. Tokens are a string ('%.17g'): a number in a reply is cut to an integer.
 -- Redis 7 replicates a script's effects, so TIME may come before the writes (as next_id.lua).
 local function decimal(x) return string.format('%.17g', x) end
 local function whole(x) return string.format('%.0f', x) end -- digits only: what PEXPIRE reads
 
 local rate, burst, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local max_wait = tonumber(ARGV[4]) or 0
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) -- exact: far below 2^53
 
@@ -28,12 +31,13 @@ end
 tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000000)
 
 local taken, wait = 0, 0
-if tokens >= count then
-  tokens = tokens - count
-  taken = 1
-else
+if tokens < count then
   wait = math.max(1, math.ceil((count - tokens) * 1000000 / rate))
   wait = math.min(wait, 1125899906842624) -- 2^50 µs (35 years) at most, whatever the rate
+end
+if wait <= max_wait then -- there, or due within the caller's wait: taken (reserved if owed)
+  tokens = tokens - count
+  taken = 1
 end
 
 redis.call('hset', KEYS[1], 'tokens', decimal(tokens), 'at_us', whole(now))
