@@ -150,6 +150,41 @@ BOOST_AUTO_TEST_CASE(a_watch_fires_when_its_node_is_deleted) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(set_data_bumps_the_version_fires_an_exists_watch_and_refuses_a_stale_version) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    zk::client watcher(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    zk::client other(ex, zookeeper_config(server.url(), milliseconds(4000)));
+    co_await watcher.connect();
+    co_await other.connect();
+    std::vector<zk::watch_event> events;
+    event fired(ex);
+    watcher.on_watch([&](const zk::watch_event& e) {
+      events.push_back(e);
+      fired.set();
+    });
+    co_await other.create("/node", "", zk::create_mode::ephemeral);
+    auto before = co_await watcher.exists("/node", true);
+    BOOST_REQUIRE(before.has_value());
+    BOOST_TEST(before->version == 0);
+    auto st = co_await other.set_data("/node", "granted");
+    BOOST_TEST(st.version == 1);
+    BOOST_TEST(st.data_length == 7);
+    co_await fired.wait();
+    BOOST_REQUIRE(events.size() == 1u);
+    BOOST_TEST((events[0].type == zk::event_type::node_data_changed));
+    BOOST_TEST(events[0].path == "/node");
+    auto [stale, ignored] = co_await other.set_data("/node", "x", 0, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST((stale == zk::zk_error::bad_version));
+    auto [missing, none] = co_await other.set_data("/absent", "x", -1, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST((missing == zk::zk_error::no_node));
+    auto [bad, nothing] = co_await other.set_data("no-slash", "x", -1, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST((bad == error::invalid_argument));
+    co_await watcher.close();
+    co_await other.close();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_multi_is_all_or_nothing) {
   zookeeper_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {

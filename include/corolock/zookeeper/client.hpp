@@ -147,6 +147,20 @@ public:
         token, std::move(path), version);
   }
 
+  /// Replaces a node's data: of any version (-1) or only of `version` (zk_error::bad_version
+  /// otherwise). Handler `void(error_code, node_stat)`: the node's Stat after the change. The
+  /// server's refusals: zk_error::no_node, zk_error::bad_version, zk_error::no_auth, and the common
+  /// errors and cancellation of the class comment. A data or exists watch on the node fires.
+  template <typename CompletionToken = default_token>
+  auto set_data(std::string path, std::string data, std::int32_t version = -1, CompletionToken&& token = {}) {
+    return asio::async_initiate<CompletionToken, void(error_code, node_stat)>(
+        [this](auto handler, std::string p, std::string d, std::int32_t v) {
+          auto* diag = corolock::detail::diagnostics_for(handler);
+          async_set_data_impl(std::move(p), std::move(d), v, diag, std::move(handler));
+        },
+        token, std::move(path), std::move(data), version);
+  }
+
   /// The node's Stat, or no value when it does not exist (not an error). `watch`: one event when
   /// it is created, changed or deleted (delivered to on_watch()). Handler
   /// `void(error_code, std::optional<node_stat>)`; errors and cancellation as in the class comment.
@@ -265,6 +279,8 @@ private:
                          corolock::detail::handler<void(error_code, created)> h);
   void async_remove_impl(std::string path, std::int32_t version, diagnostics* diag,
                          corolock::detail::handler<void(error_code)> h);
+  void async_set_data_impl(std::string path, std::string data, std::int32_t version, diagnostics* diag,
+                           corolock::detail::handler<void(error_code, node_stat)> h);
   void async_exists_impl(std::string path, bool watch, diagnostics* diag,
                          corolock::detail::handler<void(error_code, std::optional<node_stat>)> h);
   void async_children_impl(std::string path, bool watch, diagnostics* diag,

@@ -540,6 +540,24 @@ void client::async_remove_impl(std::string path, std::int32_t version, diagnosti
                  std::move(p));
 }
 
+void client::async_set_data_impl(std::string path, std::string data, std::int32_t version,
+                                 diagnostics* diag, handler<void(error_code, node_stat)> h) {
+  if (bad_path(path, diag))
+    return corolock::detail::complete_later(impl_->ex_, std::move(h), {}, error_code(error::invalid_argument),
+                                            node_stat{});
+  auto decode = [](zk_error err, const std::string& body, node_stat& out) -> error_code {
+    if (err != zk_error::ok)
+      return err;
+    auto st = detail::decode_stat(body);
+    if (!st)
+      return error::protocol_error;
+    out = *st;
+    return {};
+  };
+  impl_->request(op::set_data, detail::encode_set_data(impl_->to_server(path), data, version),
+                 watch_kind::none, {}, pending_for(std::move(h), diag, decode, "setData"));
+}
+
 void client::async_exists_impl(std::string path, bool watch, diagnostics* diag,
                                handler<void(error_code, std::optional<node_stat>)> h) {
   if (bad_path(path, diag))

@@ -120,6 +120,14 @@ std::string encode_delete(const std::string& path, std::int32_t version) {
   return w.take();
 }
 
+std::string encode_set_data(const std::string& path, const std::string& data, std::int32_t version) {
+  jute_writer w;
+  w.bytes(path);
+  w.bytes(data);
+  w.int32(version);
+  return w.take();
+}
+
 std::string encode_path_watch(const std::string& path, bool watch) {
   jute_writer w;
   w.bytes(path);

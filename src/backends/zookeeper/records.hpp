@@ -27,6 +27,7 @@ enum class op : std::int32_t {
   remove = 2, // "delete"
   exists = 3,
   get_data = 4,
+  set_data = 5,
   get_children = 8,
   ping = 11,
   get_children2 = 12,
@@ -81,6 +82,8 @@ std::string encode_create(const std::string& path, const std::string& data, crea
 /// The op a create with this mode is sent as (a container needs its own op code).
 op create_op_code(create_mode mode);
 std::string encode_delete(const std::string& path, std::int32_t version);
+/// SetDataRequest: path, data, version (-1: any). The reply is the node's Stat (decode_stat).
+std::string encode_set_data(const std::string& path, const std::string& data, std::int32_t version);
 /// exists, getData, getChildren2: a path and a watch flag.
 std::string encode_path_watch(const std::string& path, bool watch);
 

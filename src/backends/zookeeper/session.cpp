@@ -32,6 +32,7 @@ const char* to_string(op type) {
   case op::remove: return "delete";
   case op::exists: return "exists";
   case op::get_data: return "getData";
+  case op::set_data: return "setData";
   case op::get_children: return "getChildren";
   case op::ping: return "ping";
   case op::get_children2: return "getChildren2";
