@@ -14,7 +14,8 @@
 // session is suspended (not_connected, not "taken"); a lock path whose ACL refuses us. The semaphore: a big request not
 // passed by small ones, a holder's session expiry freeing its permits, every cancellation type
 // while waiting for permits leaving no node, mismatched counts refused, close() while holding
-// permits giving them back at once, a semaphore path whose ACL refuses us.
+// permits giving them back at once, a semaphore path whose ACL refuses us, a hand-off waking one
+// waiter, not all of them (server requests counted).
 // Every case ends with no node under the lock's folder (an observer client lists it).
 #include <corolock/corolock.hpp>
 #include <corolock/zookeeper/client.hpp>
@@ -35,6 +36,7 @@
 #include <deque>
 #include <fstream>
 #include <iterator>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -1511,6 +1513,63 @@ BOOST_AUTO_TEST_CASE(a_big_permits_request_is_not_passed_by_small_ones_and_token
     BOOST_TEST(co_await nothing_left(*a));
     for (auto* x : {a.get(), b.get(), c.get(), d.get()})
       co_await x->close();
+  });
+}
+
+/// The requests the server at `port` received so far (mntr's zk_packets_received).
+std::int64_t packets_received(std::uint16_t port) {
+  const auto mntr = four_letter_word(port, "mntr");
+  const auto at = mntr.find("zk_packets_received");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, "mntr without zk_packets_received: " << mntr);
+  return std::stoll(mntr.substr(mntr.find_first_of("0123456789", at)));
+}
+
+// No herd (issue 48): 30 waiting clients (a client's own callers wait in its line, one bid at the
+// store) for a semaphore of 2; one permit freed, each waiter releasing once granted — 30
+// hand-offs. With every waiter watching the folder, each release made every remaining waiter list
+// it again (about 15 requests per hand-off here, 500 with 1 000 waiters); watching the node before
+// it, a release wakes only the first waiter and a grant only the next (bench/herd_bench.cpp
+// measures 10 and 1 000 waiters). FIFO holds throughout.
+BOOST_AUTO_TEST_CASE(a_semaphore_hand_off_wakes_one_waiter_not_every_waiter) {
+  zookeeper_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    constexpr int waiters = 30;
+    auto h = client_of(ex, server.url());
+    co_await h->connect();
+    std::vector<std::unique_ptr<zk::client>> cs;
+    std::deque<corolock::semaphore> sems;
+    for (int i = 0; i < waiters; ++i) {
+      cs.push_back(client_of(ex, server.url()));
+      co_await cs.back()->connect();
+      sems.emplace_back(*cs.back(), "slots", 2);
+    }
+    corolock::semaphore sh{*h, "slots", 2};
+    auto g1 = co_await sh.acquire();
+    auto g2 = co_await sh.acquire();
+    std::vector<int> order;
+    for (int i = 0; i < waiters; ++i) {
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        auto g = co_await sems[static_cast<std::size_t>(i)].acquire();
+        order.push_back(i);
+        co_await g.unlock();
+      }, asio::detached);
+      BOOST_REQUIRE(co_await count_becomes(*h, sem_dir, static_cast<std::size_t>(i) + 3)); // in order
+    }
+    const auto before = packets_received(server.port());
+    co_await g1.unlock(); // one permit goes round the waiters, one hand-off after another
+    BOOST_REQUIRE(co_await eventually([&] { return order.size() == waiters; }, milliseconds(20000)));
+    BOOST_REQUIRE(co_await count_becomes(*h, sem_dir, 1)); // the last one's release landed
+    const auto per_hand_off = double(packets_received(server.port()) - before) / waiters;
+    BOOST_TEST_MESSAGE("requests per hand-off with " << waiters << " waiting clients: " << per_hand_off);
+    BOOST_TEST(per_hand_off <= 8.0);
+    std::vector<int> arrival(waiters);
+    std::iota(arrival.begin(), arrival.end(), 0);
+    BOOST_TEST(order == arrival, boost::test_tools::per_element());
+    co_await g2.unlock();
+    BOOST_TEST(co_await nothing_left(*h));
+    co_await h->close();
+    for (auto& c : cs)
+      co_await c->close();
   });
 }
 

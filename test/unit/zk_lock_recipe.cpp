@@ -48,6 +48,7 @@ std::string trace(lock_recipe& r) {
     case k::list_watch: out += "list+watch " + a.path; break;
     case k::stat: out += "stat " + a.path; break;
     case k::remove: out += "remove " + a.path; break;
+    case k::mark: out += "mark " + a.path; break;
     case k::granted: out += "granted " + std::to_string(a.token); break;
     case k::taken: out += "taken"; break;
     case k::failed: out += "failed " + name(a.ec); break;
@@ -453,7 +454,7 @@ BOOST_AUTO_TEST_CASE(a_node_before_ours_with_another_capacity_is_refused) {
   BOOST_TEST((judge_permits(line, 0).what == permit_verdict::kind::granted));
 }
 
-BOOST_AUTO_TEST_CASE(a_permits_waiter_watches_the_line_and_is_granted_when_a_holder_before_it_goes) {
+BOOST_AUTO_TEST_CASE(the_first_permits_waiter_watches_the_line_and_is_granted_when_a_holder_before_it_goes) {
   lock_recipe r(dir, "me", true, 1, 2);
   r.start();
   BOOST_TEST(trace(r) == "create /l/x/sem-me-1-2- #1\nlist /l/x #2"); // the list rides behind
@@ -468,10 +469,54 @@ BOOST_AUTO_TEST_CASE(a_permits_waiter_watches_the_line_and_is_granted_when_a_hol
   BOOST_TEST(trace(r) == "");
   r.watch_fired("/l/x/sem-b-1-2-0000000002"); // a node's event is not the line's
   BOOST_TEST(trace(r) == "");
-  r.watch_fired("/l/x"); // a (not our predecessor b) released
-  BOOST_TEST(trace(r) == "list /l/x #4");
+  r.watch_fired("/l/x"); // a (not our predecessor b) released: list and watch again at once
+  BOOST_TEST(trace(r) == "list+watch /l/x #4");
   r.listed(4, ok, {node("sem", "b-1-2", 2), node("sem", "me-1-2", 3)});
-  BOOST_TEST(trace(r) == "granted 30");
+  BOOST_TEST(trace(r) == "granted 30"); // nobody behind us: no mark
+}
+
+// No herd (issue 48): only the first waiter watches the line; every later waiter watches the node
+// just before it, whose holder marks it (setData) once granted, so a release wakes one waiter and
+// each grant the next one, whatever the number of waiters.
+BOOST_AUTO_TEST_CASE(a_permits_waiter_behind_another_waiter_watches_only_that_waiter) {
+  lock_recipe r(dir, "me", true, 1, 1);
+  r.start();
+  r.created(1, ok, "/l/x/" + node("sem", "me-1-1", 3), 30);
+  const names line = {node("sem", "a-1-1", 1), node("sem", "b-1-1", 2), node("sem", "me-1-1", 3)};
+  r.listed(2, ok, line); // a holds, b waits first
+  BOOST_TEST(trace(r) == "create /l/x/sem-me-1-1- #1\nlist /l/x #2\nwatch /l/x/sem-b-1-1-0000000002 #3");
+  r.looked(3, ok, true, 20, 0); // b is still waiting: armed
+  BOOST_TEST(trace(r) == "");
+  r.watch_fired("/l/x"); // the line's events are the first waiter's
+  BOOST_TEST(trace(r) == "");
+  r.watch_fired("/l/x/sem-b-1-1-0000000002"); // b was granted (its mark) or left
+  BOOST_TEST(trace(r) == "list /l/x #4");
+  r.listed(4, ok, {node("sem", "b-1-1", 2), node("sem", "me-1-1", 3)}); // a left, b holds: we wait first
+  BOOST_TEST(trace(r) == "list+watch /l/x #5");
+}
+
+BOOST_AUTO_TEST_CASE(a_permits_waiter_whose_predecessor_was_marked_before_the_watch_looks_again) {
+  lock_recipe r(dir, "me", true, 1, 1);
+  r.start();
+  r.created(1, ok, "/l/x/" + node("sem", "me-1-1", 3), 30);
+  const names line = {node("sem", "a-1-1", 1), node("sem", "b-1-1", 2), node("sem", "me-1-1", 3)};
+  r.listed(2, ok, line);
+  BOOST_TEST(trace(r) == "create /l/x/sem-me-1-1- #1\nlist /l/x #2\nwatch /l/x/sem-b-1-1-0000000002 #3");
+  r.looked(3, ok, true, 20, 1); // b's mark landed before our watch: its event is not coming
+  BOOST_TEST(trace(r) == "list /l/x #4");
+  // A node marked by someone else while it still waits (an operator's setData): not watched again
+  // (its mark would wake us in a loop); we watch the line as the first waiter does.
+  r.listed(4, ok, line);
+  BOOST_TEST(trace(r) == "list+watch /l/x #5");
+}
+
+BOOST_AUTO_TEST_CASE(a_permits_bid_granted_with_nodes_behind_it_marks_its_node_before_the_grant) {
+  lock_recipe r(dir, "me", true, 1, 2);
+  r.start();
+  r.created(1, ok, "/l/x/" + node("sem", "me-1-2", 2), 20);
+  // c, behind us, may have listed while we waited and watch our node: the mark wakes it.
+  r.listed(2, ok, {node("sem", "a-1-2", 1), node("sem", "me-1-2", 2), node("sem", "c-1-2", 3)});
+  BOOST_TEST(trace(r) == "create /l/x/sem-me-1-2- #1\nlist /l/x #2\nmark /l/x/sem-me-1-2-0000000002\ngranted 20");
 }
 
 BOOST_AUTO_TEST_CASE(a_permits_waiter_looks_again_after_a_reconnect_and_leaves_on_withdraw) {
@@ -519,7 +564,8 @@ BOOST_AUTO_TEST_CASE(a_permits_create_whose_reply_was_lost_is_found_by_owner) {
   // The list sent behind the create is dropped (its outcome unknown): look again, by owner.
   BOOST_TEST(trace(r) == "create /l/x/sem-me-1-2- #1\nlist /l/x #2\nlist /l/x #3");
   r.listed(3, ok, {node("sem", "me-1-2", 5), node("sem", "mee-1-2", 6)});
-  BOOST_TEST(trace(r) == "stat /l/x/sem-me-1-2-0000000005 #4"); // first: its czxid is unknown
+  // First: its czxid is unknown; mee's node is behind ours: marked first.
+  BOOST_TEST(trace(r) == "mark /l/x/sem-me-1-2-0000000005\nstat /l/x/sem-me-1-2-0000000005 #4");
   r.looked(4, ok, true, 50);
   BOOST_TEST(trace(r) == "granted 50");
 }

@@ -141,6 +141,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       case k::watch:
       case k::stat:
       case k::remove: send(b, a); break;
+      case k::mark: mark(b, a.path); break;
       case k::granted:
         hand_over(b, a.token);
         break;
@@ -216,6 +217,21 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
                });
   }
 
+  /// A semaphore's grant marks its node (setData) to wake the waiter watching it
+  /// (semaphore_recipe.cpp). No reply is awaited, but a mark lost with the connection is sent
+  /// again while the node is still the bid's: that waiter's session has nothing else to wake it.
+  /// Sent before the holder's own watch on the node (watch_own_node), so it does not fire that.
+  void mark(const std::shared_ptr<bid_run>& b, const std::string& path) {
+    if (!zk)
+      return;
+    zk->set_data(path, "granted", -1, [w = weak_from_this(), b, path](error_code ec, const node_stat&) {
+      auto self = w.lock();
+      if (self && ec == error::connection_lost && !b->dropped && !b->recipe.finished() &&
+          b->recipe.node() == path)
+        self->mark(b, path);
+    });
+  }
+
   /// `b`'s node is gone at the store. Unless this client is deleting it (a release), its lease is
   /// lost now and the bid over (a later release says lease_lost, touching nothing).
   void own_node_gone(const std::shared_ptr<bid_run>& b) {
@@ -267,7 +283,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       zk->exists(a.path, a.what == k::watch, [self, b, id](error_code ec, const std::optional<node_stat>& st) {
         if (b->dropped)
           return;
-        b->recipe.looked(id, ec, st.has_value(), st ? st->czxid : 0);
+        b->recipe.looked(id, ec, st.has_value(), st ? st->czxid : 0, st ? st->version : 0);
         self->run(b);
       });
       break;
@@ -316,6 +332,10 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       for (const auto& b : all)
         if (b->holding && b->recipe.node() == e.path)
           own_node_gone(b);
+    if (e.type == event_type::node_data_changed) // a mark sent again after a reconnect: keep watching
+      for (const auto& b : all)
+        if (b->holding && b->recipe.node() == e.path)
+          watch_own_node(b);
     for (const auto& b : all) {
       b->recipe.watch_fired(e.path);
       run(b);

@@ -268,7 +268,8 @@ void lock_recipe::grant() {
   send(action::kind::stat, node_);
 }
 
-void lock_recipe::looked(std::uint64_t id, error_code ec, bool exists, std::int64_t czxid) {
+void lock_recipe::looked(std::uint64_t id, error_code ec, bool exists, std::int64_t czxid,
+                         std::int32_t version) {
   if (id != expect_ || (state_ != state::watching && state_ != state::stating))
     return;
   if (ec == error::connection_lost)
@@ -288,14 +289,22 @@ void lock_recipe::looked(std::uint64_t id, error_code ec, bool exists, std::int6
     return;
   }
   if (!exists) // gone before the watch was set: look again now
-    list(state::listing);
+    return list(state::listing);
+  if (kind_ == node_kind::permits && version > 0) { // granted (marked) before the watch was set
+    marked_seen_ = std::string(base_name(watched_));
+    return list(state::listing);
+  }
   // else: the watch is armed; watch_fired() goes on
 }
 
 void lock_recipe::watch_fired(std::string_view path) {
   // Also before the exists reply (a watch event may overtake the reply that armed it).
-  if ((state_ == state::watching || state_ == state::watching_line) && path == watched_)
+  if (path != watched_)
+    return;
+  if (state_ == state::watching)
     list(state::listing);
+  else if (state_ == state::watching_line) // the first waiter stays first: list and watch again
+    send(action::kind::list_watch, dir_);
 }
 
 void lock_recipe::reconnected() {

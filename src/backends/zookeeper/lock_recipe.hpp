@@ -20,7 +20,9 @@
 //   reader: the last writer before it): each waiter watches one node, so a release wakes one
 //   waiter, not the herd. Its deletion (or exists saying it is already gone) → getChildren again.
 // - A semaphore's bid (node `sem-<owner>-<permits>-<capacity>-`): its own grant rule and wait,
-//   semaphore_rule.hpp (the rule) and semaphore_recipe.cpp (the wait); the rest is shared.
+//   semaphore_rule.hpp (the rule) and semaphore_recipe.cpp (the wait: the first waiter watches the
+//   line, each later one the node before it, which its holder marks once granted); the rest is
+//   shared.
 // - wait == false and not first → our node is deleted, then `taken`.
 // - withdraw(): our node is deleted; a create still in flight is waited for first (its path is not
 //   known before its reply), and a create whose outcome is unknown is looked for by owner first.
@@ -80,6 +82,8 @@ public:
       list_watch,    ///< getChildren(`path`, watch): reply listed(id, ec, names)
       stat,          ///< exists(`path`, no watch): reply looked(id, ...)
       remove,        ///< delete(`path`): reply removed(id, ec)
+      mark,          ///< setData(`path`) on our own node, no reply awaited (a semaphore's grant
+                     ///< wakes the waiter watching it; resent while the node is ours)
       granted,       ///< the bid holds the lock with `token`
       taken,         ///< wait == false and another owner is before us
       failed,        ///< final: `ec`, `words`; nothing of the owner is left
@@ -106,7 +110,8 @@ public:
   void created(std::uint64_t id, error_code ec, std::string_view path, std::int64_t czxid);
   void parent_created(std::uint64_t id, error_code ec);
   void listed(std::uint64_t id, error_code ec, const std::vector<std::string>& names);
-  void looked(std::uint64_t id, error_code ec, bool exists, std::int64_t czxid);
+  /// `version`: the node's data version (a semaphore's node marked by its granted holder: > 0).
+  void looked(std::uint64_t id, error_code ec, bool exists, std::int64_t czxid, std::int32_t version = 0);
   void removed(std::uint64_t id, error_code ec);
   /// A watch of the client fired on `path` (any path: the recipe picks its own).
   void watch_fired(std::string_view path);
@@ -144,7 +149,7 @@ private:
     listing,
     stating,        ///< first in line, our czxid unknown (found by owner): exists on our node
     watching,       ///< exists+watch on `watched_` sent or armed
-    watching_line,  ///< a semaphore's: getChildren+watch on `dir_` sent or armed
+    watching_line,  ///< a semaphore's first waiter: getChildren+watch on `dir_` sent or armed
     held,
     removing,       ///< deleting our node (withdraw, try_acquire, release)
     over,
@@ -180,6 +185,7 @@ private:
   std::string node_;
   std::optional<std::int64_t> czxid_;
   std::string watched_;
+  std::string marked_seen_; ///< a semaphore's: a predecessor found marked while we watched it
   std::vector<std::string> parents_; ///< making_parents: the containers still to create
   int create_rounds_ = 0;
   std::optional<action> pending_fail_; ///< failed, emitted once our node is deleted
