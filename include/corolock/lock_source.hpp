@@ -44,9 +44,9 @@ public:
   lock_source(const lock_source&) = delete;
   lock_source& operator=(const lock_source&) = delete;
 
-  /// Tells `observer` of every acquisition, release and loss of the locks made from this source
-  /// from now on (observer.hpp), replacing an observer set before; null: none. Use it from the
-  /// source's executor.
+  /// Tells `observer` of every acquisition, release, renewal and loss of the locks made from this
+  /// source, and of the store going silent and answering again, from now on (observer.hpp),
+  /// replacing an observer set before; null: none. Use it from the source's executor.
   void set_observer(std::shared_ptr<lock_observer> observer);
 
 protected:

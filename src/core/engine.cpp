@@ -108,6 +108,7 @@ void engine::start() {
   };
   h.reachable = [w = weak_from_this()] {
     if (auto e = w.lock()) {
+      e->store_answered();
       e->resend_now(); // what the store did not answer goes first: it came before the new bids
       e->for_each_line([](waiting_line& l) { l.reachable(); });
     }

@@ -71,6 +71,18 @@ public:
   const std::shared_ptr<lock_observer>& observer() const noexcept { return observer_; }
   /// Posts `e` to the observer (there is one), its store's name filled in.
   void notify(lock_event e);
+  /// The store's reachability as the core sees it, told to the observer (there is one) when it
+  /// changes: store_silent when a request went unanswered (a bid ended unsure, a renewal
+  /// unanswered, a release to send again), store_answered when the store answers again (the
+  /// backend's reachable hook, a renewal or release answered). Without an observer: one test.
+  void store_silent(error_code ec) {
+    if (observer_ && !silent_)
+      tell_reachability(false, ec);
+  }
+  void store_answered() {
+    if (observer_ && silent_)
+      tell_reachability(true, {});
+  }
 
   /// Leases held and callers waiting (for tests and diagnostics).
   std::size_t held() const noexcept;
@@ -149,6 +161,8 @@ private:
   std::set<std::shared_ptr<release_resend>> resending_; // waiting for their next try
   bool closed_ = false;
   std::shared_ptr<lock_observer> observer_;
+  bool silent_ = false; ///< the observer was told `unreachable` last (store_silent)
+  void tell_reachability(bool answered, error_code ec);
   /// The close under way: its caller's handler, and the bound's timer (the one close bound of
   /// every store: at it the backend gives up, whatever it still waits for).
   struct closing {

@@ -1,6 +1,10 @@
 #include "core/keeper.hpp"
 
+#include "core/engine.hpp"
 #include "core/lease.hpp"
+#include "core/observe.hpp"
+
+#include <corolock/error.hpp>
 
 #include <algorithm>
 
@@ -11,7 +15,7 @@ keeper::keeper(backend& b) : b_(b), timer_(b.make_timer()) {}
 
 void keeper::add(const std::shared_ptr<lease>& l) {
   if (closed_) {
-    l->mark_lost(false);
+    l->mark_lost(error::closed, false);
     return;
   }
   if (gone_ > 16 && gone_ * 2 > leases_.size()) {
@@ -66,7 +70,7 @@ void keeper::lease_gone(const std::string& owner) {
   for (auto& l : leases_)
     if (l && l->owner == owner) {
       auto gone = l; // mark_lost removes it from leases_
-      gone->mark_lost(false); // the store freed it: nothing to give back
+      gone->mark_lost(error::lease_lost, false); // the store freed it: nothing to give back
       return;
     }
 }
@@ -77,7 +81,7 @@ void keeper::session_lost(std::uint64_t session) {
     if (l && l->session == session)
       lost.push_back(l);
   for (auto& l : lost)
-    l->mark_lost(false); // the session's end freed it at the store
+    l->mark_lost(error::session_expired, false); // the session's end freed it at the store
 }
 
 void keeper::close() {
@@ -87,7 +91,7 @@ void keeper::close() {
   gone_ = 0;
   for (auto& l : all)
     if (l)
-      l->mark_lost(false);
+      l->mark_lost(error::closed, false);
 }
 
 void keeper::arm(steady::time_point at) {
@@ -126,8 +130,14 @@ void keeper::tick() {
     }
     wake = std::min(wake, l->timing.wake());
   }
-  for (auto& l : lost)
-    l->mark_lost(); // renewals failed, a fixed lease ran out, or the session went silent
+  for (auto& l : lost) {
+    // Renewals failed, a fixed lease ran out, or the session went silent: for the observer, the
+    // store went unreachable (a session store has no renewal whose silence says so earlier).
+    if (l->observed_since != std::chrono::steady_clock::time_point{})
+      if (auto e = l->eng.lock())
+        e->store_silent(error::timeout);
+    l->mark_lost(error::timeout);
+  }
   if (!batch.empty())
     send(std::move(batch), std::move(check_only));
   arm(wake);
@@ -153,15 +163,24 @@ void keeper::send(std::vector<std::shared_ptr<lease>> batch, std::vector<bool> c
                const auto got = i < outcomes.size() ? outcomes[i].what
                                                     : renew_outcome::result::unknown;
                if (got == renew_outcome::result::renewed) {
-                 if (check_only[i])
+                 if (check_only[i]) {
                    l.timing.renewing = false; // still ours; its deadline stays where it was
-                 else
+                 } else {
                    l.timing.renewed(outcomes[i].sent_at);
+                   if (l.observed_since != std::chrono::steady_clock::time_point{})
+                     if (auto e = l.eng.lock()) {
+                       e->store_answered();
+                       observe_renewed(*e, l, now);
+                     }
+                 }
                } else if (got == renew_outcome::result::lost) {
-                 l.mark_lost(); // the store no longer lists the owner
+                 l.mark_lost(error::lease_lost); // the store no longer lists the owner
                  continue;
                } else {
                  l.timing.renewal_failed(now); // the local deadline decides
+                 if (l.observed_since != std::chrono::steady_clock::time_point{})
+                   if (auto e = l.eng.lock())
+                     e->store_silent(error::connection_lost); // no answer for it
                }
                wake = std::min(wake, l.timing.wake());
              }

@@ -22,13 +22,13 @@ lease::lease(const std::shared_ptr<engine>& e, std::shared_ptr<const lock_spec> 
 
 lease::~lease() = default;
 
-void lease::mark_lost(bool give_back_now) {
+void lease::mark_lost(error_code why, bool give_back_now) {
   if (st != state::held)
     return;
   st = state::lost;
   unwatch();
   if (auto e = eng.lock(); e && e->observer())
-    observe_end(*e, *this, lock_event::kind::lost);
+    observe_end(*e, *this, lock_event::kind::lost, why);
   lost_signal.emit(asio::cancellation_type::terminal);
   lost_waiters_.finish(ex, error::lease_lost);
   if (std::exchange(rides, false))

@@ -55,7 +55,9 @@ public:
   /// The lease is gone: stop renewing, signal the holder, and (`give_back`) release the lock at the
   /// store, owner-checked, in case it is still ours (lost by the local deadline before the store
   /// expired it). Idempotent.
-  void mark_lost(bool give_back = true);
+  /// `why` is the observer's (lock_event::ec of `lost`): error::lease_lost, session_expired,
+  /// timeout or closed.
+  void mark_lost(error_code why, bool give_back = true);
   /// The last level was released: stop renewing, end the lost waiters. Idempotent.
   void mark_released();
   /// guard::wait_lost().

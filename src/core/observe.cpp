@@ -46,6 +46,14 @@ void engine::notify(lock_event e) {
   asio::post(b_->get_executor(), [o = observer_, e = std::move(e)] { o->on_event(e); });
 }
 
+void engine::tell_reachability(bool answered, error_code ec) {
+  silent_ = !answered;
+  lock_event ev;
+  ev.what = answered ? lock_event::kind::reachable : lock_event::kind::unreachable;
+  ev.ec = ec;
+  notify(std::move(ev));
+}
+
 detail::handler<void(error_code, guard)> observed_acquisition(engine& e, const std::shared_ptr<const lock_spec>& spec,
                                                               std::int64_t permits, bool shared,
                                                               detail::handler<void(error_code, guard)> h) {
@@ -80,6 +88,16 @@ void observe_end(engine& e, const lease& l, lock_event::kind what, error_code ec
   ev.token = l.token;
   ev.ec = ec;
   ev.held = std::chrono::steady_clock::now() - l.observed_since;
+  e.notify(std::move(ev));
+}
+
+void observe_renewed(engine& e, const lease& l, steady::time_point now) {
+  if (l.observed_since == std::chrono::steady_clock::time_point{})
+    return;
+  auto ev = event_of(*l.spec, l.permits, l.shared, lock_event::kind::renewed);
+  ev.token = l.token;
+  ev.held = std::chrono::steady_clock::now() - l.observed_since;
+  ev.lease_left = l.timing.valid_until - now;
   e.notify(std::move(ev));
 }
 

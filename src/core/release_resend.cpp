@@ -76,6 +76,8 @@ struct release_resend : std::enable_shared_from_this<release_resend> {
       std::move(h)(ec, words);
     }
     auto e = eng.lock();
+    if (e && !e->closed()) // the observer's reachability (one test without an observer)
+      unanswered(ec) ? e->store_silent(ec) : e->store_answered();
     if (!e || e->closed() || !unanswered(ec))
       return; // done: run, refused, or the engine's close has it
     if (!wait)

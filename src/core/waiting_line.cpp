@@ -48,6 +48,8 @@ public:
   }
   void unsure(error_code ec, std::string words) override {
     if (auto* l = live()) {
+      if (auto e = l->eng_.lock())
+        e->store_silent(ec); // the store did not answer the bid
       l->line_.unsure(ec, std::move(words), l->b_->now());
       l->on_event(*this);
     }

@@ -2168,6 +2168,16 @@ asio::awaitable<void> lock_delay_holds_back_only_after_an_unclean_end(F& f, asio
 
 // --- lock_source::set_observer ------------------------------------------------------------------
 
+/// A lease of 600 ms, or the fixture's session (F::session_lease: the session is the lease).
+template <typename F>
+lock_options short_lease() {
+  lock_options o;
+  o.lease = 600ms;
+  if constexpr (requires { F::session_lease; })
+    o.lease = F::session_lease;
+  return o;
+}
+
 /// What a lock_observer is told, in order.
 struct recorded_events final : lock_observer {
   struct seen {
@@ -2175,12 +2185,34 @@ struct recorded_events final : lock_observer {
     bool inside_a_call; // on_event ran while a test call was on the stack (must not)
   };
   void on_event(const lock_event& e) noexcept override { events.push_back({e, in_call}); }
-  /// The kinds of the events from `from` on, as text: "acquiring acquired released".
+  using kind = lock_event::kind;
+  static bool of_the_store(kind k) { return k == kind::unreachable || k == kind::reachable; }
+  /// The kinds of the acquisitions' and held locks' events from `from` on, as text: "acquiring
+  /// acquired released" (renewals, which come by the clock, and the store's events left out).
   std::string kinds(std::size_t from = 0) const {
-    static const char* names[] = {"acquiring", "acquired", "failed", "taken", "released", "lost"};
+    return text(from, [](kind k) { return k != kind::renewed && !of_the_store(k); });
+  }
+  /// The store's events from `from` on: "unreachable reachable".
+  std::string store_kinds(std::size_t from = 0) const { return text(from, of_the_store); }
+  std::size_t count(kind k, std::size_t from = 0) const {
+    return static_cast<std::size_t>(std::count_if(events.begin() + static_cast<std::ptrdiff_t>(from), events.end(),
+                                                  [&](const seen& s) { return s.e.what == k; }));
+  }
+  /// The last event of kind `k`, if any.
+  const lock_event* last(kind k) const {
+    for (auto it = events.rbegin(); it != events.rend(); ++it)
+      if (it->e.what == k)
+        return &it->e;
+    return nullptr;
+  }
+  template <typename Keep>
+  std::string text(std::size_t from, Keep keep) const {
+    static const char* names[] = {"acquiring", "acquired", "failed",  "taken",    "released",
+                                  "lost",      "renewed",  "unreachable", "reachable"};
     std::string out;
     for (std::size_t i = from; i < events.size(); ++i)
-      out += (out.empty() ? "" : " ") + std::string(names[static_cast<int>(events[i].e.what)]);
+      if (keep(events[i].e.what))
+        out += (out.empty() ? "" : " ") + std::string(names[static_cast<int>(events[i].e.what)]);
     return out;
   }
   std::vector<seen> events;
@@ -2198,10 +2230,7 @@ asio::awaitable<void> observer_tells_each_acquisition_and_end_once(F& f, asio::a
   auto b = co_await f.connect(ex);
   auto seen = std::make_shared<recorded_events>();
   a->set_observer(seen);
-  lock_options o;
-  o.lease = 600ms;
-  if constexpr (requires { F::session_lease; })
-    o.lease = F::session_lease;
+  const auto o = short_lease<F>();
   const std::string name = "observed/{x}";
   mutex ma{*a, name, o}, mb{*b, name, o};
   std::size_t from = 0;
@@ -2264,15 +2293,50 @@ asio::awaitable<void> observer_tells_each_acquisition_and_end_once(F& f, asio::a
   co_await step("a dropped guard", "acquiring acquired released");
 
   auto cut = co_await ma.acquire();
+  const auto cut_at = seen->events.size();
   f.cut_off(*a, true);
   auto [lost] = co_await cut.wait_lost(tuple_awaitable);
   BOOST_TEST(lost == error::lease_lost, lost.message());
   co_await step("a lease cut off", "acquiring acquired lost");
+  // Why it was lost: its deadline passed unproven, or the store said so — never "closed". Lost by
+  // its deadline, the store went silent: told once, before the loss.
+  if (const auto* l = seen->last(recorded_events::kind::lost)) {
+    BOOST_TEST_MESSAGE(f.backend << ": lost with '" << l->ec.message() << "', the store's events: "
+                       << seen->store_kinds(cut_at));
+    BOOST_TEST((l->ec == error::timeout || l->ec == error::lease_lost || l->ec == error::session_expired),
+               "lost: " << l->ec.message());
+    if (l->ec == error::timeout)
+      BOOST_TEST(seen->store_kinds(cut_at) == "unreachable");
+  }
   f.cut_off(*a, false);
   co_await cut.unlock(tuple_awaitable); // lost already: no second end
+  // The store back (a session store may need a new session first; a Redis client finds the bytes
+  // the cut dropped by its request timeout): acquisitions go through again, and an outage told is
+  // followed by `reachable` — the store's events alternate, the last one `reachable`.
+  auto [bec, back] = co_await ma.acquire_for(20s, tuple_awaitable);
+  BOOST_TEST(!bec, "no acquisition after the cut healed: " << bec.message());
+  co_await back.unlock(tuple_awaitable);
+  co_await eventually([&] { return seen->kinds(from).ends_with("acquired released"); }, 5s);
+  from = seen->events.size();
+  const auto alternating = [&] {
+    const auto k = seen->store_kinds(cut_at);
+    std::string expected;
+    while (expected.size() < k.size())
+      expected += expected.empty() ? "unreachable reachable" : " unreachable reachable";
+    return k == expected;
+  };
+  BOOST_TEST(co_await eventually(alternating, 10s), "the store's events after the cut: " << seen->store_kinds(cut_at));
+  if (const auto* u = seen->last(recorded_events::kind::unreachable))
+    BOOST_TEST(!!u->ec, "unreachable says how");
+  // A close while a lock is held: lost, with closed.
+  auto at_close = co_await ma.acquire();
   co_await f.close(*a);
+  co_await step("a close while held", "acquiring acquired lost");
+  if (const auto* l = seen->last(recorded_events::kind::lost))
+    BOOST_TEST(l->ec == error::closed, "lost at close: " << l->ec.message());
+  co_await at_close.unlock(tuple_awaitable);
   co_await sleep_for(100ms);
-  BOOST_TEST(seen->kinds(from).empty(), "after the lost lease's unlock: " << seen->kinds(from));
+  BOOST_TEST(seen->kinds(from).empty(), "after the lost leases' unlock: " << seen->kinds(from));
 
   // A close while waiting: failed with closed.
   auto c = co_await f.connect(ex);
@@ -2295,6 +2359,40 @@ asio::awaitable<void> observer_tells_each_acquisition_and_end_once(F& f, asio::a
     BOOST_TEST(seen_c->events.back().e.ec == error::closed, seen_c->events.back().e.ec.message());
   co_await blocker.unlock();
   co_await f.close(*b);
+  BOOST_TEST(co_await clean(f));
+}
+
+/// A held lock's renewals: on a store whose leases are per lock (F::renews_per_lock: the keeper
+/// renews each one) one `renewed` per renewal the store confirmed, each with the lock's token and
+/// the lease left (0 < left <= the lease); on a store that keeps a session, none (the session is
+/// kept, not the lock). Held 4 lease-thirds: at least two renewals.
+template <typename F>
+asio::awaitable<void> observer_tells_each_renewal_of_a_per_lock_lease(F& f, asio::any_io_executor ex) {
+  auto a = co_await f.connect(ex);
+  auto seen = std::make_shared<recorded_events>();
+  a->set_observer(seen);
+  const auto o = short_lease<F>();
+  mutex m{*a, "observed/renewals", o};
+  auto g = co_await m.acquire();
+  co_await sleep_for(o.lease * 4 / 3);
+  co_await g.unlock();
+  co_await eventually([&] { return seen->kinds() == "acquiring acquired released"; }, 5s);
+  BOOST_TEST(seen->kinds() == "acquiring acquired released");
+  const auto renewals = seen->count(recorded_events::kind::renewed);
+  if constexpr (requires { requires F::renews_per_lock; })
+    BOOST_TEST(renewals >= 2u, renewals << " renewals told");
+  else
+    BOOST_TEST(renewals == 0u, renewals << " renewals told by a store that keeps a session");
+  for (const auto& s : seen->events)
+    if (s.e.what == recorded_events::kind::renewed) {
+      BOOST_TEST(s.e.token == g.fencing_token());
+      BOOST_TEST(s.e.name == "observed/renewals");
+      BOOST_TEST((s.e.lease_left > 0ms && s.e.lease_left <= o.lease), "lease left "
+                 << std::chrono::duration_cast<std::chrono::milliseconds>(s.e.lease_left).count() << " ms");
+      BOOST_TEST((s.e.held > 0ms));
+    }
+  BOOST_TEST(seen->store_kinds().empty(), seen->store_kinds());
+  co_await f.close(*a);
   BOOST_TEST(co_await clean(f));
 }
 
@@ -2487,6 +2585,7 @@ asio::awaitable<void> rate_limiter_admits_no_more_than_the_rate(F& f, asio::any_
   COROLOCK_CONFORMANCE_CASE(F, check_token_names_the_current_holder)                             \
   COROLOCK_CONFORMANCE_CASE(F, lock_delay_holds_back_only_after_an_unclean_end)                 \
   COROLOCK_CONFORMANCE_CASE(F, observer_tells_each_acquisition_and_end_once)                      \
+  COROLOCK_CONFORMANCE_CASE(F, observer_tells_each_renewal_of_a_per_lock_lease)                   \
   COROLOCK_CONFORMANCE_CASE(F, rate_limiter_admits_no_more_than_the_rate)
 
 // The semaphore's cases, for a store whose traits serve permits.

@@ -46,6 +46,7 @@ struct quorum_fixture {
   static constexpr const char* backend = "quorum";
   static constexpr bool refuses_shared = true;
   static constexpr bool unordered = true;
+  static constexpr bool renews_per_lock = true; // the quorum's leases are per lock: the keeper renews
   static constexpr bool no_single_token = true;
   static constexpr bool no_holder_token = true; // no single token to compare
   static constexpr bool refuses_bucket = true; // a quorum keeps no single count: no rate_limiter

@@ -34,6 +34,7 @@ struct redis_deployment_fixture {
   using source = corolock::redis::client;
   static constexpr bool run_time_permits = true;
   static constexpr bool barging = true; // serves fair = false
+  static constexpr bool renews_per_lock = true; // the keeper renews each lease
   std::map<const source*, std::unique_ptr<test::proxied_addresses>> proxies;
 
   asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor ex) {

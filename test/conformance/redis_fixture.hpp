@@ -56,6 +56,7 @@ struct redis_store_fixture {
   bool clean() { return corolock::test::leftovers(server, std::chrono::milliseconds(0)).empty(); }
   static std::optional<corolock::lock_options> lacking() { return std::nullopt; } // has them all
   static constexpr bool barging = true; // serves fair = false
+  static constexpr bool renews_per_lock = true; // the keeper renews each lease
 };
 
 } // namespace corolock::conformance

@@ -15,6 +15,7 @@ struct testing_fixture {
   static constexpr const char* backend =
       Mode == testing::lease_mode::session ? "testing (session)" : "testing (per lock)";
   static constexpr bool run_time_permits = true;
+  static constexpr bool renews_per_lock = Mode != testing::lease_mode::session; // the keeper renews
   std::optional<corolock::testing::store> store;
 
   asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor ex) {
