@@ -7,7 +7,7 @@
       "redis-benchmark"), each figure the median over the files; --ceiling ping_rtt_us=p50_us
       also records that figure as a ceiling.
   report.py set --out PART machine|ceiling KEY VALUE
-  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] [--stores|--rate]
+  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] [--stores|--rate|--herd]
                    PART...
       assembles the document of /work/shared/BENCH.md, judges every target, prints the markdown.
       --stores: the stores' comparison (scripts/bench.sh --stores): rows carry "backend"; the
@@ -15,6 +15,8 @@
       peers (the goal: ahead of every peer on every row), and the chart is <stem>-stores.png.
       --rate: rate_bench's rows of every store (scripts/bench.sh --rate): accuracy and cost per
       admission of corolock's acquire and of the fixed poll, and their ratios; no charts.
+      --herd: herd_bench's rows of every store (scripts/bench.sh --herd): store requests per
+      hand-off with few and many waiters, and their ratio; no charts.
 
 A part is JSON lines: {"kind": "scenario", "row": {...}}, {"kind": "machine"|"ceiling",
 "key": K, "value": V}. A row's "targets" list says what it is judged against (see
@@ -725,6 +727,51 @@ def rate_markdown(doc, intro):
     return "\n".join(out)
 
 
+# ---- merge --herd: store requests per hand-off against the waiters (scripts/bench.sh --herd) ----
+
+STORE_COL = ("store", lambda r: STORE_LABEL.get(r.get("backend"), r.get("backend", "")))
+HERD_COLUMNS = [
+    STORE_COL, ("kind", lambda r: r.get("mode", "")), ("clients", lambda r: r.get("layout", "")),
+    col("waiters", "waiters", 0),
+    ("hand-offs", lambda r: fmt_num(r.get("ops")) + (" **timed out**" if r.get("timed_out") else "")),
+    ("requests/hand-off", lambda r: fmt_num(r.get("requests_per_handoff"),
+                                            2 if (r.get("requests_per_handoff") or 0) < 10 else 1)),
+    col("× fewest waiters", "requests_per_handoff_vs_first", 2)]
+HERD_DETAILS = [
+    STORE_COL, ("kind", lambda r: r.get("mode", "")), ("clients", lambda r: r.get("layout", "")),
+    col("waiters", "waiters", 0), col("at rest /hand-off", "rest_per_handoff", 2),
+    col("Redis: requests sent/hand-off", "client_requests_per_handoff", 2),
+    col("ZooKeeper: packets sent/hand-off", "zk_packets_sent_per_handoff", 1),
+    col("ZooKeeper: watches", "zk_watches", 0), col("ms/hand-off", "ms_per_handoff", 2),
+    col("span s", "seconds", 2), col("settle s", "settle_s", 1), col("repetitions", "repetitions", 0)]
+
+
+def herd_markdown(doc, intro):
+    order = [b for b, _ in STORES]
+    rows = sorted(doc["scenarios"], key=lambda r: (
+        order.index(r["backend"]) if r.get("backend") in order else len(order), r.get("mode", ""),
+        r.get("layout") == "a client per waiter", r.get("waiters", 0)))
+    command = doc["machine"].get("command", "scripts/bench.sh --herd")
+    return "\n".join([
+        "# No herd: store requests per hand-off against the number of waiters\n",
+        intro or f"Produced by `{command}`: `herd_bench` on each store in turn (what it counts and "
+        "how: the opening comment of `bench/herd_bench.cpp`). A holder, W waiters queued on one "
+        "lock, then 50 hand-offs (each holder 1 ms), counted by the server: Redis `INFO "
+        "commandstats` (every call, those inside scripts too, but INFO and idle PINGs), ZooKeeper "
+        "`mntr` `zk_packets_received`, MariaDB `Questions`. `× fewest waiters`: requests per "
+        "hand-off ÷ the same kind and clients' row with the fewest waiters (1: no herd). `4 "
+        "clients`: the waiters share 4 clients (a client's waiters of one lock share one bid at "
+        "the store); `a client per waiter`: the store sees every waiter. Every figure the median "
+        "of its repetitions.\n",
+        machine_line(doc["machine"]),
+        "## Requests per hand-off\n",
+        table(rows, HERD_COLUMNS),
+        "## Details\n",
+        "`at rest /hand-off`: the count's rate with the waiters settled (keep-alives, queue "
+        "refreshes) times the span, per hand-off — included above, not subtracted.\n",
+        table(rows, HERD_DETAILS)])
+
+
 def merge(a):
     doc = {"machine": {"cores": os.cpu_count(), "redis_version": None},
            "ceiling": {"ping_rtt_us": None, "evalsha_one_client_per_s": None,
@@ -754,7 +801,9 @@ def merge(a):
         json.dump(doc, f, indent=2, ensure_ascii=False)
         f.write("\n")
     stem = os.path.splitext(os.path.basename(a.json))[0]
-    if a.rate:
+    if a.herd:
+        md = herd_markdown(doc, a.intro)
+    elif a.rate:
         md = rate_markdown(doc, a.intro)
     elif a.stores:
         made = stores_chart(doc, a.charts, stem) if a.charts else []
@@ -793,6 +842,8 @@ def main():
     m.add_argument("--stores", action="store_true", help="the stores' comparison (bench.sh --stores)")
     m.add_argument("--rate", action="store_true",
                    help="the rate limiter against a fixed poll (bench.sh --rate): no charts")
+    m.add_argument("--herd", action="store_true",
+                   help="store requests per hand-off against the waiters (bench.sh --herd): no charts")
     m.add_argument("parts", nargs="+")
     a = p.parse_args()
     {"import-rb": import_rb, "set": set_entry, "merge": merge}[a.cmd](a)

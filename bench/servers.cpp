@@ -41,8 +41,11 @@ int main(int argc, char** argv) {
       const std::string store = argv[i];
       std::string url;
       if (store == "zookeeper") {
-        // Sessions from 1 s as in the tests; the lock's own default session timeout applies.
-        auto s = std::make_shared<corolock::test::zookeeper_server>();
+        // Sessions from 1 s as in the tests; the lock's own default session timeout applies. No
+        // limit on connections from 127.0.0.1 (ZooKeeper's default: 60): herd_bench opens 1 000.
+        corolock::test::zookeeper_options o;
+        o.max_client_connections = 0;
+        auto s = std::make_shared<corolock::test::zookeeper_server>(o);
         url = s->url();
         servers.push_back(s);
       } else if (store == "mysql") {

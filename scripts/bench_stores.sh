@@ -7,12 +7,17 @@
 # store requests and CPU per admission; bench/README.md, "Rate limiter"), on Redis, MariaDB and
 # PostgreSQL (ZooKeeper keeps no bucket), no peers; name default rate_limiter, no chart.
 # scripts/bench.sh --rate runs this.
-# Usage: scripts/bench_stores.sh [--quick] [--rate]
+# --herd: store requests per hand-off against the number of waiters instead (herd_bench --backend:
+# 10 and 1 000 waiters on 4 clients and on a client each, mutex and semaphore; the opening comment
+# of bench/herd_bench.cpp), on Redis, ZooKeeper and MariaDB (PostgreSQL has no clean request
+# count), no peers; name default herd, no chart. scripts/bench.sh --herd runs this.
+# Usage: scripts/bench_stores.sh [--quick] [--rate|--herd]
 # Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_BUILD_TYPE (default Release),
 #              BENCH_REPETITIONS (default 3), BENCH_STORES (default "redis zookeeper mysql
-#              postgres"; --rate "redis mysql postgres"), BENCH_PEERS=0 (no peers), BENCH_NAME
-#              (default stores; --rate rate_limiter), BENCH_NOTE (a sentence for the results'
-#              notes, e.g. the machine's load), CMAKE_ARGS (passed to build.sh).
+#              postgres"; --rate "redis mysql postgres"; --herd "redis zookeeper mysql"),
+#              BENCH_PEERS=0 (no peers), BENCH_NAME (default stores; --rate rate_limiter; --herd
+#              herd), BENCH_NOTE (a sentence for the results' notes, e.g. the machine's load),
+#              CMAKE_ARGS (passed to build.sh).
 #
 # Servers: a private redis-server (scripts/lib/redis.sh) and bench_servers, which starts ZooKeeper,
 # MariaDB and PostgreSQL with the test fixtures (loopback, free ports, temporary directories) and
@@ -24,18 +29,22 @@ set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-quick=0 rate=0
+quick=0 rate=0 herd=0
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
     --rate) rate=1 ;;
-    -h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "usage: $0 [--quick] [--rate]" >&2; exit 2 ;;
+    --herd) herd=1 ;;
+    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "usage: $0 [--quick] [--rate|--herd]" >&2; exit 2 ;;
   esac
 done
 REPS=${BENCH_REPETITIONS:-3}
 if ((rate)); then
   program=rate_bench all_stores="redis mysql postgres" name=${BENCH_NAME:-rate_limiter}
+  deps=()
+elif ((herd)); then
+  program=herd_bench all_stores="redis zookeeper mysql" name=${BENCH_NAME:-herd}
   deps=()
 else
   program=lock_bench all_stores="redis zookeeper mysql postgres" name=${BENCH_NAME:-stores}
@@ -118,7 +127,10 @@ command=
 for v in BENCH_BUILD_DIR BENCH_BUILD_TYPE BENCH_REPETITIONS BENCH_STORES BENCH_PEERS BENCH_NAME; do
   [[ -z ${!v:-} ]] || command+="$v=${!v} "
 done
-command+="scripts/bench.sh $( ((rate)) && echo --rate || echo --stores)"
+mode=--stores
+((rate)) && mode=--rate
+((herd)) && mode=--herd
+command+="scripts/bench.sh $mode"
 ((quick)) && command+=" --quick"
 set_machine "$machine" command "$command"
 set_machine "$machine" loadavg_start "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -130,6 +142,15 @@ workloads=(--scenarios uncontended_latency,uncontended_throughput,hot_key,hot_ke
   --modes pubsub --hot-shapes 4x1 --waiters 1000 --waiter-processes 1,4 --latency-cycles "$cycles")
 part_files=("$machine")
 for s in "${stores[@]}"; do
+  if ((herd)); then
+    # herd_bench's workload (--help): 10 and 1 000 waiters, 50 hand-offs of 1 ms each, each row
+    # at most 300 s (the ZooKeeper semaphore with a session per waiter: ~30 s a repetition).
+    step "herd_bench --backend $s"
+    timeout 3600 "$BIN/herd_bench" "${url[$s]}" --backend "$s" "${quick_flag[@]}" \
+      --repetitions "$REPS" --out "$parts/herd_bench-$s.jsonl"
+    part_files+=("$parts/herd_bench-$s.jsonl")
+    continue
+  fi
   if ((rate)); then
     # rate_bench's workload (--help): 4 x 16 callers on one bucket of 500/s, burst 50, 10 s
     # (quick 4 s); corolock's acquire and try_acquire + sleep 10 ms, interleaved.
@@ -156,6 +177,11 @@ set_machine "$machine" loadavg_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 set_machine "$machine" run_seconds "$((SECONDS - run_start))"
 
 step "report"
+if ((herd)); then
+  "${REPORT[@]}" merge --herd --json "$results/$name.json" --md "$results/$name.md" "${part_files[@]}"
+  step "wrote $results/$name.json, $name.md"
+  exit 0
+fi
 if ((rate)); then
   "${REPORT[@]}" merge --rate --json "$results/$name.json" --md "$results/$name.md" "${part_files[@]}"
   step "wrote $results/$name.json, $name.md"

@@ -56,9 +56,9 @@ std::string common_config(const zookeeper_options& o, const std::filesystem::pat
                           std::uint16_t port) {
   return fmt::format("tickTime={}\nminSessionTimeout={}\nmaxSessionTimeout={}\ndataDir={}\n"
                      "clientPort={}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
-                     "4lw.commands.whitelist=ruok,srvr,mntr,stat,dump\nforceSync=no\n",
+                     "4lw.commands.whitelist=ruok,srvr,mntr,stat,dump\nforceSync=no\nmaxClientCnxns={}\n",
                      o.tick_ms, o.min_session_timeout_ms, o.max_session_timeout_ms,
-                     (dir / "data").string(), port);
+                     (dir / "data").string(), port, o.max_client_connections);
 }
 
 } // namespace

@@ -26,6 +26,9 @@ struct zookeeper_options {
   int tick_ms = 500;
   int min_session_timeout_ms = 1000;
   int max_session_timeout_ms = 60000;
+  /// maxClientCnxns: connections the server takes from one address (127.0.0.1 for every client
+  /// here); ZooKeeper's default 60, 0 for no limit (bench/herd_bench.cpp opens 1 000 sessions).
+  int max_client_connections = 60;
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
 };
 
