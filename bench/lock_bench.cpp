@@ -54,6 +54,7 @@ struct settings {
   bench::backend store = bench::backend::redis; ///< --backend
   std::vector<wait_mode> modes;
   bool non_fair = true; ///< --non-fair: free_for_all and fairness add pubsub_unfair (Redis only)
+  bool empty_observer = false; ///< --observer empty: the run's client tells a do-nothing observer
   long long hold_us = 0;
   long long latency_cycles = 0, latency_warmup = 0;
   int tp_coroutines = 0, tp_keys = 0;
@@ -1104,6 +1105,12 @@ asio::awaitable<int> parent_main(settings s) {
   bench::results_file out(s.common.out);
   bench::store store(co_await asio::this_coro::executor, s.store, s.common.url);
   co_await store.connect();
+  if (s.empty_observer) {
+    struct nothing final : corolock::lock_observer {
+      void on_event(const corolock::lock_event&) noexcept override {}
+    };
+    store.source().set_observer(std::make_shared<nothing>());
+  }
   context ctx{s, &out, store.redis(), &store};
   std::string version = "-";
   if (auto* redis = store.redis()) {
@@ -1145,7 +1152,7 @@ std::vector<shape> parse_shapes(const std::string& text) {
 settings parse_settings(int argc, char** argv) {
   settings s;
   std::string modes, hot, ffa, fair, waiters, waiter_processes, redlock_urls, store = "redis",
-      non_fair = "yes";
+      non_fair = "yes", observer = "none";
   namespace po = bench::po;
   po::options_description o("lock_bench");
   o.add_options()("backend", po::value(&store),
@@ -1165,6 +1172,9 @@ settings parse_settings(int argc, char** argv) {
       "ffa-shapes", po::value(&ffa), "free_for_all: PxC list (4x1,4x16)")(
       "ffa-duration-ms", po::value(&s.ffa_duration_ms), "free_for_all: window")(
       "fair-shape", po::value(&fair), "fairness: PxC (4x8)")(
+      "observer", po::value(&observer),
+      "none, or empty: a lock_observer that does nothing on the run's client (its cost: "
+      "scripts/bench_instructions.sh with BENCH_OBSERVER=empty)")(
       "non-fair", po::value(&non_fair),
       "free_for_all and fairness: also a non-fair mutex, mode pubsub_unfair (yes; Redis only)")(
       "fair-hold-us", po::value(&s.fair_hold_us), "fairness: hold (1000)")(
@@ -1206,6 +1216,9 @@ settings parse_settings(int argc, char** argv) {
   if (non_fair != "yes" && non_fair != "no")
     throw std::invalid_argument("--non-fair: yes or no");
   s.non_fair = non_fair == "yes";
+  if (observer != "none" && observer != "empty")
+    throw std::invalid_argument("--observer is none or empty: " + observer);
+  s.empty_observer = observer == "empty";
   s.store = bench::parse_backend(store);
   for (const auto& m : bench::split_list(modes)) {
     auto mode = parse_mode(m);

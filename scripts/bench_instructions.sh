@@ -9,7 +9,8 @@
 #   --postgres  the same cycle on a private PostgreSQL (bench_servers), counted as the cycles asked
 #            (lock_bench runs exactly --latency-cycles after its warm-up).
 # Usage: scripts/bench_instructions.sh [--lock | --postgres | COROUTINES]
-# Environment: BENCH_BUILD_DIR (default <repo>/build-release); SKIP_BUILD=1 uses the binaries there
+# Environment: BENCH_OBSERVER=empty (--lock, --postgres: the client tells a lock_observer that does
+# nothing: what an observer costs); BENCH_BUILD_DIR (default <repo>/build-release); SKIP_BUILD=1 uses the binaries there
 # as they are (e.g. another checkout's, to compare two commits). Needs valgrind (apt-get install
 # valgrind).
 set -euo pipefail
@@ -63,10 +64,10 @@ for size in 1000 4000; do
   ((postgres)) || redis-cli -p "$REDIS_PORT" CONFIG RESETSTAT >/dev/null
   if ((postgres)); then
     run=("$BUILD_DIR/bench/lock_bench" "$store_url" --backend postgres --scenarios uncontended_latency
-      --quick --repetitions 1 --latency-cycles "$size")
+      --quick --repetitions 1 --latency-cycles "$size" --observer "${BENCH_OBSERVER:-none}")
   elif ((lock)); then
     run=("$BUILD_DIR/bench/lock_bench" "$REDIS_URL" --scenarios uncontended_latency --quick
-      --repetitions 1 --latency-cycles "$size")
+      --repetitions 1 --latency-cycles "$size" --observer "${BENCH_OBSERVER:-none}")
   else
     run=("$BUILD_DIR/bench/connection_bench" "$REDIS_URL" --scenarios ping_pipelined
       --coroutines "$coroutines" --repetitions 1 --warmup-ms 200 --duration-ms "$size")
