@@ -25,21 +25,6 @@
 
 namespace corolock::zookeeper::detail {
 
-namespace {
-
-/// The index of the first node the rule makes wait (line.size() when all fit), by `capacity`.
-std::size_t first_waiter(const std::vector<lock_node>& line, std::int64_t capacity) {
-  std::int64_t before = 0;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    if (before + line[i].permits > capacity)
-      return i;
-    before += line[i].permits;
-  }
-  return line.size();
-}
-
-} // namespace
-
 void lock_recipe::decide_permits(const std::vector<lock_node>& line, std::size_t me) {
   auto v = judge_permits(line, me);
   switch (v.what) {
@@ -53,7 +38,9 @@ void lock_recipe::decide_permits(const std::vector<lock_node>& line, std::size_t
   }
   if (!wait_)
     return remove(removal::taken);
-  if (me > first_waiter(line, capacity_) && line[me - 1].name != marked_seen_) {
+  // Not the first waiter: the rule makes the node before ours wait too (it granted a prefix).
+  if (me > 0 && judge_permits(line, me - 1).what == permit_verdict::kind::wait &&
+      line[me - 1].name != marked_seen_) {
     watched_ = dir_ + "/" + line[me - 1].name;
     state_ = state::watching;
     send(action::kind::watch, watched_);
