@@ -40,6 +40,10 @@ packages=(
   # the private PostgreSQL; the package's own service (127.0.0.1:6432) is stopped and disabled below.
   pgbouncer
   iproute2                  # ss: the SQL suites read our socket's keepalive timer
+  # The etcd tests start private members (test/support/etcd_server): the package's own service is
+  # stopped and disabled below, as pgbouncer's. etcdctl (etcd-client) revokes a lease as an admin.
+  etcd-server
+  etcd-client
 )
 bench=0
 for arg in "$@"; do
@@ -107,6 +111,16 @@ if [[ " ${missing[*]} " == *" pgbouncer "* ]]; then
     "${sudo[@]}" rm -f /etc/systemd/system/multi-user.target.wants/pgbouncer.service
     "${sudo[@]}" invoke-rc.d pgbouncer stop >/dev/null 2>&1 || true
     "${sudo[@]}" update-rc.d pgbouncer disable >/dev/null 2>&1 || true
+  fi
+fi
+# etcd-server the same: a system member on 2379/2380 would be a stray server beside the tests'.
+if [[ " ${missing[*]} " == *" etcd-server "* ]]; then
+  if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+    "${sudo[@]}" systemctl disable --now etcd.service || true
+  else
+    "${sudo[@]}" rm -f /etc/systemd/system/multi-user.target.wants/etcd.service
+    "${sudo[@]}" invoke-rc.d etcd stop >/dev/null 2>&1 || true
+    "${sudo[@]}" update-rc.d etcd disable >/dev/null 2>&1 || true
   fi
 fi
 if ((bench)); then npm_peers; fi
