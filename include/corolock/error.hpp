@@ -44,8 +44,8 @@ enum class error {
   session_expired,      ///< the ZooKeeper session ended: the server expired it, or the local
                         ///< deadline passed without contact; its ephemeral nodes are gone
   // SQL databases (appended: the numbers above stay as they were).
-  database_error,       ///< a MariaDB/MySQL or PostgreSQL server answered with an error; its
-                        ///< code, SQLSTATE and words travel with the operation's result
+  database_error,       ///< a MariaDB/MySQL or PostgreSQL server (or an etcd member) answered
+                        ///< with an error; its code, SQLSTATE and words travel with the result
   // The stores' access control (appended: the numbers above stay as they were).
   permission_denied,    ///< the store refused us the rights to a path the lock needs (a ZooKeeper
                         ///< ACL: NoAuth); the words name the path

@@ -5,9 +5,9 @@
 
 #include "backends/zookeeper/lock_paths.hpp"
 
-#include <boost/system/system_error.hpp>
+#include "detail/url_parts.hpp"
 
-#include <charconv>
+#include <boost/system/system_error.hpp>
 
 namespace corolock::zookeeper {
 
@@ -19,49 +19,12 @@ namespace {
 }
 
 std::chrono::milliseconds parse_ms(std::string_view url, std::string_view name, std::string_view v) {
-  std::int64_t n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  std::string_view unit(end, static_cast<std::size_t>(v.data() + v.size() - end));
-  if (ec != std::errc{} || n <= 0 || (unit != "" && unit != "ms" && unit != "s"))
-    refuse(url, std::string(name) + " must be a positive number of milliseconds (or with ms/s), not '" +
-                    std::string(v) + "'");
-  if (unit == "s")
-    n *= 1000;
-  if (n > 24 * 3600 * 1000)
-    refuse(url, std::string(name) + " is over a day");
-  return std::chrono::milliseconds(n);
+  return corolock::detail::url_duration(name, v, [&](const std::string& why) { refuse(url, why); });
 }
 
 endpoint parse_host(std::string_view url, std::string_view part) {
-  if (part.empty())
-    refuse(url, "an empty host in the host list");
-  endpoint e;
-  std::string_view host = part;
-  if (part.front() == '[') { // [::1]:2181
-    const auto close = part.find(']');
-    if (close == std::string_view::npos)
-      refuse(url, "'[' without ']' in '" + std::string(part) + "'");
-    host = part.substr(1, close - 1);
-    part.remove_prefix(close + 1);
-    if (!part.empty() && part.front() != ':')
-      refuse(url, "junk after ']' in the host list");
-  } else {
-    const auto colon = part.rfind(':');
-    host = part.substr(0, colon);
-    part = colon == std::string_view::npos ? std::string_view{} : part.substr(colon);
-  }
-  if (host.empty())
-    refuse(url, "an empty host in the host list");
-  e.host = std::string(host);
-  if (!part.empty()) {
-    part.remove_prefix(1);
-    unsigned port = 0;
-    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), port);
-    if (ec != std::errc{} || end != part.data() + part.size() || port == 0 || port > 65535)
-      refuse(url, "bad port '" + std::string(part) + "'");
-    e.port = static_cast<std::uint16_t>(port);
-  }
-  return e;
+  auto [host, port] = corolock::detail::url_host(part, endpoint{}.port, [&](const std::string& why) { refuse(url, why); });
+  return endpoint{std::move(host), port};
 }
 
 } // namespace

@@ -1,0 +1,51 @@
+/// @file
+/// How to reach an etcd cluster: its members, the lease that is the client's session, and the
+/// bounds of one request, as a struct or as a URL:
+///
+///     etcd://[user:password@]host:port[,host:port...][?lease=<ms>&request_timeout=<ms>
+///                                                     &connect_timeout=<ms>]
+///
+/// Hosts are numeric addresses or names (resolved asynchronously); the port defaults to 2379, the
+/// client port of etcd's v3 JSON gateway (plain HTTP/1.1: TLS is not served yet, an etcds:// URL
+/// is refused with words saying so). Durations are in milliseconds, or with a unit: 500ms, 4s.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corolock::etcd {
+
+/// One member of the cluster.
+struct endpoint {
+  std::string host;          ///< a numeric address or a name (resolved asynchronously)
+  std::uint16_t port = 2379; ///< its client port
+};
+
+/// How an etcd::client reaches its cluster (or etcd://..., see from_url()).
+struct config {
+  /// The members, tried in turn: a request that cannot reach one goes to the next. At least one
+  /// (the client's constructor throws system_error(error::invalid_argument) otherwise).
+  std::vector<endpoint> hosts;
+  /// The TTL of the client's lease, its session: every lock the client holds is a key attached to
+  /// it, and goes when it expires. Whole seconds at the store (rounded up, at least 1 s); kept
+  /// alive every third of it. A holder whose keepalives go unanswered is told it lost its locks
+  /// before this passes (docs/deployment.md, etcd).
+  std::chrono::milliseconds lease{10000};
+  /// One request: the connection, the send and the reply. A bid whose request passes it ends
+  /// unsure (the core bids again or gives the owner back), a keepalive counts as unanswered.
+  std::chrono::milliseconds request_timeout{2000};
+  /// One TCP connection attempt to one member.
+  std::chrono::milliseconds connect_timeout{1000};
+  /// etcd's user and password (auth enabled at the cluster); empty: no authentication.
+  std::string username;
+  std::string password;
+
+  /// Parses an etcd:// URL. Throws system_error(error::invalid_argument) whose what() says what
+  /// is wrong.
+  static config from_url(std::string_view url);
+};
+
+} // namespace corolock::etcd

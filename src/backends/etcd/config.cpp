@@ -1,0 +1,89 @@
+// The etcd:// URL (include/corolock/etcd/config.hpp). Every refusal names the part of the URL that
+// is wrong.
+#include <corolock/error.hpp>
+#include <corolock/etcd/config.hpp>
+
+#include "detail/url_parts.hpp"
+
+#include <boost/system/system_error.hpp>
+
+namespace corolock::etcd {
+
+namespace {
+
+[[noreturn]] void refuse(std::string_view url, const std::string& why) {
+  throw boost::system::system_error(make_error_code(error::invalid_argument),
+                                    "etcd URL '" + std::string(url) + "': " + why);
+}
+
+std::chrono::milliseconds parse_ms(std::string_view url, std::string_view name, std::string_view v) {
+  return corolock::detail::url_duration(name, v, [&](const std::string& why) { refuse(url, why); });
+}
+
+endpoint parse_host(std::string_view url, std::string_view part) {
+  auto [host, port] = corolock::detail::url_host(part, endpoint{}.port, [&](const std::string& why) { refuse(url, why); });
+  return endpoint{std::move(host), port};
+}
+
+} // namespace
+
+config config::from_url(std::string_view url) {
+  if (url.starts_with("etcds://"))
+    refuse(url, "TLS (etcds://) is not served yet: reach the members' plain client port, or a TLS "
+                "proxy on this host");
+  constexpr std::string_view scheme = "etcd://";
+  if (!url.starts_with(scheme))
+    refuse(url, "must start with etcd://");
+  std::string_view rest = url.substr(scheme.size());
+  std::string_view query;
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    if (rest.substr(slash) != "/")
+      refuse(url, "a path ('" + std::string(rest.substr(slash)) + "'): lock keys go under "
+                  "lock_options::prefix, not the URL");
+    rest = rest.substr(0, slash);
+  }
+  config c;
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const auto user = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const auto colon = user.find(':');
+    c.username = std::string(user.substr(0, colon));
+    if (colon != std::string_view::npos)
+      c.password = std::string(user.substr(colon + 1));
+    if (c.username.empty())
+      refuse(url, "an empty user name before '@'");
+  }
+  if (rest.empty())
+    refuse(url, "no host");
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    c.hosts.push_back(parse_host(url, rest.substr(0, comma)));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (comma != std::string_view::npos && rest.empty())
+      refuse(url, "a trailing ',' in the host list");
+  }
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const auto item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    const auto eq = item.find('=');
+    const auto key = item.substr(0, eq);
+    const auto value = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
+    if (key == "lease")
+      c.lease = parse_ms(url, key, value);
+    else if (key == "request_timeout")
+      c.request_timeout = parse_ms(url, key, value);
+    else if (key == "connect_timeout")
+      c.connect_timeout = parse_ms(url, key, value);
+    else
+      refuse(url, "unknown option '" + std::string(key) +
+                      "' (known: lease, request_timeout, connect_timeout)");
+  }
+  return c;
+}
+
+} // namespace corolock::etcd

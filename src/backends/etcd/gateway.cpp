@@ -1,0 +1,339 @@
+// HTTP/1.1 to etcd's JSON gateway (gateway.hpp).
+#include "backends/etcd/gateway.hpp"
+
+#include "backends/etcd/wire.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <set>
+#include <vector>
+
+namespace corolock::etcd::detail {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using asio::ip::tcp;
+using tuple_await = asio::as_tuple_t<asio::use_awaitable_t<>>;
+constexpr tuple_await await_tuple{};
+
+struct gateway::connection {
+  explicit connection(const asio::any_io_executor& ex) : stream(ex) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  std::size_t member = 0;
+  bool used = false; ///< it carried a call before (an idle keep-alive: the member may have closed it)
+};
+
+struct gateway::state {
+  state(asio::any_io_executor e, config c) : ex(std::move(e)), cfg(std::move(c)) {}
+  asio::any_io_executor ex;
+  config cfg;
+  std::string token;
+  std::size_t current = 0; ///< the member calls go to
+  bool reached = false;
+  bool closed = false;
+  std::vector<std::unique_ptr<connection>> idle;
+  std::set<connection*> busy; ///< closed by shutdown()
+
+  std::string where(std::size_t m) const {
+    return cfg.hosts[m].host + ":" + std::to_string(cfg.hosts[m].port);
+  }
+
+  http::request<http::string_body> request(const std::string& target, std::string body, std::size_t m) const {
+    http::request<http::string_body> req{http::verb::post, target, 11};
+    req.set(http::field::host, where(m));
+    req.set(http::field::content_type, "application/json");
+    if (!token.empty())
+      req.set(http::field::authorization, token);
+    req.keep_alive(true);
+    req.body() = std::move(body);
+    req.prepare_payload();
+    return req;
+  }
+
+  /// A connection to the current member, or to the next that answers; null and `words` when none.
+  asio::awaitable<std::unique_ptr<connection>> open(std::string& words) {
+    const std::size_t members = cfg.hosts.size();
+    for (std::size_t tried = 0; tried < members && !closed; ++tried) {
+      const auto m = current;
+      auto c = std::make_unique<connection>(ex);
+      c->member = m;
+      tcp::resolver resolver(ex);
+      auto [rec, found] = co_await resolver.async_resolve(cfg.hosts[m].host, std::to_string(cfg.hosts[m].port),
+                                                         await_tuple);
+      error_code ec = rec;
+      if (!ec) {
+        c->stream.expires_after(cfg.connect_timeout);
+        auto [cec, at] = co_await c->stream.async_connect(found, await_tuple);
+        ec = cec;
+        static_cast<void>(at);
+      }
+      if (closed)
+        break;
+      if (!ec) {
+        c->stream.socket().set_option(tcp::no_delay(true));
+        reached = true;
+        co_return c;
+      }
+      words += (words.empty() ? "" : "; ") + where(m) + ": " +
+               (ec == beast::error::timeout ? "no connection within " + std::to_string(cfg.connect_timeout.count()) + " ms"
+                                            : ec.message());
+      if (current == m)
+        current = (m + 1) % members;
+    }
+    reached = false;
+    co_return nullptr;
+  }
+
+  void keep(std::unique_ptr<connection> c) {
+    busy.erase(c.get());
+    if (!closed && c->member == current && idle.size() < 8) {
+      c->used = true;
+      idle.push_back(std::move(c));
+    }
+  }
+};
+
+gateway::gateway(asio::any_io_executor ex, config cfg) : s_(std::make_shared<state>(std::move(ex), std::move(cfg))) {}
+gateway::~gateway() { shutdown(); }
+
+const config& gateway::get_config() const noexcept { return s_->cfg; }
+void gateway::set_token(std::string token) { s_->token = std::move(token); }
+bool gateway::reachable() const noexcept { return s_->reached && !s_->closed; }
+
+void gateway::shutdown() {
+  s_->closed = true;
+  s_->idle.clear();
+  for (auto* c : s_->busy) {
+    error_code ignored;
+    c->stream.socket().close(ignored);
+  }
+}
+
+void gateway::call(std::string target, const json::object& body, reply_handler h) {
+  auto s = s_;
+  asio::co_spawn(
+      s->ex,
+      [s, target = std::move(target), text = json::serialize(body), h = std::move(h)]() mutable -> asio::awaitable<void> {
+        error_code ec;
+        std::string words;
+        json::object reply;
+        for (int attempt = 0;; ++attempt) {
+          if (s->closed) {
+            ec = error::closed;
+            words = "the etcd client is closed";
+            break;
+          }
+          std::unique_ptr<connection> c;
+          if (!s->idle.empty()) {
+            c = std::move(s->idle.back());
+            s->idle.pop_back();
+          } else {
+            std::string why;
+            c = co_await s->open(why);
+            if (!c) {
+              ec = s->closed ? error_code(error::closed) : error_code(error::not_connected);
+              words = s->closed ? "the etcd client is closed" : "no etcd member answered (" + why + ")";
+              break;
+            }
+          }
+          s->busy.insert(c.get());
+          const bool reused = c->used;
+          auto req = s->request(target, text, c->member);
+          c->stream.expires_after(s->cfg.request_timeout);
+          auto [wec, wn] = co_await http::async_write(c->stream, req, await_tuple);
+          static_cast<void>(wn);
+          http::response<http::string_body> res;
+          error_code rec = wec;
+          if (!wec) {
+            auto [r, rn] = co_await http::async_read(c->stream, c->buffer, res, await_tuple);
+            rec = r;
+            static_cast<void>(rn);
+          }
+          s->busy.erase(c.get());
+          if (rec) {
+            if (s->closed) {
+              ec = error::closed;
+              words = "the etcd client is closed";
+              break;
+            }
+            if (reused && attempt < 2 && (wec || rec == http::error::end_of_stream || rec == asio::error::connection_reset))
+              continue; // a keep-alive the member had closed: the call goes again, fresh
+            ec = rec == beast::error::timeout ? error_code(error::timeout) : error_code(error::connection_lost);
+            words = "etcd member " + s->where(c->member) +
+                    (rec == beast::error::timeout ? ": no reply within " + std::to_string(s->cfg.request_timeout.count()) + " ms"
+                                                  : ": the connection dropped with the request sent (" + rec.message() + ")");
+            break;
+          }
+          const auto status = res.result_int();
+          if (status == 200) {
+            error_code jec;
+            auto v = json::parse(res.body(), jec);
+            if (jec || !v.is_object()) {
+              ec = error::protocol_error;
+              words = "etcd member " + s->where(c->member) + " sent a reply that is not a JSON object";
+            } else {
+              reply = std::move(v.as_object());
+            }
+            if (res.keep_alive())
+              s->keep(std::move(c));
+            break;
+          }
+          auto e = error_of(status, res.body());
+          if (e.ec == error::not_connected && attempt + 1 < static_cast<int>(s->cfg.hosts.size()) + 1) {
+            // This member cannot serve (no leader, stopping): the next one may.
+            if (s->current == c->member)
+              s->current = (c->member + 1) % s->cfg.hosts.size();
+            words += (words.empty() ? "" : "; ") + s->where(c->member) + ": " + e.words;
+            continue;
+          }
+          ec = e.ec;
+          words = e.words;
+          if (res.keep_alive())
+            s->keep(std::move(c));
+          break;
+        }
+        h(ec, std::move(reply), std::move(words));
+      },
+      asio::detached);
+}
+
+namespace {
+
+class stream_watch final : public gateway::watch {
+public:
+  bool cancelled = false;
+  gateway::connection* conn = nullptr;
+  void cancel() override {
+    cancelled = true;
+    if (conn) {
+      error_code ignored;
+      conn->stream.socket().close(ignored);
+    }
+  }
+  ~stream_watch() override { cancel(); }
+};
+
+} // namespace
+
+std::shared_ptr<gateway::watch> gateway::open_watch(const json::object& create_request,
+                                                    std::function<void(const json::object&)> on_result,
+                                                    std::function<void(error_code, std::string)> on_end) {
+  auto w = std::make_shared<stream_watch>();
+  json::object body;
+  body["create_request"] = create_request;
+  auto s = s_;
+  asio::co_spawn(
+      s->ex,
+      [s, ww = std::weak_ptr<stream_watch>(w), text = json::serialize(body), on_result = std::move(on_result),
+       on_end = std::move(on_end)]() mutable -> asio::awaitable<void> {
+        const auto gone = [&] {
+          auto w = ww.lock();
+          return !w || w->cancelled;
+        };
+        if (s->closed || gone()) {
+          if (!gone())
+            on_end(error::closed, "the etcd client is closed");
+          co_return;
+        }
+        std::string why;
+        auto c = co_await s->open(why);
+        if (!c) {
+          if (!gone())
+            on_end(s->closed ? error_code(error::closed) : error_code(error::not_connected),
+                   "no etcd member answered (" + why + ")");
+          co_return;
+        }
+        if (auto w = ww.lock()) {
+          if (w->cancelled)
+            co_return;
+          w->conn = c.get();
+        } else {
+          co_return;
+        }
+        s->busy.insert(c.get());
+        auto req = s->request("/v3/watch", text, c->member);
+        c->stream.expires_after(s->cfg.request_timeout);
+        auto [wec, wn] = co_await http::async_write(c->stream, req, await_tuple);
+        static_cast<void>(wn);
+        http::response_parser<http::string_body> parser;
+        parser.body_limit(boost::none);
+        std::string lines;
+        auto on_chunk = [&lines](std::uint64_t, std::string_view body, error_code& ec) {
+          lines.append(body);
+          ec = {};
+          return body.size();
+        };
+        parser.on_chunk_body(on_chunk);
+        error_code ec = wec;
+        if (!ec) {
+          auto [hec, hn] = co_await http::async_read_header(c->stream, c->buffer, parser, await_tuple);
+          ec = hec;
+          static_cast<void>(hn);
+        }
+        if (!ec && parser.get().result_int() != 200) {
+          auto [bec, bn] = co_await http::async_read(c->stream, c->buffer, parser, await_tuple);
+          static_cast<void>(bec);
+          static_cast<void>(bn);
+          auto e = error_of(parser.get().result_int(), lines.empty() ? parser.get().body() : lines);
+          s->busy.erase(c.get());
+          if (auto w = ww.lock()) {
+            w->conn = nullptr;
+            if (!w->cancelled)
+              on_end(e.ec, std::move(e.words));
+          }
+          co_return;
+        }
+        c->stream.expires_never();
+        while (!ec && !parser.is_done()) {
+          auto [rec, rn] = co_await http::async_read_some(c->stream, c->buffer, parser, await_tuple);
+          static_cast<void>(rn);
+          ec = rec;
+          if (gone())
+            break;
+          std::size_t start = 0;
+          for (auto nl = lines.find('\n'); nl != std::string::npos; nl = lines.find('\n', start)) {
+            error_code jec;
+            auto v = json::parse(std::string_view(lines).substr(start, nl - start), jec);
+            start = nl + 1;
+            if (!jec && v.is_object())
+              if (const auto* r = v.as_object().if_contains("result"); r && r->is_object()) {
+                on_result(r->as_object());
+                if (gone())
+                  break;
+              }
+          }
+          lines.erase(0, start);
+          if (gone())
+            break;
+        }
+        s->busy.erase(c.get());
+        auto w = ww.lock();
+        if (w)
+          w->conn = nullptr; // the connection goes with this frame
+        if (!w || w->cancelled)
+          co_return;
+        on_end(error::connection_lost,
+               "the watch stream of etcd member " + s->where(c->member) + " ended" +
+                   (ec ? " (" + ec.message() + ")" : std::string()));
+      },
+      asio::detached);
+  return w;
+}
+
+} // namespace corolock::etcd::detail

@@ -1,0 +1,74 @@
+// Private: HTTP/1.1 to etcd's v3 JSON gateway on the client's one executor (Boost.Beast), chosen
+// over gRPC C++ because gRPC's completion queue needs a thread of its own bridged to Asio, while
+// the gateway is plain HTTP that one Asio thread drives like every other store of corolock.
+//
+// Unary calls (kv/txn, kv/range, lease/grant, lease/keepalive ...) go over keep-alive connections
+// to the current member, one request per connection at a time, opened as needed and up to eight
+// kept idle. A member that cannot be reached (refused, no connection within connect_timeout, or
+// answering 502/503 or gRPC "unavailable": no leader, stopping) moves the client to the next
+// member; a call that finds no member ends not_connected with each member's reason in words. A call
+// sent and then unanswered within request_timeout ends timeout; a connection dropped under a sent
+// call ends connection_lost — its outcome unknown, as every store's (the lock backend's requests
+// are idempotent per owner: core/backend.hpp, contract 3). A reused idle connection that the member
+// closed meanwhile (its write or the first read fails at once) is not a lost call: the call goes
+// again on a fresh connection.
+//
+// A watch is a long POST whose chunked reply carries one JSON object per line; the gateway reads a
+// request body to its end before answering, so a stream carries one watch and has a connection of
+// its own (no request timeout once its header is in: a watch waits as long as the lock is held).
+// Completions run on the executor, never inline from the call that started them (each call runs
+// in its own coroutine, which starts posted). shutdown() closes every connection; later calls end
+// closed.
+#pragma once
+
+#include <corolock/detail/async.hpp>
+#include <corolock/etcd/config.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace corolock::etcd::detail {
+
+class gateway : public std::enable_shared_from_this<gateway> {
+public:
+  using reply_handler = std::function<void(error_code, boost::json::object, std::string)>;
+
+  gateway(asio::any_io_executor ex, config cfg);
+  ~gateway();
+
+  /// POST `target` (e.g. "/v3/kv/txn") with `body`; `h(ec, reply, words)` once, on the executor.
+  void call(std::string target, const boost::json::object& body, reply_handler h);
+
+  /// One watch stream (/v3/watch with one create_request): `on_result` for each result object the
+  /// member sends (the first says created, later ones carry events or, when the revision it asked
+  /// for was compacted, canceled with compact_revision), `on_end(ec, words)` once when the stream
+  /// ends for any reason but cancel().
+  class watch {
+  public:
+    virtual ~watch() = default;
+    /// Ends the stream (its connection closed); neither callback runs after it.
+    virtual void cancel() = 0;
+  };
+  std::shared_ptr<watch> open_watch(const boost::json::object& create_request,
+                                    std::function<void(const boost::json::object&)> on_result,
+                                    std::function<void(error_code, std::string)> on_end);
+
+  /// The token sent with every request from now on (etcd's auth/authenticate); empty: none.
+  void set_token(std::string token);
+  /// Whether the last attempt to reach a member reached one (false before the first).
+  bool reachable() const noexcept;
+  /// Closes every connection; calls in flight end closed, later ones at once (posted).
+  void shutdown();
+  const config& get_config() const noexcept;
+
+  struct connection;
+
+private:
+  struct state;
+  std::shared_ptr<state> s_;
+};
+
+} // namespace corolock::etcd::detail

@@ -1,0 +1,158 @@
+// The etcd client's lease as its session (lease_session.hpp).
+#include "backends/etcd/lease_session.hpp"
+
+#include "backends/etcd/wire.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/post.hpp>
+
+namespace corolock::etcd::detail {
+
+namespace json = boost::json;
+
+lease_session::lease_session(asio::any_io_executor ex, config cfg)
+    : ex_(ex), gw_(std::make_shared<gateway>(ex, cfg)),
+      ttl_(std::max<std::int64_t>(1, (cfg.lease.count() + 999) / 1000)), timer_(ex) {}
+
+void lease_session::connect(std::function<void(error_code, std::string)> h) {
+  started_ = true;
+  auto self = shared_from_this();
+  authenticate([self, h = std::move(h)](error_code ec, std::string words) mutable {
+    if (ec)
+      return h(ec, std::move(words));
+    self->grant(std::move(h));
+  });
+}
+
+void lease_session::authenticate(std::function<void(error_code, std::string)> next) {
+  const auto& cfg = gw_->get_config();
+  if (cfg.username.empty()) {
+    asio::post(ex_, [next = std::move(next)] { next({}, {}); });
+    return;
+  }
+  json::object body{{"name", cfg.username}, {"password", cfg.password}};
+  gw_->call("/v3/auth/authenticate", body,
+            [self = shared_from_this(), next = std::move(next)](error_code ec, json::object reply, std::string words) {
+              if (!ec) {
+                const auto* t = reply.if_contains("token");
+                if (t && t->is_string())
+                  self->gw_->set_token(std::string(t->as_string()));
+              }
+              next(ec, std::move(words));
+            });
+}
+
+void lease_session::grant(std::function<void(error_code, std::string)> h) {
+  const auto sent = clock::now();
+  json::object body{{"TTL", std::to_string(ttl_.count())}};
+  gw_->call("/v3/lease/grant", body,
+            [self = shared_from_this(), sent, h = std::move(h)](error_code ec, json::object reply, std::string words) {
+              if (self->closed_)
+                return h(error::closed, "the etcd client is closed");
+              const auto id = ec ? 0 : number(reply, "ID");
+              if (!ec && id == 0) {
+                ec = error::protocol_error;
+                words = "etcd granted a lease without an ID";
+              }
+              if (ec)
+                return h(ec, std::move(words));
+              self->lease_ = id;
+              self->answering_ = true;
+              self->alive_until_ = sent + std::chrono::seconds(std::max<std::int64_t>(1, number(reply, "TTL")));
+              if (self->told_.alive)
+                self->told_.alive(id, self->alive_until_);
+              self->schedule(self->ttl_ / 3);
+              h({}, {});
+            });
+}
+
+void lease_session::schedule(clock::duration after) {
+  timer_.expires_after(after);
+  timer_.async_wait([w = weak_from_this()](error_code ec) {
+    if (auto self = w.lock(); self && !ec && !self->closed_)
+      self->keepalive();
+  });
+}
+
+void lease_session::keepalive() {
+  const auto sent = clock::now();
+  const auto id = lease_;
+  json::object body{{"ID", std::to_string(id)}};
+  gw_->call("/v3/lease/keepalive", body,
+            [w = weak_from_this(), sent, id](error_code ec, json::object reply, std::string) {
+              auto self = w.lock();
+              if (!self || self->closed_ || self->lease_ != id)
+                return;
+              if (ec) { // unanswered: the bound stays; again soon, to the next member if need be
+                if (std::exchange(self->answering_, false) && self->told_.unreachable)
+                  self->told_.unreachable();
+                self->schedule(std::max<clock::duration>(std::chrono::milliseconds(100), self->ttl_ / 6));
+                return;
+              }
+              const auto* result = reply.if_contains("result");
+              const auto ttl = result && result->is_object() ? number(result->as_object(), "TTL") : 0;
+              const bool back = !std::exchange(self->answering_, true);
+              if (ttl <= 0) { // expired or revoked: every key of it is gone
+                self->lease_ = 0;
+                if (self->told_.lost)
+                  self->told_.lost(id);
+                self->regrant();
+                return;
+              }
+              self->alive_until_ = std::max(self->alive_until_, sent + std::chrono::seconds(ttl));
+              if (self->told_.alive)
+                self->told_.alive(id, self->alive_until_);
+              if (back && self->told_.reachable)
+                self->told_.reachable();
+              self->schedule(self->ttl_ / 3);
+            });
+}
+
+void lease_session::regrant() {
+  grant([w = weak_from_this()](error_code ec, std::string) {
+    auto self = w.lock();
+    if (!self || self->closed_)
+      return;
+    if (ec) { // no lease yet: ask again soon
+      self->answering_ = false;
+      self->timer_.expires_after(std::max<clock::duration>(std::chrono::milliseconds(100), self->ttl_ / 6));
+      self->timer_.async_wait([w](error_code tec) {
+        if (auto s = w.lock(); s && !tec && !s->closed_)
+          s->regrant();
+      });
+      return;
+    }
+    if (self->told_.reachable)
+      self->told_.reachable();
+  });
+}
+
+void lease_session::close(std::function<void()> h) {
+  if (closed_) {
+    asio::post(ex_, std::move(h));
+    return;
+  }
+  closed_ = true;
+  timer_.cancel();
+  const auto id = std::exchange(lease_, 0);
+  if (id == 0) {
+    gw_->shutdown();
+    asio::post(ex_, std::move(h));
+    return;
+  }
+  // The gateway still serves this one request although closed_ is set here (it reads its own).
+  json::object body{{"ID", std::to_string(id)}};
+  gw_->call("/v3/lease/revoke", body, [self = shared_from_this(), h = std::move(h)](error_code, json::object, std::string) {
+    self->gw_->shutdown();
+    h();
+  });
+}
+
+void lease_session::give_up() {
+  closed_ = true;
+  timer_.cancel();
+  gw_->shutdown();
+}
+
+} // namespace corolock::etcd::detail

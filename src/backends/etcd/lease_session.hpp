@@ -1,0 +1,76 @@
+// Private: the etcd client's session — one lease, granted at connect(), kept alive every third of
+// its TTL, revoked at close (include/corolock/etcd/client.hpp says what a user sees).
+//
+// Invariants. alive_until() is the send time of the last keepalive the store answered with a TTL,
+// plus that TTL: no member can have expired the lease before it (a member counts the TTL from when
+// it got the keepalive, after we sent it). It only moves forward within one lease. A keepalive
+// answered with no TTL means the lease is gone (expired, or revoked by an operator): the listeners
+// hear lost(lease) once, then a new lease is asked for until one is granted (then reachable()).
+// A keepalive not answered (no member, timeout) leaves the bound where it was and is sent again a
+// sixth of the TTL later, to the next member; the first answer after one or more unanswered ones
+// tells reachable(): a waiter's watch may have died with its member, so the lock side looks again.
+#pragma once
+
+#include "backends/etcd/gateway.hpp"
+
+#include <corolock/diagnostics.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace corolock::etcd::detail {
+
+class lease_session : public std::enable_shared_from_this<lease_session> {
+public:
+  using clock = std::chrono::steady_clock;
+  struct listeners {
+    std::function<void(std::int64_t lease, clock::time_point alive_until)> alive;
+    std::function<void(std::int64_t lease)> lost;
+    std::function<void()> reachable;
+    std::function<void()> unreachable;
+  };
+
+  lease_session(asio::any_io_executor ex, config cfg);
+
+  /// Authenticates if asked, then grants the first lease; `h` once (posted).
+  void connect(std::function<void(error_code, std::string)> h);
+  /// Revokes the lease, then closes the gateway; `h` once (posted).
+  void close(std::function<void()> h);
+  /// Closes the gateway now (the close's bound passed, or the client is destroyed).
+  void give_up();
+
+  void listen(listeners l) { told_ = std::move(l); }
+  gateway& gw() noexcept { return *gw_; }
+  std::int64_t lease() const noexcept { return lease_; }
+  clock::time_point alive_until() const noexcept { return alive_until_; }
+  std::chrono::seconds ttl() const noexcept { return ttl_; }
+  bool connected() const noexcept { return lease_ != 0 && answering_ && !closed_; }
+  bool closed() const noexcept { return closed_; }
+  bool started() const noexcept { return started_; }
+  const asio::any_io_executor& executor() const noexcept { return ex_; }
+
+private:
+  void authenticate(std::function<void(error_code, std::string)> next);
+  void grant(std::function<void(error_code, std::string)> h);
+  void schedule(clock::duration after);
+  void keepalive();
+  void regrant();
+
+  asio::any_io_executor ex_;
+  std::shared_ptr<gateway> gw_;
+  std::chrono::seconds ttl_;
+  asio::steady_timer timer_;
+  listeners told_;
+  std::int64_t lease_ = 0;
+  clock::time_point alive_until_{};
+  bool answering_ = false;
+  bool started_ = false;
+  bool closed_ = false;
+};
+
+} // namespace corolock::etcd::detail

@@ -1,0 +1,474 @@
+// etcd behind the lock core's seam (lock_backend.hpp): each bid's requests on the lease session.
+#include "backends/etcd/lock_backend.hpp"
+
+#include "backends/etcd/lock_keys.hpp"
+#include "backends/etcd/wire.hpp"
+#include "core/asio_timer.hpp"
+#include "detail/completion.hpp"
+#include "detail/random_id.hpp"
+
+#include <corolock/error.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/json/array.hpp>
+
+#include <set>
+
+namespace corolock::etcd::detail {
+
+namespace json = boost::json;
+using core::steady;
+using corolock::detail::complete_later;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr core::backend_traits etcd_traits{
+    .store = "etcd",
+    .leases = core::lease_model::session,
+    .fixed_lease = false,
+    .read_write = true,
+    .semaphore = false,
+    .fifo = true,
+    .holder_token = true,
+};
+
+/// A lock as this backend prepares it, once per handle: its folder.
+struct etcd_lock final : core::lock_ticket {
+  explicit etcd_lock(std::string f) : folder(std::move(f)), writers(folder + "w.") {}
+  const std::string folder;  ///< every bid of the lock
+  const std::string writers; ///< the writers' keys (a reader's rule looks only at these)
+};
+
+/// One bid, kept until nothing of it is left to do at the store; a granted one is its lease's
+/// ticket (the core hands it back with the release).
+struct bid_run final : core::lease_ticket {
+  std::shared_ptr<const core::lock_spec> lock;
+  std::string owner;
+  std::string key;
+  std::string rule_begin, rule_end; ///< the keys whose earlier creation makes ours wait
+  bool wait = true;
+  core::contender_events* events = nullptr; ///< null once withdrawn or settled
+  bool settled = false;
+  bool withdrawn = false;
+  bool holding = false;
+  bool in_flight = false;          ///< a transaction that may put the key is out
+  std::int64_t revision = 0;       ///< our key's create revision (0: not known yet)
+  std::int64_t lease = 0;          ///< the lease our key was put with
+  std::shared_ptr<gateway::watch> watching;
+};
+
+json::object compare_created(const std::string& key, std::int64_t revision) {
+  return json::object{{"key", base64(key)}, {"target", "CREATE"}, {"result", "EQUAL"},
+                      {"create_revision", std::to_string(revision)}};
+}
+
+} // namespace
+
+struct lock_backend::state : std::enable_shared_from_this<state> {
+  explicit state(std::shared_ptr<lease_session> s)
+      : session(std::move(s)), ex(session->executor()), client_id(corolock::detail::random_id().substr(0, 16)) {}
+
+  std::shared_ptr<lease_session> session; ///< null once detached
+  asio::any_io_executor ex;
+  hooks told;
+  std::string client_id;
+  std::uint64_t owners = 0;
+  std::set<std::shared_ptr<bid_run>> running; ///< waiting or on their way (not held)
+
+  milliseconds margin() const {
+    return session ? std::chrono::duration_cast<milliseconds>(session->ttl()) / 10 : milliseconds(0);
+  }
+
+  void settle_unsure(const std::shared_ptr<bid_run>& b, error_code ec, std::string words) {
+    running.erase(b);
+    if (b->watching)
+      std::exchange(b->watching, nullptr)->cancel();
+    if (auto* e = std::exchange(b->events, nullptr)) {
+      b->settled = true;
+      e->unsure(ec, std::move(words));
+    }
+  }
+
+  void settle_failed(const std::shared_ptr<bid_run>& b, error_code ec, std::string words) {
+    running.erase(b);
+    if (auto* e = std::exchange(b->events, nullptr)) {
+      b->settled = true;
+      e->failed(ec, std::move(words));
+    }
+  }
+
+  /// (1) Put our key if it was never created, reading the newest key of the rule before it;
+  /// else read our key.
+  void bid(const std::shared_ptr<bid_run>& b) {
+    if (!session || session->closed())
+      return settle_failed(b, error::closed, "the etcd client is closed");
+    if (session->lease() == 0 || !session->started())
+      return settle_unsure(b, error::not_connected, "the etcd client has no lease (not connected, or a new one "
+                                                     "is being granted after the last expired)");
+    b->lease = session->lease();
+    json::object put{{"key", base64(b->key)}, {"value", base64(b->owner)}, {"lease", std::to_string(b->lease)}};
+    json::object txn{
+        {"compare", json::array{compare_created(b->key, 0)}},
+        {"success", json::array{json::object{{"request_put", std::move(put)}},
+                                json::object{{"request_range", range_request(b->rule_begin, b->rule_end, 2, 0, true)}}}},
+        {"failure", json::array{json::object{{"request_range", range_request(b->key, {}, 0, 0, false)}}}}};
+    b->in_flight = true;
+    const auto sent = steady::now();
+    session->gw().call("/v3/kv/txn", txn, [self = shared_from_this(), b, sent](error_code ec, json::object r, std::string words) {
+      b->in_flight = false;
+      if (b->withdrawn)
+        return self->remove(b);
+      if (ec)
+        return self->settle_unsure(b, ec, std::move(words));
+      const auto responses = response_ranges(r);
+      const bool put = r.contains("succeeded") && r.at("succeeded").is_bool() && r.at("succeeded").as_bool();
+      if (put) {
+        b->revision = revision_of(r);
+        std::optional<key_value> before;
+        if (!responses.empty())
+          for (const auto& kv : responses.back())
+            if (kv.key != b->key && kv.create_revision < b->revision) {
+              before = kv;
+              break;
+            }
+        return self->decide(b, before, revision_of(r), sent);
+      }
+      if (responses.empty() || responses.front().empty()) // deleted since the compare: put again
+        return self->bid(b);
+      const auto& mine = responses.front().front();
+      if (mine.lease != b->lease) { // a key of an ended lease, about to go with it: wait for it
+        b->revision = mine.create_revision;
+        return self->look(b);
+      }
+      b->revision = mine.create_revision;
+      self->look(b);
+    });
+  }
+
+  /// Each response_range's kvs of a transaction's reply, in order.
+  static std::vector<std::vector<key_value>> response_ranges(const json::object& r) {
+    std::vector<std::vector<key_value>> out;
+    if (const auto* rs = r.if_contains("responses"); rs && rs->is_array())
+      for (const auto& x : rs->as_array())
+        if (x.is_object())
+          if (const auto* rr = x.as_object().if_contains("response_range"); rr && rr->is_object())
+            out.push_back(kvs_of(rr->as_object()));
+    return out;
+  }
+
+  /// (3) Read our key and the newest key of the rule created before it.
+  void look(const std::shared_ptr<bid_run>& b) {
+    if (!session || session->closed())
+      return settle_failed(b, error::closed, "the etcd client is closed");
+    json::object txn{
+        {"success", json::array{json::object{{"request_range", range_request(b->key, {}, 0, 0, false)}},
+                                json::object{{"request_range", range_request(b->rule_begin, b->rule_end, 1,
+                                                                              b->revision - 1, true)}}}}};
+    const auto sent = steady::now();
+    session->gw().call("/v3/kv/txn", txn, [self = shared_from_this(), b, sent](error_code ec, json::object r, std::string words) {
+      if (b->withdrawn || b->settled)
+        return;
+      if (ec)
+        return self->settle_unsure(b, ec, std::move(words));
+      const auto responses = response_ranges(r);
+      if (responses.size() < 2)
+        return self->settle_unsure(b, error::protocol_error, "etcd answered a transaction of two ranges without both");
+      if (responses[0].empty() || responses[0].front().create_revision != b->revision) {
+        // Our key is gone while we waited: its lease ended (the session's loss tells the core) or
+        // someone deleted it. Put it again, at the end of the line.
+        b->revision = 0;
+        return self->bid(b);
+      }
+      std::optional<key_value> before;
+      if (!responses[1].empty())
+        before = responses[1].front();
+      self->decide(b, before, revision_of(r), sent);
+    });
+  }
+
+  /// (2) Granted, taken, or a watch on the key before ours.
+  void decide(const std::shared_ptr<bid_run>& b, const std::optional<key_value>& before, std::int64_t at,
+              steady::time_point sent) {
+    if (!before)
+      return hand_over(b, sent);
+    if (!b->wait) { // a try: nothing of it may stay
+      running.erase(b);
+      auto* e = std::exchange(b->events, nullptr);
+      b->settled = true;
+      return delete_key(b, [e](error_code ec, std::string words) {
+        if (ec)
+          e->unsure(ec, std::move(words)); // the core gives the owner back
+        else
+          e->taken();
+      });
+    }
+    json::object create{{"key", base64(before->key)}, {"start_revision", std::to_string(at + 1)},
+                        {"filters", json::array{"NOPUT"}}};
+    std::weak_ptr<state> w = weak_from_this();
+    std::weak_ptr<bid_run> wb = b;
+    b->watching = session->gw().open_watch(
+        create,
+        [w, wb](const json::object& result) {
+          auto self = w.lock();
+          auto b = wb.lock();
+          if (!self || !b || b->withdrawn || b->settled)
+            return;
+          const auto* events = result.if_contains("events");
+          const bool fired = events && events->is_array() && !events->as_array().empty();
+          const bool canceled = result.contains("canceled") || number(result, "compact_revision") > 0;
+          if (fired || canceled) {
+            if (b->watching)
+              std::exchange(b->watching, nullptr)->cancel();
+            self->look(b);
+          }
+        },
+        [w, wb](error_code, std::string) {
+          auto self = w.lock();
+          auto b = wb.lock();
+          if (!self || !b || b->withdrawn || b->settled)
+            return;
+          b->watching = nullptr;
+          self->look(b); // unanswered if the member is gone: then unsure
+        });
+  }
+
+  void hand_over(const std::shared_ptr<bid_run>& b, steady::time_point sent) {
+    running.erase(b);
+    auto* e = std::exchange(b->events, nullptr);
+    if (!e)
+      return;
+    b->settled = true;
+    b->holding = true;
+    const auto until = session ? session->alive_until() - margin() : sent;
+    const auto now = steady::now();
+    e->granted({.token = static_cast<std::uint64_t>(b->revision),
+                .from = sent,
+                .valid_for = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(until - now)),
+                .session = static_cast<std::uint64_t>(b->lease),
+                .ticket = b});
+  }
+
+  /// Deletes the bid's key (idempotent), then `h`.
+  void delete_key(const std::shared_ptr<bid_run>& b, std::function<void(error_code, std::string)> h) {
+    if (!session || session->closed())
+      return asio::post(ex, [h = std::move(h)] { h(error::closed, "the etcd client is closed"); });
+    json::object del{{"key", base64(b->key)}};
+    session->gw().call("/v3/kv/deleterange", del,
+                       [h = std::move(h)](error_code ec, json::object, std::string words) { h(ec, std::move(words)); });
+  }
+
+  /// A withdrawn bid's key removed, through the core's resend queue (contract 4: after the
+  /// transaction that may have put it).
+  void remove(const std::shared_ptr<bid_run>& b) {
+    running.erase(b);
+    if (b->watching)
+      std::exchange(b->watching, nullptr)->cancel();
+    std::weak_ptr<state> w = weak_from_this();
+    core::resend(told, [w, b](core::handler<void(error_code, std::string)> done) {
+      auto self = w.lock();
+      if (!self)
+        return done(error::closed, "the etcd client is gone");
+      auto shared = std::make_shared<core::handler<void(error_code, std::string)>>(std::move(done));
+      self->delete_key(b, [shared](error_code ec, std::string words) { std::move(*shared)(ec, std::move(words)); });
+    });
+  }
+
+  void on_lost(std::int64_t lease) {
+    if (told.session_lost)
+      told.session_lost(static_cast<std::uint64_t>(lease), error::session_expired);
+    const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
+    for (const auto& b : all)
+      if (b->lease == lease && !b->in_flight)
+        settle_unsure(b, error::session_expired, "the etcd lease of this client expired (its keys went with it)");
+  }
+
+  /// A member may have gone with the watches on it: every waiting bid looks again (on the member
+  /// the client now reaches).
+  void look_again() {
+    const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
+    for (const auto& b : all)
+      if (b->watching) {
+        std::exchange(b->watching, nullptr)->cancel();
+        look(b);
+      }
+  }
+};
+
+namespace {
+
+class etcd_contender final : public core::contender {
+public:
+  etcd_contender(std::weak_ptr<lock_backend::state> s, std::shared_ptr<bid_run> b) : s_(std::move(s)), b_(std::move(b)) {}
+  void withdraw() override {
+    if (b_->settled || b_->withdrawn)
+      return;
+    b_->withdrawn = true;
+    b_->events = nullptr;
+    if (b_->watching)
+      std::exchange(b_->watching, nullptr)->cancel();
+    auto s = s_.lock();
+    if (!s)
+      return;
+    if (!b_->in_flight) // else the transaction's reply removes it
+      s->remove(b_);
+  }
+
+private:
+  std::weak_ptr<lock_backend::state> s_;
+  std::shared_ptr<bid_run> b_;
+};
+
+} // namespace
+
+lock_backend::lock_backend(std::shared_ptr<lease_session> session) : s_(std::make_shared<state>(std::move(session))) {
+  std::weak_ptr<state> w = s_;
+  s_->session->listen(
+      {.alive = [w](std::int64_t lease, steady::time_point until) {
+         if (auto s = w.lock(); s && s->told.session_alive)
+           s->told.session_alive(static_cast<std::uint64_t>(lease), until - s->margin());
+       },
+       .lost = [w](std::int64_t lease) { if (auto s = w.lock()) s->on_lost(lease); },
+       .reachable = [w] {
+         if (auto s = w.lock()) {
+           s->look_again();
+           if (s->told.reachable)
+             s->told.reachable();
+         }
+       },
+       .unreachable = [w] { if (auto s = w.lock()) s->look_again(); }});
+}
+
+lock_backend::~lock_backend() {
+  detach();
+  s_->told = {};
+  for (const auto& b : s_->running)
+    b->events = nullptr;
+}
+
+void lock_backend::detach() noexcept {
+  if (s_->session)
+    s_->session->listen({});
+  s_->session = nullptr;
+}
+
+const core::backend_traits& lock_backend::traits() const noexcept { return etcd_traits; }
+asio::any_io_executor lock_backend::get_executor() const { return s_->ex; }
+core::steady::time_point lock_backend::now() const { return steady::now(); }
+std::unique_ptr<core::timer> lock_backend::make_timer() { return std::make_unique<core::asio_timer>(s_->ex); }
+std::string lock_backend::new_owner() { return s_->client_id + "." + std::to_string(++s_->owners); }
+
+bool lock_backend::known_unreachable() const noexcept { return !s_->session || !s_->session->connected(); }
+
+error_code lock_backend::check(const core::lock_spec& lock, std::string& words) const {
+  if (!lock.options.watchdog) {
+    words = "etcd: no fixed lease: a lock lives as long as the client's lease (trait fixed_lease: false)";
+    return error::invalid_argument;
+  }
+  return {}; // any prefix and name: lock_folder() escapes what would be ambiguous
+}
+
+std::shared_ptr<const core::lock_ticket> lock_backend::prepare(const core::lock_spec& lock) const {
+  return std::make_shared<const etcd_lock>(
+      lock_folder(lock.options.prefix, lock.name, lock.kind == core::lock_kind::read_write));
+}
+
+namespace {
+std::shared_ptr<bid_run> run_of(const core::bid& b, const std::string& owner) {
+  const auto& l = core::ticket_of<etcd_lock>(*b.lock);
+  auto run = std::make_shared<bid_run>();
+  run->lock = b.lock;
+  run->owner = owner;
+  run->wait = b.wait;
+  const bool reader = b.lock->kind == core::lock_kind::read_write && b.shared;
+  run->key = bid_key(l.folder, owner, reader);
+  run->rule_begin = reader ? l.writers : l.folder;
+  run->rule_end = prefix_end(run->rule_begin);
+  return run;
+}
+} // namespace
+
+std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner, core::contender_events& events) {
+  auto run = run_of(b, owner);
+  run->events = &events;
+  s_->running.insert(run);
+  // Posted: an event never comes inline from contend().
+  asio::post(s_->ex, [w = std::weak_ptr<state>(s_), run] {
+    auto s = w.lock();
+    if (!s || run->withdrawn || run->settled)
+      return;
+    if (!s->session)
+      return s->settle_failed(run, error::closed, "the etcd client is gone");
+    s->bid(run);
+  });
+  return std::make_unique<etcd_contender>(s_, run);
+}
+
+void lock_backend::give_back(const core::bid& b, const std::string& owner, core::handler<void(error_code, std::string)> h) {
+  auto run = run_of(b, owner);
+  auto shared = std::make_shared<core::handler<void(error_code, std::string)>>(std::move(h));
+  s_->delete_key(run, [shared](error_code ec, std::string words) { std::move(*shared)(ec, std::move(words)); });
+}
+
+void lock_backend::release(const core::held& lease, core::handler<void(error_code, std::string)> h) {
+  auto* b = core::ticket_of<bid_run>(lease);
+  if (b == nullptr || !b->holding)
+    return complete_later(s_->ex, std::move(h), asio::cancellation_slot{}, error_code(error::lease_lost),
+                          std::string("this client holds no key of owner ") + lease.owner);
+  if (!s_->session || s_->session->closed())
+    return complete_later(s_->ex, std::move(h), asio::cancellation_slot{}, error_code(error::closed),
+                          std::string("the etcd client is closed"));
+  // Deleted only while it is still the key the grant read: nothing of another owner is touched.
+  json::object txn{{"compare", json::array{compare_created(b->key, b->revision)}},
+                   {"success", json::array{json::object{{"request_delete_range", json::object{{"key", base64(b->key)}}}}}}};
+  auto shared = std::make_shared<core::handler<void(error_code, std::string)>>(std::move(h));
+  auto ticket = lease.ticket;
+  s_->session->gw().call("/v3/kv/txn", txn, [shared, ticket, b, key = b->key](error_code ec, json::object r, std::string words) {
+    if (ec)
+      return std::move(*shared)(ec, std::move(words));
+    b->holding = false;
+    const bool done = r.contains("succeeded") && r.at("succeeded").is_bool() && r.at("succeeded").as_bool();
+    if (!done)
+      return std::move(*shared)(error::lease_lost, "etcd no longer has the key " + key + " of this lease");
+    std::move(*shared)(error_code{}, std::string());
+  });
+}
+
+void lock_backend::holder_token(const core::lock_spec& lock, core::handler<void(error_code, std::uint64_t, std::string)> h) {
+  if (!s_->session || s_->session->closed())
+    return complete_later(s_->ex, std::move(h), {}, error_code(error::closed), std::uint64_t{0},
+                          std::string("the etcd client is closed"));
+  const auto& l = core::ticket_of<etcd_lock>(lock);
+  auto range = range_request(l.folder, prefix_end(l.folder), 1, 0, true);
+  range["sort_order"] = "ASCEND"; // the oldest key: the holder
+  auto shared = std::make_shared<core::handler<void(error_code, std::uint64_t, std::string)>>(std::move(h));
+  s_->session->gw().call("/v3/kv/range", range, [shared](error_code ec, json::object r, std::string words) {
+    const auto kvs = ec ? std::vector<key_value>{} : kvs_of(r);
+    std::move(*shared)(ec, kvs.empty() ? std::uint64_t{0} : static_cast<std::uint64_t>(kvs.front().create_revision),
+                       std::move(words));
+  });
+}
+
+void lock_backend::renew(std::vector<core::renewal> leases, core::handler<void(std::vector<core::renew_outcome>)> h) {
+  complete_later(s_->ex, std::move(h), asio::cancellation_slot{}, std::vector<core::renew_outcome>(leases.size()));
+}
+
+void lock_backend::close(core::handler<void()> h) {
+  // Revoking the lease deletes every key of ours at once.
+  const std::vector<std::shared_ptr<bid_run>> all(s_->running.begin(), s_->running.end());
+  for (const auto& b : all)
+    s_->settle_failed(b, error::closed, "the etcd client is closed");
+  if (!s_->session)
+    return complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
+  auto shared = std::make_shared<core::handler<void()>>(std::move(h));
+  s_->session->close([shared, ex = s_->ex] { complete_later(ex, std::move(*shared), asio::cancellation_slot{}); });
+}
+
+void lock_backend::give_up() {
+  if (s_->session)
+    s_->session->give_up();
+}
+
+void lock_backend::set_hooks(hooks h) { s_->told = std::move(h); }
+
+} // namespace corolock::etcd::detail

@@ -1,0 +1,77 @@
+// Private: etcd behind the lock core's seam (core/backend.hpp), over the client's lease session.
+//
+// Where a lock lives (lock_keys.hpp): a folder per lock, "<prefix>/<name>/mutex/" or
+// "<prefix>/<name>/rw/" (prefix and name %-escaped, so the folder is injective over them); a bid is
+// the key "<folder><w|r>.<owner>", put with the client's lease. The line is the folder's keys in
+// creation order (create revision): a writer (a mutex bid) holds when no key of the folder was
+// created before its own, a reader when no writer's key was. So each waiter watches one key — the
+// one of its kind's rule created just before its own — for its deletion, and looks again when it
+// goes (a waiter before it may have left while the holder stays): a release wakes one waiter, not
+// the line. The bid's key is named by its owner: a bid the core makes again in the same owner
+// (after an unsure end) finds its key by a compare in the same transaction that would put it, so a
+// put whose reply was lost leaves no second key and no orphan ahead of the line; give_back and
+// withdraw delete it by name.
+//
+// One bid, as requests: (1) a transaction — if the key was never created, put it and read the
+// newest key of the rule before it (one request for a new bid), else read the key (its create
+// revision is the bid's); (2) while a key of the rule was created before ours: watch it from the
+// revision read (NOPUT: only its deletion), or — a try — delete ours and answer taken; (3) when
+// the watch fires, is compacted away or its stream ends: a transaction reading our key and the
+// newest key of the rule before it. Our key gone while waiting (an operator deleted it) → put
+// again, at the end of the line. Any request unanswered → unsure (contract 6).
+//
+// The session is the lease (traits: lease_model::session): its keepalives move every grant's
+// bound (lease_session.hpp); its expiry → session_lost and every waiting bid ends unsure
+// (session_expired): the core bids again in the same owner under the next lease. Tokens: the key's
+// create revision, the cluster's one revision counter (raft-replicated: rises forever, across a
+// leader change). Release: a transaction deleting the key only if its create revision is still the
+// token (lease_lost otherwise: nothing of another owner touched).
+//
+// Order per owner (contract 4): a withdrawal waits for the bid's transaction in flight, then
+// deletes; the delete goes out through hooks.resend.
+#pragma once
+
+#include "backends/etcd/lease_session.hpp"
+#include "core/backend.hpp"
+
+#include <memory>
+
+namespace corolock::etcd::detail {
+
+class lock_backend final : public core::backend {
+public:
+  explicit lock_backend(std::shared_ptr<lease_session> session);
+  ~lock_backend() override;
+
+  /// The client is going: no request is sent any more; every bid ends.
+  void detach() noexcept;
+
+  const core::backend_traits& traits() const noexcept override;
+  asio::any_io_executor get_executor() const override;
+  core::steady::time_point now() const override;
+  std::unique_ptr<core::timer> make_timer() override;
+  std::string new_owner() override;
+  /// No lease, or the last keepalive unanswered, or closed.
+  bool known_unreachable() const noexcept override;
+  error_code check(const core::lock_spec& lock, std::string& words) const override;
+  std::shared_ptr<const core::lock_ticket> prepare(const core::lock_spec& lock) const override;
+  std::unique_ptr<core::contender> contend(core::bid b, std::string owner,
+                                           core::contender_events& events) override;
+  void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
+  void give_back(const core::bid& b, const std::string& owner,
+                 core::handler<void(error_code, std::string)> h) override;
+  void holder_token(const core::lock_spec& lock,
+                    core::handler<void(error_code, std::uint64_t, std::string)> h) override;
+  void renew(std::vector<core::renewal> leases,
+             core::handler<void(std::vector<core::renew_outcome>)> h) override;
+  void close(core::handler<void()> h) override;
+  void give_up() override;
+  void set_hooks(hooks h) override;
+
+  struct state;
+
+private:
+  std::shared_ptr<state> s_;
+};
+
+} // namespace corolock::etcd::detail
