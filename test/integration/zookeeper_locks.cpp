@@ -21,6 +21,7 @@
 #include <corolock/zookeeper/client.hpp>
 
 #include <support/async_test.hpp>
+#include <support/background_lock.hpp>
 #include <support/fault_proxy.hpp>
 #include <support/fenced_resource.hpp>
 #include <support/zookeeper_config.hpp>
@@ -109,47 +110,6 @@ asio::awaitable<void> suspend(fault_proxy& proxy, zk::client& c) {
 asio::awaitable<void> back(fault_proxy& proxy, zk::client& c) {
   proxy.heal();
   BOOST_REQUIRE(co_await eventually([&] { return c.state() == zk::session_state::connected; }));
-}
-
-/// One acquisition in the background: its outcome and when it came.
-struct attempt {
-  std::optional<error_code> ec;
-  guard g;
-  clock_type::time_point at{};
-};
-
-/// An acquisition of `m` (a mutex; a semaphore: `permits` of it) in the background.
-template <typename Lock>
-void start(asio::any_io_executor ex, Lock& m, attempt& a, std::int64_t permits = 1) {
-  asio::co_spawn(ex, [&m, &a, permits]() -> asio::awaitable<void> {
-    error_code ec;
-    guard g;
-    if constexpr (std::is_same_v<Lock, corolock::semaphore>)
-      std::tie(ec, g) = co_await m.acquire(permits, as_tuple_awaitable);
-    else
-      std::tie(ec, g) = co_await m.acquire(as_tuple_awaitable);
-    a.g = std::move(g);
-    a.at = clock_type::now();
-    a.ec = ec;
-  }, asio::detached);
-}
-
-asio::awaitable<bool> done(const attempt& a, milliseconds limit = milliseconds(10000)) {
-  co_return co_await eventually([&] { return a.ec.has_value(); }, limit);
-}
-
-/// Tells when a lease's guard was told (wait_lost) and with what.
-struct told_lost {
-  std::optional<error_code> ec;
-  clock_type::time_point at{};
-};
-
-void watch_lost(asio::any_io_executor ex, guard& g, told_lost& t) {
-  asio::co_spawn(ex, [&g, &t]() -> asio::awaitable<void> {
-    auto [ec] = co_await g.wait_lost(as_tuple_awaitable);
-    t.at = clock_type::now();
-    t.ec = ec;
-  }, asio::detached);
 }
 
 /// When a client's session state changed: dropped (suspended), back (connected again), expired.

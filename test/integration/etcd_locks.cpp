@@ -1,0 +1,247 @@
+// etcd's locks against private members (test/support/etcd_server), under the faults a deployment
+// meets: an operator revoking the client's lease (the holder told, a new lease serving later
+// locks), a holder's link stalled past its lease (told before another client acquires, its fenced
+// write refused), the cluster's leader killed under lock traffic (one holder at a time, tokens
+// rising, every caller served or failed by its deadline), the member restarted under a waiter, and
+// the history a waiter watches compacted. What each fault costs is printed (BOOST_TEST_MESSAGE).
+#include <corolock/corolock.hpp>
+#include <corolock/etcd/client.hpp>
+
+#include "backends/etcd/lock_keys.hpp"
+
+#include <support/async_test.hpp>
+#include <support/background_lock.hpp>
+#include <support/etcd_server.hpp>
+#include <support/fault_proxy.hpp>
+#include <support/fenced_resource.hpp>
+
+#include <boost/asio.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+using namespace corolock;
+using namespace corolock::test;
+using std::chrono::milliseconds;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto as_tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+double ms_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+/// A client of the members at `hosts` with a lease of `lease`, connected.
+asio::awaitable<std::unique_ptr<etcd::client>> connected(asio::any_io_executor ex, const std::string& hosts,
+                                                          milliseconds lease = milliseconds(2000)) {
+  auto cfg = etcd::config::from_url("etcd://" + hosts);
+  cfg.lease = lease;
+  cfg.connect_timeout = milliseconds(500);
+  cfg.request_timeout = milliseconds(1000);
+  auto c = std::make_unique<etcd::client>(ex, cfg);
+  co_await c->connect();
+  co_return c;
+}
+
+std::string local(std::uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+/// The keys of mutex `name` (default prefix) at the member on `port`.
+std::size_t keys_of(std::uint16_t port, const std::string& name) {
+  return etcd_keys(port, etcd::detail::lock_folder("corolock:", name, false)).size();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(etcd_locks)
+
+BOOST_AUTO_TEST_CASE(a_lease_revoked_by_an_operator_tells_the_holder_and_a_new_lease_serves_later_locks) {
+  etcd_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto holder = co_await connected(ex, local(server.port()));
+    auto other = co_await connected(ex, local(server.port()));
+    mutex mh{*holder, "order:42"}, mo{*other, "order:42"};
+    auto g = co_await mh.acquire();
+    told_lost lost;
+    watch_lost(ex, g, lost);
+    attempt w;
+    start(ex, mo, w);
+    BOOST_REQUIRE(co_await eventually([&] { return keys_of(server.port(), "order:42") == 2; }));
+    const auto first_lease = holder->lease_id();
+    const auto revoked = clock_type::now();
+    etcd_revoke(server.port(), first_lease);
+    BOOST_REQUIRE(co_await done(w));
+    BOOST_TEST(!*w.ec);
+    BOOST_REQUIRE(co_await eventually([&] { return lost.ec.has_value(); }, milliseconds(3000)));
+    BOOST_TEST((*lost.ec == error::lease_lost), lost.ec->message());
+    BOOST_TEST(g.lost());
+    // Told within one keepalive period (a third of the 2 s lease) and a request.
+    BOOST_TEST(ms_between(revoked, lost.at) < 1500.0, ms_between(revoked, lost.at) << " ms");
+    BOOST_TEST_MESSAGE("lease revoked at 0 ms: the holder told at " << ms_between(revoked, lost.at)
+                       << " ms, the waiter acquired at " << ms_between(revoked, w.at) << " ms");
+    auto [uec] = co_await g.unlock(as_tuple_awaitable);
+    BOOST_TEST((uec == error::lease_lost), uec.message());
+    // A new lease, and later locks on it.
+    BOOST_REQUIRE(co_await eventually([&] { return holder->lease_id() != 0 && holder->lease_id() != first_lease; }));
+    co_await w.g.unlock();
+    auto again = co_await mh.acquire_for(milliseconds(3000));
+    BOOST_TEST(again.fencing_token() > w.g.fencing_token());
+    co_await again.unlock();
+    co_await holder->async_close();
+    co_await other->async_close();
+    BOOST_TEST(etcd_keys(server.port(), "").empty());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_holder_stalled_past_its_lease_is_told_before_another_client_acquires_and_its_fenced_write_is_refused) {
+  // A process stopped (SIGSTOP) looks to the member like a link that carries nothing: the client
+  // here runs in the test's process, so its link through the proxy is stalled instead.
+  etcd_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto lease = milliseconds(2000);
+    auto holder = co_await connected(ex, local(proxy.port()), lease);
+    auto waiter = co_await connected(ex, local(server.port()), lease);
+    mutex mh{*holder, "order:42"}, mw{*waiter, "order:42"};
+    fenced_resource store;
+    auto g = co_await mh.acquire();
+    BOOST_TEST(store.write(g.fencing_token()));
+    told_lost lost;
+    watch_lost(ex, g, lost);
+    attempt w;
+    start(ex, mw, w);
+    BOOST_REQUIRE(co_await eventually([&] { return keys_of(server.port(), "order:42") == 2; }));
+    const auto stalled = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    BOOST_REQUIRE(co_await done(w, milliseconds(15000)));
+    BOOST_TEST(!*w.ec);
+    BOOST_REQUIRE(lost.ec.has_value());
+    BOOST_TEST((*lost.ec == error::lease_lost), lost.ec->message());
+    BOOST_TEST((lost.at < w.at), "the holder was told " << ms_between(w.at, lost.at) << " ms after the waiter got the lock");
+    BOOST_TEST(w.g.fencing_token() > g.fencing_token());
+    BOOST_TEST(store.write(w.g.fencing_token()));
+    proxy.heal();
+    BOOST_TEST(!store.write(g.fencing_token()));
+    BOOST_TEST_MESSAGE("holder stalled at 0 ms: told at " << ms_between(stalled, lost.at) << " ms, the next client acquired at "
+                       << ms_between(stalled, w.at) << " ms (lease " << lease.count() << " ms)");
+    co_await w.g.unlock();
+    co_await holder->async_close();
+    co_await waiter->async_close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(the_leader_killed_under_lock_traffic_keeps_one_holder_and_rising_tokens) {
+  etcd_cluster cluster{3};
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    std::string hosts;
+    for (int i = 0; i < cluster.size(); ++i)
+      hosts += (hosts.empty() ? "" : ",") + local(cluster.member(i).port());
+    std::vector<std::unique_ptr<etcd::client>> clients;
+    for (int i = 0; i < 4; ++i)
+      clients.push_back(co_await connected(ex, hosts, milliseconds(3000)));
+    std::map<std::string, fenced_resource> stores;
+    std::map<std::string, int> inside;
+    int served = 0, failed = 0, overlaps = 0, refused_writes = 0, running = 0;
+    bool stop = false;
+    for (int c = 0; c < 4; ++c)
+      for (int k = 0; k < 4; ++k) {
+        ++running;
+        asio::co_spawn(ex, [&, c, k]() -> asio::awaitable<void> {
+          const std::string name = "stock:" + std::to_string(k % 2);
+          mutex m{*clients[static_cast<std::size_t>(c)], name};
+          while (!stop) {
+            auto [ec, g] = co_await m.acquire_for(milliseconds(8000), as_tuple_awaitable);
+            if (ec) {
+              ++failed;
+              continue;
+            }
+            if (++inside[name] > 1)
+              ++overlaps;
+            if (!stores[name].write(g.fencing_token()))
+              ++refused_writes;
+            co_await sleep_for(milliseconds(5));
+            --inside[name];
+            ++served;
+            co_await g.unlock(as_tuple_awaitable);
+          }
+          --running;
+        }, asio::detached);
+      }
+    co_await sleep_for(milliseconds(1000));
+    const int before = served;
+    const int leader = cluster.leader();
+    const auto killed = clock_type::now();
+    cluster.member(leader).kill();
+    co_await sleep_for(milliseconds(3000));
+    const int during = served - before;
+    stop = true;
+    BOOST_REQUIRE(co_await eventually([&] { return running == 0; }, milliseconds(20000)));
+    BOOST_TEST(overlaps == 0);
+    BOOST_TEST(refused_writes == 0);
+    BOOST_TEST(before > 0);
+    BOOST_TEST(during > 0, "no lock served in the 3 s after the leader was killed");
+    BOOST_TEST_MESSAGE("leader " << leader << " killed " << ms_between(killed, clock_type::now()) << " ms ago: " << before
+                       << " acquisitions in the second before, " << during << " in the 3 s after, " << failed
+                       << " ended by their deadline; no overlap, every fenced write accepted");
+    for (auto& c : clients)
+      co_await c->async_close();
+  }, std::chrono::seconds(90));
+}
+
+BOOST_AUTO_TEST_CASE(a_waiter_keeps_its_place_through_a_member_restart_and_a_compaction) {
+  etcd_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto holder = co_await connected(ex, local(server.port()), milliseconds(5000));
+    auto waiter = co_await connected(ex, local(server.port()), milliseconds(5000));
+    mutex mh{*holder, "order:42"}, mw{*waiter, "order:42"};
+    auto g = co_await mh.acquire();
+    attempt w;
+    start(ex, mw, w);
+    BOOST_REQUIRE(co_await eventually([&] { return keys_of(server.port(), "order:42") == 2; }));
+    // History the waiter's watch started from, compacted away under it.
+    for (int i = 0; i < 20; ++i)
+      etcd_put(server.port(), "unrelated", std::to_string(i));
+    etcd_compact(server.port(), etcd_revision(server.port()));
+    co_await sleep_for(milliseconds(200));
+    BOOST_TEST(!w.ec.has_value());
+    // The member restarted: every stream dropped, the leases kept (a restart well within them).
+    server.kill();
+    server.start();
+    co_await sleep_for(milliseconds(1500));
+    BOOST_TEST(!w.ec.has_value(), "the waiter ended while the lock was held");
+    BOOST_TEST(!g.lost());
+    BOOST_TEST(keys_of(server.port(), "order:42") == 2u);
+    const auto released = clock_type::now();
+    co_await g.unlock();
+    BOOST_REQUIRE(co_await done(w, milliseconds(5000)));
+    BOOST_TEST(!*w.ec);
+    BOOST_TEST(w.g.fencing_token() > g.fencing_token());
+    BOOST_TEST_MESSAGE("after a compaction and a restart, the waiter acquired " << ms_between(released, w.at)
+                       << " ms after the release");
+    co_await w.g.unlock();
+    co_await holder->async_close();
+    co_await waiter->async_close();
+    etcd_delete(server.port(), "unrelated");
+    BOOST_TEST(etcd_keys(server.port(), "").empty());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(connect_to_no_member_fails_in_words_and_a_try_before_connect_fails_at_once) {
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    etcd::client c(ex, "etcd://127.0.0.1:1,127.0.0.1:2?connect_timeout=200");
+    mutex m{c, "x"};
+    auto [tec, tg] = co_await m.try_acquire(as_tuple_awaitable);
+    BOOST_TEST((tec == error::not_connected), tec.message());
+    diagnostics why;
+    auto [ec] = co_await c.connect(bind_diagnostics(why, as_tuple_awaitable));
+    BOOST_TEST((ec == error::connect_failed), ec.message());
+    BOOST_TEST(why.message().find("127.0.0.1:1") != std::string::npos, why.message());
+    BOOST_TEST(why.message().find("127.0.0.1:2") != std::string::npos, why.message());
+    co_await c.async_close();
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
