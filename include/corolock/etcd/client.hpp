@@ -46,6 +46,7 @@ struct lock_access;
 /// One lease with an etcd cluster, and a lock_source (see the file's comment).
 class client : public lock_source {
 public:
+  /// The executor every operation of the client completes through first.
   using executor_type = asio::any_io_executor;
 
   /// A client of the cluster `cfg` describes, not yet connected. Throws
@@ -57,7 +58,9 @@ public:
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
+  /// The executor given at construction.
   executor_type get_executor() const noexcept;
+  /// The configuration given at construction.
   const config& get_config() const noexcept;
 
   /// Authenticates (when config::username is set) and grants the client's lease, trying the

@@ -39,8 +39,11 @@ struct config {
   std::chrono::milliseconds request_timeout{2000};
   /// One TCP connection attempt to one member.
   std::chrono::milliseconds connect_timeout{1000};
-  /// etcd's user and password (auth enabled at the cluster); empty: no authentication.
+  /// etcd's user (auth enabled at the cluster: /v3/auth/authenticate at connect(), its token sent
+  /// with every request); empty: no authentication. Not yet tested against a cluster with auth
+  /// enabled, and a token that expires (etcd's simple tokens: 5 minutes) is not yet renewed.
   std::string username;
+  /// That user's password.
   std::string password;
 
   /// Parses an etcd:// URL. Throws system_error(error::invalid_argument) whose what() says what
