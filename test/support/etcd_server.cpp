@@ -71,15 +71,15 @@ asio::awaitable<reply> exchange(std::uint16_t port, http::verb verb, std::string
   beast::tcp_stream stream(co_await asio::this_coro::executor);
   stream.expires_after(timeout);  // one deadline for the whole exchange
   co_await stream.async_connect(tcp::endpoint(asio::ip::address_v4::loopback(), port), asio::use_awaitable);
-  http::request<http::string_body> request{verb, target, 11};
-  request.set(http::field::host, fmt::format("127.0.0.1:{}", port));
-  request.set(http::field::connection, "close");
+  http::request<http::string_body> message{verb, target, 11};
+  message.set(http::field::host, fmt::format("127.0.0.1:{}", port));
+  message.set(http::field::connection, "close");
   if (verb == http::verb::post) {
-    request.set(http::field::content_type, "application/json");
-    request.body() = std::move(body);
+    message.set(http::field::content_type, "application/json");
+    message.body() = std::move(body);
   }
-  request.prepare_payload();
-  co_await http::async_write(stream, request, asio::use_awaitable);
+  message.prepare_payload();
+  co_await http::async_write(stream, message, asio::use_awaitable);
   beast::flat_buffer buffer;
   http::response<http::string_body> response;
   co_await http::async_read(stream, buffer, response, asio::use_awaitable);
@@ -109,8 +109,8 @@ reply request(std::uint16_t port, http::verb verb, const std::string& target, st
     } catch (const std::exception& e) {
       why = e.what();
     }
-    throw std::runtime_error(fmt::format("etcd at 127.0.0.1:{} does not answer {} {} within {} ms: {}", port,
-                                         verb == http::verb::post ? "POST" : "GET", target, timeout.count(), why));
+    throw std::runtime_error(fmt::format("etcd at 127.0.0.1:{}: {} {}: no answer ({}; deadline {} ms)", port,
+                                         verb == http::verb::post ? "POST" : "GET", target, why, timeout.count()));
   }
   return out;
 }
@@ -469,6 +469,8 @@ void etcd_server::start() {
 }
 
 void etcd_server::pause() {
+  if (!process_.running())
+    return; // killed or dead: nothing to stop, and no state 'T' to wait 5 s for
   process_.signal(SIGSTOP);
   wait_for_state(process_.pid(), true);
   paused_ = true;

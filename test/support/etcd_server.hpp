@@ -79,7 +79,7 @@ public:
   /// that port accepts connections (etcd bound its listeners).
   void start();
   /// SIGSTOP: connections stay open, nothing is answered until resume(); its cluster elects
-  /// another leader if it led.
+  /// another leader if it led. Of a member that does not run: nothing.
   void pause();
   void resume();
 
