@@ -9,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -30,9 +31,17 @@ namespace json = boost::json;
 using asio::ip::tcp;
 using tuple_await = asio::as_tuple_t<asio::use_awaitable_t<>>;
 constexpr tuple_await await_tuple{};
+using clock = std::chrono::steady_clock;
 
 struct gateway::connection {
-  explicit connection(const asio::any_io_executor& ex) : stream(ex) {}
+  connection(const asio::any_io_executor& ex, state* o) : owner(o), stream(ex) {}
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+  /// The gateway's state, which outlives every connection: a connection lives in a call's
+  /// coroutine, which holds the state, or in the state's idle list. Its destructor takes it out of
+  /// state::busy — also when an io_context torn down destroys the call's coroutine unfinished.
+  state* owner;
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   std::size_t member = 0;
@@ -71,7 +80,7 @@ struct gateway::state {
     const std::size_t members = cfg.hosts.size();
     for (std::size_t tried = 0; tried < members && !closed; ++tried) {
       const auto m = current;
-      auto c = std::make_unique<connection>(ex);
+      auto c = std::make_unique<connection>(ex, this);
       c->member = m;
       tcp::resolver resolver(ex);
       auto [rec, found] = co_await resolver.async_resolve(cfg.hosts[m].host, std::to_string(cfg.hosts[m].port),
@@ -109,6 +118,8 @@ struct gateway::state {
   }
 };
 
+gateway::connection::~connection() { owner->busy.erase(this); }
+
 gateway::gateway(asio::any_io_executor ex, config cfg) : s_(std::make_shared<state>(std::move(ex), std::move(cfg))) {}
 gateway::~gateway() { shutdown(); }
 
@@ -133,6 +144,8 @@ void gateway::call(std::string target, const json::object& body, reply_handler h
         error_code ec;
         std::string words;
         json::object reply;
+        const auto started = clock::now();
+        constexpr auto retry_gap = std::chrono::milliseconds(100);
         for (int attempt = 0;; ++attempt) {
           if (s->closed) {
             ec = error::closed;
@@ -146,9 +159,18 @@ void gateway::call(std::string target, const json::object& body, reply_handler h
           } else {
             std::string why;
             c = co_await s->open(why);
+            if (!c && !s->closed && clock::now() + retry_gap < started + s->cfg.request_timeout) {
+              // No member now (one restarting, a leader being elected): the call waits for one
+              // within its bound, as a request sent would wait for its reply.
+              asio::steady_timer gap(s->ex, retry_gap);
+              co_await gap.async_wait(await_tuple);
+              continue;
+            }
             if (!c) {
               ec = s->closed ? error_code(error::closed) : error_code(error::not_connected);
-              words = s->closed ? "the etcd client is closed" : "no etcd member answered (" + why + ")";
+              words = s->closed ? "the etcd client is closed"
+                                : "no etcd member answered within " + std::to_string(s->cfg.request_timeout.count()) +
+                                      " ms (" + why + ")";
               break;
             }
           }
@@ -222,7 +244,11 @@ public:
   void cancel() override {
     cancelled = true;
     if (conn) {
+      // Reset, not closed: a watch is one connection (the file's comment), and a waiter that is
+      // woken often would otherwise leave a socket in TIME-WAIT per wake-up (a thousand per second
+      // on a busy lock exhausts the ephemeral ports in half a minute).
       error_code ignored;
+      conn->stream.socket().set_option(asio::socket_base::linger(true, 0), ignored);
       conn->stream.socket().close(ignored);
     }
   }
@@ -266,6 +292,15 @@ std::shared_ptr<gateway::watch> gateway::open_watch(const json::object& create_r
         } else {
           co_return;
         }
+        // The watch forgets the connection when this frame goes, however it goes (an io_context
+        // torn down destroys it unfinished).
+        struct forget {
+          std::weak_ptr<stream_watch> w;
+          ~forget() {
+            if (auto p = w.lock())
+              p->conn = nullptr;
+          }
+        } forget_connection{ww};
         s->busy.insert(c.get());
         auto req = s->request("/v3/watch", text, c->member);
         c->stream.expires_after(s->cfg.request_timeout);
