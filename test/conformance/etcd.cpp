@@ -30,5 +30,7 @@ struct etcd_fixture : corolock::conformance::etcd_fixture_base {
 
 BOOST_AUTO_TEST_SUITE(etcd)
 COROLOCK_CONFORMANCE_CASES(etcd_fixture)
+COROLOCK_CONFORMANCE_PERMIT_CASES(etcd_fixture)
 COROLOCK_CONFORMANCE_SHARED_CASES(etcd_fixture)
+COROLOCK_CONFORMANCE_SEGMENTED_CASES(etcd_fixture)
 BOOST_AUTO_TEST_SUITE_END()

@@ -46,5 +46,7 @@ struct etcd_cluster_fixture : corolock::conformance::etcd_fixture_base {
 
 BOOST_AUTO_TEST_SUITE(etcd_cluster)
 COROLOCK_CONFORMANCE_CASES(etcd_cluster_fixture)
+COROLOCK_CONFORMANCE_PERMIT_CASES(etcd_cluster_fixture)
 COROLOCK_CONFORMANCE_SHARED_CASES(etcd_cluster_fixture)
+COROLOCK_CONFORMANCE_SEGMENTED_CASES(etcd_cluster_fixture)
 BOOST_AUTO_TEST_SUITE_END()

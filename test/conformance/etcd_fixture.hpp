@@ -5,8 +5,8 @@
 // holds, a read-write lock's readers before its first writer hold (or that writer, first).
 //
 // The session is the lease: lost_by_the_local_deadline uses session_lease (the client's lease TTL)
-// as its bound. Traits it lacks: a fixed lease (a_lacking_trait_is_refused asks for one), a
-// semaphore, marks and a token bucket.
+// as its bound. Traits it lacks: a fixed lease (a_lacking_trait_is_refused asks for one) and a
+// token bucket.
 #pragma once
 
 #include "backends/etcd/lock_keys.hpp"
@@ -26,8 +26,7 @@ namespace corolock::conformance {
 
 struct etcd_fixture_base {
   using source = corolock::etcd::client;
-  static constexpr bool refuses_marks = true;  // no segmented_lock (yet)
-  static constexpr bool refuses_bucket = true; // no rate_limiter (yet)
+  static constexpr bool refuses_bucket = true; // no clock of the store's to count against
   /// The lease's TTL: whole seconds at the store, its least with the member's election timeout.
   static constexpr auto session_lease = std::chrono::milliseconds(2000);
 
@@ -49,10 +48,14 @@ struct etcd_fixture_base {
   }
   /// A lock's keys but its holders', in both folders of the default prefix.
   static std::size_t queued_at(std::uint16_t port, const std::string& name) {
+    using corolock::etcd::detail::folder_kind;
     using corolock::etcd::detail::lock_folder;
-    const auto mutex = line(port, lock_folder("corolock:", name, false));
+    const auto mutex = line(port, lock_folder("corolock:", name, folder_kind::mutex));
     std::size_t waiting = mutex.empty() ? 0 : mutex.size() - 1;
-    const auto rw_folder = lock_folder("corolock:", name, true);
+    // A semaphore's: the permit cases keep one holder (cases.hpp), so its keys but the first.
+    const auto sem = line(port, lock_folder("corolock:", name, folder_kind::semaphore));
+    waiting += sem.empty() ? 0 : sem.size() - 1;
+    const auto rw_folder = lock_folder("corolock:", name, folder_kind::read_write);
     const auto rw = line(port, rw_folder);
     std::size_t holders = 0;
     while (holders < rw.size() && rw[holders].key.compare(rw_folder.size(), 2, "r.") == 0)

@@ -51,7 +51,7 @@ std::string local(std::uint16_t port) { return "127.0.0.1:" + std::to_string(por
 
 /// The keys of mutex `name` (default prefix) at the member on `port`.
 std::size_t keys_of(std::uint16_t port, const std::string& name) {
-  return etcd_keys(port, etcd::detail::lock_folder("corolock:", name, false)).size();
+  return etcd_keys(port, etcd::detail::lock_folder("corolock:", name, etcd::detail::folder_kind::mutex)).size();
 }
 
 } // namespace

@@ -68,13 +68,16 @@ BOOST_AUTO_TEST_CASE(lock_folders_never_collide) {
   const std::string parts[] = {"", "a", "a/", "/a", "a%2F", "a/b", "%", "%25", std::string("\0x", 2)};
   for (const auto& p : parts)
     for (const auto& n : parts)
-      for (bool rw : {false, true})
-        folders.insert(etcd::lock_folder(p, n, rw));
-  BOOST_TEST(folders.size() == 9u * 9u * 2u);
-  BOOST_TEST(etcd::lock_folder("corolock:", "order/42", false) == "corolock:/order%2F42/mutex/");
+      for (auto kind : {etcd::folder_kind::mutex, etcd::folder_kind::read_write, etcd::folder_kind::semaphore,
+                        etcd::folder_kind::marks})
+        folders.insert(etcd::lock_folder(p, n, kind));
+  BOOST_TEST(folders.size() == 9u * 9u * 4u);
+  BOOST_TEST(etcd::lock_folder("corolock:", "order/42", etcd::folder_kind::mutex) == "corolock:/order%2F42/mutex/");
+  BOOST_TEST(etcd::mark_key("m/", 7) == "m/00007");
+  BOOST_TEST(etcd::mark_key("m/", 12345) == "m/12345");
   BOOST_TEST(etcd::bid_key("f/", "c.1", true) == "f/r.c.1");
   // Writer keys share a prefix of their own, readers' never fall in it.
-  const auto folder = etcd::lock_folder("p", "n", true);
+  const auto folder = etcd::lock_folder("p", "n", etcd::folder_kind::read_write);
   BOOST_TEST(!etcd::bid_key(folder, "w.x", true).starts_with(folder + "w."));
 }
 

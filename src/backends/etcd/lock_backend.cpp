@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/json/array.hpp>
 
+#include <cstdlib>
 #include <set>
 
 namespace corolock::etcd::detail {
@@ -28,16 +29,18 @@ constexpr core::backend_traits etcd_traits{
     .leases = core::lease_model::session,
     .fixed_lease = false,
     .read_write = true,
-    .semaphore = false,
+    .semaphore = true,
     .fifo = true,
     .holder_token = true,
+    .marks = true,
 };
 
-/// A lock as this backend prepares it, once per handle: its folder.
+/// A lock as this backend prepares it, once per handle: its folder and its marks' folder.
 struct etcd_lock final : core::lock_ticket {
-  explicit etcd_lock(std::string f) : folder(std::move(f)), writers(folder + "w.") {}
+  etcd_lock(std::string f, std::string m) : folder(std::move(f)), writers(folder + "w."), marks(std::move(m)) {}
   const std::string folder;  ///< every bid of the lock
   const std::string writers; ///< the writers' keys (a reader's rule looks only at these)
+  const std::string marks;   ///< the lock's marks (backend::marks), apart from its bids
 };
 
 /// One bid, kept until nothing of it is left to do at the store; a granted one is its lease's
@@ -48,6 +51,10 @@ struct bid_run final : core::lease_ticket {
   std::string key;
   std::string rule_begin, rule_end; ///< the keys whose earlier creation makes ours wait
   bool wait = true;
+  /// A semaphore's bid: its permits (its key's value) and the handle's capacity; 0 for a mutex or
+  /// a read-write lock's bid.
+  std::int64_t permits = 0, capacity = 0;
+  bool waited = false;             ///< it watched before its grant (a waiter behind may watch it)
   core::contender_events* events = nullptr; ///< null once withdrawn or settled
   bool settled = false;
   bool withdrawn = false;
@@ -107,12 +114,12 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       return settle_unsure(b, error::not_connected, "the etcd client has no lease (not connected, or a new one "
                                                      "is being granted after the last expired)");
     b->lease = session->lease();
-    json::object put{{"key", base64(b->key)}, {"value", base64(b->owner)}, {"lease", std::to_string(b->lease)}};
+    json::object put{{"key", base64(b->key)}, {"value", base64(value_of(*b))}, {"lease", std::to_string(b->lease)}};
     json::object txn{
         {"compare", json::array{compare_created(b->key, 0)}},
         {"success", json::array{json::object{{"request_put", std::move(put)}},
-                                json::object{{"request_range", range_request(b->rule_begin, b->rule_end, 2, 0, true)}}}},
-        {"failure", json::array{json::object{{"request_range", range_request(b->key, {}, 0, 0, false)}}}}};
+                                json::object{{"request_range", rule_range(*b, 0)}}}},
+        {"failure", json::array{json::object{{"request_range", range_request(b->key, {}, 0, 0, order::by_key)}}}}};
     b->in_flight = true;
     const auto sent = steady::now();
     session->gw().call("/v3/kv/txn", txn, [self = shared_from_this(), b, sent](error_code ec, json::object r, std::string words) {
@@ -125,13 +132,11 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       const bool put = r.contains("succeeded") && r.at("succeeded").is_bool() && r.at("succeeded").as_bool();
       if (put) {
         b->revision = revision_of(r);
-        std::optional<key_value> before;
+        std::vector<key_value> before;
         if (!responses.empty())
-          for (const auto& kv : responses.back())
-            if (kv.key != b->key && kv.create_revision < b->revision) {
-              before = kv;
-              break;
-            }
+          for (auto& kv : responses.back())
+            if (kv.key != b->key && kv.create_revision < b->revision)
+              before.push_back(std::move(kv));
         return self->decide(b, before, revision_of(r), sent);
       }
       if (responses.empty() || responses.front().empty()) // deleted since the compare: put again
@@ -162,9 +167,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     if (!session || session->closed())
       return settle_failed(b, error::closed, "the etcd client is closed");
     json::object txn{
-        {"success", json::array{json::object{{"request_range", range_request(b->key, {}, 0, 0, false)}},
-                                json::object{{"request_range", range_request(b->rule_begin, b->rule_end, 1,
-                                                                              b->revision - 1, true)}}}}};
+        {"success", json::array{json::object{{"request_range", range_request(b->key, {}, 0, 0, order::by_key)}},
+                                json::object{{"request_range", rule_range(*b, b->revision - 1)}}}}};
     const auto sent = steady::now();
     session->gw().call("/v3/kv/txn", txn, [self = shared_from_this(), b, sent](error_code ec, json::object r, std::string words) {
       if (b->withdrawn || b->settled)
@@ -180,18 +184,38 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         b->revision = 0;
         return self->bid(b);
       }
-      std::optional<key_value> before;
-      if (!responses[1].empty())
-        before = responses[1].front();
-      self->decide(b, before, revision_of(r), sent);
+      self->decide(b, responses[1], revision_of(r), sent);
     });
   }
 
-  /// (2) Granted, taken, or a watch on the key before ours.
-  void decide(const std::shared_ptr<bid_run>& b, const std::optional<key_value>& before, std::int64_t at,
+  /// What a bid's key holds: a semaphore bid's permits, else its owner.
+  static std::string value_of(const bid_run& b) { return b.capacity ? std::to_string(b.permits) : b.owner; }
+
+  /// The keys of the rule of `b` created before `max_create` (0: any; a new bid's own is among
+  /// them then): a mutex's or a read-write lock's newest two (or one) of its rule, newest first; a
+  /// semaphore's all of them, oldest first (their permits decide).
+  static json::object rule_range(const bid_run& b, std::int64_t max_create) {
+    if (b.capacity)
+      return range_request(b.rule_begin, b.rule_end, 0, max_create, order::oldest_first);
+    return range_request(b.rule_begin, b.rule_end, max_create ? 1 : 2, max_create, order::newest_first);
+  }
+
+  /// (2) Granted, taken, or a watch. `before`: the keys of the rule created before ours (a mutex's
+  /// or a read-write lock's: the newest of them, if any; a semaphore's: all, oldest first), read at
+  /// revision `at`.
+  void decide(const std::shared_ptr<bid_run>& b, const std::vector<key_value>& before, std::int64_t at,
               steady::time_point sent) {
-    if (!before)
+    // A semaphore grants a prefix of its line: a key holds when the permits of the keys before it
+    // and its own fit the capacity. Keys only leave the line, so a key that holds keeps holding.
+    std::int64_t ahead = 0;
+    for (const auto& kv : before)
+      ahead += b->capacity ? std::max<std::int64_t>(1, std::atoll(kv.value.c_str())) : 1;
+    const bool free = b->capacity ? ahead + b->permits <= b->capacity : before.empty();
+    if (free) {
+      if (b->capacity && b->waited)
+        mark(b); // a waiter behind may watch our key for this
       return hand_over(b, sent);
+    }
     if (!b->wait) { // a try: nothing of it may stay
       running.erase(b);
       auto* e = std::exchange(b->events, nullptr);
@@ -203,8 +227,21 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
           e->taken();
       });
     }
-    json::object create{{"key", base64(before->key)}, {"start_revision", std::to_string(at + 1)},
-                        {"filters", json::array{"NOPUT"}}};
+    b->waited = true;
+    json::object create;
+    if (b->capacity && ahead <= b->capacity) {
+      // The first waiter of a semaphore: every key before it holds, so only a holder leaving can
+      // admit it — any deletion in the folder.
+      create = json::object{{"key", base64(b->rule_begin)}, {"range_end", base64(b->rule_end)},
+                            {"start_revision", std::to_string(at + 1)}, {"filters", json::array{"NOPUT"}}};
+    } else if (b->capacity) {
+      // A later waiter: the key just before ours waits too; it is marked (a put) when granted, or
+      // deleted when it leaves — either may admit us.
+      create = json::object{{"key", base64(before.back().key)}, {"start_revision", std::to_string(at + 1)}};
+    } else {
+      create = json::object{{"key", base64(before.front().key)}, {"start_revision", std::to_string(at + 1)},
+                            {"filters", json::array{"NOPUT"}}};
+    }
     std::weak_ptr<state> w = weak_from_this();
     std::weak_ptr<bid_run> wb = b;
     b->watching = session->gw().open_watch(
@@ -231,6 +268,18 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
           b->watching = nullptr;
           self->look(b); // unanswered if the member is gone: then unsure
         });
+  }
+
+  /// A semaphore's grant after a wait marks its key (the same value put again, only while it is
+  /// still this bid's key): the waiter behind, watching it, looks again. No reply awaited; a mark
+  /// lost is harmless to safety (that waiter looks again when our key goes).
+  void mark(const std::shared_ptr<bid_run>& b) {
+    if (!session || session->closed())
+      return;
+    json::object put{{"key", base64(b->key)}, {"value", base64(value_of(*b))}, {"lease", std::to_string(b->lease)}};
+    json::object txn{{"compare", json::array{compare_created(b->key, b->revision)}},
+                     {"success", json::array{json::object{{"request_put", std::move(put)}}}}};
+    session->gw().call("/v3/kv/txn", txn, [](error_code, json::object, std::string) {});
   }
 
   void hand_over(const std::shared_ptr<bid_run>& b, steady::time_point sent) {
@@ -369,8 +418,11 @@ error_code lock_backend::check(const core::lock_spec& lock, std::string& words) 
 }
 
 std::shared_ptr<const core::lock_ticket> lock_backend::prepare(const core::lock_spec& lock) const {
-  return std::make_shared<const etcd_lock>(
-      lock_folder(lock.options.prefix, lock.name, lock.kind == core::lock_kind::read_write));
+  const auto kind = lock.kind == core::lock_kind::read_write ? folder_kind::read_write
+                    : lock.kind == core::lock_kind::semaphore  ? folder_kind::semaphore
+                                                                : folder_kind::mutex;
+  return std::make_shared<const etcd_lock>(lock_folder(lock.options.prefix, lock.name, kind),
+                                           lock_folder(lock.options.prefix, lock.name, folder_kind::marks));
 }
 
 namespace {
@@ -384,6 +436,10 @@ std::shared_ptr<bid_run> run_of(const core::bid& b, const std::string& owner) {
   run->key = bid_key(l.folder, owner, reader);
   run->rule_begin = reader ? l.writers : l.folder;
   run->rule_end = prefix_end(run->rule_begin);
+  if (b.lock->kind == core::lock_kind::semaphore) {
+    run->permits = b.permits;
+    run->capacity = b.lock->capacity;
+  }
   return run;
 }
 } // namespace
@@ -391,6 +447,14 @@ std::shared_ptr<bid_run> run_of(const core::bid& b, const std::string& owner) {
 std::unique_ptr<core::contender> lock_backend::contend(core::bid b, std::string owner, core::contender_events& events) {
   auto run = run_of(b, owner);
   run->events = &events;
+  if (run->capacity && run->permits > run->capacity) { // never grantable: nothing is put
+    asio::post(s_->ex, [w = std::weak_ptr<state>(s_), run, name = b.lock->name, cap = run->capacity] {
+      if (auto s = w.lock(); s && !run->withdrawn && !run->settled)
+        s->settle_failed(run, error::invalid_argument, "the bid asks for more permits than semaphore '" + name +
+                                                          "' has (" + std::to_string(cap) + ")");
+    });
+    return std::make_unique<etcd_contender>(s_, run);
+  }
   s_->running.insert(run);
   // Posted: an event never comes inline from contend().
   asio::post(s_->ex, [w = std::weak_ptr<state>(s_), run] {
@@ -434,13 +498,37 @@ void lock_backend::release(const core::held& lease, core::handler<void(error_cod
   });
 }
 
+void lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+                         core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) {
+  if (!s_->session || s_->session->closed())
+    return complete_later(s_->ex, std::move(h), {}, error_code(error::closed), std::vector<std::uint32_t>{},
+                          std::string("the etcd client is closed"));
+  const auto& folder = core::ticket_of<etcd_lock>(lock).marks;
+  auto shared = std::make_shared<core::handler<void(error_code, std::vector<std::uint32_t>, std::string)>>(std::move(h));
+  const auto answer = [shared, folder, what](error_code ec, json::object r, std::string words) {
+    std::vector<std::uint32_t> set;
+    if (!ec && what == core::marks_call::read)
+      for (const auto& kv : kvs_of(r))
+        set.push_back(static_cast<std::uint32_t>(std::strtoul(kv.key.c_str() + folder.size(), nullptr, 10)));
+    std::move(*shared)(ec, std::move(set), std::move(words));
+  };
+  switch (what) {
+  case core::marks_call::add:
+    return s_->session->gw().call("/v3/kv/put", json::object{{"key", base64(mark_key(folder, index))}}, answer);
+  case core::marks_call::read:
+    return s_->session->gw().call("/v3/kv/range", range_request(folder, prefix_end(folder), 0, 0, order::by_key), answer);
+  case core::marks_call::clear:
+    return s_->session->gw().call("/v3/kv/deleterange",
+                                  json::object{{"key", base64(folder)}, {"range_end", base64(prefix_end(folder))}}, answer);
+  }
+}
+
 void lock_backend::holder_token(const core::lock_spec& lock, core::handler<void(error_code, std::uint64_t, std::string)> h) {
   if (!s_->session || s_->session->closed())
     return complete_later(s_->ex, std::move(h), {}, error_code(error::closed), std::uint64_t{0},
                           std::string("the etcd client is closed"));
   const auto& l = core::ticket_of<etcd_lock>(lock);
-  auto range = range_request(l.folder, prefix_end(l.folder), 1, 0, true);
-  range["sort_order"] = "ASCEND"; // the oldest key: the holder
+  auto range = range_request(l.folder, prefix_end(l.folder), 1, 0, order::oldest_first); // the holder
   auto shared = std::make_shared<core::handler<void(error_code, std::uint64_t, std::string)>>(std::move(h));
   s_->session->gw().call("/v3/kv/range", range, [shared](error_code ec, json::object r, std::string words) {
     const auto kvs = ec ? std::vector<key_value>{} : kvs_of(r);

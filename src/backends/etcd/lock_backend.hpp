@@ -27,6 +27,13 @@
 // leader change). Release: a transaction deleting the key only if its create revision is still the
 // token (lease_lost otherwise: nothing of another owner touched).
 //
+// A semaphore ("<prefix>/<name>/sem/", each key's value its permits) grants a prefix of its line: a
+// key holds when its permits and those of the keys created before it fit the handle's capacity
+// (keys only leave, so a key that holds keeps holding). Its first waiter (every key before it
+// holds) watches the folder's deletions: only a holder leaving admits it. A later waiter watches
+// the key just before its own, which is itself waiting: that key is marked (its value put again)
+// when it is granted after a wait, or deleted when it leaves; either wakes the one waiter behind.
+//
 // Order per owner (contract 4): a withdrawal waits for the bid's transaction in flight, then
 // deletes; the delete goes out through hooks.resend.
 #pragma once
@@ -60,6 +67,9 @@ public:
   void release(const core::held& lease, core::handler<void(error_code, std::string)> h) override;
   void give_back(const core::bid& b, const std::string& owner,
                  core::handler<void(error_code, std::string)> h) override;
+  /// Keys without a lease in the lock's "marks/" folder, one per index (lock_keys.hpp).
+  void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
+             core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
   void holder_token(const core::lock_spec& lock,
                     core::handler<void(error_code, std::uint64_t, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,

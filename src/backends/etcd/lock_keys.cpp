@@ -17,8 +17,14 @@ std::string escape_part(std::string_view part) {
   return out;
 }
 
-std::string lock_folder(std::string_view prefix, std::string_view name, bool read_write) {
-  return escape_part(prefix) + "/" + escape_part(name) + (read_write ? "/rw/" : "/mutex/");
+std::string lock_folder(std::string_view prefix, std::string_view name, folder_kind kind) {
+  static constexpr std::string_view ends[] = {"/mutex/", "/rw/", "/sem/", "/marks/"};
+  return escape_part(prefix) + "/" + escape_part(name) + std::string(ends[static_cast<int>(kind)]);
+}
+
+std::string mark_key(std::string_view folder, std::uint32_t index) {
+  auto digits = std::to_string(index);
+  return std::string(folder) + std::string(digits.size() < 5 ? 5 - digits.size() : 0, '0') + digits;
 }
 
 std::string bid_key(std::string_view folder, std::string_view owner, bool reader) {

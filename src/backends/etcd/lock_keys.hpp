@@ -1,9 +1,10 @@
 // Private: where an etcd lock lives — its folder and its bids' keys (lock_backend.hpp has the
-// layout). The folder is "<escaped prefix>/<escaped name>/<kind>/", each part %-escaping '%' and
+// layout), and its marks. The folder is "<escaped prefix>/<escaped name>/<kind>/", each part %-escaping '%' and
 // '/', so two (prefix, name) pairs never share a folder and every byte of a name (NUL included:
 // etcd keys are bytes) can be a lock's.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -11,8 +12,12 @@ namespace corolock::etcd::detail {
 
 /// `part` with '%' and '/' as %25 and %2F.
 std::string escape_part(std::string_view part);
-/// A lock's folder (see above); `read_write` picks "rw/", else "mutex/".
-std::string lock_folder(std::string_view prefix, std::string_view name, bool read_write);
+/// What a folder holds: a mutex's bids, a read-write lock's, a semaphore's, or a lock's marks.
+enum class folder_kind { mutex, read_write, semaphore, marks };
+/// A lock's folder (see above): "<prefix>/<name>/" then "mutex/", "rw/", "sem/" or "marks/".
+std::string lock_folder(std::string_view prefix, std::string_view name, folder_kind kind);
+/// A mark's key in a marks folder: the index in five digits, so that keys sort as indexes.
+std::string mark_key(std::string_view folder, std::uint32_t index);
 /// A bid's key in `folder`: "w.<owner>" (a writer, a mutex bid) or "r.<owner>" (a reader).
 std::string bid_key(std::string_view folder, std::string_view owner, bool reader);
 

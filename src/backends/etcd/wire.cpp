@@ -102,6 +102,7 @@ std::string bytes(const json::object& o, std::string_view field) {
 
 key_value key_value_of(const json::object& kv) {
   return {.key = bytes(kv, "key"),
+          .value = bytes(kv, "value"),
           .create_revision = number(kv, "create_revision"),
           .mod_revision = number(kv, "mod_revision"),
           .lease = number(kv, "lease")};
@@ -123,7 +124,7 @@ std::int64_t revision_of(const json::object& r) {
 }
 
 json::object range_request(std::string_view key, std::string_view range_end, std::int64_t limit,
-                           std::int64_t max_create, bool newest_first) {
+                           std::int64_t max_create, order o) {
   json::object r;
   r["key"] = base64(key);
   if (!range_end.empty())
@@ -132,8 +133,8 @@ json::object range_request(std::string_view key, std::string_view range_end, std
     r["limit"] = std::to_string(limit);
   if (max_create > 0)
     r["max_create_revision"] = std::to_string(max_create);
-  if (newest_first) {
-    r["sort_order"] = "DESCEND";
+  if (o != order::by_key) {
+    r["sort_order"] = o == order::newest_first ? "DESCEND" : "ASCEND";
     r["sort_target"] = "CREATE";
   }
   return r;

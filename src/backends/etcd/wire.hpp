@@ -34,6 +34,7 @@ std::string bytes(const boost::json::object& o, std::string_view field);
 /// One key as a reply lists it.
 struct key_value {
   std::string key;
+  std::string value;
   std::int64_t create_revision = 0;
   std::int64_t mod_revision = 0;
   std::int64_t lease = 0;
@@ -44,10 +45,12 @@ std::vector<key_value> kvs_of(const boost::json::object& range_response);
 /// header.revision of a response.
 std::int64_t revision_of(const boost::json::object& response);
 
-/// A RangeRequest of the keys in [key, range_end) (range_end empty: `key` alone), newest creation
-/// first, at most `limit` (0: all), only those created at or before `max_create` (0: any).
+/// The order of a range's keys.
+enum class order { by_key, newest_first, oldest_first };
+/// A RangeRequest of the keys in [key, range_end) (range_end empty: `key` alone), in `o`, at most
+/// `limit` (0: all), only those created at or before `max_create` (0: any).
 boost::json::object range_request(std::string_view key, std::string_view range_end, std::int64_t limit,
-                                  std::int64_t max_create, bool newest_first);
+                                  std::int64_t max_create, order o);
 /// What the gateway's error body says ({"error": ..., "code": <gRPC code>, "message": ...}): the
 /// corolock code and words.
 struct gateway_error {
