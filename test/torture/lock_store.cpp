@@ -1,7 +1,9 @@
 #include "lock_store.hpp"
 
+#include <support/etcd_server.hpp>
 #include <support/leftovers.hpp>
 #include <support/redis_server.hpp>
+#include <support/sql_server_process.hpp>
 #include <support/zookeeper_server.hpp>
 #ifdef COROLOCK_TORTURE_MYSQL
 #include <support/mariadb_server.hpp>
@@ -16,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace corolock::test::torture {
 
@@ -124,15 +127,27 @@ std::optional<std::string> mntr_value(const std::string& mntr, const std::string
   return std::nullopt;
 }
 
-class zookeeper_store final : public lock_store {
+/// What the stores whose session is the lease share (ZooKeeper, etcd): the fixture's pause, and no
+/// kill (neither has a request that drops a client's connection).
+template <typename Server>
+class session_server_store : public lock_store {
 public:
-  explicit zookeeper_store(const config& cfg) : server_(options(cfg)) {}
-
   std::string url() const override { return server_.url(); }
   std::uint64_t kill_connections() override {
-    throw std::logic_error("ZooKeeper offers no kill (no command drops a client's connection)");
+    throw std::logic_error(server_.url() + " offers no kill (no request drops a client's connection)");
   }
   void pause(std::chrono::milliseconds d) override { stall(server_, d); }
+
+protected:
+  template <typename... Args>
+  explicit session_server_store(Args&&... args) : server_(std::forward<Args>(args)...) {}
+  Server server_;
+};
+
+class zookeeper_store final : public session_server_store<zookeeper_server> {
+public:
+  explicit zookeeper_store(const config& cfg) : session_server_store(options(cfg)) {}
+
   void restart() override { server_.restart(); }
 
   /// No ephemeral node (a lock node of a session that ended would be one) and no client
@@ -163,8 +178,49 @@ private:
     o.min_session_timeout_ms = std::min(1000, static_cast<int>(cfg.lease.count()));
     return o;
   }
+};
 
-  zookeeper_server server_;
+/// The leases the member at `server` holds: `etcdctl lease list` ("found N leases", then their ids).
+/// Throws std::runtime_error when etcdctl fails: "nothing left" must not be read from a silent member.
+std::size_t etcd_leases(const etcd_server& server) {
+  auto run = run_captured({"etcdctl", "--endpoints=" + server.address(), "--command-timeout=2s", "lease", "list"},
+                          server.dir(), 10s);
+  std::istringstream words(run.output);
+  std::string found, leases;
+  std::size_t n = 0;
+  if (!run.status.success() || !(words >> found >> n >> leases) || found != "found")
+    throw std::runtime_error(fmt::format("etcdctl lease list: {}: {}", run.status.to_string(), run.output));
+  return n;
+}
+
+class etcd_store final : public session_server_store<etcd_server> {
+public:
+  /// SIGKILL, then the member again on its data directory: its keys and leases are kept.
+  void restart() override { server_.start(); }
+
+  /// No key at all (every key a lock makes is one of a client's lease) and no lease (a client's
+  /// close revokes its own).
+  std::vector<std::string> leftovers(std::chrono::milliseconds settle) override {
+    return settled(settle, [&] {
+      std::vector<std::string> left;
+      try {
+        if (auto keys = etcd_keys(server_.port(), ""); !keys.empty())
+          left.push_back(fmt::format("{} keys (first {})", keys.size(), keys.front().key));
+        if (auto leases = etcd_leases(server_); leases != 0)
+          left.push_back(fmt::format("{} leases", leases));
+      } catch (const std::runtime_error& e) {
+        left.push_back(fmt::format("the member unreadable: {}", e.what()));
+      }
+      return left;
+    });
+  }
+  std::string fence_counter() override {
+    try {
+      return fmt::format("store revision {} (tokens are create revisions)", etcd_revision(server_.port()));
+    } catch (const std::runtime_error& e) {
+      return fmt::format("unreadable: {}", e.what());
+    }
+  }
 };
 
 /// What the SQL servers share: the fixture's pause and restart, and a kill that frees the locks
@@ -273,7 +329,8 @@ private:
 std::set<chaos> offered_chaos(backend b) {
   switch (b) {
   case backend::redis: return all_chaos();
-  case backend::zookeeper: return {chaos::client_pause, chaos::sigstop, chaos::restart};
+  case backend::zookeeper:
+  case backend::etcd: return {chaos::client_pause, chaos::sigstop, chaos::restart};
   case backend::mysql:
   case backend::postgres: return {chaos::client_kill, chaos::client_pause, chaos::sigstop, chaos::restart};
   }
@@ -283,7 +340,7 @@ std::set<chaos> offered_chaos(backend b) {
 bool serves(backend b, primitive p) {
   switch (p) {
   case primitive::mutex: return true;
-  case primitive::semaphore: return b == backend::redis || b == backend::zookeeper;
+  case primitive::semaphore: return b == backend::redis || b == backend::zookeeper || b == backend::etcd;
   case primitive::shared_mutex: return b != backend::mysql;
   }
   return false;
@@ -292,7 +349,8 @@ bool serves(backend b, primitive p) {
 std::chrono::milliseconds default_lease(backend b) {
   switch (b) {
   case backend::redis: return 1000ms;
-  case backend::zookeeper: return 2000ms;
+  case backend::zookeeper:
+  case backend::etcd: return 2000ms;
   case backend::mysql:
   case backend::postgres: return 3000ms;
   }
@@ -305,6 +363,7 @@ std::unique_ptr<lock_store> start_lock_store(const config& cfg) {
   case backend::zookeeper:
     require_zookeeper_installed();
     return std::make_unique<zookeeper_store>(cfg);
+  case backend::etcd: return std::make_unique<etcd_store>();
   case backend::mysql:
 #ifdef COROLOCK_TORTURE_MYSQL
     return std::make_unique<mysql_store>();

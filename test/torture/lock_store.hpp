@@ -1,8 +1,9 @@
 // The lock server of a torture run (torture.hpp), whichever store it is: a private redis-server,
-// ZooKeeper server, mariadbd or postgres on loopback, started from the test/support fixtures, and
-// what the chaos loop and the final checks do to it and read from it. Blocking code, as the
-// coordinator: the SQL servers are read through their command-line clients, ZooKeeper through its
-// four-letter words, Redis through the blocking RESP client.
+// ZooKeeper server, etcd member, mariadbd or postgres on loopback, started from the test/support
+// fixtures, and what the chaos loop and the final checks do to it and read from it. Blocking code,
+// as the coordinator: the SQL servers are read through their command-line clients, ZooKeeper
+// through its four-letter words, etcd through its JSON gateway and etcdctl, Redis through the
+// blocking RESP client.
 //
 // The chaos each store gets, and why (offered()):
 //   redis      kill, pause, sleep, stop, restart: CLIENT KILL, CLIENT PAUSE, DEBUG SLEEP; a restart
@@ -11,6 +12,11 @@
 //              session timeout they expire when it resumes); a restart keeps the sessions and
 //              nodes (data directory), so a holder must keep or be told it lost the lock. No kill:
 //              ZooKeeper has no command that drops a client's connection.
+//   etcd       pause, stop, restart: as ZooKeeper's. SIGSTOP of the member: every keepalive goes
+//              unanswered, each holder is told before its lease's TTL passes, and past the TTL the
+//              leases expire when it resumes (their keys with them). A restart (SIGKILL, started
+//              again on its data directory) keeps the keys, the leases and the revision, so tokens
+//              are judged across it. No kill: etcd has no request that drops a client's connection.
 //   mysql,     kill, pause, stop, restart: KILL / pg_terminate_backend of every lock session (the
 //   postgres   server frees its locks at once, and the holder learns it at its next ping or
 //              statement: overlaps within a lease of a kill are excused, the fence must hold), SIGSTOP of the server (postgres: its backends too),
@@ -77,10 +83,11 @@ public:
 std::set<chaos> offered_chaos(backend b);
 /// The locks the store serves (a table: the coordinator links no store client, so it cannot ask
 /// the backends' traits; a worker whose handle is refused would fail at its start anyway):
-/// semaphore on Redis only, shared_mutex everywhere but MariaDB/MySQL.
+/// semaphore on Redis and ZooKeeper, shared_mutex everywhere but MariaDB/MySQL.
 bool serves(backend b, primitive p);
 /// The default lease of a run on `b`: Redis's lock lease; the others' session timeout (their lease):
-/// ZooKeeper 2 s, the SQL stores 3 s (the least MariaDB counts).
+/// ZooKeeper and etcd 2 s (etcd's lease: whole seconds), the SQL stores 3 s (the least MariaDB
+/// counts).
 std::chrono::milliseconds default_lease(backend b);
 
 /// Starts the store's server (the `lease` is a session timeout on the stores whose lease is a

@@ -378,6 +378,7 @@ std::string_view nothing_left(backend b) {
   switch (b) {
   case backend::redis: return "no lock key, no subscription";
   case backend::zookeeper: return "no ephemeral node, no client connection (mntr)";
+  case backend::etcd: return "no key, no lease (etcdctl lease list)";
   case backend::mysql: return "no GET_LOCK held, no session (IS_USED_LOCK, PROCESSLIST)";
   case backend::postgres: return "no advisory lock, no session (pg_locks, pg_stat_activity)";
   }
@@ -459,6 +460,7 @@ std::string_view to_string(backend b) {
   switch (b) {
   case backend::redis: return "redis";
   case backend::zookeeper: return "zookeeper";
+  case backend::etcd: return "etcd";
   case backend::mysql: return "mysql";
   case backend::postgres: return "postgres";
   }
@@ -466,7 +468,7 @@ std::string_view to_string(backend b) {
 }
 
 std::optional<backend> parse_backend(std::string_view name) {
-  for (auto b : {backend::redis, backend::zookeeper, backend::mysql, backend::postgres})
+  for (auto b : {backend::redis, backend::zookeeper, backend::etcd, backend::mysql, backend::postgres})
     if (to_string(b) == name)
       return b;
   return std::nullopt;
@@ -656,6 +658,8 @@ report run(const config& requested, std::ostream& out) {
   if (cfg.store == backend::zookeeper)
     fmt::print(out, "ZooKeeper clients made anew after their session expired: {}\n",
                sum("clients_renewed"));
+  else if (cfg.store == backend::etcd) // an expired lease the client replaces itself
+    fmt::print(out, "etcd clients made anew after they closed: {}\n", sum("clients_renewed"));
   {
     std::map<std::string, std::uint64_t> kinds;
     for (auto& r : results)
@@ -673,8 +677,9 @@ report run(const config& requested, std::ostream& out) {
   report rep;
   const auto& faults = *cfg.faults;
   const bool holders_paused = faults.contains(chaos::sigstop);
-  // A restart that keeps its data (ZooKeeper's sessions; a SQL server's fence counter, its
-  // sessions ended as by a kill and excused as such) leaves the tokens to be judged exactly.
+  // A restart that keeps its data (ZooKeeper's sessions, etcd's keys and leases; a SQL server's
+  // fence counter, its sessions ended as by a kill and excused as such) leaves the tokens to be
+  // judged exactly.
   const bool restarted = faults.contains(chaos::restart) && lock_server->restart_is_blind();
   {
     // A check that a fault makes meaningful proves nothing if the fault did not happen.

@@ -1,11 +1,11 @@
 // The torture run: P worker processes (test/workers/torture_worker.cpp) x C coroutines on one lock
-// (a mutex, a semaphore or a shared_mutex) of one store (Redis, ZooKeeper, MariaDB/MySQL,
+// (a mutex, a semaphore or a shared_mutex) of one store (Redis, ZooKeeper, etcd, MariaDB/MySQL,
 // PostgreSQL: lock_store.hpp) doing critical sections against a "resource" server — exclusive
 // holders a fenced and an unfenced read-modify-write — while a seeded chaos loop hits the lock
 // server: its connections killed (CLIENT KILL, KILL, pg_terminate_backend), stalls (CLIENT PAUSE,
 // DEBUG SLEEP, SIGSTOP of the server), SIGSTOP of a current holder past its lease, one server
 // restart — each store what it can take. Afterwards everything is checked from the lock server
-// (nothing left: keys, nodes, held locks, sessions) and from what the workers saw, and a summary
+// (nothing left: keys, nodes, leases, held locks, sessions) and from what the workers saw, and a summary
 // table is printed. The same checks on every store.
 //
 // Every section's interval is read on the resource server's clock, so how many held at once is
@@ -53,8 +53,8 @@ std::set<chaos> all_chaos();
 
 enum class primitive { mutex, semaphore, shared_mutex };
 /// The store the lock lives on (lock_store.hpp says which chaos each gets).
-enum class backend { redis, zookeeper, mysql, postgres };
-/// "redis", "zookeeper", "mysql", "postgres".
+enum class backend { redis, zookeeper, etcd, mysql, postgres };
+/// "redis", "zookeeper", "etcd", "mysql", "postgres".
 std::string_view to_string(backend b);
 std::optional<backend> parse_backend(std::string_view name);
 /// "mutex", "semaphore", "shared_mutex".
@@ -70,7 +70,7 @@ struct config {
   /// Every fault the store offers when unset (lock_store.hpp); one it does not offer is refused.
   std::optional<std::set<chaos>> faults;
   /// The lock's lease on Redis; the session timeout on the stores whose session is the lease.
-  /// Zero: the store's default (default_lease: 1 s on Redis, 2 s ZooKeeper, 3 s SQL).
+  /// Zero: the store's default (default_lease: 1 s on Redis, 2 s ZooKeeper and etcd, 3 s SQL).
   std::chrono::milliseconds lease{0};
   /// Zero: twice the lease.
   std::chrono::milliseconds acquire_deadline{0};

@@ -1,7 +1,7 @@
 // corolock_torture: the long torture run of any of the locks on any store (scripts/torture.sh). Prints the chaos as it
 // happens, then the summary table; exits 0 when every check passed, 1 when one failed, 2 on a usage error — among them a
-// lock or a chaos the store does not serve (lock_store.hpp: semaphore on Redis only, shared_mutex not on MySQL; kill not
-// on ZooKeeper, sleep on Redis only).
+// lock or a chaos the store does not serve (lock_store.hpp: semaphore on Redis and ZooKeeper, shared_mutex not on MySQL;
+// kill not on ZooKeeper or etcd, sleep on Redis only).
 #include "torture.hpp"
 
 #include <support/process.hpp>
@@ -17,17 +17,18 @@ namespace tt = corolock::test::torture;
 namespace {
 
 constexpr const char* usage =
-    "usage: corolock_torture [--backend redis|zookeeper|mysql|postgres]\n"
+    "usage: corolock_torture [--backend redis|zookeeper|etcd|mysql|postgres]\n"
     "                        [--lock mutex|semaphore|shared_mutex] [--permits K] [--take N]\n"
     "                        [--writers W] [--fair yes|no] [--seed N] [--duration SECONDS]\n"
     "                        [--processes P]\n"
     "                        [--coroutines C] [--chaos all|none|kill,pause,sleep,stop,restart]\n"
     "                        [--lease MS] [--deadline MS] [--hold US] [--overrun-bound MS]\n"
     "                        [--worker PATH]\n"
-    "  --backend B  the lock's store (redis); its chaos by default: redis all, zookeeper\n"
-    "               pause,stop,restart, mysql and postgres kill,pause,stop,restart\n"
+    "  --backend B  the lock's store (redis); its chaos by default: redis all, zookeeper and\n"
+    "               etcd pause,stop,restart, mysql and postgres kill,pause,stop,restart\n"
     "  --lease MS   the lock's lease on redis (1000), the session timeout elsewhere (zookeeper\n"
-    "               2000, mysql/postgres 3000); --deadline MS: acquire_for (twice the lease)\n"
+    "               and etcd 2000, mysql/postgres 3000); --deadline MS: acquire_for (twice the\n"
+    "               lease)\n"
     "  --permits K  semaphore: its permit count (3); --take N: a section takes 1..N permits (1)\n"
     "  --writers W  shared_mutex: one section in W is a writer (4)\n";
 

@@ -1,6 +1,6 @@
 // One process of the torture run (test/torture/torture.hpp): C coroutines share one lock — a
 // corolock::mutex, semaphore or shared_mutex, made from the lock store's client that LOCK_URL names
-// (redis://, zookeeper://, mysql://, postgresql://; the handles are the same whichever) — and, until the duration is over, take it with
+// (redis://, zookeeper://, etcd://, mysql://, postgresql://; the handles are the same whichever) — and, until the duration is over, take it with
 // acquire_for and do a critical section against the "resource": a second redis-server that the chaos
 // never touches, standing for a database that survives whatever happens to the lock server:
 //
@@ -21,7 +21,7 @@
 // coordinator's checks of how many held at once.
 //
 // LEASE_MS is the lock's lease on Redis, the session timeout on the stores whose session is the
-// lease (ZooKeeper, MariaDB/MySQL, PostgreSQL: their handles keep the default options).
+// lease (ZooKeeper, etcd, MariaDB/MySQL, PostgreSQL: their handles keep the default options).
 //
 // Usage: corolock_torture_worker LOCK_URL RESOURCE_URL NAME COROUTINES DURATION_MS LEASE_MS
 //                                DEADLINE_MS HOLD_US STATS_FILE SEED PRIMITIVE PERMITS MAX_TAKE
@@ -34,6 +34,9 @@
 #include <corolock/corolock.hpp>
 #ifdef COROLOCK_TORTURE_ZOOKEEPER
 #include <corolock/zookeeper/client.hpp>
+#endif
+#ifdef COROLOCK_TORTURE_ETCD
+#include <corolock/etcd/client.hpp>
 #endif
 #ifdef COROLOCK_TORTURE_MYSQL
 #include <corolock/mysql/lock_client.hpp>
@@ -651,42 +654,48 @@ private:
   corolock::redis::client client_;
 };
 
-#ifdef COROLOCK_TORTURE_ZOOKEEPER
-class zookeeper_store final : public lock_store {
+/// ZooKeeper or etcd: the client is the session, the lease its timeout (`timeout`: the config's
+/// field for it). A client that ended for good (an error `ends`: ZooKeeper's session_expired, as a
+/// Curator user then makes a new client; an etcd client only by a close, as it asks for a new lease
+/// itself when one expires) is made anew, a new session. The old ones stay (closed) until the
+/// process ends: their handles and guards may still be in use.
+template <typename Client, typename Config>
+class session_store final : public lock_store {
 public:
-  zookeeper_store(asio::any_io_executor ex, const std::string& url, std::chrono::milliseconds lease)
-      : ex_(ex), config_(config(url, lease)),
-        client_(std::make_unique<corolock::zookeeper::client>(ex, config_)) {}
+  session_store(asio::any_io_executor ex, const std::string& url, std::chrono::milliseconds lease,
+                std::chrono::milliseconds Config::*timeout, corolock::error ends, const char* name)
+      : ex_(ex), config_(config(url, lease, timeout)), ends_(ends), name_(name),
+        client_(std::make_unique<Client>(ex, config_)) {}
   corolock::lock_source& source() override { return *client_; }
   asio::awaitable<void> connect() override { co_await client_->connect(); }
-  asio::awaitable<void> close() override { co_await client_->close(); }
-  /// An expired session is the client's end: a new client, a new session. The old one stays
-  /// (closed) until the process ends: its handles and guards may still be in use.
+  asio::awaitable<void> close() override { co_await client_->async_close(); }
   asio::awaitable<corolock::lock_source*> renew(error_code ec) override {
-    if (ec != corolock::error::session_expired)
+    if (ec != ends_)
       co_return nullptr;
-    co_await client_->close();
+    co_await client_->async_close();
     old_.push_back(std::move(client_));
-    client_ = std::make_unique<corolock::zookeeper::client>(ex_, config_);
+    client_ = std::make_unique<Client>(ex_, config_);
     auto [cec] = co_await client_->connect(tuple_awaitable);
     if (cec)
-      fmt::print(stderr, "torture_worker {}: a new ZooKeeper client: {}\n", getpid(), cec.message());
+      fmt::print(stderr, "torture_worker {}: a new {} client: {}\n", getpid(), name_, cec.message());
     co_return client_.get();
   }
 
 private:
-  static corolock::zookeeper::config config(const std::string& url, std::chrono::milliseconds lease) {
-    auto c = corolock::zookeeper::config::from_url(url);
-    c.session_timeout = lease;
+  static Config config(const std::string& url, std::chrono::milliseconds lease,
+                       std::chrono::milliseconds Config::*timeout) {
+    auto c = Config::from_url(url);
+    c.*timeout = lease;
     c.connect_timeout = 1000ms;
     return c;
   }
   asio::any_io_executor ex_;
-  corolock::zookeeper::config config_;
-  std::vector<std::unique_ptr<corolock::zookeeper::client>> old_; // destroyed after client_
-  std::unique_ptr<corolock::zookeeper::client> client_;
+  Config config_;
+  corolock::error ends_;
+  const char* name_;
+  std::vector<std::unique_ptr<Client>> old_; // destroyed after client_
+  std::unique_ptr<Client> client_;
 };
-#endif
 
 /// MariaDB/MySQL or PostgreSQL: the session timeout is the lease.
 template <typename Client, typename Config>
@@ -712,7 +721,14 @@ std::unique_ptr<lock_store> make_store(asio::any_io_executor ex, const settings&
     return std::make_unique<redis_store>(ex, s.lock_url);
 #ifdef COROLOCK_TORTURE_ZOOKEEPER
   if (url.starts_with("zookeeper://"))
-    return std::make_unique<zookeeper_store>(ex, s.lock_url, s.lease);
+    return std::make_unique<session_store<corolock::zookeeper::client, corolock::zookeeper::config>>(
+        ex, s.lock_url, s.lease, &corolock::zookeeper::config::session_timeout,
+        corolock::error::session_expired, "ZooKeeper");
+#endif
+#ifdef COROLOCK_TORTURE_ETCD
+  if (url.starts_with("etcd://"))
+    return std::make_unique<session_store<corolock::etcd::client, corolock::etcd::config>>(
+        ex, s.lock_url, s.lease, &corolock::etcd::config::lease, corolock::error::closed, "etcd");
 #endif
 #ifdef COROLOCK_TORTURE_MYSQL
   if (url.starts_with("mysql://") || url.starts_with("mariadb://"))
