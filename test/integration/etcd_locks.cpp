@@ -18,6 +18,7 @@
 #include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <vector>
@@ -241,6 +242,106 @@ BOOST_AUTO_TEST_CASE(connect_to_no_member_fails_in_words_and_a_try_before_connec
     BOOST_TEST(why.message().find("127.0.0.1:1") != std::string::npos, why.message());
     BOOST_TEST(why.message().find("127.0.0.1:2") != std::string::npos, why.message());
     co_await c.async_close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_user_s_password_is_checked_and_an_expired_token_renewed) {
+  etcd_server server({"--auth-token-ttl", "1"}); // tokens expire after a second
+  const auto etcdctl = "etcdctl --endpoints=http://" + local(server.port());
+  BOOST_REQUIRE(std::system((etcdctl + " user add root:pw >/dev/null 2>&1").c_str()) == 0);
+  BOOST_REQUIRE(std::system((etcdctl + " auth enable >/dev/null 2>&1").c_str()) == 0);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    {
+      etcd::client c(ex, "etcd://root:wrong@" + local(server.port()));
+      diagnostics why;
+      auto [ec] = co_await c.connect(bind_diagnostics(why, as_tuple_awaitable));
+      BOOST_TEST((ec == error::auth_failed), ec.message());
+      BOOST_TEST(why.message().find("authentication failed") != std::string::npos, why.message());
+      co_await c.async_close();
+    }
+    {
+      // No user: etcd grants a lease without one, and refuses the lock's keys.
+      etcd::client c(ex, "etcd://" + local(server.port()));
+      co_await c.connect();
+      mutex m{c, "order:42"};
+      diagnostics why;
+      auto [ec, g] = co_await m.acquire_for(milliseconds(2000), bind_diagnostics(why, as_tuple_awaitable));
+      BOOST_TEST((ec == error::permission_denied), ec.message());
+      BOOST_TEST(why.message().find("give a user") != std::string::npos, why.message());
+      co_await c.async_close();
+    }
+
+    auto c = co_await connected(ex, "root:pw@" + local(server.port()));
+    mutex m{*c, "order:42"};
+    auto g = co_await m.acquire();
+    co_await sleep_for(milliseconds(3000)); // the token expired twice over: keepalives authenticate again
+    BOOST_TEST(!g.lost());
+    co_await g.unlock();
+    auto again = co_await m.acquire_for(milliseconds(2000));
+    BOOST_TEST(again.fencing_token() > g.fencing_token());
+    co_await again.unlock();
+    co_await c->async_close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_follows_the_members_outlives_the_member_its_url_named) {
+  etcd_cluster cluster{3};
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto first = local(cluster.member(0).port());
+    auto follows = co_await connected(ex, first + "/?follow_members=true");
+    auto stays = co_await connected(ex, first); // the control: only the member its URL names
+    auto other = co_await connected(ex, local(cluster.member(1).port()) + "," + local(cluster.member(2).port()));
+    mutex mf{*follows, "f"}, ms{*stays, "s"}, of{*other, "f"}, os{*other, "s"};
+    auto gf = co_await mf.acquire();
+    auto gs = co_await ms.acquire();
+    cluster.member(0).kill();
+    co_await sleep_for(milliseconds(3000)); // past the 2 s lease
+    BOOST_TEST(!gf.lost(), "the client that follows the members lost its lock with member 0");
+    BOOST_TEST(gs.lost(), "the client bound to member 0 kept its lock without it");
+    co_await gf.unlock();
+    auto taken = co_await of.acquire_for(milliseconds(3000));
+    BOOST_TEST(taken.fencing_token() > gf.fencing_token());
+    auto freed = co_await os.acquire_for(milliseconds(5000)); // its lease expired at the store
+    co_await taken.unlock();
+    co_await freed.unlock();
+    co_await follows->async_close();
+    co_await stays->async_close(milliseconds(200));
+    co_await other->async_close();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_member_answering_503_is_passed_over) {
+  etcd_server server;
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    // A member that is up but cannot serve (a proxy in front of a stopped one, a member without a
+    // leader): it answers every request 503.
+    asio::ip::tcp::acceptor refusing(ex, {asio::ip::make_address("127.0.0.1"), 0});
+    int answered = 0;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      for (;;) {
+        auto [aec, sock] = co_await refusing.async_accept(as_tuple_awaitable);
+        if (aec)
+          co_return;
+        asio::co_spawn(ex, [&answered, sock = std::move(sock)]() mutable -> asio::awaitable<void> {
+          std::string in;
+          auto [rec, n] = co_await asio::async_read_until(sock, asio::dynamic_buffer(in), "\r\n\r\n", as_tuple_awaitable);
+          static_cast<void>(n);
+          if (rec)
+            co_return;
+          ++answered;
+          const std::string out = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+          co_await asio::async_write(sock, asio::buffer(out), as_tuple_awaitable);
+        }, asio::detached);
+      }
+    }, asio::detached);
+    auto c = co_await connected(ex, local(refusing.local_endpoint().port()) + "," + local(server.port()));
+    mutex m{*c, "order:42"};
+    auto g = co_await m.acquire_for(milliseconds(2000));
+    BOOST_TEST(g.owns_lock());
+    BOOST_TEST(answered >= 1);
+    co_await g.unlock();
+    co_await c->async_close();
+    refusing.close();
   });
 }
 

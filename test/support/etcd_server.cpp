@@ -277,7 +277,8 @@ std::int64_t etcd_revision(std::uint16_t port) {
 
 // --- etcd_server ------------------------------------------------------------------------------
 
-etcd_server::etcd_server() : dir_(make_temp_dir("corolock-etcd-")), name_("n1") {
+etcd_server::etcd_server(std::vector<std::string> flags)
+    : dir_(make_temp_dir("corolock-etcd-")), name_("n1"), flags_(std::move(flags)) {
   sweep_once();
   try {
     std::ofstream(dir_ / "owner") << ::getpid() << '\n';
@@ -331,16 +332,17 @@ void etcd_server::launch() {
   spawn.output = dir_ / "etcd.log";  // flag errors and Go panics too, not only what zap logs
   spawn.working_dir = dir_;
   // The --initial-* flags only matter to the first start: later ones read the member from the WAL.
-  process_ = process({"etcd", "--name", name_, "--data-dir", (dir_ / "data").string(),
-                      "--listen-client-urls", client, "--advertise-client-urls", client,
-                      "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                      "--initial-cluster", initial_cluster_, "--initial-cluster-token", cluster_token_,
-                      "--initial-cluster-state", "new",
-                      "--heartbeat-interval", std::to_string(heartbeat_ms),
-                      "--election-timeout", std::to_string(election_timeout_ms),
-                      "--auto-compaction-retention", "0", "--enable-pprof=false",
-                      "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"},
-                     spawn);
+  std::vector<std::string> args{"etcd", "--name", name_, "--data-dir", (dir_ / "data").string(),
+                                "--listen-client-urls", client, "--advertise-client-urls", client,
+                                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                                "--initial-cluster", initial_cluster_, "--initial-cluster-token", cluster_token_,
+                                "--initial-cluster-state", "new",
+                                "--heartbeat-interval", std::to_string(heartbeat_ms),
+                                "--election-timeout", std::to_string(election_timeout_ms),
+                                "--auto-compaction-retention", "0", "--enable-pprof=false",
+                                "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"};
+  args.insert(args.end(), flags_.begin(), flags_.end());
+  process_ = process(std::move(args), spawn);
   paused_ = false;
 }
 

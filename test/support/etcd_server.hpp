@@ -44,7 +44,9 @@ class etcd_cluster;
 class etcd_server {
 public:
   /// A single-member cluster, started; returns once GET /health says {"health":"true"}.
-  etcd_server();
+  etcd_server() : etcd_server(std::vector<std::string>{}) {}
+  /// The same, with `flags` added to etcd's command line (e.g. {"--auth-token-ttl", "1"}).
+  explicit etcd_server(std::vector<std::string> flags);
   ~etcd_server();
   etcd_server(const etcd_server&) = delete;
   etcd_server& operator=(const etcd_server&) = delete;
@@ -109,6 +111,7 @@ private:
   std::uint16_t peer_port_ = 0;
   std::string initial_cluster_;
   std::string cluster_token_;
+  std::vector<std::string> flags_; ///< added to every start's command line
   etcd_cluster* cluster_ = nullptr;  // null for a single member, which owns dir_
   bool paused_ = false;
   process process_;

@@ -32,7 +32,7 @@ bool says(const std::string& words, const char* what) { return words.find(what) 
 BOOST_AUTO_TEST_SUITE(etcd_config)
 
 BOOST_AUTO_TEST_CASE(hosts_credentials_and_options) {
-  auto c = config::from_url("etcd://app:s3cr:et@10.0.0.1:2389,etcd2,[::1]:2390/?lease=4s&request_timeout=700&connect_timeout=300ms");
+  auto c = config::from_url("etcd://app:s3cr:et@10.0.0.1:2389,etcd2,[::1]:2390/?lease=4s&request_timeout=700&connect_timeout=300ms&follow_members=true");
   BOOST_REQUIRE(c.hosts.size() == 3u);
   BOOST_TEST(c.hosts[0].host == "10.0.0.1");
   BOOST_TEST(c.hosts[0].port == 2389);
@@ -45,9 +45,11 @@ BOOST_AUTO_TEST_CASE(hosts_credentials_and_options) {
   BOOST_TEST(c.lease.count() == 4000);
   BOOST_TEST(c.request_timeout.count() == 700);
   BOOST_TEST(c.connect_timeout.count() == 300);
+  BOOST_TEST(c.follow_members);
   auto d = config::from_url("etcd://127.0.0.1");
   BOOST_TEST(d.lease.count() == 10000);
   BOOST_TEST(d.username.empty());
+  BOOST_TEST(!d.follow_members);
 }
 
 BOOST_AUTO_TEST_CASE(every_bad_part_is_refused_in_words) {
@@ -65,6 +67,7 @@ BOOST_AUTO_TEST_CASE(every_bad_part_is_refused_in_words) {
   BOOST_TEST(says(refusal("etcd://a?lease=3h"), "lease must be a positive number"));
   BOOST_TEST(says(refusal("etcd://a?lease=100000000"), "lease is over a day"));
   BOOST_TEST(says(refusal("etcd://a?ttl=3"), "unknown option 'ttl'"));
+  BOOST_TEST(says(refusal("etcd://a?follow_members=yes"), "follow_members must be true or false, not 'yes'"));
   BOOST_TEST(says(refusal("etcd://a?ttl=3"), "etcd URL 'etcd://a?ttl=3'"));
 }
 

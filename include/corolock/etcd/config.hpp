@@ -3,7 +3,7 @@
 /// bounds of one request, as a struct or as a URL:
 ///
 ///     etcd://[user:password@]host:port[,host:port...][?lease=<ms>&request_timeout=<ms>
-///                                                     &connect_timeout=<ms>]
+///                                     &connect_timeout=<ms>&follow_members=true|false]
 ///
 /// Hosts are numeric addresses or names (resolved asynchronously); the port defaults to 2379, the
 /// client port of etcd's v3 JSON gateway (plain HTTP/1.1: TLS is not served yet, an etcds:// URL
@@ -39,6 +39,11 @@ struct config {
   std::chrono::milliseconds request_timeout{2000};
   /// One TCP connection attempt to one member.
   std::chrono::milliseconds connect_timeout{1000};
+  /// After connect(), the client asks the cluster for its members and tries their advertised
+  /// client URLs (plain http ones) after those above when none of those answers: a member added
+  /// later, or one the URL left out, keeps serving the client. Off by default: behind a proxy or
+  /// NAT the advertised addresses may reach the members by another path than the one configured.
+  bool follow_members = false;
   /// etcd's user (auth enabled at the cluster: /v3/auth/authenticate at connect(), its token sent
   /// with every request); empty: no authentication. Not yet tested against a cluster with auth
   /// enabled, and a token that expires (etcd's simple tokens: 5 minutes) is not yet renewed.

@@ -79,9 +79,13 @@ config config::from_url(std::string_view url) {
       c.request_timeout = parse_ms(url, key, value);
     else if (key == "connect_timeout")
       c.connect_timeout = parse_ms(url, key, value);
+    else if (key == "follow_members" && (value == "true" || value == "false"))
+      c.follow_members = value == "true";
+    else if (key == "follow_members")
+      refuse(url, "follow_members must be true or false, not '" + std::string(value) + "'");
     else
       refuse(url, "unknown option '" + std::string(key) +
-                      "' (known: lease, request_timeout, connect_timeout)");
+                      "' (known: lease, request_timeout, connect_timeout, follow_members)");
   }
   return c;
 }

@@ -20,6 +20,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -48,6 +49,13 @@ struct gateway::connection {
   bool used = false; ///< it carried a call before (an idle keep-alive: the member may have closed it)
 };
 
+/// What one exchange with the cluster ended with.
+struct exchanged {
+  error_code ec;
+  json::object reply;
+  std::string words;
+};
+
 struct gateway::state {
   state(asio::any_io_executor e, config c) : ex(std::move(e)), cfg(std::move(c)) {}
   asio::any_io_executor ex;
@@ -58,6 +66,8 @@ struct gateway::state {
   bool closed = false;
   std::vector<std::unique_ptr<connection>> idle;
   std::set<connection*> busy; ///< closed by shutdown()
+
+  static asio::awaitable<exchanged> exchange(std::shared_ptr<state> s, std::string target, std::string text);
 
   std::string where(std::size_t m) const {
     return cfg.hosts[m].host + ":" + std::to_string(cfg.hosts[m].port);
@@ -124,7 +134,14 @@ gateway::gateway(asio::any_io_executor ex, config cfg) : s_(std::make_shared<sta
 gateway::~gateway() { shutdown(); }
 
 const config& gateway::get_config() const noexcept { return s_->cfg; }
-void gateway::set_token(std::string token) { s_->token = std::move(token); }
+void gateway::add_members(std::vector<endpoint> found) {
+  for (auto& e : found) {
+    const bool known = std::any_of(s_->cfg.hosts.begin(), s_->cfg.hosts.end(),
+                                   [&](const endpoint& k) { return k.host == e.host && k.port == e.port; });
+    if (!known)
+      s_->cfg.hosts.push_back(std::move(e));
+  }
+}
 bool gateway::reachable() const noexcept { return s_->reached && !s_->closed; }
 
 void gateway::shutdown() {
@@ -136,101 +153,131 @@ void gateway::shutdown() {
   }
 }
 
+/// One request to the current member, or to the next when one cannot serve it (the file's comment).
+asio::awaitable<exchanged> gateway::state::exchange(std::shared_ptr<state> s, std::string target, std::string text) {
+  error_code ec;
+  std::string words;
+  json::object reply;
+  const auto started = clock::now();
+  constexpr auto retry_gap = std::chrono::milliseconds(100);
+  for (int attempt = 0;; ++attempt) {
+    if (s->closed) {
+      ec = error::closed;
+      words = "the etcd client is closed";
+      break;
+    }
+    std::unique_ptr<connection> c;
+    if (!s->idle.empty()) {
+      c = std::move(s->idle.back());
+      s->idle.pop_back();
+    } else {
+      std::string why;
+      c = co_await s->open(why);
+      if (!c && !s->closed && clock::now() + retry_gap < started + s->cfg.request_timeout) {
+        // No member now (one restarting, a leader being elected): the call waits for one
+        // within its bound, as a request sent would wait for its reply.
+        asio::steady_timer gap(s->ex, retry_gap);
+        co_await gap.async_wait(await_tuple);
+        continue;
+      }
+      if (!c) {
+        ec = s->closed ? error_code(error::closed) : error_code(error::not_connected);
+        words = s->closed ? "the etcd client is closed"
+                          : "no etcd member answered within " + std::to_string(s->cfg.request_timeout.count()) +
+                                " ms (" + why + ")";
+        break;
+      }
+    }
+    s->busy.insert(c.get());
+    const bool reused = c->used;
+    auto req = s->request(target, text, c->member);
+    c->stream.expires_after(s->cfg.request_timeout);
+    auto [wec, wn] = co_await http::async_write(c->stream, req, await_tuple);
+    static_cast<void>(wn);
+    http::response<http::string_body> res;
+    error_code rec = wec;
+    if (!wec) {
+      auto [r, rn] = co_await http::async_read(c->stream, c->buffer, res, await_tuple);
+      rec = r;
+      static_cast<void>(rn);
+    }
+    s->busy.erase(c.get());
+    if (rec) {
+      if (s->closed) {
+        ec = error::closed;
+        words = "the etcd client is closed";
+        break;
+      }
+      if (reused && attempt < 2 && (wec || rec == http::error::end_of_stream || rec == asio::error::connection_reset))
+        continue; // a keep-alive the member had closed: the call goes again, fresh
+      ec = rec == beast::error::timeout ? error_code(error::timeout) : error_code(error::connection_lost);
+      words = "etcd member " + s->where(c->member) +
+              (rec == beast::error::timeout ? ": no reply within " + std::to_string(s->cfg.request_timeout.count()) + " ms"
+                                            : ": the connection dropped with the request sent (" + rec.message() + ")");
+      break;
+    }
+    const auto status = res.result_int();
+    if (status == 200) {
+      error_code jec;
+      auto v = json::parse(res.body(), jec);
+      if (jec || !v.is_object()) {
+        ec = error::protocol_error;
+        words = "etcd member " + s->where(c->member) + " sent a reply that is not a JSON object";
+      } else {
+        reply = std::move(v.as_object());
+      }
+      if (res.keep_alive())
+        s->keep(std::move(c));
+      break;
+    }
+    auto e = error_of(status, res.body());
+    if (e.ec == error::not_connected && attempt + 1 < static_cast<int>(s->cfg.hosts.size()) + 1) {
+      // This member cannot serve (no leader, stopping): the next one may.
+      if (s->current == c->member)
+        s->current = (c->member + 1) % s->cfg.hosts.size();
+      words += (words.empty() ? "" : "; ") + s->where(c->member) + ": " + e.words;
+      continue;
+    }
+    ec = e.ec;
+    words = e.words;
+    if (res.keep_alive())
+      s->keep(std::move(c));
+    break;
+  }
+  co_return exchanged{ec, std::move(reply), std::move(words)};
+}
+
 void gateway::call(std::string target, const json::object& body, reply_handler h) {
   auto s = s_;
   asio::co_spawn(
       s->ex,
       [s, target = std::move(target), text = json::serialize(body), h = std::move(h)]() mutable -> asio::awaitable<void> {
-        error_code ec;
-        std::string words;
-        json::object reply;
-        const auto started = clock::now();
-        constexpr auto retry_gap = std::chrono::milliseconds(100);
-        for (int attempt = 0;; ++attempt) {
-          if (s->closed) {
-            ec = error::closed;
-            words = "the etcd client is closed";
-            break;
-          }
-          std::unique_ptr<connection> c;
-          if (!s->idle.empty()) {
-            c = std::move(s->idle.back());
-            s->idle.pop_back();
-          } else {
-            std::string why;
-            c = co_await s->open(why);
-            if (!c && !s->closed && clock::now() + retry_gap < started + s->cfg.request_timeout) {
-              // No member now (one restarting, a leader being elected): the call waits for one
-              // within its bound, as a request sent would wait for its reply.
-              asio::steady_timer gap(s->ex, retry_gap);
-              co_await gap.async_wait(await_tuple);
-              continue;
+        // With a user: a token first (etcd's auth/authenticate), and again once when the member
+        // says the token is no longer valid (etcd's simple tokens expire: 5 minutes by default).
+        const bool auth = !s->cfg.username.empty();
+        for (int tries = 0;; ++tries) {
+          if (auth && s->token.empty()) {
+            json::object who{{"name", s->cfg.username}, {"password", s->cfg.password}};
+            auto a = co_await state::exchange(s, "/v3/auth/authenticate", json::serialize(who));
+            const auto* t = a.ec ? nullptr : a.reply.if_contains("token");
+            if (!t || !t->is_string()) {
+              if (!a.ec) {
+                a.ec = error::protocol_error;
+                a.words = "etcd authenticated without a token";
+              } else if (a.ec == error::invalid_argument) {
+                a.ec = error::auth_failed; // etcd's answer to a wrong password
+              }
+              co_return h(a.ec, {}, "etcd user '" + s->cfg.username + "': " + a.words);
             }
-            if (!c) {
-              ec = s->closed ? error_code(error::closed) : error_code(error::not_connected);
-              words = s->closed ? "the etcd client is closed"
-                                : "no etcd member answered within " + std::to_string(s->cfg.request_timeout.count()) +
-                                      " ms (" + why + ")";
-              break;
-            }
+            s->token = std::string(t->as_string());
           }
-          s->busy.insert(c.get());
-          const bool reused = c->used;
-          auto req = s->request(target, text, c->member);
-          c->stream.expires_after(s->cfg.request_timeout);
-          auto [wec, wn] = co_await http::async_write(c->stream, req, await_tuple);
-          static_cast<void>(wn);
-          http::response<http::string_body> res;
-          error_code rec = wec;
-          if (!wec) {
-            auto [r, rn] = co_await http::async_read(c->stream, c->buffer, res, await_tuple);
-            rec = r;
-            static_cast<void>(rn);
-          }
-          s->busy.erase(c.get());
-          if (rec) {
-            if (s->closed) {
-              ec = error::closed;
-              words = "the etcd client is closed";
-              break;
-            }
-            if (reused && attempt < 2 && (wec || rec == http::error::end_of_stream || rec == asio::error::connection_reset))
-              continue; // a keep-alive the member had closed: the call goes again, fresh
-            ec = rec == beast::error::timeout ? error_code(error::timeout) : error_code(error::connection_lost);
-            words = "etcd member " + s->where(c->member) +
-                    (rec == beast::error::timeout ? ": no reply within " + std::to_string(s->cfg.request_timeout.count()) + " ms"
-                                                  : ": the connection dropped with the request sent (" + rec.message() + ")");
-            break;
-          }
-          const auto status = res.result_int();
-          if (status == 200) {
-            error_code jec;
-            auto v = json::parse(res.body(), jec);
-            if (jec || !v.is_object()) {
-              ec = error::protocol_error;
-              words = "etcd member " + s->where(c->member) + " sent a reply that is not a JSON object";
-            } else {
-              reply = std::move(v.as_object());
-            }
-            if (res.keep_alive())
-              s->keep(std::move(c));
-            break;
-          }
-          auto e = error_of(status, res.body());
-          if (e.ec == error::not_connected && attempt + 1 < static_cast<int>(s->cfg.hosts.size()) + 1) {
-            // This member cannot serve (no leader, stopping): the next one may.
-            if (s->current == c->member)
-              s->current = (c->member + 1) % s->cfg.hosts.size();
-            words += (words.empty() ? "" : "; ") + s->where(c->member) + ": " + e.words;
+          auto r = co_await state::exchange(s, target, text);
+          if (auth && r.ec == error::auth_failed && tries == 0) {
+            s->token.clear(); // expired or revoked: authenticate again, then this request again
             continue;
           }
-          ec = e.ec;
-          words = e.words;
-          if (res.keep_alive())
-            s->keep(std::move(c));
-          break;
+          co_return h(r.ec, std::move(r.reply), std::move(r.words));
         }
-        h(ec, std::move(reply), std::move(words));
       },
       asio::detached);
 }

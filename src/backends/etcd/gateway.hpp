@@ -17,7 +17,10 @@
 // A watch is a long POST whose chunked reply carries one JSON object per line; the gateway reads a
 // request body to its end before answering, so a stream carries one watch and has a connection of
 // its own (no request timeout once its header is in: a watch waits as long as the lock is held).
-// Completions run on the executor, never inline from the call that started them (each call runs
+// With config::username, the gateway authenticates before its first request (auth/authenticate)
+// and sends the token with every request; a reply saying the token is no longer valid (etcd's simple
+// tokens expire, 5 minutes by default) makes it authenticate again, once, and send the request
+// again. Completions run on the executor, never inline from the call that started them (each call runs
 // in its own coroutine, which starts posted). shutdown() closes every connection; later calls end
 // closed.
 #pragma once
@@ -30,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace corolock::etcd::detail {
 
@@ -57,8 +61,9 @@ public:
                                     std::function<void(const boost::json::object&)> on_result,
                                     std::function<void(error_code, std::string)> on_end);
 
-  /// The token sent with every request from now on (etcd's auth/authenticate); empty: none.
-  void set_token(std::string token);
+  /// Members to try after those of the config (the cluster's list, learnt at connect): each one not
+  /// known yet is added at the end.
+  void add_members(std::vector<endpoint> found);
   /// Whether the last attempt to reach a member reached one (false before the first).
   bool reachable() const noexcept;
   /// Closes every connection; calls in flight end closed, later ones at once (posted).

@@ -7,9 +7,36 @@
 
 #include <boost/asio/post.hpp>
 
+#include <charconv>
+#include <optional>
+
 namespace corolock::etcd::detail {
 
 namespace json = boost::json;
+
+namespace {
+/// "http://host:port" as an endpoint; nullopt for another scheme (https: not served yet) or shape.
+std::optional<endpoint> plain_endpoint(std::string_view url) {
+  constexpr std::string_view scheme = "http://";
+  if (!url.starts_with(scheme))
+    return std::nullopt;
+  url.remove_prefix(scheme.size());
+  if (const auto slash = url.find('/'); slash != std::string_view::npos)
+    url = url.substr(0, slash);
+  const auto colon = url.rfind(':');
+  if (colon == std::string_view::npos || colon == 0)
+    return std::nullopt;
+  unsigned port = 0;
+  const auto digits = url.substr(colon + 1);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || port == 0 || port > 65535)
+    return std::nullopt;
+  auto host = url.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return endpoint{std::string(host), static_cast<std::uint16_t>(port)};
+}
+} // namespace
 
 lease_session::lease_session(asio::any_io_executor ex, config cfg)
     : ex_(ex), gw_(std::make_shared<gateway>(ex, cfg)),
@@ -17,30 +44,32 @@ lease_session::lease_session(asio::any_io_executor ex, config cfg)
 
 void lease_session::connect(std::function<void(error_code, std::string)> h) {
   started_ = true;
-  auto self = shared_from_this();
-  authenticate([self, h = std::move(h)](error_code ec, std::string words) mutable {
-    if (ec)
-      return h(ec, std::move(words));
-    self->grant(std::move(h));
+  // A user's token is the gateway's business (it authenticates before its first request).
+  grant([self = shared_from_this(), h = std::move(h)](error_code ec, std::string words) mutable {
+    if (!ec && self->gw_->get_config().follow_members)
+      self->learn_members();
+    h(ec, std::move(words));
   });
 }
 
-void lease_session::authenticate(std::function<void(error_code, std::string)> next) {
-  const auto& cfg = gw_->get_config();
-  if (cfg.username.empty()) {
-    asio::post(ex_, [next = std::move(next)] { next({}, {}); });
-    return;
-  }
-  json::object body{{"name", cfg.username}, {"password", cfg.password}};
-  gw_->call("/v3/auth/authenticate", body,
-            [self = shared_from_this(), next = std::move(next)](error_code ec, json::object reply, std::string words) {
-              if (!ec) {
-                const auto* t = reply.if_contains("token");
-                if (t && t->is_string())
-                  self->gw_->set_token(std::string(t->as_string()));
-              }
-              next(ec, std::move(words));
-            });
+void lease_session::learn_members() {
+  gw_->call("/v3/cluster/member/list", json::object{}, [w = weak_from_this()](error_code ec, json::object reply, std::string) {
+    auto self = w.lock();
+    if (!self || ec)
+      return; // the URL's members serve on their own
+    std::vector<endpoint> found;
+    if (const auto* ms = reply.if_contains("members"); ms && ms->is_array())
+      for (const auto& m : ms->as_array()) {
+        const auto* urls = m.is_object() ? m.as_object().if_contains("clientURLs") : nullptr;
+        if (!urls || !urls->is_array())
+          continue;
+        for (const auto& u : urls->as_array())
+          if (u.is_string())
+            if (auto e = plain_endpoint(std::string_view(u.as_string())))
+              found.push_back(std::move(*e));
+      }
+    self->gw_->add_members(std::move(found));
+  });
 }
 
 void lease_session::grant(std::function<void(error_code, std::string)> h) {

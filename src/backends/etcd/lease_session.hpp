@@ -37,7 +37,8 @@ public:
 
   lease_session(asio::any_io_executor ex, config cfg);
 
-  /// Authenticates if asked, then grants the first lease; `h` once (posted).
+  /// Grants the first lease (the gateway authenticates first when a user is set), then learns the
+  /// cluster's members; `h` once (posted), when the lease is granted.
   void connect(std::function<void(error_code, std::string)> h);
   /// Revokes the lease, then closes the gateway; `h` once (posted).
   void close(std::function<void()> h);
@@ -55,7 +56,8 @@ public:
   const asio::any_io_executor& executor() const noexcept { return ex_; }
 
 private:
-  void authenticate(std::function<void(error_code, std::string)> next);
+  /// Adds the cluster's members (their advertised client URLs) to those the gateway tries.
+  void learn_members();
   void grant(std::function<void(error_code, std::string)> h);
   void schedule(clock::duration after);
   void keepalive();

@@ -97,6 +97,16 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     }
   }
 
+  /// A request of the bid ended with `ec`: unanswered (contract 6: unsure) or the store's refusal
+  /// (final: a user without rights, a bad token). A refused bid's key, if any, goes with a give-back.
+  void settle_error(const std::shared_ptr<bid_run>& b, error_code ec, std::string words) {
+    if (ec == error::not_connected || ec == error::timeout || ec == error::connection_lost || ec == error::protocol_error)
+      return settle_unsure(b, ec, std::move(words));
+    if (b->revision != 0) // our key may stand: taken away before the failure is told
+      remove(b);
+    settle_failed(b, ec == error::auth_failed ? error_code(error::permission_denied) : ec, std::move(words));
+  }
+
   void settle_failed(const std::shared_ptr<bid_run>& b, error_code ec, std::string words) {
     running.erase(b);
     if (auto* e = std::exchange(b->events, nullptr)) {
@@ -127,7 +137,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       if (b->withdrawn)
         return self->remove(b);
       if (ec)
-        return self->settle_unsure(b, ec, std::move(words));
+        return self->settle_error(b, ec, std::move(words));
       const auto responses = response_ranges(r);
       const bool put = r.contains("succeeded") && r.at("succeeded").is_bool() && r.at("succeeded").as_bool();
       if (put) {
@@ -174,7 +184,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       if (b->withdrawn || b->settled)
         return;
       if (ec)
-        return self->settle_unsure(b, ec, std::move(words));
+        return self->settle_error(b, ec, std::move(words));
       const auto responses = response_ranges(r);
       if (responses.size() < 2)
         return self->settle_unsure(b, error::protocol_error, "etcd answered a transaction of two ranges without both");

@@ -161,6 +161,8 @@ gateway_error error_of(unsigned status, std::string_view body) {
   // gRPC codes: 3 invalid argument, 4 deadline exceeded, 7 permission denied, 14 unavailable,
   // 16 unauthenticated. A member without a leader, or one stopping, answers unavailable: another
   // member may serve the request.
+  if (message.find("user name is empty") != std::string::npos) // auth enabled, no user configured
+    return {error_code(error::auth_failed), words + " (the cluster has authentication enabled: give a user)"};
   switch (code) {
   case 3: return {error_code(error::invalid_argument), words};
   case 4: return {error_code(error::timeout), words};
