@@ -11,6 +11,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <cstdlib>
 #include <set>
@@ -63,6 +64,8 @@ struct bid_run final : core::lease_ticket {
   std::int64_t revision = 0;       ///< our key's create revision (0: not known yet)
   std::int64_t lease = 0;          ///< the lease our key was put with
   std::shared_ptr<gateway::watch> watching;
+  std::string watch_target; ///< what `watching` watches (its create request without a revision)
+  bool watch_exact = false; ///< `watching` is created and misses nothing after the last look
 };
 
 json::object compare_created(const std::string& key, std::int64_t revision) {
@@ -243,20 +246,39 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       // The first waiter of a semaphore: every key before it holds, so only a holder leaving can
       // admit it — any deletion in the folder.
       create = json::object{{"key", base64(b->rule_begin)}, {"range_end", base64(b->rule_end)},
-                            {"start_revision", std::to_string(at + 1)}, {"filters", json::array{"NOPUT"}}};
+                            {"filters", json::array{"NOPUT"}}};
     } else if (b->capacity) {
       // A later waiter: the key just before ours waits too; it is marked (a put) when granted, or
       // deleted when it leaves — either may admit us.
-      create = json::object{{"key", base64(before.back().key)}, {"start_revision", std::to_string(at + 1)}};
+      create = json::object{{"key", base64(before.back().key)}};
     } else {
-      create = json::object{{"key", base64(before.front().key)}, {"start_revision", std::to_string(at + 1)},
-                            {"filters", json::array{"NOPUT"}}};
+      create = json::object{{"key", base64(before.front().key)}, {"filters", json::array{"NOPUT"}}};
     }
+    auto target = json::serialize(create);
+    if (b->watching && b->watch_exact && b->watch_target == target)
+      return; // the watch in place covers what this look read (watch_from)
+    if (b->watching)
+      std::exchange(b->watching, nullptr)->cancel();
+    watch_from(b, std::move(create), std::move(target), at);
+  }
+
+  /// Watches `create` for `b` from revision `at` + 1, the revision its look read (0: from now).
+  /// etcd serves a watch whose start revision has already passed from a loop that runs every
+  /// 100 ms (an "unsynced" watcher), so on a store that moved on between the look and the watch a
+  /// wake-up came up to 100 ms late (bench: hand-off p99 99.6 ms). So: when the watch's created
+  /// reply shows the store still at `at`, it is exact and stays; else it is replaced by a watch
+  /// from now, and once that one is created the bid looks again — a change the first one would
+  /// have carried late is read instead, and the second sees everything after.
+  void watch_from(const std::shared_ptr<bid_run>& b, json::object create, std::string target, std::int64_t at) {
+    if (at > 0)
+      create["start_revision"] = std::to_string(at + 1);
+    b->watch_target = target;
+    b->watch_exact = false;
     std::weak_ptr<state> w = weak_from_this();
     std::weak_ptr<bid_run> wb = b;
     b->watching = session->gw().open_watch(
         create,
-        [w, wb](const json::object& result) {
+        [w, wb, at, create, target](const json::object& result) mutable {
           auto self = w.lock();
           auto b = wb.lock();
           if (!self || !b || b->withdrawn || b->settled)
@@ -267,8 +289,21 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
           if (fired || canceled) {
             if (b->watching)
               std::exchange(b->watching, nullptr)->cancel();
-            self->look(b);
+            return self->look(b);
           }
+          if (!result.contains("created") || b->watch_target != target)
+            return;
+          if (at > 0 && revision_of(result) <= at) {
+            b->watch_exact = true; // from our look's revision on, served as it happens
+            return;
+          }
+          if (at > 0) { // the store moved on: a watch from now instead (this one would be late)
+            std::exchange(b->watching, nullptr)->cancel();
+            create.erase("start_revision");
+            return self->watch_from(b, std::move(create), std::move(target), 0);
+          }
+          b->watch_exact = true; // a watch from now: look again, it covers what follows
+          self->look(b);
         },
         [w, wb](error_code, std::string) {
           auto self = w.lock();
