@@ -72,6 +72,8 @@ public:
       : store_(s.store), redis_(redis), port_(bench::url_port(s.common.url)) {
     if (store_ == bench::backend::postgres)
       throw std::invalid_argument("no request counter for PostgreSQL (see the file's notes)");
+    if (store_ == bench::backend::etcd)
+      throw std::invalid_argument("no request counter for etcd (herd_bench does not read its /metrics)");
     const auto& url = s.common.url; // mysql://[user@]host:port/
     const auto from = url.find("://") + 3, at = url.find('@', from);
     const auto host = at == std::string::npos ? from : at + 1;

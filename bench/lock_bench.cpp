@@ -24,10 +24,11 @@
 //                           TLS to one private server listening on both (its own, not the URL's)
 // Every figure is the median of the repetitions, which are interleaved across configurations.
 //
-// --backend zookeeper|mysql|postgres: the same lock handles over that store's client (stores.hpp),
-// the URL being that store's; the scenarios that need only the handles run (uncontended_*,
-// hot_key*, free_for_all, fairness), the others need a Redis client and are skipped. Rows carry
-// `backend` and `sessions` (connections to the server); scripts/bench.sh --stores compares them.
+// --backend zookeeper|etcd|mysql|postgres: the same lock handles over that store's client
+// (stores.hpp), the URL being that store's; the scenarios that need only the handles run
+// (uncontended_*, hot_key*, free_for_all, fairness), the others need a Redis client and are
+// skipped. Rows carry `backend` and `sessions` (connections to the server); scripts/bench.sh
+// --stores compares them.
 #include "lock_bench.hpp"
 
 #include <support/redis_cluster.hpp>
@@ -1156,7 +1157,7 @@ settings parse_settings(int argc, char** argv) {
   namespace po = bench::po;
   po::options_description o("lock_bench");
   o.add_options()("backend", po::value(&store),
-                  "the store of the URL: redis, zookeeper, mysql, postgres (not Redis: the scenarios "
+                  "the store of the URL: redis, zookeeper, etcd, mysql, postgres (not Redis: the scenarios "
                   "uncontended_*, hot_key*, free_for_all and fairness; modes without setnx_30ms)")(
       "modes", po::value(&modes), "pubsub,poll_30ms,poll_1ms,setnx_30ms (quick: no setnx_30ms)")(
       "hold-us", po::value(&s.hold_us), "hold (hot_key, hot_key_waiters, free_for_all): 100")(

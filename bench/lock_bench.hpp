@@ -93,8 +93,8 @@ asio::awaitable<held> take(corolock::redis::client* c, bench_lock& m, const std:
                            wait_mode mode, steady::time_point deadline, std::uint64_t& tries);
 asio::awaitable<void> give_back(corolock::redis::client* c, const std::string& name, held& h);
 
-/// How a row names a mode: corolock's own waiting is `pubsub` on Redis, `watch` on ZooKeeper
-/// (the predecessor's node), `server_wait` on SQL (GET_LOCK / pg_advisory_lock waiting).
+/// How a row names a mode: corolock's own waiting is `pubsub` on Redis, `watch` on ZooKeeper and
+/// etcd (the predecessor's node or key), `server_wait` on SQL (GET_LOCK / pg_advisory_lock waiting).
 std::string row_mode(wait_mode m, bench::backend b);
 
 // ---- multi-process runs -----------------------------------------------------------------------

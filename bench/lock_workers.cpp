@@ -41,7 +41,7 @@ wait_mode parse_mode(const std::string& s) {
 std::string row_mode(wait_mode m, bench::backend b) {
   if (m != wait_mode::pubsub || b == bench::backend::redis)
     return mode_name(m);
-  return b == bench::backend::zookeeper ? "watch" : "server_wait";
+  return b == bench::backend::zookeeper || b == bench::backend::etcd ? "watch" : "server_wait";
 }
 
 const char* primitive_name(primitive p) {

@@ -507,7 +507,7 @@ def charts(doc, directory, stem):
 
 # ---- merge --stores: the stores side by side ----------------------------------------------------
 
-STORES = [("redis", "Redis"), ("zookeeper", "ZooKeeper"), ("mysql", "MariaDB"),
+STORES = [("redis", "Redis"), ("zookeeper", "ZooKeeper"), ("etcd", "etcd"), ("mysql", "MariaDB"),
           ("postgres", "PostgreSQL")]
 COROLOCK_MODES = ("corolock", "pubsub", "watch", "server_wait")  # corolock's own waiting, per store
 
@@ -518,6 +518,13 @@ def corolock_row(rows, backend, name, processes=None):
                 and (processes is None or r["processes"] == processes)):
             return r
     return None
+
+
+def stores_text(rows):
+    """"five stores": how many stores the run measured (BENCH_STORES may leave some out)."""
+    n = sum(1 for b, _ in STORES if any(r.get("backend") == b for r in rows))
+    word = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
+    return f"{word} store{'' if n == 1 else 's'}"
 
 
 def share_text(r):
@@ -597,9 +604,9 @@ def peer_goals(rows):
 def stores_markdown(doc, charts, intro):
     rows = doc["scenarios"]
     m = doc["machine"]
-    out = ["# corolock on four stores\n",
+    out = [f"# corolock on {stores_text(rows)}\n",
            intro or "Produced by `scripts/bench.sh --stores`: corolock's `lock_bench --backend` on a "
-           "private redis-server, ZooKeeper, MariaDB and PostgreSQL (the test fixtures' servers, "
+           "private redis-server, ZooKeeper, etcd, MariaDB and PostgreSQL (the test fixtures' servers, "
            "loopback), then each store's peers, in one run; every figure the median of its "
            "repetitions. How to read the figures: `bench/README.md`.\n",
            machine_line(m),
@@ -653,7 +660,6 @@ def stores_chart(doc, directory, stem):
         print("report.py: no gnuplot (scripts/deps.sh --bench): no charts", file=sys.stderr)
         return []
     rows = doc["scenarios"]
-    label_of = dict(STORES)
     panels = []
     for title, name, fig, P, higher in [
             ("uncontended: cycles/s", "uncontended_latency", "ops_per_s", None, True),
@@ -673,14 +679,15 @@ def stores_chart(doc, directory, stem):
     if not panels:
         return []
     body = (f"set multiplot layout 1,{len(panels)} title "
-            f"{gp_str('corolock (blue) on four stores, and each store’s peers (orange)')} font \",12\"\n")
+            f"{gp_str(f'corolock (blue) on {stores_text(rows)}, and each store’s peers (orange)')} "
+            "font \",12\"\n")
     for i, (title, xlabel, bars) in enumerate(panels):
         values = [b[1] for b in bars]
         body += hbars(f"s{i}", [b[0] for b in bars], values, [b[2] for b in bars],
                       [f" {v:,.0f}" for v in values], gp_log_range(values, 4), True, xlabel, title)
     name = f"{stem}-stores.png"
     gnuplot(os.path.join(directory, name), 4.6 * 90 * len(panels), 6 * 90, body)
-    return [(name, "corolock on four stores, and each store's peers")]
+    return [(name, f"corolock on {stores_text(rows)}, and each store's peers")]
 
 
 # ---- merge --rate: the rate limiter against a fixed poll (scripts/bench.sh --rate) ----------

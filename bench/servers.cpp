@@ -1,15 +1,16 @@
 // bench_servers: the private servers of `scripts/bench.sh --stores`, started by the test fixtures
-// (test/support: zookeeper_server, mariadb_server, postgres_server — loopback, free ports, their
-// own directories in a temporary folder, never a system service), so the benchmark's servers are
-// exactly the tests'.
+// (test/support: zookeeper_server, etcd_server, mariadb_server, postgres_server — loopback, free
+// ports, their own directories in a temporary folder, never a system service), so the benchmark's
+// servers are exactly the tests'.
 //
-//   bench_servers zookeeper mysql postgres
+//   bench_servers zookeeper etcd mysql postgres
 //
 // prints one line per server, "<store> <url>", then "ready", and keeps them until its standard
 // input ends or it gets SIGTERM/SIGINT; then the fixtures stop them and remove their directories.
 // BENCH_DURABLE=1: the SQL servers flush their commits as their defaults do (PostgreSQL fsync=on,
 // synchronous_commit=on; MariaDB innodb_flush_log_at_trx_commit=1) instead of the tests' settings,
 // which flush nothing.
+#include <support/etcd_server.hpp>
 #include <support/mariadb_server.hpp>
 #include <support/postgres_server.hpp>
 #include <support/zookeeper_server.hpp>
@@ -48,6 +49,12 @@ int main(int argc, char** argv) {
         auto s = std::make_shared<corolock::test::zookeeper_server>(o);
         url = s->url();
         servers.push_back(s);
+      } else if (store == "etcd") {
+        // One member, the tests' settings (heartbeat 50 ms, election timeout 250 ms); ready when
+        // GET /health says true.
+        auto s = std::make_shared<corolock::test::etcd_server>();
+        url = s->url();
+        servers.push_back(s);
       } else if (store == "mysql") {
         corolock::test::mariadb_server_options o;
         if (durable)
@@ -63,7 +70,7 @@ int main(int argc, char** argv) {
         url = s->url();
         servers.push_back(s);
       } else {
-        std::fprintf(stderr, "bench_servers: unknown store '%s' (zookeeper, mysql, postgres)\n",
+        std::fprintf(stderr, "bench_servers: unknown store '%s' (zookeeper, etcd, mysql, postgres)\n",
                      store.c_str());
         return 2;
       }

@@ -1,5 +1,8 @@
 #include "stores.hpp"
 
+#ifdef COROLOCK_BENCH_ETCD
+#include <corolock/etcd/client.hpp>
+#endif
 #ifdef COROLOCK_BENCH_MYSQL
 #include <corolock/mysql/lock_client.hpp>
 #endif
@@ -27,7 +30,7 @@ namespace corolock::bench {
 namespace asio = boost::asio;
 
 const char* backend_name(backend b) {
-  static const char* const names[] = {"redis", "zookeeper", "mysql", "postgres"};
+  static const char* const names[] = {"redis", "zookeeper", "etcd", "mysql", "postgres"};
   return names[static_cast<int>(b)];
 }
 
@@ -36,11 +39,13 @@ backend parse_backend(const std::string& s) {
     return backend::redis;
   if (s == "zookeeper")
     return backend::zookeeper;
+  if (s == "etcd")
+    return backend::etcd;
   if (s == "mysql" || s == "mariadb")
     return backend::mysql;
   if (s == "postgres" || s == "postgresql")
     return backend::postgres;
-  throw std::invalid_argument("unknown backend '" + s + "' (redis, zookeeper, mysql, postgres)");
+  throw std::invalid_argument("unknown backend '" + s + "' (redis, zookeeper, etcd, mysql, postgres)");
 }
 
 store::store(asio::any_io_executor ex, backend b, const std::string& url)
@@ -52,6 +57,11 @@ store::store(asio::any_io_executor ex, backend b, const std::string& url)
   case backend::zookeeper:
 #ifdef COROLOCK_BENCH_ZOOKEEPER
     other_ = std::make_unique<corolock::zookeeper::client>(ex, url);
+#endif
+    break;
+  case backend::etcd:
+#ifdef COROLOCK_BENCH_ETCD
+    other_ = std::make_unique<corolock::etcd::client>(ex, url);
 #endif
     break;
   case backend::mysql:
@@ -86,6 +96,10 @@ asio::awaitable<void> store::connect() {
   else if (kind_ == backend::zookeeper)
     co_await static_cast<corolock::zookeeper::client&>(*other_).connect(asio::use_awaitable);
 #endif
+#ifdef COROLOCK_BENCH_ETCD
+  else if (kind_ == backend::etcd)
+    co_await static_cast<corolock::etcd::client&>(*other_).connect(asio::use_awaitable);
+#endif
 }
 
 asio::awaitable<void> store::close() {
@@ -94,6 +108,10 @@ asio::awaitable<void> store::close() {
 #ifdef COROLOCK_BENCH_ZOOKEEPER
   else if (kind_ == backend::zookeeper)
     co_await static_cast<corolock::zookeeper::client&>(*other_).close(asio::use_awaitable);
+#endif
+#ifdef COROLOCK_BENCH_ETCD
+  else if (kind_ == backend::etcd)
+    co_await static_cast<corolock::etcd::client&>(*other_).async_close(asio::use_awaitable);
 #endif
   else
     co_await static_cast<corolock::sql::lock_client&>(*other_).async_close(

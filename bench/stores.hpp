@@ -1,11 +1,12 @@
-// lock_bench's stores: which lock_source a run measures (--backend redis|zookeeper|mysql|postgres)
+// lock_bench's stores: which lock_source a run measures (--backend redis|zookeeper|etcd|mysql|postgres)
 // and one connected client of it, made from the run's URL. The lock handles (corolock::mutex and
 // the rest) take any lock_source, so every scenario that needs only them runs on every store; what
 // needs a Redis client (its command counters, INFO, SET NX, redlock, TLS, cluster) asks redis(),
 // which is null on the other stores.
 //
 // Sessions used: a store's client opens TCP connections of its own (Redis: commands + pub/sub;
-// ZooKeeper: one session; SQL: a pool of sessions, one per waiting lock name plus the holders').
+// ZooKeeper: one session; etcd: HTTP/1.1 connections to the JSON gateway, one per request in flight
+// plus the watches'; SQL: a pool of sessions, one per waiting lock name plus the holders').
 // connections_to() counts this process's TCP connections whose peer is the server's port (each
 // descriptor of /proc/self/fd asked getpeername; one connection once, by its local port, however
 // many descriptors share it): the same count on every store, without
@@ -23,9 +24,9 @@
 
 namespace corolock::bench {
 
-enum class backend : int { redis, zookeeper, mysql, postgres };
+enum class backend : int { redis, zookeeper, etcd, mysql, postgres };
 const char* backend_name(backend b);
-/// "redis", "zookeeper", "mysql" (or "mariadb"), "postgres" (or "postgresql"); throws
+/// "redis", "zookeeper", "etcd", "mysql" (or "mariadb"), "postgres" (or "postgresql"); throws
 /// std::invalid_argument otherwise.
 backend parse_backend(const std::string& s);
 

@@ -5,8 +5,8 @@
 #   --quick  shorter runs: 3 repetitions, about 5 minutes (311 s on a 2-core VM, 2026-11-27; the
 #            full run: 5 repetitions, the peers 3, 31 minutes).
 #   --stores the stores' comparison instead (scripts/bench_stores.sh): corolock on Redis,
-#            ZooKeeper, MariaDB and PostgreSQL and each store's peers, one run, results
-#            bench/results/stores.* (BENCH_NAME).
+#            ZooKeeper, etcd, MariaDB and PostgreSQL (BENCH_STORES) and each store's peers, one
+#            run, results bench/results/stores.* (BENCH_NAME).
 #   --rate   corolock::rate_limiter against a fixed poll instead (scripts/bench_stores.sh --rate):
 #            on Redis, MariaDB and PostgreSQL, results bench/results/rate_limiter.* (BENCH_NAME).
 #   --herd   store requests per hand-off with 10 and 1 000 waiters instead (scripts/bench_stores.sh

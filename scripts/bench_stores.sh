@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stores' comparison: corolock (lock_bench --backend) on Redis, ZooKeeper, MariaDB and
+# The stores' comparison: corolock (lock_bench --backend) on Redis, ZooKeeper, etcd, MariaDB and
 # PostgreSQL on the same workloads, and each store's peers (bench/peers/run_peers.py --store), in
 # one run; writes bench/results/<name>.json, <name>.md and <name>-stores.png (name: BENCH_NAME,
 # default stores). scripts/bench.sh --stores runs this.
@@ -13,14 +13,14 @@
 # count), no peers; name default herd, no chart. scripts/bench.sh --herd runs this.
 # Usage: scripts/bench_stores.sh [--quick] [--rate|--herd]
 # Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_BUILD_TYPE (default Release),
-#              BENCH_REPETITIONS (default 3), BENCH_STORES (default "redis zookeeper mysql
+#              BENCH_REPETITIONS (default 3), BENCH_STORES (default "redis zookeeper etcd mysql
 #              postgres"; --rate "redis mysql postgres"; --herd "redis zookeeper mysql"),
 #              BENCH_PEERS=0 (no peers), BENCH_NAME (default stores; --rate rate_limiter; --herd
 #              herd), BENCH_NOTE (a sentence for the results' notes, e.g. the machine's load),
 #              CMAKE_ARGS (passed to build.sh).
 #
 # Servers: a private redis-server (scripts/lib/redis.sh) and bench_servers, which starts ZooKeeper,
-# MariaDB and PostgreSQL with the test fixtures (loopback, free ports, temporary directories) and
+# etcd, MariaDB and PostgreSQL with the test fixtures (loopback, free ports, temporary directories) and
 # stops them when this script ends. Workloads (bench/README.md, "Stores"): uncontended latency (one
 # coroutine) and throughput (1 000 coroutines, 10 000 locks), hot key 4 x 1, 1 000 waiters in 1 and
 # over 4 processes, fairness 4 x 8; corolock's own waiting only (--modes pubsub: pub/sub, watch or
@@ -47,7 +47,7 @@ elif ((herd)); then
   program=herd_bench all_stores="redis zookeeper mysql" name=${BENCH_NAME:-herd}
   deps=()
 else
-  program=lock_bench all_stores="redis zookeeper mysql postgres" name=${BENCH_NAME:-stores}
+  program=lock_bench all_stores="redis zookeeper etcd mysql postgres" name=${BENCH_NAME:-stores}
   deps=(--bench) # the peers, the chart
 fi
 read -r -a stores <<<"${BENCH_STORES:-$all_stores}"
@@ -76,8 +76,8 @@ others=()
 for s in "${stores[@]}"; do
   case $s in
     redis) start_redis; url[redis]=$REDIS_URL ;;
-    zookeeper | mysql | postgres) others+=("$s") ;;
-    *) echo "bench_stores.sh: unknown store '$s' (redis zookeeper mysql postgres)" >&2; exit 2 ;;
+    zookeeper | etcd | mysql | postgres) others+=("$s") ;;
+    *) echo "bench_stores.sh: unknown store '$s' (redis zookeeper etcd mysql postgres)" >&2; exit 2 ;;
   esac
 done
 servers_pid=
@@ -118,7 +118,7 @@ postgres_version() {
 }
 set_machine "$machine" stores "${stores[*]}"
 set_machine "$machine" servers "redis-server $(redis-server --version | grep -o 'v=[^ ]*' | cut -d= -f2); \
-ZooKeeper 3.8 standalone; MariaDB $(mariadbd --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*-MariaDB' || true); \
+ZooKeeper 3.8 standalone; etcd $(etcd --version | sed -n 's/^etcd Version: //p') one member; MariaDB $(mariadbd --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*-MariaDB' || true); \
 PostgreSQL $(postgres_version) — each private, on loopback"
 set_machine "$machine" note "$note"
 set_machine "$machine" build_type "$BUILD_TYPE"

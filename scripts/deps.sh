@@ -7,7 +7,8 @@
 #   --bench  adds what scripts/bench.sh needs beyond the build: gnuplot and the font its charts name
 #            (not matplotlib: its Debian dependencies want Boost 1.74, which conflicts with 1.81),
 #            redis-py for Debian's /usr/bin/python3 (the redis-py peer), the other stores' peers
-#            (kazoo for ZooKeeper, PyMySQL for MariaDB, psycopg2 for PostgreSQL: bench.sh --stores),
+#            (kazoo for ZooKeeper, etcd3 for etcd, PyMySQL for MariaDB, psycopg2 for PostgreSQL:
+#            bench.sh --stores),
 #            Node.js and npm, and the Node peers (`npm ci` in bench/peers from its committed
 #            package-lock.json).
 set -euo pipefail
@@ -54,8 +55,8 @@ for arg in "$@"; do
       bench=1
       # gnuplot-nox: no X; its pngcairo terminal draws bench/report.py's charts.
       packages+=(gnuplot-nox fonts-dejavu-core python3-redis)
-      # The peers of the other stores (bench/peers/store_driver.py), Debian's for /usr/bin/python3.
-      packages+=(python3-kazoo python3-pymysql python3-psycopg2)
+      # The peers of the other stores (bench/peers/store_locks.py), Debian's for /usr/bin/python3.
+      packages+=(python3-kazoo python3-etcd3 python3-pymysql python3-psycopg2)
       # Node.js: Debian's, unless a node and npm are already on the machine (another build of
       # node, e.g. from a vendor repository, conflicts with Debian's npm package).
       if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The peers: the locks a user would pick instead of corolock, on the same server in the same run.
 
-  run_peers.py <url> --out PART [--store redis|zookeeper|mysql|postgres] [--quick]
+  run_peers.py <url> --out PART [--store redis|zookeeper|etcd|mysql|postgres] [--quick]
                [--repetitions N] [--peers a,b] [--scenarios hot_key,free_for_all,fairness,...]
 
 --store (default redis) picks the server and its peers (STORE_PEERS; the other stores' locks are
@@ -67,6 +67,12 @@ STORE_PEERS = {
         "kazoo_poll_30ms": ("kazoo", "python", {"sleep": 0.03},
                             "create an ephemeral node; taken: sleep 30 ms, retry"),
     },
+    "etcd": {
+        "etcd3": ("etcd3", "python", {}, "Lock (defaults: TTL 60 s): a lease and a put-if-absent "
+                  "txn per attempt; taken: watch the key once, retry"),
+        "etcd3_poll_30ms": ("etcd3", "python", {"sleep": 0.03},
+                            "put-if-absent txn on the process's lease; taken: sleep 30 ms, retry"),
+    },
     "mysql": {
         "mysql_table_30ms": ("PyMySQL", "python", {"sleep": 0.03},
                              "the seeds' lock table: INSERT on a unique key; taken: sleep 30 ms, retry"),
@@ -78,7 +84,8 @@ STORE_PEERS = {
     },
 }
 # peer -> the store_locks.MAKERS entry its workers use
-STORE_LIB = {"kazoo": "kazoo", "kazoo_poll_30ms": "kazoo_poll", "mysql_table_30ms": "mysql_table",
+STORE_LIB = {"kazoo": "kazoo", "kazoo_poll_30ms": "kazoo_poll", "etcd3": "etcd3",
+             "etcd3_poll_30ms": "etcd3_poll", "mysql_table_30ms": "mysql_table",
              "mysql_get_lock": "mysql_get_lock", "pg_advisory_lock": "pg_advisory_lock"}
 for _store, _peers in STORE_PEERS.items():
     PEERS.update(_peers)
@@ -88,7 +95,8 @@ def library_version(lib):
     if lib == "redis-py":
         import redis
         return redis.__version__
-    for module, name in (("kazoo", "kazoo"), ("pymysql", "PyMySQL"), ("psycopg2", "psycopg2")):
+    for module, name in (("kazoo", "kazoo"), ("etcd3", "etcd3"), ("pymysql", "PyMySQL"),
+                         ("psycopg2", "psycopg2")):
         if lib == name:
             try:
                 m = __import__(module)
@@ -107,7 +115,7 @@ def driver_command(driver):
 
 def available(peer):
     lib, driver, _, _ = PEERS[peer]
-    if lib in ("kazoo", "PyMySQL", "psycopg2"):
+    if lib in ("kazoo", "etcd3", "PyMySQL", "psycopg2"):
         return library_version(lib) is not None
     if driver == "node":
         return node_version(lib) is not None and subprocess.run(
@@ -410,6 +418,7 @@ if __name__ == "__main__":
     except RuntimeError as e:
         sys.exit(f"run_peers: {e}")
     except Exception as e:  # redis.RedisError and the other stores' client errors
-        if type(e).__module__.split(".")[0] in ("redis", "kazoo", "pymysql", "psycopg2"):
+        if type(e).__module__.split(".")[0] in ("redis", "kazoo", "etcd3", "grpc", "pymysql",
+                                                "psycopg2"):
             sys.exit(f"run_peers: {e}")
         raise

@@ -1,5 +1,5 @@
-"""The peers of the other stores: the locks a user of ZooKeeper, MariaDB or PostgreSQL would write or
-pick instead of corolock, for py_driver.py (which runs them as it runs redis-py's Lock).
+"""The peers of the other stores: the locks a user of ZooKeeper, etcd, MariaDB or PostgreSQL would write
+or pick instead of corolock, for py_driver.py (which runs them as it runs redis-py's Lock).
 
 factory(cfg) -> (make_lock, sent, sessions): make_lock(name) gives an object with acquire() -> bool
 (waits at most cfg["timeout_ms"]) and release(); sent() counts the statements or requests sent
@@ -9,6 +9,11 @@ factory(cfg) -> (make_lock, sent, sessions): make_lock(name) gives an object wit
                     predecessor), on one KazooClient per process shared by its threads
   kazoo_poll_30ms   kazoo: create an ephemeral node at the lock's path; if it exists, sleep 30 ms
                     and try again; release = delete (the naive ZooKeeper lock)
+  etcd3             python-etcd3's Lock (etcd3.Lock, defaults: TTL 60 s): per attempt a lease grant
+                    and a put-if-absent txn; taken: watch the key once (any event), try again;
+                    release = delete if the value is ours; one etcd3 client per process
+  etcd3_poll_30ms   etcd3: put-if-absent txn (put_if_not_exists) of the lock's key on the process's
+                    lease; taken: sleep 30 ms and try again; release = delete if the value is ours
   mysql_table_30ms  the seeds' lock table: INSERT (name, owner) on a unique key; a duplicate key
                     means taken: sleep 30 ms, retry; release = DELETE ... WHERE name AND owner
   mysql_get_lock    a plain GET_LOCK loop: SELECT GET_LOCK(name, timeout) waits on the server;
@@ -113,6 +118,111 @@ class KazooPollLock:
     def release(self):
         count("sent")
         self.client.delete(self.path)
+
+
+# ---- etcd ---------------------------------------------------------------------------------------
+
+etcd_client = None
+etcd_lease = None  # etcd3_poll's keys: one lease per process, as kazoo's one session
+etcd_lease_lock = threading.Lock()
+
+
+class CountingStub:
+    """A gRPC stub whose every unary call counts as a request sent (sent())."""
+
+    def __init__(self, stub):
+        self.stub = stub
+
+    def __getattr__(self, name):
+        call = getattr(self.stub, name)
+
+        def counted(*args, **kwargs):
+            count("sent")
+            return call(*args, **kwargs)
+        return counted
+
+
+class Tenacity8Shim:
+    """etcd3 0.12.0's Lock.acquire gives tenacity a wait(previous_attempt_number,
+    delay_since_first_attempt) callback, a form tenacity accepted before 8.0; Debian 12 has
+    tenacity 8.2, which calls wait(retry_state), so the first acquire that finds the lock taken
+    raises TypeError (kragniz/python-etcd3 issue 2149). etcd3.locks sees tenacity through this:
+    the old form adapted as tenacity < 8 did, the rest untouched — the library's own loop runs."""
+
+    def __init__(self, tenacity):
+        self.tenacity = tenacity
+
+    def __getattr__(self, name):
+        return getattr(self.tenacity, name)
+
+    def retry(self, *args, wait=None, **kwargs):
+        import inspect
+        if wait is not None and len(inspect.signature(wait).parameters) == 2:
+            old = wait
+            wait = lambda state: old(state.attempt_number, state.seconds_since_start)  # noqa: E731
+        return self.tenacity.retry(*args, wait=wait, **kwargs)
+
+
+def etcd(cfg):
+    """The process's etcd3 client (one gRPC channel: one HTTP/2 connection), shared by its threads;
+    its requests counted: unary calls (lease grants, txns) and watch creates and cancels."""
+    global etcd_client
+    if etcd_client is None:
+        import etcd3
+        import etcd3.locks
+        if not isinstance(etcd3.locks.tenacity, Tenacity8Shim):
+            etcd3.locks.tenacity = Tenacity8Shim(etcd3.locks.tenacity)
+        u = urlparse(cfg["url"])
+        c = etcd3.client(host=u.hostname, port=u.port or 2379, timeout=10)
+        c.kvstub, c.leasestub = CountingStub(c.kvstub), CountingStub(c.leasestub)
+        add, cancel = c.watcher.add_callback, c.watcher.cancel
+        c.watcher.add_callback = lambda *a, **k: (count("sent"), add(*a, **k))[1]
+        c.watcher.cancel = lambda *a, **k: (count("sent"), cancel(*a, **k))[1]
+        c.status()  # connected, or it throws
+        etcd_client = c
+        count("sessions")
+    return etcd_client
+
+
+class Etcd3Lock:
+    requests_free = 2  # a free lock: its lease grant and the txn (py_driver's waited_fraction)
+
+    def __init__(self, cfg, name):
+        self.lock = etcd(cfg).lock("bench-peers/" + name)  # its key: /locks/bench-peers/<name>
+        self.timeout = cfg["timeout_ms"] / 1000
+
+    def acquire(self):
+        return self.lock.acquire(timeout=self.timeout)
+
+    def release(self):
+        if not self.lock.release():
+            raise RuntimeError("etcd3.Lock: the lock was not ours any more")
+
+
+class Etcd3PollLock:
+    def __init__(self, cfg, name, interval):
+        global etcd_lease
+        self.client = etcd(cfg)
+        with etcd_lease_lock:  # the first lock of the process grants it (60 s: longer than a run)
+            if etcd_lease is None:
+                etcd_lease = self.client.lease(60)
+        self.key = "/bench-peers/" + name + "-poll"
+        self.owner = uuid.uuid4().hex.encode()
+        self.timeout = cfg["timeout_ms"] / 1000
+        self.interval = interval
+
+    def _try(self):
+        return self.client.put_if_not_exists(self.key, self.owner, lease=etcd_lease)
+
+    def acquire(self):
+        return poll_until(time.monotonic() + self.timeout, self._try, self.interval)
+
+    def release(self):
+        t = self.client.transactions
+        ok, _ = self.client.transaction(compare=[t.value(self.key) == self.owner],
+                                        success=[t.delete(self.key)], failure=[])
+        if not ok:
+            raise RuntimeError("etcd polling lock: the lock was not ours any more")
 
 
 # ---- MariaDB / MySQL ---------------------------------------------------------------------------
@@ -233,6 +343,8 @@ class PgAdvisoryLock(SqlLock):
 MAKERS = {
     "kazoo": lambda cfg, name: KazooLock(cfg, name),
     "kazoo_poll": lambda cfg, name: KazooPollLock(cfg, name, cfg["settings"]["sleep"]),
+    "etcd3": lambda cfg, name: Etcd3Lock(cfg, name),
+    "etcd3_poll": lambda cfg, name: Etcd3PollLock(cfg, name, cfg["settings"]["sleep"]),
     "mysql_table": lambda cfg, name: MysqlTableLock(cfg, name, cfg["settings"]["sleep"]),
     "mysql_get_lock": lambda cfg, name: MysqlGetLock(cfg, name),
     "pg_advisory_lock": lambda cfg, name: PgAdvisoryLock(cfg, name),
