@@ -245,6 +245,38 @@ BOOST_AUTO_TEST_CASE(connect_to_no_member_fails_in_words_and_a_try_before_connec
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_bid_whose_reply_was_lost_finds_its_key_instead_of_queueing_twice) {
+  // The waiter's transaction reaches the member, its reply never reaches the waiter (held, then
+  // thrown away with the connection): the core bids again in the same owner, and the key named by
+  // the owner is found, not put a second time behind the first.
+  etcd_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto holder = co_await connected(ex, local(server.port()));
+    auto waiter = co_await connected(ex, local(proxy.port()));
+    mutex mh{*holder, "order:42"}, mw{*waiter, "order:42"};
+    auto g = co_await mh.acquire();
+    proxy.blackhole(direction::server_to_client, true);
+    attempt w;
+    start(ex, mw, w);
+    BOOST_REQUIRE(co_await eventually([&] { return keys_of(server.port(), "order:42") == 2; }));
+    proxy.discard(direction::server_to_client); // the reply is lost ...
+    proxy.reset_all();                          // ... with its connection
+    proxy.blackhole(direction::server_to_client, false);
+    co_await sleep_for(milliseconds(1000)); // the bid made again, found, watching
+    BOOST_TEST(!w.ec.has_value());
+    BOOST_TEST(keys_of(server.port(), "order:42") == 2u, "a second key of the waiter is queued");
+    co_await g.unlock();
+    BOOST_REQUIRE(co_await done(w, milliseconds(5000)));
+    BOOST_TEST(!*w.ec);
+    BOOST_TEST(w.g.fencing_token() > g.fencing_token());
+    co_await w.g.unlock();
+    co_await holder->async_close();
+    co_await waiter->async_close();
+    BOOST_TEST(etcd_keys(server.port(), "").empty());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_user_s_password_is_checked_and_an_expired_token_renewed) {
   etcd_server server({"--auth-token-ttl", "1"}); // tokens expire after a second
   const auto etcdctl = "etcdctl --endpoints=http://" + local(server.port());
