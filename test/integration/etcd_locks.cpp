@@ -245,6 +245,23 @@ BOOST_AUTO_TEST_CASE(connect_to_no_member_fails_in_words_and_a_try_before_connec
   });
 }
 
+BOOST_AUTO_TEST_CASE(an_idle_client_sends_a_keepalive_every_third_of_its_lease) {
+  // Counted on the wire: the requests an idle client's proxy carried over 3 s of a 2 s lease are
+  // its lease's keepalives, one every 667 ms (4 or 5), each a short HTTP request.
+  etcd_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto c = co_await connected(ex, local(proxy.port()));
+    const auto before = proxy.stats().bytes_client_to_server;
+    co_await sleep_for(milliseconds(3000));
+    const auto sent = proxy.stats().bytes_client_to_server - before;
+    // One keepalive request is ~170 bytes (headers and {"ID":"..."}): 6 of them at most.
+    BOOST_TEST(sent > 0u);
+    BOOST_TEST(sent < 6u * 250u, sent << " bytes of keepalives in 3 s");
+    co_await c->async_close();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_bid_whose_reply_was_lost_finds_its_key_instead_of_queueing_twice) {
   // The waiter's transaction reaches the member, its reply never reaches the waiter (held, then
   // thrown away with the connection): the core bids again in the same owner, and the key named by

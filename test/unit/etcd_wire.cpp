@@ -53,8 +53,10 @@ BOOST_AUTO_TEST_CASE(omitted_defaults_and_string_numbers) {
 
 BOOST_AUTO_TEST_CASE(gateway_errors_become_codes_with_words) {
   auto e = etcd::error_of(400, R"({"error":"etcdserver: requested lease not found","code":5,"message":"etcdserver: requested lease not found"})");
-  BOOST_TEST(e.ec == corolock::error::database_error);
+  BOOST_TEST(e.ec == corolock::error::session_expired); // the lease is the session
   BOOST_TEST(e.words == "etcd answered HTTP 400 (gRPC code 5): etcdserver: requested lease not found");
+  BOOST_TEST(etcd::error_of(400, R"({"code":9,"message":"etcdserver: too many operations in txn request"})").ec ==
+             corolock::error::database_error);
   BOOST_TEST(etcd::error_of(503, R"({"code":14,"message":"etcdserver: no leader"})").ec == corolock::error::not_connected);
   BOOST_TEST(etcd::error_of(401, R"({"code":16,"message":"etcdserver: invalid auth token"})").ec == corolock::error::auth_failed);
   BOOST_TEST(etcd::error_of(403, R"({"code":7,"message":"etcdserver: permission denied"})").ec == corolock::error::permission_denied);

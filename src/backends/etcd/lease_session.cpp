@@ -91,7 +91,7 @@ void lease_session::grant(std::function<void(error_code, std::string)> h) {
               self->alive_until_ = sent + std::chrono::seconds(std::max<std::int64_t>(1, number(reply, "TTL")));
               if (self->told_.alive)
                 self->told_.alive(id, self->alive_until_);
-              self->schedule(self->ttl_ / 3);
+              self->schedule(self->every());
               h({}, {});
             });
 }
@@ -116,25 +116,20 @@ void lease_session::keepalive() {
               if (ec) { // unanswered: the bound stays; again soon, to the next member if need be
                 if (std::exchange(self->answering_, false) && self->told_.unreachable)
                   self->told_.unreachable();
-                self->schedule(std::max<clock::duration>(std::chrono::milliseconds(100), self->ttl_ / 6));
+                self->schedule(self->retry_after());
                 return;
               }
               const auto* result = reply.if_contains("result");
               const auto ttl = result && result->is_object() ? number(result->as_object(), "TTL") : 0;
               const bool back = !std::exchange(self->answering_, true);
-              if (ttl <= 0) { // expired or revoked: every key of it is gone
-                self->lease_ = 0;
-                if (self->told_.lost)
-                  self->told_.lost(id);
-                self->regrant();
-                return;
-              }
+              if (ttl <= 0) // expired or revoked: every key of it is gone
+                return self->lease_gone(id);
               self->alive_until_ = std::max(self->alive_until_, sent + std::chrono::seconds(ttl));
               if (self->told_.alive)
                 self->told_.alive(id, self->alive_until_);
               if (back && self->told_.reachable)
                 self->told_.reachable();
-              self->schedule(self->ttl_ / 3);
+              self->schedule(self->every());
             });
 }
 
@@ -145,7 +140,7 @@ void lease_session::regrant() {
       return;
     if (ec) { // no lease yet: ask again soon
       self->answering_ = false;
-      self->timer_.expires_after(std::max<clock::duration>(std::chrono::milliseconds(100), self->ttl_ / 6));
+      self->timer_.expires_after(self->retry_after());
       self->timer_.async_wait([w](error_code tec) {
         if (auto s = w.lock(); s && !tec && !s->closed_)
           s->regrant();
@@ -155,6 +150,16 @@ void lease_session::regrant() {
     if (self->told_.reachable)
       self->told_.reachable();
   });
+}
+
+void lease_session::lease_gone(std::int64_t id) {
+  if (closed_ || id == 0 || lease_ != id)
+    return; // told already, or another lease now
+  lease_ = 0;
+  timer_.cancel(); // the keepalive of the lease that is gone
+  if (told_.lost)
+    told_.lost(id);
+  regrant();
 }
 
 void lease_session::close(std::function<void()> h) {

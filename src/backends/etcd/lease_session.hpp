@@ -17,6 +17,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -44,6 +45,10 @@ public:
   void close(std::function<void()> h);
   /// Closes the gateway now (the close's bound passed, or the client is destroyed).
   void give_up();
+  /// The store said lease `id` is gone (a request naming it was refused: not found) before a
+  /// keepalive did: if it is still the client's lease, the listeners hear lost(id) now and a new
+  /// lease is asked for, as after a keepalive answered without a TTL.
+  void lease_gone(std::int64_t id);
 
   void listen(listeners l) { told_ = std::move(l); }
   gateway& gw() noexcept { return *gw_; }
@@ -56,6 +61,13 @@ public:
   const asio::any_io_executor& executor() const noexcept { return ex_; }
 
 private:
+  /// A keepalive every third of the TTL (in milliseconds: a third of 2 s in whole seconds is 0, which
+  /// once sent keepalives back to back, a request per round trip).
+  std::chrono::milliseconds every() const { return std::chrono::duration_cast<std::chrono::milliseconds>(ttl_) / 3; }
+  /// An unanswered keepalive or grant is tried again after a sixth of the TTL, at least 100 ms.
+  std::chrono::milliseconds retry_after() const {
+    return std::max(std::chrono::milliseconds(100), std::chrono::duration_cast<std::chrono::milliseconds>(ttl_) / 6);
+  }
   /// Adds the cluster's members (their advertised client URLs) to those the gateway tries.
   void learn_members();
   void grant(std::function<void(error_code, std::string)> h);

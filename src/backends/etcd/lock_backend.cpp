@@ -103,6 +103,13 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   /// A request of the bid ended with `ec`: unanswered (contract 6: unsure) or the store's refusal
   /// (final: a user without rights, a bad token). A refused bid's key, if any, goes with a give-back.
   void settle_error(const std::shared_ptr<bid_run>& b, error_code ec, std::string words) {
+    if (ec == error::session_expired) {
+      // The lease the key was put with is gone at the store (a keepalive had not said so yet): the
+      // session is over, and the core bids again in the same owner under the next lease.
+      if (session)
+        session->lease_gone(b->lease);
+      return settle_unsure(b, ec, std::move(words));
+    }
     if (ec == error::not_connected || ec == error::timeout || ec == error::connection_lost || ec == error::protocol_error)
       return settle_unsure(b, ec, std::move(words));
     if (b->revision != 0) // our key may stand: taken away before the failure is told

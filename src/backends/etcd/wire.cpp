@@ -161,6 +161,8 @@ gateway_error error_of(unsigned status, std::string_view body) {
   // gRPC codes: 3 invalid argument, 4 deadline exceeded, 7 permission denied, 14 unavailable,
   // 16 unauthenticated. A member without a leader, or one stopping, answers unavailable: another
   // member may serve the request.
+  if (message.find("requested lease not found") != std::string::npos) // it expired, or was revoked
+    return {error_code(error::session_expired), words};
   if (message.find("user name is empty") != std::string::npos) // auth enabled, no user configured
     return {error_code(error::auth_failed), words + " (the cluster has authentication enabled: give a user)"};
   switch (code) {
