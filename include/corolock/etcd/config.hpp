@@ -44,9 +44,11 @@ struct config {
   /// later, or one the URL left out, keeps serving the client. Off by default: behind a proxy or
   /// NAT the advertised addresses may reach the members by another path than the one configured.
   bool follow_members = false;
-  /// etcd's user (auth enabled at the cluster: /v3/auth/authenticate at connect(), its token sent
-  /// with every request); empty: no authentication. Not yet tested against a cluster with auth
-  /// enabled, and a token that expires (etcd's simple tokens: 5 minutes) is not yet renewed.
+  /// etcd's user (auth enabled at the cluster): the client authenticates before its first request
+  /// and sends the token with every request, and authenticates again when the member says the
+  /// token expired (etcd's simple tokens: 5 minutes). A wrong password fails connect() with
+  /// error::auth_failed. Empty: no authentication (on a cluster with auth enabled etcd still grants
+  /// the lease; the first lock then fails with error::permission_denied, in words).
   std::string username;
   /// That user's password.
   std::string password;
