@@ -62,7 +62,6 @@ struct gateway::state {
   config cfg;
   std::string token;
   std::size_t current = 0; ///< the member calls go to
-  bool reached = false;
   bool closed = false;
   std::vector<std::unique_ptr<connection>> idle;
   std::set<connection*> busy; ///< closed by shutdown()
@@ -106,7 +105,6 @@ struct gateway::state {
         break;
       if (!ec) {
         c->stream.socket().set_option(tcp::no_delay(true));
-        reached = true;
         co_return c;
       }
       words += (words.empty() ? "" : "; ") + where(m) + ": " +
@@ -115,7 +113,6 @@ struct gateway::state {
       if (current == m)
         current = (m + 1) % members;
     }
-    reached = false;
     co_return nullptr;
   }
 
@@ -142,7 +139,6 @@ void gateway::add_members(std::vector<endpoint> found) {
       s_->cfg.hosts.push_back(std::move(e));
   }
 }
-bool gateway::reachable() const noexcept { return s_->reached && !s_->closed; }
 
 void gateway::shutdown() {
   s_->closed = true;

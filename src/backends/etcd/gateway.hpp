@@ -64,8 +64,6 @@ public:
   /// Members to try after those of the config (the cluster's list, learnt at connect): each one not
   /// known yet is added at the end.
   void add_members(std::vector<endpoint> found);
-  /// Whether the last attempt to reach a member reached one (false before the first).
-  bool reachable() const noexcept;
   /// Closes every connection; calls in flight end closed, later ones at once (posted).
   void shutdown();
   const config& get_config() const noexcept;

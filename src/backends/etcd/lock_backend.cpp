@@ -149,8 +149,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       if (ec)
         return self->settle_error(b, ec, std::move(words));
       const auto responses = response_ranges(r);
-      const bool put = r.contains("succeeded") && r.at("succeeded").is_bool() && r.at("succeeded").as_bool();
-      if (put) {
+      if (succeeded(r)) {
         b->revision = revision_of(r);
         std::vector<key_value> before;
         if (!responses.empty())
@@ -161,12 +160,9 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       }
       if (responses.empty() || responses.front().empty()) // deleted since the compare: put again
         return self->bid(b);
-      const auto& mine = responses.front().front();
-      if (mine.lease != b->lease) { // a key of an ended lease, about to go with it: wait for it
-        b->revision = mine.create_revision;
-        return self->look(b);
-      }
-      b->revision = mine.create_revision;
+      // Our key from an earlier try (of this lease, or of one that ended and takes it along): its
+      // place in the line is its create revision.
+      b->revision = responses.front().front().create_revision;
       self->look(b);
     });
   }
@@ -543,8 +539,7 @@ void lock_backend::release(const core::held& lease, core::handler<void(error_cod
     if (ec)
       return std::move(*shared)(ec, std::move(words));
     b->holding = false;
-    const bool done = r.contains("succeeded") && r.at("succeeded").is_bool() && r.at("succeeded").as_bool();
-    if (!done)
+    if (!succeeded(r))
       return std::move(*shared)(error::lease_lost, "etcd no longer has the key " + key + " of this lease");
     std::move(*shared)(error_code{}, std::string());
   });

@@ -117,6 +117,11 @@ std::vector<key_value> kvs_of(const json::object& r) {
   return out;
 }
 
+bool succeeded(const json::object& r) {
+  const auto* v = r.if_contains("succeeded");
+  return v && v->is_bool() && v->as_bool();
+}
+
 std::int64_t revision_of(const json::object& r) {
   if (const auto* h = r.if_contains("header"); h && h->is_object())
     return number(h->as_object(), "revision");

@@ -42,6 +42,8 @@ struct key_value {
 key_value key_value_of(const boost::json::object& kv);
 /// The kvs of a RangeResponse (the object holding "kvs").
 std::vector<key_value> kvs_of(const boost::json::object& range_response);
+/// A TxnResponse's "succeeded" (its compares held; false when left out, as every default).
+bool succeeded(const boost::json::object& txn_response);
 /// header.revision of a response.
 std::int64_t revision_of(const boost::json::object& response);
 
