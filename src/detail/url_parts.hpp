@@ -1,7 +1,7 @@
 // Private: the parts of a store URL that every store's parser reads the same way — a host list
-// entry ("host", "host:port", "[v6]:port") and a duration option ("500", "500ms", "4s"). Each
-// refusal goes to the caller's `refuse(words)`, which throws with the URL named (zookeeper://,
-// etcd://); the words say which part is wrong.
+// entry ("host", "host:port", "[v6]:port"), a duration option ("500", "500ms", "4s") and a
+// percent-encoded value ("%40" for '@'). Each refusal goes to the caller's `refuse(words)`, which
+// throws with the URL named (zookeeper://, etcd://); the words say which part is wrong.
 #pragma once
 
 #include <charconv>
@@ -60,6 +60,26 @@ std::pair<std::string, std::uint16_t> url_host(std::string_view part, std::uint1
     port = static_cast<std::uint16_t>(p);
   }
   return {std::string(host), port};
+}
+
+/// `in` with each %XX replaced by its byte (user names, passwords and paths may carry reserved
+/// characters that way). False when a '%' is not followed by two hex digits.
+inline bool percent_decode(std::string_view in, std::string& out) {
+  const auto hex = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  out.clear();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size() || hex(in[i + 1]) < 0 || hex(in[i + 2]) < 0)
+      return false;
+    out.push_back(static_cast<char>(hex(in[i + 1]) * 16 + hex(in[i + 2])));
+    i += 2;
+  }
+  return true;
 }
 
 } // namespace corolock::detail

@@ -1,6 +1,8 @@
 #include <corolock/error.hpp>
 #include <corolock/redis/config.hpp>
 
+#include "detail/url_parts.hpp"
+
 #include <boost/system/system_error.hpp>
 
 #include <charconv>
@@ -8,37 +10,13 @@
 namespace corolock::redis {
 namespace {
 
+using corolock::detail::percent_decode;
+
 bool parse_int(std::string_view text, long long min, long long max, long long& out) {
   if (text.empty())
     return false;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc{} && ptr == text.data() + text.size() && out >= min && out <= max;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// User names and passwords may carry reserved characters as %XX.
-bool percent_decode(std::string_view in, std::string& out) {
-  out.clear();
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out.push_back(in[i]);
-      continue;
-    }
-    if (i + 2 >= in.size())
-      return false;
-    int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
-    if (hi < 0 || lo < 0)
-      return false;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return true;
 }
 
 // host[:port], or [v6-address][:port]; `port` keeps its value when none is given.
