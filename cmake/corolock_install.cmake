@@ -72,16 +72,21 @@ if(TARGET corolock_zookeeper)
     PC_REQUIRES "corolock-core" PC_LIBS "${lib}corolock_zookeeper")
 endif()
 if(TARGET corolock_etcd)
-  # A static libcorolock_etcd.a names Boost::json (its request and reply bodies) at the user's link.
+  # A static libcorolock_etcd.a names Boost::json (its request and reply bodies) and OpenSSL::SSL
+  # (etcds://) at the user's link.
   corolock_install_component(etcd TARGETS corolock_etcd
     DEPENDENCIES [[
 find_package(Boost 1.81 QUIET CONFIG COMPONENTS json)
+find_package(OpenSSL QUIET)
 if(NOT TARGET Boost::json)
   set(corolock_etcd_FOUND FALSE)
   set(_corolock_reason "Boost.JSON (libboost-json-dev) not found")
+elseif(NOT OpenSSL_FOUND)
+  set(corolock_etcd_FOUND FALSE)
+  set(_corolock_reason "OpenSSL (libssl-dev) not found")
 endif()]]
     PC_DESCRIPTION "corolock's etcd client and locks"
-    PC_REQUIRES "corolock-core" PC_LIBS "${lib}corolock_etcd -lboost_json")
+    PC_REQUIRES "corolock-core openssl" PC_LIBS "${lib}corolock_etcd -lboost_json")
 endif()
 corolock_install_component(testing TARGETS corolock_testing
   PC_DESCRIPTION "corolock's in-memory testing store"

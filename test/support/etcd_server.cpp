@@ -277,8 +277,13 @@ std::int64_t etcd_revision(std::uint16_t port) {
 
 // --- etcd_server ------------------------------------------------------------------------------
 
-etcd_server::etcd_server(std::vector<std::string> flags)
-    : dir_(make_temp_dir("corolock-etcd-")), name_("n1"), flags_(std::move(flags)) {
+etcd_server::etcd_server(std::vector<std::string> flags) : etcd_server(std::move(flags), std::optional<etcd_tls>{}) {}
+
+etcd_server::etcd_server(std::vector<std::string> flags, etcd_tls tls)
+    : etcd_server(std::move(flags), std::optional<etcd_tls>(std::move(tls))) {}
+
+etcd_server::etcd_server(std::vector<std::string> flags, std::optional<etcd_tls> tls)
+    : dir_(make_temp_dir("corolock-etcd-")), name_("n1"), tls_(std::move(tls)), flags_(std::move(flags)) {
   sweep_once();
   try {
     std::ofstream(dir_ / "owner") << ::getpid() << '\n';
@@ -290,6 +295,10 @@ etcd_server::etcd_server(std::vector<std::string> flags)
       do {
         peer_port_ = pick_free_port();
       } while (peer_port_ == port_);
+      if (tls_)
+        do {
+          tls_port_ = pick_free_port();
+        } while (tls_port_ == port_ || tls_port_ == peer_port_);
       initial_cluster_ = fmt::format("{}=http://127.0.0.1:{}", name_, peer_port_);
       try {
         launch();
@@ -328,12 +337,13 @@ etcd_server::~etcd_server() {
 void etcd_server::launch() {
   const auto peer = fmt::format("http://127.0.0.1:{}", peer_port_);
   const auto client = fmt::format("http://127.0.0.1:{}", port_);
+  const auto listen = tls_ ? fmt::format("{},https://127.0.0.1:{}", client, tls_port_) : client;
   spawn_options spawn;
   spawn.output = dir_ / "etcd.log";  // flag errors and Go panics too, not only what zap logs
   spawn.working_dir = dir_;
   // The --initial-* flags only matter to the first start: later ones read the member from the WAL.
   std::vector<std::string> args{"etcd", "--name", name_, "--data-dir", (dir_ / "data").string(),
-                                "--listen-client-urls", client, "--advertise-client-urls", client,
+                                "--listen-client-urls", listen, "--advertise-client-urls", client,
                                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                                 "--initial-cluster", initial_cluster_, "--initial-cluster-token", cluster_token_,
                                 "--initial-cluster-state", "new",
@@ -341,6 +351,11 @@ void etcd_server::launch() {
                                 "--election-timeout", std::to_string(election_timeout_ms),
                                 "--auto-compaction-retention", "0", "--enable-pprof=false",
                                 "--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn"};
+  if (tls_) {
+    args.insert(args.end(), {"--cert-file", tls_->cert.string(), "--key-file", tls_->key.string()});
+    if (!tls_->client_ca.empty())
+      args.insert(args.end(), {"--client-cert-auth", "--trusted-ca-file", tls_->client_ca.string()});
+  }
   args.insert(args.end(), flags_.begin(), flags_.end());
   process_ = process(std::move(args), spawn);
   paused_ = false;

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,15 @@
 namespace corolock::test {
 
 class etcd_cluster;
+
+/// TLS on a second client port of a member (etcd_server::tls_port()): the member's certificate and
+/// key and, when `client_ca` is set, a client certificate signed by it required there (etcd's
+/// --client-cert-auth). The plain port stays, for the fixture's own helpers.
+struct etcd_tls {
+  std::filesystem::path cert;
+  std::filesystem::path key;
+  std::filesystem::path client_ca;
+};
 
 /// One private etcd member on free loopback ports (client and peer) in a temporary directory,
 /// killed and its directory removed by the destructor.
@@ -47,6 +57,8 @@ public:
   etcd_server() : etcd_server(std::vector<std::string>{}) {}
   /// The same, with `flags` added to etcd's command line (e.g. {"--auth-token-ttl", "1"}).
   explicit etcd_server(std::vector<std::string> flags);
+  /// The same, with the client API over TLS too, on tls_port().
+  etcd_server(std::vector<std::string> flags, etcd_tls tls);
   ~etcd_server();
   etcd_server(const etcd_server&) = delete;
   etcd_server& operator=(const etcd_server&) = delete;
@@ -54,6 +66,8 @@ public:
   /// The client port (HTTP and gRPC on one port; the v3 JSON gateway: /v3/kv/range ...).
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   [[nodiscard]] std::uint16_t peer_port() const noexcept { return peer_port_; }
+  /// The client port over TLS (0 unless constructed with etcd_tls).
+  [[nodiscard]] std::uint16_t tls_port() const noexcept { return tls_port_; }
   /// "127.0.0.1:PORT"
   [[nodiscard]] std::string address() const;
   /// "etcd://127.0.0.1:PORT"
@@ -96,6 +110,7 @@ public:
               std::string cluster_token);
 
 private:
+  etcd_server(std::vector<std::string> flags, std::optional<etcd_tls> tls);
   void launch();
   /// Waits until /health is true (`health`) or the client port accepts a connection; throws
   /// std::runtime_error with the log's tail when the process ends first or the time is up.
@@ -109,6 +124,8 @@ private:
   std::string name_;
   std::uint16_t port_ = 0;
   std::uint16_t peer_port_ = 0;
+  std::uint16_t tls_port_ = 0;
+  std::optional<etcd_tls> tls_;
   std::string initial_cluster_;
   std::string cluster_token_;
   std::vector<std::string> flags_; ///< added to every start's command line

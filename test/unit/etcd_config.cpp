@@ -1,4 +1,4 @@
-// The etcd:// URL (include/corolock/etcd/config.hpp): what each part becomes, and every malformed
+// The etcd:// and etcds:// URLs (include/corolock/etcd/config.hpp): what each part becomes, and every malformed
 // part refused with error::invalid_argument and words naming it.
 #include <corolock/error.hpp>
 #include <corolock/etcd/client.hpp>
@@ -50,11 +50,38 @@ BOOST_AUTO_TEST_CASE(hosts_credentials_and_options) {
   BOOST_TEST(d.lease.count() == 10000);
   BOOST_TEST(d.username.empty());
   BOOST_TEST(!d.follow_members);
+  BOOST_TEST(!d.tls);
+}
+
+BOOST_AUTO_TEST_CASE(etcds_turns_tls_on_with_its_files_and_names) {
+  auto c = config::from_url("etcds://u%40corp:p%26w@h1:2379?ca_file=/etc/ca%20dir/ca.pem&ca_dir=/etc/ssl/certs"
+                            "&cert_file=/c.pem&key_file=/c.key&server_name=etcd.internal&verify=false&lease=3s");
+  BOOST_TEST(c.tls);
+  BOOST_TEST(c.username == "u@corp");
+  BOOST_TEST(c.password == "p&w");
+  BOOST_TEST(c.tls_ca_file == "/etc/ca dir/ca.pem");
+  BOOST_TEST(c.tls_ca_dir == "/etc/ssl/certs");
+  BOOST_TEST(c.tls_cert_file == "/c.pem");
+  BOOST_TEST(c.tls_key_file == "/c.key");
+  BOOST_TEST(c.tls_server_name == "etcd.internal");
+  BOOST_TEST(!c.tls_verify);
+  BOOST_TEST(c.lease.count() == 3000);
+  auto d = config::from_url("etcds://h1");
+  BOOST_TEST(d.tls);
+  BOOST_TEST(d.tls_verify);
+  BOOST_TEST(d.tls_ca_file.empty());
 }
 
 BOOST_AUTO_TEST_CASE(every_bad_part_is_refused_in_words) {
-  BOOST_TEST(says(refusal("redis://x"), "must start with etcd://"));
-  BOOST_TEST(says(refusal("etcds://x"), "TLS (etcds://) is not served yet"));
+  BOOST_TEST(says(refusal("redis://x"), "must start with etcd:// or etcds://"));
+  BOOST_TEST(says(refusal("etcd://a?ca_file=/ca.pem"), "'ca_file' is a TLS option: use etcds://"));
+  BOOST_TEST(says(refusal("etcd://a?verify=false"), "'verify' is a TLS option"));
+  BOOST_TEST(says(refusal("etcds://a?verify=no"), "verify must be true or false, not 'no'"));
+  BOOST_TEST(says(refusal("etcds://a?ca_file="), "ca_file must be a non-empty value"));
+  BOOST_TEST(says(refusal("etcds://a?ca_file=%zz"), "ca_file must be a non-empty value"));
+  BOOST_TEST(says(refusal("etcds://a?cert_file=/c.pem"), "cert_file and key_file go together"));
+  BOOST_TEST(says(refusal("etcds://a?ttl=3"), "(known: lease, request_timeout, connect_timeout, follow_members, ca_file"));
+  BOOST_TEST(says(refusal("etcd://u:%4@a"), "a '%' not followed by two hex digits"));
   BOOST_TEST(says(refusal("etcd://"), "no host"));
   BOOST_TEST(says(refusal("etcd://a,"), "a trailing ','"));
   BOOST_TEST(says(refusal("etcd://a,,b"), "an empty host"));
@@ -83,6 +110,14 @@ BOOST_AUTO_TEST_CASE(a_client_needs_a_host_and_positive_bounds) {
   } catch (const boost::system::system_error& e) {
     BOOST_TEST(e.code() == corolock::error::invalid_argument);
     BOOST_TEST(says(e.what(), "must be positive"), e.what());
+  }
+  auto half = config::from_url("etcds://127.0.0.1");
+  half.tls_key_file = "/c.key";
+  try {
+    corolock::etcd::client bad(io.get_executor(), half);
+    BOOST_TEST(false, "accepted a key without its certificate");
+  } catch (const boost::system::system_error& e) {
+    BOOST_TEST(says(e.what(), "tls_cert_file and tls_key_file go together"), e.what());
   }
 }
 

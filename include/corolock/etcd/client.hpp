@@ -50,7 +50,8 @@ public:
   using executor_type = asio::any_io_executor;
 
   /// A client of the cluster `cfg` describes, not yet connected. Throws
-  /// system_error(error::invalid_argument) when `cfg.hosts` is empty or a bound is not positive.
+  /// system_error(error::invalid_argument) when `cfg.hosts` is empty, a bound is not positive,
+  /// tls_* fields are set with tls off, or only one of tls_cert_file and tls_key_file is.
   client(executor_type ex, config cfg);
   /// From an etcd:// URL (see config::from_url); throws system_error(error::invalid_argument).
   client(executor_type ex, std::string_view url);
@@ -66,7 +67,8 @@ public:
   /// Authenticates (when config::username is set) and grants the client's lease, trying the
   /// members in turn. Handler `void(error_code)`: success once the lease is granted and its
   /// keepalives run; error::connect_failed when no member answered (each member's reason in a
-  /// bound diagnostics), error::auth_failed for refused credentials, error::invalid_argument on a
+  /// bound diagnostics), error::auth_failed for refused credentials, error::tls_failed when TLS
+  /// fails (a file, a certificate or a name; in words in the diagnostics), error::invalid_argument on a
   /// second call, error::closed after async_close(). Never inline. No per-operation cancellation:
   /// async_close() the client to give up. Acquisitions before it completes fail with
   /// not_connected (a try at once, a wait when its deadline or the core's bound passes).

@@ -4,10 +4,13 @@
 ///
 ///     etcd://[user:password@]host:port[,host:port...][?lease=<ms>&request_timeout=<ms>
 ///                                     &connect_timeout=<ms>&follow_members=true|false]
+///     etcds://...  the same over TLS, with also ca_file=, ca_dir=, cert_file=, key_file=,
+///                  server_name=, verify=true|false (the config's tls_* fields)
 ///
 /// Hosts are numeric addresses or names (resolved asynchronously); the port defaults to 2379, the
-/// client port of etcd's v3 JSON gateway (plain HTTP/1.1: TLS is not served yet, an etcds:// URL
-/// is refused with words saying so). Durations are in milliseconds, or with a unit: 500ms, 4s.
+/// client port of etcd's v3 JSON gateway (HTTP/1.1, over TLS with etcds://). Durations are in
+/// milliseconds, or with a unit: 500ms, 4s. A user, password or file path may carry reserved
+/// characters as %XX.
 #pragma once
 
 #include <chrono>
@@ -53,8 +56,22 @@ struct config {
   /// That user's password.
   std::string password;
 
-  /// Parses an etcd:// URL. Throws system_error(error::invalid_argument) whose what() says what
-  /// is wrong.
+  /// TLS to every member (etcd's --cert-file/--key-file on its client URLs; etcds://): the
+  /// member's certificate is verified against tls_ca_file/tls_ca_dir (else the system's store) and
+  /// must name the host dialled (or tls_server_name); with etcd's --client-cert-auth, the client
+  /// shows tls_cert_file. A file that cannot be used, or a member whose certificate fails the
+  /// check, fails connect() with error::tls_failed, the reason in words (diagnostics); a member
+  /// refused that way is not tried again within the call: a wrong certificate does not heal.
+  bool tls = false;
+  std::string tls_ca_file;     ///< PEM file of CA certificates to trust
+  std::string tls_ca_dir;      ///< directory of hashed CA certificates (openssl rehash)
+  std::string tls_cert_file;   ///< client certificate (PEM, may hold the chain); needs tls_key_file
+  std::string tls_key_file;    ///< its private key (PEM, unencrypted)
+  std::string tls_server_name; ///< SNI and the name verified, for every member; empty: each host
+  bool tls_verify = true;      ///< false: accept any certificate and name (tests only)
+
+  /// Parses an etcd:// or etcds:// URL. Throws system_error(error::invalid_argument) whose what()
+  /// says what is wrong.
   static config from_url(std::string_view url);
 };
 

@@ -35,6 +35,12 @@ client::client(executor_type ex, config cfg) {
     refuse("no hosts in the config");
   if (cfg.lease.count() <= 0 || cfg.request_timeout.count() <= 0 || cfg.connect_timeout.count() <= 0)
     refuse("lease, request_timeout and connect_timeout must be positive");
+  const bool tls_fields = !cfg.tls_ca_file.empty() || !cfg.tls_ca_dir.empty() || !cfg.tls_cert_file.empty() ||
+                          !cfg.tls_key_file.empty() || !cfg.tls_server_name.empty();
+  if (!cfg.tls && tls_fields)
+    refuse("tls_* files or a server name with tls off (a plain connection would ignore them): set tls");
+  if (cfg.tls_cert_file.empty() != cfg.tls_key_file.empty())
+    refuse("tls_cert_file and tls_key_file go together");
   impl_ = std::make_shared<detail::client_impl>(std::move(ex), std::move(cfg));
 }
 

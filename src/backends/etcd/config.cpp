@@ -11,6 +11,8 @@ namespace corolock::etcd {
 
 namespace {
 
+using corolock::detail::percent_decode;
+
 [[noreturn]] void refuse(std::string_view url, const std::string& why) {
   throw boost::system::system_error(make_error_code(error::invalid_argument),
                                     "etcd URL '" + std::string(url) + "': " + why);
@@ -18,6 +20,16 @@ namespace {
 
 std::chrono::milliseconds parse_ms(std::string_view url, std::string_view name, std::string_view v) {
   return corolock::detail::url_duration(name, v, [&](const std::string& why) { refuse(url, why); });
+}
+
+/// The config field a TLS option of the query names, or null.
+std::string* tls_field(config& c, std::string_view key) {
+  return key == "ca_file" ? &c.tls_ca_file
+       : key == "ca_dir" ? &c.tls_ca_dir
+       : key == "cert_file" ? &c.tls_cert_file
+       : key == "key_file" ? &c.tls_key_file
+       : key == "server_name" ? &c.tls_server_name
+       : nullptr;
 }
 
 endpoint parse_host(std::string_view url, std::string_view part) {
@@ -28,12 +40,11 @@ endpoint parse_host(std::string_view url, std::string_view part) {
 } // namespace
 
 config config::from_url(std::string_view url) {
-  if (url.starts_with("etcds://"))
-    refuse(url, "TLS (etcds://) is not served yet: reach the members' plain client port, or a TLS "
-                "proxy on this host");
-  constexpr std::string_view scheme = "etcd://";
+  config c;
+  c.tls = url.starts_with("etcds://");
+  const std::string_view scheme = c.tls ? "etcds://" : "etcd://";
   if (!url.starts_with(scheme))
-    refuse(url, "must start with etcd://");
+    refuse(url, "must start with etcd:// or etcds://");
   std::string_view rest = url.substr(scheme.size());
   std::string_view query;
   if (const auto q = rest.find('?'); q != std::string_view::npos) {
@@ -46,14 +57,13 @@ config config::from_url(std::string_view url) {
                   "lock_options::prefix, not the URL");
     rest = rest.substr(0, slash);
   }
-  config c;
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const auto user = rest.substr(0, at);
     rest = rest.substr(at + 1);
     const auto colon = user.find(':');
-    c.username = std::string(user.substr(0, colon));
-    if (colon != std::string_view::npos)
-      c.password = std::string(user.substr(colon + 1));
+    if (!percent_decode(user.substr(0, colon), c.username) ||
+        (colon != std::string_view::npos && !percent_decode(user.substr(colon + 1), c.password)))
+      refuse(url, "a '%' not followed by two hex digits in the user or password");
     if (c.username.empty())
       refuse(url, "an empty user name before '@'");
   }
@@ -83,10 +93,22 @@ config config::from_url(std::string_view url) {
       c.follow_members = value == "true";
     else if (key == "follow_members")
       refuse(url, "follow_members must be true or false, not '" + std::string(value) + "'");
+    else if (c.tls && key == "verify" && (value == "true" || value == "false"))
+      c.tls_verify = value == "true";
+    else if (c.tls && key == "verify")
+      refuse(url, "verify must be true or false, not '" + std::string(value) + "'");
+    else if (std::string* field = c.tls ? tls_field(c, key) : nullptr) {
+      if (!percent_decode(value, *field) || field->empty())
+        refuse(url, std::string(key) + " must be a non-empty value (reserved characters as %XX), not '" +
+                        std::string(value) + "'");
+    } else if (!c.tls && (key == "verify" || tls_field(c, key)))
+      refuse(url, "'" + std::string(key) + "' is a TLS option: use etcds://");
     else
-      refuse(url, "unknown option '" + std::string(key) +
-                      "' (known: lease, request_timeout, connect_timeout, follow_members)");
+      refuse(url, "unknown option '" + std::string(key) + "' (known: lease, request_timeout, connect_timeout, "
+                      "follow_members" + (c.tls ? ", ca_file, ca_dir, cert_file, key_file, server_name, verify" : "") + ")");
   }
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty())
+    refuse(url, "cert_file and key_file go together");
   return c;
 }
 

@@ -2,6 +2,7 @@
 #include "backends/etcd/gateway.hpp"
 
 #include "backends/etcd/wire.hpp"
+#include "detail/tls.hpp"
 
 #include <corolock/error.hpp>
 
@@ -17,6 +18,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -43,10 +45,26 @@ struct gateway::connection {
   /// coroutine, which holds the state, or in the state's idle list. Its destructor takes it out of
   /// state::busy — also when an io_context torn down destroys the call's coroutine unfinished.
   state* owner;
-  beast::tcp_stream stream;
+  beast::tcp_stream stream;                                     ///< plain: the stream; TLS: moved into tls
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls; ///< etcds://, once connected
   beast::flat_buffer buffer;
   std::size_t member = 0;
   bool used = false; ///< it carried a call before (an idle keep-alive: the member may have closed it)
+
+  /// The TCP stream (under TLS, the one TLS runs over): its deadline, its socket.
+  beast::tcp_stream& tcp() { return tls ? tls->next_layer() : stream; }
+  /// `op(stream)` on the TLS stream or the plain one; both give the same awaitable.
+  template <typename Op>
+  auto io(Op op) {
+    return tls ? op(*tls) : op(stream);
+  }
+};
+
+/// Why no connection could be opened: each member's reason, and whether TLS refused one (a wrong
+/// certificate or name does not heal: the call ends at once, error::tls_failed).
+struct open_failure {
+  std::string words;
+  bool tls = false;
 };
 
 /// What one exchange with the cluster ended with.
@@ -57,9 +75,15 @@ struct exchanged {
 };
 
 struct gateway::state {
-  state(asio::any_io_executor e, config c) : ex(std::move(e)), cfg(std::move(c)) {}
+  state(asio::any_io_executor e, config c) : ex(std::move(e)), cfg(std::move(c)) {
+    if (cfg.tls)
+      tls_ctx = corolock::detail::make_tls_context(
+          {cfg.tls_ca_file, cfg.tls_ca_dir, cfg.tls_cert_file, cfg.tls_key_file, cfg.tls_verify}, tls_problem);
+  }
   asio::any_io_executor ex;
   config cfg;
+  std::shared_ptr<asio::ssl::context> tls_ctx; ///< etcds://: every connection's sessions
+  std::string tls_problem;                     ///< why there is no tls_ctx (a file)
   std::string token;
   std::size_t current = 0; ///< the member calls go to
   bool closed = false;
@@ -84,8 +108,15 @@ struct gateway::state {
     return req;
   }
 
-  /// A connection to the current member, or to the next that answers; null and `words` when none.
-  asio::awaitable<std::unique_ptr<connection>> open(std::string& words) {
+  /// A connection to the current member, or to the next that answers (under TLS: whose handshake
+  /// passed); null and `why` when none.
+  asio::awaitable<std::unique_ptr<connection>> open(open_failure& why) {
+    std::string& words = why.words;
+    if (cfg.tls && !tls_ctx) {
+      why.tls = true;
+      words = tls_problem;
+      co_return nullptr;
+    }
     const std::size_t members = cfg.hosts.size();
     for (std::size_t tried = 0; tried < members && !closed; ++tried) {
       const auto m = current;
@@ -103,17 +134,41 @@ struct gateway::state {
       }
       if (closed)
         break;
+      std::string tls_words;
       if (!ec) {
         c->stream.socket().set_option(tcp::no_delay(true));
-        co_return c;
+        if (tls_ctx)
+          ec = co_await handshake(*c, m, tls_words);
+        if (closed)
+          break;
       }
+      if (!ec)
+        co_return c;
+      if (!tls_words.empty())
+        why.tls = true;
       words += (words.empty() ? "" : "; ") + where(m) + ": " +
-               (ec == beast::error::timeout ? "no connection within " + std::to_string(cfg.connect_timeout.count()) + " ms"
-                                            : ec.message());
+               (!tls_words.empty()             ? tls_words
+                : ec == beast::error::timeout ? "no connection within " + std::to_string(cfg.connect_timeout.count()) + " ms"
+                                               : ec.message());
       if (current == m)
         current = (m + 1) % members;
     }
     co_return nullptr;
+  }
+
+  /// TLS over `c`'s new TCP connection to member `m`, within connect_timeout. On a refusal (a
+  /// certificate, a name, a protocol), `tls_words` says what.
+  asio::awaitable<error_code> handshake(connection& c, std::size_t m, std::string& tls_words) {
+    c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(std::move(c.stream), *tls_ctx);
+    const std::string& name = cfg.tls_server_name.empty() ? cfg.hosts[m].host : cfg.tls_server_name;
+    if (!corolock::detail::prepare_tls_session(c.tls->native_handle(), name, cfg.tls_verify, tls_words))
+      co_return error_code(error::tls_failed);
+    c.tcp().expires_after(cfg.connect_timeout);
+    auto [ec] = co_await c.tls->async_handshake(asio::ssl::stream_base::client, await_tuple);
+    if (ec && ec != beast::error::timeout && corolock::detail::is_tls_error(ec))
+      tls_words = "TLS handshake (verifying '" + (cfg.tls_verify ? name : std::string("nothing")) +
+                  "') failed: " + corolock::detail::describe_tls_failure(c.tls->native_handle(), ec);
+    co_return ec;
   }
 
   void keep(std::unique_ptr<connection> c) {
@@ -145,7 +200,7 @@ void gateway::shutdown() {
   s_->idle.clear();
   for (auto* c : s_->busy) {
     error_code ignored;
-    c->stream.socket().close(ignored);
+    c->tcp().socket().close(ignored);
   }
 }
 
@@ -167,9 +222,9 @@ asio::awaitable<exchanged> gateway::state::exchange(std::shared_ptr<state> s, st
       c = std::move(s->idle.back());
       s->idle.pop_back();
     } else {
-      std::string why;
+      open_failure why;
       c = co_await s->open(why);
-      if (!c && !s->closed && clock::now() + retry_gap < started + s->cfg.request_timeout) {
+      if (!c && !s->closed && !why.tls && clock::now() + retry_gap < started + s->cfg.request_timeout) {
         // No member now (one restarting, a leader being elected): the call waits for one
         // within its bound, as a request sent would wait for its reply.
         asio::steady_timer gap(s->ex, retry_gap);
@@ -177,23 +232,24 @@ asio::awaitable<exchanged> gateway::state::exchange(std::shared_ptr<state> s, st
         continue;
       }
       if (!c) {
-        ec = s->closed ? error_code(error::closed) : error_code(error::not_connected);
+        ec = s->closed ? error_code(error::closed) : why.tls ? error_code(error::tls_failed) : error_code(error::not_connected);
         words = s->closed ? "the etcd client is closed"
+                : why.tls ? "no etcd member could be reached over TLS (" + why.words + ")"
                           : "no etcd member answered within " + std::to_string(s->cfg.request_timeout.count()) +
-                                " ms (" + why + ")";
+                                " ms (" + why.words + ")";
         break;
       }
     }
     s->busy.insert(c.get());
     const bool reused = c->used;
     auto req = s->request(target, text, c->member);
-    c->stream.expires_after(s->cfg.request_timeout);
-    auto [wec, wn] = co_await http::async_write(c->stream, req, await_tuple);
+    c->tcp().expires_after(s->cfg.request_timeout);
+    auto [wec, wn] = co_await c->io([&](auto& st) { return http::async_write(st, req, await_tuple); });
     static_cast<void>(wn);
     http::response<http::string_body> res;
     error_code rec = wec;
     if (!wec) {
-      auto [r, rn] = co_await http::async_read(c->stream, c->buffer, res, await_tuple);
+      auto [r, rn] = co_await c->io([&](auto& st) { return http::async_read(st, c->buffer, res, await_tuple); });
       rec = r;
       static_cast<void>(rn);
     }
@@ -204,12 +260,26 @@ asio::awaitable<exchanged> gateway::state::exchange(std::shared_ptr<state> s, st
         words = "the etcd client is closed";
         break;
       }
-      if (reused && attempt < 2 && (wec || rec == http::error::end_of_stream || rec == asio::error::connection_reset))
+      if (!reused && corolock::detail::is_tls_error(rec) && rec != asio::ssl::error::stream_truncated) {
+        // Under TLS 1.3 the member checks our certificate after our side of the handshake is
+        // done: its refusal arrives as the first read.
+        ec = error::tls_failed;
+        words = "etcd member " + s->where(c->member) + ": TLS failed after the handshake (the member refused our "
+                "certificate?): " + corolock::detail::describe_tls_failure(c->tls ? c->tls->native_handle() : nullptr, rec);
+        break;
+      }
+      if (reused && attempt < 2 &&
+          (wec || rec == http::error::end_of_stream || rec == asio::error::connection_reset ||
+           rec == asio::ssl::error::stream_truncated))
         continue; // a keep-alive the member had closed: the call goes again, fresh
       ec = rec == beast::error::timeout ? error_code(error::timeout) : error_code(error::connection_lost);
       words = "etcd member " + s->where(c->member) +
               (rec == beast::error::timeout ? ": no reply within " + std::to_string(s->cfg.request_timeout.count()) + " ms"
                                             : ": the connection dropped with the request sent (" + rec.message() + ")");
+      if (c->tls && !reused && rec != beast::error::timeout)
+        // Its alert can be lost: the member closed before our request reached it, and the reset
+        // that answered the request discarded the alert unread.
+        words += "; a member that requires a client certificate closes like this when it refuses ours";
       break;
     }
     const auto status = res.result_int();
@@ -291,8 +361,8 @@ public:
       // woken often would otherwise leave a socket in TIME-WAIT per wake-up (a thousand per second
       // on a busy lock exhausts the ephemeral ports in half a minute).
       error_code ignored;
-      conn->stream.socket().set_option(asio::socket_base::linger(true, 0), ignored);
-      conn->stream.socket().close(ignored);
+      conn->tcp().socket().set_option(asio::socket_base::linger(true, 0), ignored);
+      conn->tcp().socket().close(ignored);
     }
   }
   ~stream_watch() override { cancel(); }
@@ -320,12 +390,12 @@ std::shared_ptr<gateway::watch> gateway::open_watch(const json::object& create_r
             on_end(error::closed, "the etcd client is closed");
           co_return;
         }
-        std::string why;
+        open_failure why;
         auto c = co_await s->open(why);
         if (!c) {
           if (!gone())
-            on_end(s->closed ? error_code(error::closed) : error_code(error::not_connected),
-                   "no etcd member answered (" + why + ")");
+            on_end(s->closed ? error_code(error::closed) : why.tls ? error_code(error::tls_failed) : error_code(error::not_connected),
+                   "no etcd member answered (" + why.words + ")");
           co_return;
         }
         if (auto w = ww.lock()) {
@@ -346,8 +416,8 @@ std::shared_ptr<gateway::watch> gateway::open_watch(const json::object& create_r
         } forget_connection{ww};
         s->busy.insert(c.get());
         auto req = s->request("/v3/watch", text, c->member);
-        c->stream.expires_after(s->cfg.request_timeout);
-        auto [wec, wn] = co_await http::async_write(c->stream, req, await_tuple);
+        c->tcp().expires_after(s->cfg.request_timeout);
+        auto [wec, wn] = co_await c->io([&](auto& st) { return http::async_write(st, req, await_tuple); });
         static_cast<void>(wn);
         http::response_parser<http::string_body> parser;
         parser.body_limit(boost::none);
@@ -360,12 +430,12 @@ std::shared_ptr<gateway::watch> gateway::open_watch(const json::object& create_r
         parser.on_chunk_body(on_chunk);
         error_code ec = wec;
         if (!ec) {
-          auto [hec, hn] = co_await http::async_read_header(c->stream, c->buffer, parser, await_tuple);
+          auto [hec, hn] = co_await c->io([&](auto& st) { return http::async_read_header(st, c->buffer, parser, await_tuple); });
           ec = hec;
           static_cast<void>(hn);
         }
         if (!ec && parser.get().result_int() != 200) {
-          auto [bec, bn] = co_await http::async_read(c->stream, c->buffer, parser, await_tuple);
+          auto [bec, bn] = co_await c->io([&](auto& st) { return http::async_read(st, c->buffer, parser, await_tuple); });
           static_cast<void>(bec);
           static_cast<void>(bn);
           auto e = error_of(parser.get().result_int(), lines.empty() ? parser.get().body() : lines);
@@ -377,9 +447,9 @@ std::shared_ptr<gateway::watch> gateway::open_watch(const json::object& create_r
           }
           co_return;
         }
-        c->stream.expires_never();
+        c->tcp().expires_never();
         while (!ec && !parser.is_done()) {
-          auto [rec, rn] = co_await http::async_read_some(c->stream, c->buffer, parser, await_tuple);
+          auto [rec, rn] = co_await c->io([&](auto& st) { return http::async_read_some(st, c->buffer, parser, await_tuple); });
           static_cast<void>(rn);
           ec = rec;
           if (gone())

@@ -17,6 +17,9 @@
 // A watch is a long POST whose chunked reply carries one JSON object per line; the gateway reads a
 // request body to its end before answering, so a stream carries one watch and has a connection of
 // its own (no request timeout once its header is in: a watch waits as long as the lock is held).
+// With etcds:// (config::tls), every connection starts with a TLS handshake within connect_timeout
+// (detail/tls.hpp: the trust, the name verified); a member whose certificate or name fails is a
+// refusal that does not heal, so a call ends tls_failed at once instead of waiting for a member.
 // With config::username, the gateway authenticates before its first request (auth/authenticate)
 // and sends the token with every request; a reply saying the token is no longer valid (etcd's simple
 // tokens expire, 5 minutes by default) makes it authenticate again, once, and send the request
