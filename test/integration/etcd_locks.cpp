@@ -359,6 +359,43 @@ BOOST_AUTO_TEST_CASE(a_client_that_follows_the_members_outlives_the_member_its_u
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_member_partitioned_from_its_clients_is_passed_over_with_its_watches) {
+  // Both clients reach member 0 through a proxy that then goes silent both ways (the link
+  // partitioned, the member alive and in its cluster). The holder's next keepalive times out and
+  // the client moves to member 1, in time to keep its lease; the waiter's watch, silent on the
+  // same link, is reset with it, so the release through member 1 still wakes the waiter.
+  etcd_cluster cluster{3};
+  fault_proxy proxy(cluster.member(0).port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    const auto hosts = local(proxy.port()) + "," + local(cluster.member(1).port()) + "," +
+                       local(cluster.member(2).port());
+    auto holder = co_await connected(ex, hosts, milliseconds(3000));
+    auto waiter = co_await connected(ex, hosts, milliseconds(3000));
+    mutex mh{*holder, "order:42"}, mw{*waiter, "order:42"};
+    auto g = co_await mh.acquire();
+    attempt w;
+    start(ex, mw, w);
+    co_await sleep_for(milliseconds(300));
+    BOOST_REQUIRE(!w.ec.has_value());
+    const auto cut = clock_type::now();
+    proxy.blackhole(direction::both, true);
+    co_await sleep_for(milliseconds(4000)); // past the 3 s lease
+    BOOST_TEST(!g.lost(), "the holder lost its lock: its keepalives stayed with the silent member");
+    BOOST_TEST(!w.ec.has_value());
+    co_await g.unlock();
+    const auto released = clock_type::now();
+    BOOST_REQUIRE(co_await done(w, milliseconds(5000)));
+    BOOST_TEST(!*w.ec, w.ec->message());
+    BOOST_TEST(w.g.fencing_token() > g.fencing_token());
+    BOOST_TEST_MESSAGE("link to member 0 cut; the holder kept its lease, its release "
+                       << ms_between(cut, released) << " ms after the cut woke the waiter "
+                       << ms_between(released, clock_type::now()) << " ms later");
+    co_await w.g.unlock();
+    co_await holder->async_close();
+    co_await waiter->async_close();
+  }, std::chrono::seconds(60));
+}
+
 BOOST_AUTO_TEST_CASE(a_member_answering_503_is_passed_over) {
   etcd_server server;
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {

@@ -171,6 +171,24 @@ struct gateway::state {
     co_return ec;
   }
 
+  /// Member `m` left a request unanswered for request_timeout: partitioned from us, stalled or
+  /// overloaded. With another member to go to, calls go there from now on, and every connection
+  /// to `m` is closed — a watch on it would stay silent as long as the link does, and a waiter
+  /// would never hear of the release; closed, its watch ends and the waiter looks again
+  /// elsewhere. With one member there is nowhere to go: its watches stay, to serve when it answers.
+  void pass_over(std::size_t m) {
+    if (cfg.hosts.size() < 2)
+      return;
+    if (current == m)
+      current = (m + 1) % cfg.hosts.size();
+    std::erase_if(idle, [m](const std::unique_ptr<connection>& c) { return c->member == m; });
+    for (auto* c : busy)
+      if (c->member == m) {
+        error_code ignored;
+        c->tcp().socket().close(ignored);
+      }
+  }
+
   void keep(std::unique_ptr<connection> c) {
     busy.erase(c.get());
     if (!closed && c->member == current && idle.size() < 8) {
@@ -276,6 +294,8 @@ asio::awaitable<exchanged> gateway::state::exchange(std::shared_ptr<state> s, st
       words = "etcd member " + s->where(c->member) +
               (rec == beast::error::timeout ? ": no reply within " + std::to_string(s->cfg.request_timeout.count()) + " ms"
                                             : ": the connection dropped with the request sent (" + rec.message() + ")");
+      if (rec == beast::error::timeout)
+        s->pass_over(c->member);
       if (c->tls && !reused && rec != beast::error::timeout)
         // Its alert can be lost: the member closed before our request reached it, and the reset
         // that answered the request discarded the alert unread.

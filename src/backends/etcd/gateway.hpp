@@ -8,7 +8,8 @@
 // answering 502/503 or gRPC "unavailable": no leader, stopping) moves the client to the next
 // member; a call that finds none tries again every 100 ms (a member restarting, a leader being
 // elected) and ends not_connected, each member's reason in words, when request_timeout passes. A
-// call sent and then unanswered within request_timeout ends timeout; a connection dropped under a sent
+// call sent and then unanswered within request_timeout ends timeout (and passes that member over,
+// its connections closed: see state::pass_over); a connection dropped under a sent
 // call ends connection_lost — its outcome unknown, as every store's (the lock backend's requests
 // are idempotent per owner: core/backend.hpp, contract 3). A reused idle connection that the member
 // closed meanwhile (its write or the first read fails at once) is not a lost call: the call goes
