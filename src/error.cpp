@@ -45,7 +45,7 @@ public:
     case error::database_error:
       return "the database server answered with an error (its code, SQLSTATE and message are on the result)";
     case error::permission_denied:
-      return "the store refused us the rights to the lock's path (a ZooKeeper ACL); the words name the path";
+      return "the store refused us the rights to the lock's keys (a ZooKeeper ACL, an etcd role); the words name them";
     }
     return "unknown corolock error";
   }

@@ -47,8 +47,9 @@ enum class error {
   database_error,       ///< a MariaDB/MySQL or PostgreSQL server (or an etcd member) answered
                         ///< with an error; its code, SQLSTATE and words travel with the result
   // The stores' access control (appended: the numbers above stay as they were).
-  permission_denied,    ///< the store refused us the rights to a path the lock needs (a ZooKeeper
-                        ///< ACL: NoAuth); the words name the path
+  permission_denied,    ///< the store refused us the rights to keys the lock needs (a ZooKeeper
+                        ///< ACL: NoAuth; an etcd user whose roles do not cover them); the words
+                        ///< name them
 };
 
 /// The category of corolock::error; its message() gives each code's meaning in words.

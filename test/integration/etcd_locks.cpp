@@ -333,6 +333,47 @@ BOOST_AUTO_TEST_CASE(a_user_s_password_is_checked_and_an_expired_token_renewed) 
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_user_without_rights_on_the_prefix_is_refused_in_words_and_leaves_nothing) {
+  // A user whose role may write only under the prefix "other:": the lease is granted (etcd asks no key
+  // right for it), every lock under the default prefix is refused with permission_denied, in
+  // words, and no key is left; the same user's locks under a prefix it may write are served.
+  etcd_server server;
+  const auto etcdctl = "etcdctl --endpoints=http://" + local(server.port());
+  for (const char* step : {" user add root:pw", " user add app:pw", " role add app-role",
+                           " role grant-permission app-role --prefix=true readwrite other:/",
+                           " user grant-role app app-role", " auth enable"})
+    BOOST_REQUIRE(std::system((etcdctl + step + " >/dev/null 2>&1").c_str()) == 0);
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto c = co_await connected(ex, "app:pw@" + local(server.port()));
+    for (const char* kind : {"mutex", "shared_mutex", "semaphore"}) {
+      diagnostics why;
+      error_code ec;
+      if (kind == std::string("mutex")) {
+        mutex m{*c, "order:42"};
+        std::tie(ec, std::ignore) = co_await m.acquire_for(milliseconds(2000), bind_diagnostics(why, as_tuple_awaitable));
+      } else if (kind == std::string("shared_mutex")) {
+        shared_mutex m{*c, "order:42"};
+        std::tie(ec, std::ignore) = co_await m.acquire_shared_for(milliseconds(2000), bind_diagnostics(why, as_tuple_awaitable));
+      } else {
+        semaphore m{*c, "order:42", 2};
+        std::tie(ec, std::ignore) = co_await m.acquire_for(milliseconds(2000), bind_diagnostics(why, as_tuple_awaitable));
+      }
+      BOOST_TEST((ec == error::permission_denied), kind << ": " << ec.message());
+      BOOST_TEST(why.message().find("permission denied") != std::string::npos, kind << ": " << why.message());
+    }
+    lock_options allowed;
+    allowed.prefix = "other:";
+    mutex m{*c, "order:42", allowed};
+    auto g = co_await m.acquire_for(milliseconds(2000));
+    BOOST_TEST(g.fencing_token() > 0);
+    co_await g.unlock();
+    co_await c->async_close();
+  });
+  const auto root = etcdctl + " --user root:pw";
+  BOOST_TEST(std::system((root + " get '' --prefix --keys-only | grep -q .").c_str()) != 0, "keys were left");
+  BOOST_TEST(std::system((root + " lease list | grep -q 'found 0 leases'").c_str()) == 0, "a lease was left");
+}
+
 BOOST_AUTO_TEST_CASE(a_client_that_follows_the_members_outlives_the_member_its_url_named) {
   etcd_cluster cluster{3};
   run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
