@@ -262,6 +262,60 @@ BOOST_AUTO_TEST_CASE(an_idle_client_sends_a_keepalive_every_third_of_its_lease) 
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_waiter_next_in_line_is_granted_by_its_watch_without_another_request) {
+  // Counted on the wire: the waiter (through a proxy) sends nothing between the holder's release
+  // and its grant — the deletion its watch reports makes it first, since its look found that key
+  // alone before its own. A second waiter behind it still waits when the first one cancels.
+  etcd_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto holder = co_await connected(ex, local(server.port()), milliseconds(30000));
+    auto waiter = co_await connected(ex, local(proxy.port()), milliseconds(30000)); // keepalives every 10 s
+    mutex mh{*holder, "order:42"}, mw{*waiter, "order:42"};
+    auto g = co_await mh.acquire();
+    attempt w;
+    start(ex, mw, w);
+    BOOST_REQUIRE(co_await eventually([&] { return keys_of(server.port(), "order:42") == 2; }));
+    co_await sleep_for(milliseconds(300)); // watching
+    const auto before = proxy.stats().bytes_client_to_server;
+    co_await g.unlock();
+    BOOST_REQUIRE(co_await done(w, milliseconds(3000)));
+    BOOST_TEST(!*w.ec);
+    const auto sent = proxy.stats().bytes_client_to_server - before;
+    BOOST_TEST(sent == 0u, sent << " bytes sent by the waiter between the release and its grant");
+    co_await w.g.unlock();
+
+    // Holder, then two waiters: the first cancels; the second, which saw two keys before its own,
+    // looks again and keeps waiting for the holder.
+    auto third = co_await connected(ex, local(server.port()), milliseconds(30000));
+    mutex mt{*third, "order:42"};
+    auto g2 = co_await mh.acquire();
+    asio::cancellation_signal cancel_first;
+    attempt first, second;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, gg] = co_await mw.acquire(asio::bind_cancellation_slot(cancel_first.slot(), as_tuple_awaitable));
+      first.ec = ec;
+      first.g = std::move(gg);
+    }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return keys_of(server.port(), "order:42") == 2; }));
+    start(ex, mt, second);
+    BOOST_REQUIRE(co_await eventually([&] { return keys_of(server.port(), "order:42") == 3; }));
+    co_await sleep_for(milliseconds(300));
+    cancel_first.emit(asio::cancellation_type::terminal);
+    BOOST_REQUIRE(co_await done(first, milliseconds(3000)));
+    BOOST_TEST((*first.ec == asio::error::operation_aborted), first.ec->message());
+    co_await sleep_for(milliseconds(500));
+    BOOST_TEST(!second.ec.has_value(), "the second waiter was let in past the holder");
+    co_await g2.unlock();
+    BOOST_REQUIRE(co_await done(second, milliseconds(3000)));
+    BOOST_TEST(!*second.ec);
+    co_await second.g.unlock();
+    co_await holder->async_close();
+    co_await waiter->async_close();
+    co_await third->async_close();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_bid_whose_reply_was_lost_finds_its_key_instead_of_queueing_twice) {
   // The waiter's transaction reaches the member, its reply never reaches the waiter (held, then
   // thrown away with the connection): the core bids again in the same owner, and the key named by

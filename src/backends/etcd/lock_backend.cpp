@@ -66,6 +66,10 @@ struct bid_run final : core::lease_ticket {
   std::shared_ptr<gateway::watch> watching;
   std::string watch_target; ///< what `watching` watches (its create request without a revision)
   bool watch_exact = false; ///< `watching` is created and misses nothing after the last look
+  /// A mutex's or a read-write lock's waiter whose last look found exactly one key of its rule
+  /// before its own: keys only leave the line, so that key's deletion makes ours the first, and
+  /// the watch's event grants without another look (a round trip less per hand-off).
+  bool sole_predecessor = false;
 };
 
 json::object compare_created(const std::string& key, std::int64_t revision) {
@@ -148,15 +152,20 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         return self->remove(b);
       if (ec)
         return self->settle_error(b, ec, std::move(words));
-      const auto responses = response_ranges(r);
+      std::vector<std::int64_t> counts;
+      const auto responses = response_ranges(r, &counts);
       if (succeeded(r)) {
         b->revision = revision_of(r);
         std::vector<key_value> before;
+        std::int64_t count = counts.empty() ? -1 : counts.back(); // in the same revision: none after ours
         if (!responses.empty())
-          for (auto& kv : responses.back())
+          for (auto& kv : responses.back()) {
             if (kv.key != b->key && kv.create_revision < b->revision)
               before.push_back(std::move(kv));
-        return self->decide(b, before, revision_of(r), sent);
+            else if (kv.key == b->key)
+              --count; // ours, in its own rule (a writer)
+          }
+        return self->decide(b, before, revision_of(r), sent, count);
       }
       if (responses.empty() || responses.front().empty()) // deleted since the compare: put again
         return self->bid(b);
@@ -167,14 +176,19 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     });
   }
 
-  /// Each response_range's kvs of a transaction's reply, in order.
-  static std::vector<std::vector<key_value>> response_ranges(const json::object& r) {
+  /// Each response_range's kvs of a transaction's reply, in order; with `counts`, how many keys
+  /// each range held (etcd counts them all, whatever its limit returned).
+  static std::vector<std::vector<key_value>> response_ranges(const json::object& r,
+                                                             std::vector<std::int64_t>* counts = nullptr) {
     std::vector<std::vector<key_value>> out;
     if (const auto* rs = r.if_contains("responses"); rs && rs->is_array())
       for (const auto& x : rs->as_array())
         if (x.is_object())
-          if (const auto* rr = x.as_object().if_contains("response_range"); rr && rr->is_object())
+          if (const auto* rr = x.as_object().if_contains("response_range"); rr && rr->is_object()) {
             out.push_back(kvs_of(rr->as_object()));
+            if (counts)
+              counts->push_back(number(rr->as_object(), "count"));
+          }
     return out;
   }
 
@@ -191,7 +205,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         return;
       if (ec)
         return self->settle_error(b, ec, std::move(words));
-      const auto responses = response_ranges(r);
+      std::vector<std::int64_t> counts;
+      const auto responses = response_ranges(r, &counts);
       if (responses.size() < 2)
         return self->settle_unsure(b, error::protocol_error, "etcd answered a transaction of two ranges without both");
       if (responses[0].empty() || responses[0].front().create_revision != b->revision) {
@@ -200,7 +215,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         b->revision = 0;
         return self->bid(b);
       }
-      self->decide(b, responses[1], revision_of(r), sent);
+      self->decide(b, responses[1], revision_of(r), sent, counts[1]);
     });
   }
 
@@ -218,9 +233,9 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
 
   /// (2) Granted, taken, or a watch. `before`: the keys of the rule created before ours (a mutex's
   /// or a read-write lock's: the newest of them, if any; a semaphore's: all, oldest first), read at
-  /// revision `at`.
+  /// revision `at`; `count_before`: how many there are (-1: not known).
   void decide(const std::shared_ptr<bid_run>& b, const std::vector<key_value>& before, std::int64_t at,
-              steady::time_point sent) {
+              steady::time_point sent, std::int64_t count_before) {
     // A semaphore grants a prefix of its line: a key holds when the permits of the keys before it
     // and its own fit the capacity. Keys only leave the line, so a key that holds keeps holding.
     std::int64_t ahead = 0;
@@ -257,6 +272,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     } else {
       create = json::object{{"key", base64(before.front().key)}, {"filters", json::array{"NOPUT"}}};
     }
+    b->sole_predecessor = !b->capacity && count_before == 1;
     auto target = json::serialize(create);
     if (b->watching && b->watch_exact && b->watch_target == target)
       return; // the watch in place covers what this look read (watch_from)
@@ -292,6 +308,8 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
           if (fired || canceled) {
             if (b->watching)
               std::exchange(b->watching, nullptr)->cancel();
+            if (fired && !canceled && b->sole_predecessor && b->watch_target == target)
+              return self->hand_over(b, steady::now()); // the one key before ours went: ours is first
             return self->look(b);
           }
           if (!result.contains("created") || b->watch_target != target)
