@@ -5,6 +5,7 @@
 #   components/  COMPONENTS zookeeper testing, with find_package(OpenSSL) disabled: its link map, its
 #                symbols and ldd show no Redis object, no OpenSSL, no libmariadb, no libpq
 #   sql/         COMPONENTS mysql postgresql (when they were built): no Redis object
+#   etcd/        COMPONENTS etcd (when it was built): Boost.JSON and OpenSSL found, no Redis object
 #   probe/       a component that is not installed: REQUIRED fails naming it, OPTIONAL sets
 #                corolock_<component>_FOUND to FALSE
 # and the default and components consumers again, built from the pkg-config files alone.
@@ -148,6 +149,32 @@ else()
   string(APPEND summary "sql consumer: skipped (corolock::mysql or corolock::postgresql not built)\n")
 endif()
 
+# 3b. The etcd store, when this build has it: Boost.JSON and OpenSSL (etcds://), no Redis.
+if(EXISTS ${package_dir}/corolock-etcd-targets.cmake)
+  consumer(etcd)
+  expect("etcd consumer output" "${etcd_output}" MATCHES "etcd_hosts=2\netcd_tls=1")
+  expect("etcd consumer: link map" "${etcd_map}" MATCHES "libcorolock_etcd")
+  expect("etcd consumer: link map" "${etcd_map}" NOT_MATCHES "libcorolock_redis")
+  inspect(${etcd_exe})
+  expect("etcd consumer: shared libraries" "${shared}" MATCHES "libssl")
+  expect("etcd consumer: shared libraries" "${shared}" NOT_MATCHES "libmariadb|libpq")
+  # The TLS code both stores share (src/detail/tls.cpp) is compiled into each library: those
+  # symbols, and only those, may be in both.
+  run("Redis symbols in the etcd consumer" bash ${SOURCE_DIR}/shared_symbols.sh ${nm} ${redis_library} ${etcd_exe})
+  string(REGEX MATCHALL "[^\n]+" found "${last_output}")
+  list(FILTER found EXCLUDE REGEX "^_ZN8corolock6detail[0-9]+[a-z_]*tls")
+  list(LENGTH found not_shared)
+  if(NOT not_shared EQUAL 0)
+    message(FATAL_ERROR "install test: the etcd consumer defines ${not_shared} of libcorolock_redis' symbols "
+                        "beyond the shared TLS code: ${found}")
+  endif()
+  string(APPEND summary "etcd consumer (etcd): ${etcd_output}"
+         "  ldd: libssl; link map: libcorolock_etcd, no libcorolock_redis; of its symbols only the "
+         "${redis_symbols} of the shared TLS code\n")
+else()
+  string(APPEND summary "etcd consumer: skipped (corolock::etcd not built)\n")
+endif()
+
 # 4. A component that is not installed (as mysql is where libmariadb was absent at the build).
 file(GLOB mysql_files ${package_dir}/corolock-mysql-*.cmake)
 if(mysql_files)
@@ -194,6 +221,11 @@ function(pkg_config_consumer name)
 endfunction()
 pkg_config_consumer(consumer corolock)
 expect("pkg-config consumer output" "${consumer_pc_output}" MATCHES "category=corolock\ntimeout=[^\n]+\ntls=1")
+if(EXISTS ${package_dir}/corolock-etcd-targets.cmake)
+  pkg_config_consumer(etcd corolock-etcd)
+  expect("pkg-config etcd output" "${etcd_pc_output}" MATCHES "etcd_hosts=2\netcd_tls=1")
+  string(APPEND summary "pkg-config corolock-etcd: ${etcd_pc_flags}\n")
+endif()
 pkg_config_consumer(components corolock-zookeeper corolock-testing)
 expect("pkg-config components flags" "${components_pc_flags}" NOT_MATCHES "corolock_redis|-lssl|-lcrypto")
 expect("pkg-config components output" "${components_pc_output}" MATCHES "testing_token=1\nzookeeper_chroot=/app")
