@@ -14,6 +14,7 @@
 #include <corolock/redis/subscription.hpp>
 #include <corolock/resp/value.hpp>
 #include <corolock/lock/check_token.hpp>
+#include <corolock/lock/election.hpp>
 #include <corolock/lock/guard.hpp>
 #include <corolock/lock/multi_lock.hpp>
 #include <corolock/lock/mutex.hpp>

@@ -85,6 +85,10 @@ struct backend_traits {
                                         ///< (segmented_lock's empty segments); a store opts in
   bool token_bucket = false;            ///< backend::take_tokens: a token bucket counted on the
                                         ///< store's clock (rate_limiter); a store opts in
+  bool rising_token = true;             ///< a grant's token is one per lock, above every earlier
+                                        ///< grant's (a quorum's is 0: its members' differ)
+  bool notes = false;                   ///< backend::note: a lock's note (election's leader
+                                        ///< announcement); a store opts in
   std::size_t max_name = lock_options::max_name; ///< the same on every store: leave it
 };
 
@@ -208,6 +212,13 @@ struct bucket_answer {
   /// else takes any (> 0, above max_wait).
   std::chrono::microseconds wait{0};
   double left = 0;          ///< the tokens in the bucket after the call (below 0: owed)
+};
+
+/// A lock's note (backend::note): what an election's leader announces beside its lock — the
+/// term it leads in (its grant's fencing token) and its value.
+struct lock_note {
+  std::uint64_t term = 0; ///< 0: no note was ever written
+  std::string value;      ///< any bytes, up to election's max_value
 };
 
 /// The core's line implements it; a backend calls exactly one of these per bid, posted, unless
@@ -415,6 +426,24 @@ public:
   /// admits less. Default: invalid_argument.
   virtual void take_tokens(const lock_spec& lock, bucket_take what,
                            handler<void(error_code, bucket_answer, std::string)> h);
+
+  // ---- A lock's note: an election's announcement of its leader -------------------------------
+  // A lock's note (its prefix and name, apart from a mutex of the same name, its marks and its
+  // bucket) is one term and one value that every client of the store reads. The store keeps it as
+  // data, as the marks: no session or lease owns it, nothing of it is given back at close. A note
+  // is replaced only by one of an equal or higher term: a leader whose lease ended cannot write
+  // over the announcement of a leader after it (terms are its lock's fencing tokens: each leader's
+  // is above every earlier one's).
+
+  /// traits.notes only (the core never calls it otherwise): when `write` has a value, replaces
+  /// `lock`'s note by it if the stored note's term is not above `write->term` — compared and
+  /// written atomically at the store — then reads the note. Completes (posted, contract 1) with
+  /// the note as it is after the call ({0, ""} when none was ever written), or with
+  /// not_connected, timeout, connection_lost, closed or the store's error, and its words.
+  /// Idempotent (contract 3): a write whose reply was lost may have taken effect, sending it again
+  /// is harmless. Default: invalid_argument.
+  virtual void note(const lock_spec& lock, std::optional<lock_note> write,
+                    handler<void(error_code, lock_note, std::string)> h);
 
   /// The client closes: every held lock and open bid of this backend is given back (or its session
   /// ended). Completes (posted) when done. The backend keeps no bound of its own for it: the core

@@ -12,6 +12,8 @@
 //   asio::awaitable<std::unique_ptr<source>> connect(asio::any_io_executor);
 //   asio::awaitable<void> close(source&);               c.async_close(): the default bound
 //   void cut_off(source&, bool);                        the store unreachable for that client
+//   void sever(source&, bool);                          optional: an outage as TCP shows one (its
+//                                                       connections reset, new ones refused)
 //   std::size_t queued(const std::string& name);        bids the store has queued for a lock
 //   bool clean();                                       nothing held or queued at the store
 //   static std::optional<lock_options> lacking();       options asking for a trait it lacks
@@ -2554,6 +2556,207 @@ asio::awaitable<void> rate_limiter_admits_no_more_than_the_rate(F& f, asio::any_
   BOOST_TEST(co_await clean(f));
 }
 
+// --- election: one leader at a time, rising terms, told before the next leads --------------------
+
+/// Two processes campaign under one name with default options but a short lease: the first leads
+/// at once with a term and its value, which the other reads with leader() (a store that cannot
+/// tell — no_holder_token — refuses leader() with words); the second waits, a third campaign
+/// cancelled while waiting leaves nothing; a resignation hands over at once to a higher term with a
+/// value of max_value bytes; a leader cut off from the store is told lost before the other leads
+/// again (the next term higher still); a value one byte too long is refused; nothing is left. A
+/// quorum, with no single rising token, refuses an election at construction.
+template <typename F>
+asio::awaitable<void> election_one_leader_told_before_the_next(F& f, asio::any_io_executor ex) {
+  const std::string name = "election/{e}";
+  auto a = co_await f.connect(ex);
+  auto b = co_await f.connect(ex);
+  if constexpr (requires { requires F::no_single_token; }) {
+    expect_refused([&] { election e{*a, name}; }, "rising_token");
+    co_return;
+  }
+  lock_options o;
+  o.lease = 600ms;
+  if constexpr (requires { F::session_lease; })
+    o.lease = F::session_lease; // the session is the lease: its bound is the deadline
+  election ea{*a, name, o}, eb{*b, name, o};
+  constexpr bool tells = !requires { requires F::no_holder_token; };
+  // (through b, which never leads — but after b was cut off, through a: a Redis client cut off
+  // by the fixture's silence loses what the link held, and waits for its transport bound)
+  bool via_a = false;
+  const auto leader_seen = [&]() -> asio::awaitable<std::optional<leader_info>> {
+    diagnostics why;
+    auto [ec, who] = co_await (via_a ? ea : eb).leader(bind_diagnostics(why, tuple_awaitable));
+    if constexpr (tells) {
+      BOOST_TEST(!ec, ec.message() << " " << why.message());
+    } else {
+      BOOST_TEST(ec == error::invalid_argument, ec.message());
+      BOOST_TEST(why.message().find("leader()") != std::string::npos, why.message());
+    }
+    co_return who;
+  };
+  BOOST_TEST(!(co_await leader_seen())); // nobody leads yet
+  auto la = co_await ea.campaign("a:1");
+  BOOST_TEST(la.leading());
+  BOOST_TEST(la.term() > 0u);
+  BOOST_TEST(la.value() == "a:1");
+  if constexpr (tells) {
+    auto who = co_await leader_seen();
+    BOOST_TEST((who && who->term == la.term() && who->value == "a:1"));
+  }
+
+  leadership lb; // b campaigns behind a
+  test::event led(ex);
+  const std::string long_value(election::max_value, 'b');
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    lb = co_await eb.campaign(long_value);
+    led.set();
+  }, asio::detached);
+  BOOST_REQUIRE(co_await eventually([&] { return f.queued(name) == 1; }));
+  {
+    election another{*a, name, o}; // a campaign cancelled while it waits leaves nothing
+    asio::cancellation_signal stop;
+    error_code cancelled_with;
+    test::event ended(ex);
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+      auto [ec, l] = co_await another.campaign(
+          "a:cancelled", asio::bind_cancellation_slot(stop.slot(), tuple_awaitable));
+      cancelled_with = ec;
+      BOOST_TEST(!l.leading());
+      ended.set();
+    }, asio::detached);
+    co_await sleep_for(50ms);
+    stop.emit(asio::cancellation_type::terminal);
+    co_await ended.wait();
+    BOOST_TEST(cancelled_with == asio::error::operation_aborted, cancelled_with.message());
+  }
+  BOOST_TEST(co_await eventually([&] { return f.queued(name) == 1; })); // its bid withdrawn
+  BOOST_TEST(!lb.leading());
+  co_await la.resign();
+  co_await led.wait();
+  BOOST_TEST(lb.leading());
+  BOOST_TEST(lb.term() > la.term());
+  if constexpr (tells) {
+    auto who = co_await leader_seen();
+    BOOST_TEST((who && who->term == lb.term() && who->value == long_value));
+  }
+
+  // b is cut off: it is told before a leads again.
+  auto told = std::chrono::steady_clock::time_point::max();
+  test::event lost(ex);
+  asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+    auto [ec] = co_await lb.wait_lost(tuple_awaitable);
+    BOOST_TEST(ec == error::lease_lost, ec.message());
+    told = std::chrono::steady_clock::now();
+    lost.set();
+  }, asio::detached);
+  f.cut_off(*b, true);
+  auto la2 = co_await ea.campaign("a:2");
+  const auto a_leads = std::chrono::steady_clock::now();
+  co_await lost.wait();
+  BOOST_TEST((told <= a_leads)); // told first
+  BOOST_TEST(lb.lost());
+  BOOST_TEST(la2.term() > lb.term());
+  f.cut_off(*b, false);
+  via_a = true;
+  if constexpr (tells) {
+    auto who = co_await leader_seen();
+    BOOST_TEST((who && who->term == la2.term() && who->value == "a:2"));
+  }
+  auto [resigned_lost] = co_await lb.resign(tuple_awaitable);
+  BOOST_TEST(resigned_lost == error::lease_lost, resigned_lost.message());
+
+  diagnostics why;
+  auto [too_long, none] = co_await ea.campaign(std::string(election::max_value + 1, 'x'),
+                                               bind_diagnostics(why, tuple_awaitable));
+  BOOST_TEST(too_long == error::invalid_argument, too_long.message());
+  BOOST_TEST(why.message().find("max_value") != std::string::npos, why.message());
+  BOOST_TEST(!none.leading());
+  co_await la2.resign();
+  if constexpr (tells)
+    BOOST_TEST(!(co_await leader_seen()));
+  co_await f.close(*a);
+  co_await f.close(*b);
+  BOOST_TEST(co_await clean(f));
+}
+
+/// observe() tells another client of each new leader, without polling: the first, then one
+/// elected while the observer's link to the store was down (read again when it came back: a
+/// fixture's sever(); one without it says so and skips that part), and a cancelled observe ends
+/// with operation_aborted. A store that cannot tell (no_holder_token) refuses it with words.
+template <typename F>
+asio::awaitable<void> election_observe_tells_each_new_leader(F& f, asio::any_io_executor ex) {
+  if constexpr (requires { requires F::no_single_token; }) {
+    co_return; // refused at construction (election_one_leader_told_before_the_next)
+  } else {
+    const std::string name = "election/{observed}";
+    auto a = co_await f.connect(ex);
+    auto b = co_await f.connect(ex);
+    election ea{*a, name}, eb{*b, name};
+    if constexpr (requires { requires F::no_holder_token; }) {
+      diagnostics why;
+      auto [ec, who] = co_await eb.observe(0, bind_diagnostics(why, tuple_awaitable));
+      BOOST_TEST(ec == error::invalid_argument, ec.message());
+      BOOST_TEST(why.message().find("observe()") != std::string::npos, why.message());
+      co_await f.close(*a);
+      co_await f.close(*b);
+      co_return;
+    } else {
+      std::optional<leader_info> seen;
+      error_code seen_ec;
+      std::unique_ptr<test::event> told;
+      asio::cancellation_signal stop;
+      const auto observe_from = [&](std::uint64_t after) {
+        seen.reset();
+        told = std::make_unique<test::event>(ex);
+        asio::co_spawn(ex, [&, after, done = told.get()]() -> asio::awaitable<void> {
+          auto [ec, who] = co_await eb.observe(after, asio::bind_cancellation_slot(stop.slot(), tuple_awaitable));
+          seen_ec = ec;
+          if (!ec)
+            seen = who;
+          done->set();
+        }, asio::detached);
+      };
+      observe_from(0);
+      co_await sleep_for(100ms);
+      BOOST_TEST(!seen.has_value()); // nobody has led yet
+      auto first = co_await ea.campaign("a:1");
+      co_await told->wait();
+      BOOST_TEST(!seen_ec, seen_ec.message());
+      BOOST_TEST((seen && seen->term == first.term() && seen->value == "a:1"));
+
+      observe_from(first.term()); // the next leader is elected while the observer is cut off
+      co_await sleep_for(100ms);
+      constexpr bool severs = requires { f.sever(*b, true); };
+      if constexpr (severs)
+        f.sever(*b, true);
+      else
+        BOOST_TEST_MESSAGE(f.backend << ": no sever() in the fixture: the observer stays linked");
+      co_await first.resign();
+      election again{*a, name};
+      auto second = co_await again.campaign("a:2");
+      if constexpr (severs) {
+        co_await sleep_for(300ms);
+        BOOST_TEST(!seen.has_value()); // not heard while cut off
+        f.sever(*b, false);
+      }
+      co_await told->wait();
+      BOOST_TEST(!seen_ec, seen_ec.message());
+      BOOST_TEST((seen && seen->term == second.term() && seen->value == "a:2"));
+
+      observe_from(second.term()); // a cancelled observe ends at once
+      co_await sleep_for(50ms);
+      stop.emit(asio::cancellation_type::terminal);
+      co_await told->wait();
+      const auto cancelled_ec = seen_ec;
+      BOOST_TEST(cancelled_ec == asio::error::operation_aborted, cancelled_ec.message());
+      co_await second.resign();
+      co_await f.close(*a);
+      co_await f.close(*b);
+      BOOST_TEST(co_await clean(f));
+    }
+  }
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -2592,7 +2795,9 @@ asio::awaitable<void> rate_limiter_admits_no_more_than_the_rate(F& f, asio::any_
   COROLOCK_CONFORMANCE_CASE(F, lock_delay_holds_back_only_after_an_unclean_end)                 \
   COROLOCK_CONFORMANCE_CASE(F, observer_tells_each_acquisition_and_end_once)                      \
   COROLOCK_CONFORMANCE_CASE(F, observer_tells_each_renewal_of_a_per_lock_lease)                   \
-  COROLOCK_CONFORMANCE_CASE(F, rate_limiter_admits_no_more_than_the_rate)
+  COROLOCK_CONFORMANCE_CASE(F, rate_limiter_admits_no_more_than_the_rate)                       \
+  COROLOCK_CONFORMANCE_CASE(F, election_one_leader_told_before_the_next)                        \
+  COROLOCK_CONFORMANCE_CASE(F, election_observe_tells_each_new_leader)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \

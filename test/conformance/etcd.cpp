@@ -22,6 +22,7 @@ struct etcd_fixture : corolock::conformance::etcd_fixture_base {
   }
   boost::asio::awaitable<void> close(source& c) { co_await c.async_close(); }
   void cut_off(source& c, bool off) { proxies.cut_off(c, off); }
+  void sever(source& c, bool off) { proxies.sever(c, off); }
   std::size_t queued(const std::string& name) { return queued_at(server.port(), name); }
   bool clean() { return clean_at(server.port()); }
 };

@@ -64,7 +64,12 @@ struct etcd_fixture_base {
     return waiting + rw.size() - holders;
   }
   /// Nothing at all in the store: every key a lock makes is one of a client's lease.
-  static bool clean_at(std::uint16_t port) { return corolock::test::etcd_keys(port, "").empty(); }
+  /// No key but elections' notes (data, kept by design: "<prefix>/<name>/note").
+  static bool clean_at(std::uint16_t port) {
+    const auto keys = corolock::test::etcd_keys(port, "");
+    return std::all_of(keys.begin(), keys.end(),
+                       [](const corolock::test::etcd_key& k) { return k.key.ends_with("/note"); });
+  }
   static std::optional<corolock::lock_options> lacking() {
     corolock::lock_options o;
     o.watchdog = false; // a lock lives as long as its lease

@@ -26,6 +26,14 @@ public:
       p.discard(test::direction::both); // what was held would be stale
     p.blackhole(test::direction::both, off);
   }
+  /// An outage as TCP shows one: the client's connections reset, new ones refused until `off` is
+  /// false (cut_off's silence keeps a connection that loses what it carried, which TCP cannot).
+  void sever(const Source& c, bool off) {
+    auto& p = *proxies_.at(&c);
+    p.refuse(off);
+    if (off)
+      p.reset_all();
+  }
 
 private:
   std::unique_ptr<test::fault_proxy> pending_;

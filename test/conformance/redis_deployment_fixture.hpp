@@ -59,13 +59,13 @@ struct redis_deployment_fixture {
   std::size_t queued_permits(const std::string& name) { return queue_length(name, ":sem:q"); }
   std::size_t queued_shared(const std::string& name) { return queue_length(name, ":rw:q"); }
 
-  /// Whether `server` keeps no lock's key (of any prefix; fencing counters and buckets are data,
-  /// kept by design) and
-  /// no subscribed channel, sharded or not, but `kept`.
+  /// Whether `server` keeps no lock's key (of any prefix; fencing counters, buckets and
+  /// elections' notes are data, kept by design) and no subscribed channel, sharded or not, but
+  /// `kept`.
   static bool clean_server(test::redis_server& server, std::string_view kept = {}) {
     const auto keys = server.command_list({"KEYS", "*"});
     if (std::any_of(keys.begin(), keys.end(), [](const std::string& k) {
-          return !k.ends_with(":fence") && !k.ends_with(":bucket");
+          return !k.ends_with(":fence") && !k.ends_with(":bucket") && !k.ends_with(":note");
         }))
       return false;
     auto channels = server.command_list({"PUBSUB", "CHANNELS"});

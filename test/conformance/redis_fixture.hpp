@@ -44,6 +44,14 @@ struct redis_store_fixture {
       p.discard(corolock::test::direction::both); // what was held would be stale
     p.blackhole(corolock::test::direction::both, off);
   }
+  /// An outage as TCP shows one: the client's connections reset, new ones refused until `off` is
+  /// false (cut_off's silence keeps a connection that loses what it carried, which TCP cannot).
+  void sever(Source& c, bool off) {
+    auto& p = *proxies.at(&c);
+    p.refuse(off);
+    if (off)
+      p.reset_all();
+  }
   std::size_t queued(const std::string& name) {
     return std::stoul(server.command({"ZCARD", redis::detail::lock_key("corolock:", name) + ":q"}));
   }

@@ -29,6 +29,7 @@ struct testing_fixture {
   }
   asio::awaitable<void> close(source& c) { co_await c.async_close(); }
   void cut_off(source& c, bool off) { c.set_reachable(!off); }
+  void sever(source& c, bool off) { c.set_reachable(!off); } // its link loses nothing silently
   std::size_t queued(const std::string& name) { return store->queue(name).size(); }
   bool clean() { return store->empty(); }
   static std::optional<lock_options> lacking() {

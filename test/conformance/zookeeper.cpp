@@ -43,6 +43,7 @@ struct zookeeper_fixture {
   }
   boost::asio::awaitable<void> close(source& c) { co_await c.async_close(); }
   void cut_off(source& c, bool off) { proxies.cut_off(c, off); }
+  void sever(source& c, bool off) { proxies.sever(c, off); }
   /// A lock's nodes under its folder but its holders': the first (a mutex's, a writer's, a
   /// semaphore's), or the readers before the first writer (a read-write lock's), by sequence.
   std::size_t queued(const std::string& name) {

@@ -13,8 +13,9 @@
 
 namespace corolock::test {
 
-/// Lock keys still in Redis (fence counters and rate limiters' buckets excluded: they are data,
-/// kept by design — a bucket until it would be full again —, and so are keys starting with `kept`,
+/// Lock keys still in Redis (fence counters, rate limiters' buckets and elections' notes excluded:
+/// they are data, kept by design — a bucket until it would be full again —, and so are keys
+/// starting with `kept`,
 /// if given) and channels still subscribed. Waits up to `settle` for
 /// asynchronous releases to land.
 inline std::vector<std::string> leftovers(redis_server& server,
@@ -24,7 +25,8 @@ inline std::vector<std::string> leftovers(redis_server& server,
   for (;;) {
     std::vector<std::string> left;
     for (auto& key : server.command_list({"KEYS", "corolock:*"}))
-      if (!key.ends_with(":fence") && !key.ends_with(":bucket") && (kept.empty() || !key.starts_with(kept)))
+      if (!key.ends_with(":fence") && !key.ends_with(":bucket") && !key.ends_with(":note") &&
+          (kept.empty() || !key.starts_with(kept)))
         left.push_back("key " + key);
     for (auto& channel : server.command_list({"PUBSUB", "CHANNELS"}))
       left.push_back("channel " + channel);

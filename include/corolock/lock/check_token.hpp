@@ -9,9 +9,10 @@
 ///
 /// For a resource that cannot keep its own highest token (the fence): it asks the lock's store
 /// whether `token` is the token of the owner holding the lock now. On every store that can tell
-/// (the README's capability table): Redis (standalone, Sentinel, Cluster), ZooKeeper,
-/// MariaDB/MySQL, PostgreSQL and the testing store; a quorum (redlock) has no single token and is
-/// refused with words.
+/// (the README's capability table): Redis (standalone, Sentinel, Cluster), ZooKeeper, etcd and the
+/// testing store. A quorum (redlock) has no single token, and MariaDB/MySQL and PostgreSQL write
+/// no holder's token anywhere (each is drawn from a sequence with the grant): they are refused
+/// with words.
 ///
 /// **The race it cannot close.** The answer is true at the moment the store read it. A check
 /// followed by a write is two steps: the holder can lose the lock (its lease ends, its process

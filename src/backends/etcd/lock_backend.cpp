@@ -13,7 +13,9 @@
 #include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <charconv>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 namespace corolock::etcd::detail {
@@ -34,14 +36,18 @@ constexpr core::backend_traits etcd_traits{
     .fifo = true,
     .holder_token = true,
     .marks = true,
+    .notes = true,
 };
 
-/// A lock as this backend prepares it, once per handle: its folder and its marks' folder.
+/// A lock as this backend prepares it, once per handle: its folder, its marks' folder and its
+/// note's key.
 struct etcd_lock final : core::lock_ticket {
-  etcd_lock(std::string f, std::string m) : folder(std::move(f)), writers(folder + "w."), marks(std::move(m)) {}
+  etcd_lock(std::string f, std::string m, std::string n)
+      : folder(std::move(f)), writers(folder + "w."), marks(std::move(m)), note(std::move(n)) {}
   const std::string folder;  ///< every bid of the lock
   const std::string writers; ///< the writers' keys (a reader's rule looks only at these)
   const std::string marks;   ///< the lock's marks (backend::marks), apart from its bids
+  const std::string note;    ///< the lock's note (backend::note), in none of the folders above
 };
 
 /// One bid, kept until nothing of it is left to do at the store; a granted one is its lease's
@@ -77,6 +83,86 @@ json::object compare_created(const std::string& key, std::int64_t revision) {
                       {"create_revision", std::to_string(revision)}};
 }
 
+// A note's value at its key: the term as 20 decimal digits (every uint64 fits, zero-padded), ':',
+// then the note's bytes. Decimals of one width order bytewise as their numbers, so etcd's compare
+// of values (bytewise) orders stored notes by term; byte 20, ':' in every stored note, then
+// decides between a stored note and a bound of the same term (note_txn).
+constexpr std::size_t note_term_digits = 20;
+constexpr char note_separator = ':';
+
+std::string padded_term(std::uint64_t term) {
+  auto digits = std::to_string(term);
+  return std::string(note_term_digits - digits.size(), '0') + digits;
+}
+
+std::string note_value(const core::lock_note& note) { return padded_term(note.term) + note_separator + note.value; }
+
+/// The note a note key's value holds; nullopt when it is not one this backend wrote (an
+/// operator's put).
+std::optional<core::lock_note> note_of(std::string_view stored) {
+  if (stored.size() <= note_term_digits || stored[note_term_digits] != note_separator)
+    return std::nullopt;
+  std::uint64_t term = 0;
+  const auto* digits_end = stored.data() + note_term_digits;
+  const auto [end, ec] = std::from_chars(stored.data(), digits_end, term);
+  if (ec != std::errc{} || end != digits_end)
+    return std::nullopt;
+  return core::lock_note{.term = term, .value = std::string(stored.substr(note_term_digits + 1))};
+}
+
+/// The write of `note` at `key`, compared and written by the store in one transaction. The compare
+/// holds when the stored value is above "<padded term>;" (';' is the byte after ':'): a stored
+/// note of a higher term is above it at a digit, one of a lower term below it at a digit, one of
+/// the same term below it at byte 20 (':'). So it holds exactly when a note of a higher term
+/// stands; then that note is read back (the one range of the reply). Otherwise — a lower or equal
+/// term, or no key at all (etcd fails every value compare on a missing key) — the note is put, and
+/// the note after the call is the write itself, so nothing is read. Chosen over a read and then a
+/// put compared on the key's mod_revision: one request and no retries when writers race, the
+/// store deciding on what it holds at the transaction's revision; and an equal term writes again,
+/// so a write sent again after a lost reply is harmless (contract 3).
+json::object note_txn(const std::string& key, const core::lock_note& note) {
+  json::object higher_term{{"key", base64(key)}, {"target", "VALUE"}, {"result", "GREATER"},
+                           {"value", base64(padded_term(note.term) + static_cast<char>(note_separator + 1))}};
+  json::object put{{"key", base64(key)}, {"value", base64(note_value(note))}}; // no lease: data, as the marks
+  return json::object{
+      {"compare", json::array{std::move(higher_term)}},
+      {"success", json::array{json::object{{"request_range", range_request(key, {}, 0, 0, order::by_key)}}}},
+      {"failure", json::array{json::object{{"request_put", std::move(put)}}}}};
+}
+
+std::string not_a_note(const std::string& key) {
+  return "etcd's key " + key + " holds no note corolock wrote (a term of 20 digits, ':', the value)";
+}
+
+/// One note watch (lock_backend.hpp, "Watching a note"). Its handle (etcd_note_watch) is its one
+/// owner; the backend and every read or stream in flight hold it weakly, and each callback locks it
+/// for the call, so a handle destroyed inside changed() or ended() frees it only after that call
+/// returns. Invariants: once `over` is set nothing of it runs again; `round` changes at every new
+/// read, so a reply or stream of an earlier round finds it changed and does nothing; `watching` is
+/// the current round's stream (null before it is opened and after it ended).
+struct note_run {
+  std::string key;
+  core::note_watches::watch_events events;
+  std::shared_ptr<gateway::watch> watching;
+  std::uint64_t round = 0;
+  bool created = false; ///< the current round's stream said created (it reached a member)
+  bool over = false;    ///< ended, or its handle destroyed
+};
+
+class etcd_note_watch final : public core::note_watch {
+public:
+  explicit etcd_note_watch(std::shared_ptr<note_run> n) : n_(std::move(n)) {}
+  /// Silenced, and its stream closed: etcd drops a watch with its stream.
+  ~etcd_note_watch() override {
+    n_->over = true;
+    if (n_->watching)
+      std::exchange(n_->watching, nullptr)->cancel();
+  }
+
+private:
+  std::shared_ptr<note_run> n_;
+};
+
 } // namespace
 
 struct lock_backend::state : std::enable_shared_from_this<state> {
@@ -89,6 +175,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   std::string client_id;
   std::uint64_t owners = 0;
   std::set<std::shared_ptr<bid_run>> running; ///< waiting or on their way (not held)
+  std::vector<std::weak_ptr<note_run>> note_runs; ///< every note watch (expired ones pruned as new ones come)
 
   milliseconds margin() const {
     return session ? std::chrono::duration_cast<milliseconds>(session->ttl()) / 10 : milliseconds(0);
@@ -399,7 +486,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   }
 
   /// A member may have gone with the watches on it: every waiting bid looks again (on the member
-  /// the client now reaches).
+  /// the client now reaches), and every note watch reads its note again.
   void look_again() {
     const std::vector<std::shared_ptr<bid_run>> all(running.begin(), running.end());
     for (const auto& b : all)
@@ -407,6 +494,148 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         std::exchange(b->watching, nullptr)->cancel();
         look(b);
       }
+    for (const auto& n : live_notes())
+      read_note(n);
+  }
+
+  std::vector<std::shared_ptr<note_run>> live_notes() {
+    std::vector<std::shared_ptr<note_run>> live;
+    for (const auto& weak : note_runs)
+      if (auto n = weak.lock(); n && !n->over)
+        live.push_back(std::move(n));
+    return live;
+  }
+
+  /// A round of note watch `n`: read the note key; then, with the store's revision R of that read,
+  /// watch the key from R + 1 and tell changed(the note read). Runs on the executor, never inline
+  /// from watch_note() (that posts it).
+  void read_note(const std::shared_ptr<note_run>& n) {
+    if (n->over)
+      return;
+    ++n->round;
+    n->created = false;
+    if (n->watching)
+      std::exchange(n->watching, nullptr)->cancel();
+    if (!session || session->closed())
+      return end_note(n, error::closed, "the etcd client is closed");
+    session->gw().call(
+        "/v3/kv/range", range_request(n->key, {}, 0, 0, order::by_key),
+        [w = weak_from_this(), wn = std::weak_ptr<note_run>(n), round = n->round](error_code ec, json::object r,
+                                                                                   std::string words) {
+          auto self = w.lock();
+          auto n = wn.lock();
+          if (!self || !n || n->over || n->round != round)
+            return;
+          if (ec) // unanswered within the gateway's bound, or refused
+            return self->end_note(n, ec, std::move(words));
+          const auto at = revision_of(r);
+          if (at <= 0)
+            return self->end_note(n, error::protocol_error, "etcd answered a range of " + n->key + " without its revision");
+          core::lock_note note; // no key: no note yet
+          if (const auto kvs = kvs_of(r); !kvs.empty()) {
+            auto stored = note_of(kvs.front().value);
+            if (!stored)
+              return self->end_note(n, error::protocol_error, not_a_note(n->key));
+            note = std::move(*stored);
+          }
+          if (!self->session || self->session->closed())
+            return self->end_note(n, error::closed, "the etcd client is closed");
+          self->watch_note_from(n, at);
+          n->events.changed(std::move(note)); // may destroy the handle: nothing of n after it
+        });
+  }
+
+  /// The stream of `n`'s current round: its key from revision `at` + 1 (every event after the read
+  /// at `at`, in order, whenever the member serves it).
+  void watch_note_from(const std::shared_ptr<note_run>& n, std::int64_t at) {
+    json::object create{{"key", base64(n->key)}, {"start_revision", std::to_string(at + 1)}};
+    std::weak_ptr<state> w = weak_from_this();
+    std::weak_ptr<note_run> wn = n;
+    const auto round = n->round;
+    n->watching = session->gw().open_watch(
+        create,
+        [w, wn, round](const json::object& result) {
+          auto self = w.lock();
+          auto n = wn.lock();
+          if (self && n && !n->over && n->round == round)
+            self->note_result(n, result);
+        },
+        [w, wn, round](error_code ec, std::string words) {
+          auto self = w.lock();
+          auto n = wn.lock();
+          if (!self || !n || n->over || n->round != round)
+            return;
+          n->watching = nullptr;
+          if (!self->session || self->session->closed())
+            return self->end_note(n, error::closed, "the etcd client is closed");
+          // A stream that reached a member and then dropped: read again (and watch on the member the
+          // gateway now reaches). One that never got that far ends the watch: the core places it
+          // again after its backoff, rather than this looping on a member that drops every stream.
+          if (ec == error::connection_lost && n->created)
+            return self->read_note(n);
+          self->end_note(n, ec, std::move(words));
+        });
+  }
+
+  /// One result of `n`'s stream: created, events (a put: its note; a delete: none), or canceled.
+  void note_result(const std::shared_ptr<note_run>& n, const json::object& result) {
+    const auto round = n->round;
+    if (const auto* c = result.if_contains("created"); c && c->is_bool() && c->as_bool())
+      n->created = true;
+    if (const auto* events = result.if_contains("events"); events && events->is_array())
+      for (const auto& e : events->as_array()) {
+        if (!e.is_object())
+          continue;
+        const auto& event = e.as_object();
+        core::lock_note note; // a delete (no one deletes a note: an operator did): no note
+        const auto* type = event.if_contains("type");
+        if (!(type && type->is_string() && type->as_string() == "DELETE")) { // a put (the default, left out)
+          const auto* kv = event.if_contains("kv");
+          auto stored = kv && kv->is_object() ? note_of(key_value_of(kv->as_object()).value) : std::nullopt;
+          if (!stored)
+            return end_note(n, error::protocol_error, not_a_note(n->key));
+          note = std::move(*stored);
+        }
+        n->events.changed(std::move(note));
+        if (n->over || n->round != round) // its handle was destroyed meanwhile
+          return;
+      }
+    if (!result.contains("canceled"))
+      return;
+    if (number(result, "compact_revision") > 0) // the revision after the read is compacted away
+      return read_note(n);
+    std::string reason;
+    if (const auto* r = result.if_contains("cancel_reason"); r && r->is_string())
+      reason = std::string(r->as_string());
+    end_note(n, reason.find("permission denied") != std::string::npos ? error_code(error::permission_denied)
+                                                                      : error_code(error::database_error),
+             "etcd canceled the watch of " + n->key + (reason.empty() ? std::string() : ": " + reason));
+  }
+
+  /// Ends `n`: its stream closed, ended() told once (nothing of it runs after).
+  void end_note(const std::shared_ptr<note_run>& n, error_code ec, std::string words) {
+    if (n->over)
+      return;
+    n->over = true;
+    ++n->round;
+    if (n->watching)
+      std::exchange(n->watching, nullptr)->cancel();
+    if (n->events.ended)
+      n->events.ended(ec, std::move(words));
+  }
+
+  /// Every note watch ends `ec`, posted (from close() and detach(): never inside the core's call).
+  void end_notes_later(error_code ec, const std::string& words) {
+    for (const auto& n : live_notes()) {
+      if (n->watching)
+        std::exchange(n->watching, nullptr)->cancel();
+      ++n->round; // a reply or stream in flight does nothing now
+      asio::post(ex, [w = weak_from_this(), wn = std::weak_ptr<note_run>(n), ec, words] {
+        auto self = w.lock();
+        if (auto n = wn.lock(); self && n)
+          self->end_note(n, ec, words);
+      });
+    }
   }
 };
 
@@ -459,12 +688,15 @@ lock_backend::~lock_backend() {
   s_->told = {};
   for (const auto& b : s_->running)
     b->events = nullptr;
+  for (const auto& n : s_->live_notes()) // as the bids: silenced, no callback from a backend gone
+    n->over = true;
 }
 
 void lock_backend::detach() noexcept {
   if (s_->session)
     s_->session->listen({});
   s_->session = nullptr;
+  s_->end_notes_later(error::closed, "the etcd client is closed");
 }
 
 const core::backend_traits& lock_backend::traits() const noexcept { return etcd_traits; }
@@ -488,7 +720,8 @@ std::shared_ptr<const core::lock_ticket> lock_backend::prepare(const core::lock_
                     : lock.kind == core::lock_kind::semaphore  ? folder_kind::semaphore
                                                                 : folder_kind::mutex;
   return std::make_shared<const etcd_lock>(lock_folder(lock.options.prefix, lock.name, kind),
-                                           lock_folder(lock.options.prefix, lock.name, folder_kind::marks));
+                                           lock_folder(lock.options.prefix, lock.name, folder_kind::marks),
+                                           note_key(lock.options.prefix, lock.name));
 }
 
 namespace {
@@ -602,6 +835,54 @@ void lock_backend::holder_token(const core::lock_spec& lock, core::handler<void(
   });
 }
 
+void lock_backend::note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+                        core::handler<void(error_code, core::lock_note, std::string)> h) {
+  if (!s_->session || s_->session->closed())
+    return complete_later(s_->ex, std::move(h), {}, error_code(error::closed), core::lock_note{},
+                          std::string("the etcd client is closed"));
+  const auto& key = core::ticket_of<etcd_lock>(lock).note;
+  auto shared = std::make_shared<core::handler<void(error_code, core::lock_note, std::string)>>(std::move(h));
+  // The note after the call: the write itself when the transaction put it (its compare failed),
+  // else the key as read (a read's range, or the transaction's one range): none, no note yet.
+  const auto answer = [shared, key, write](error_code ec, json::object r, std::string words) {
+    if (ec)
+      return std::move(*shared)(ec, core::lock_note{}, std::move(words));
+    if (write && !succeeded(r))
+      return std::move(*shared)(error_code{}, *write, std::string());
+    std::vector<key_value> kvs;
+    if (!write)
+      kvs = kvs_of(r);
+    else if (auto ranges = state::response_ranges(r); !ranges.empty())
+      kvs = std::move(ranges.front());
+    if (kvs.empty() && !write)
+      return std::move(*shared)(error_code{}, core::lock_note{}, std::string());
+    if (kvs.empty()) // the compare held, so the key was there in the same revision
+      return std::move(*shared)(error::protocol_error, core::lock_note{},
+                                "etcd answered that a note of a higher term stands at " + key + " without reading it");
+    if (auto stored = note_of(kvs.front().value))
+      return std::move(*shared)(error_code{}, std::move(*stored), std::string());
+    std::move(*shared)(error::protocol_error, core::lock_note{}, not_a_note(key));
+  };
+  if (write)
+    return s_->session->gw().call("/v3/kv/txn", note_txn(key, *write), answer);
+  s_->session->gw().call("/v3/kv/range", range_request(key, {}, 0, 0, order::by_key), answer);
+}
+
+std::unique_ptr<core::note_watch> lock_backend::watch_note(const core::lock_spec& lock, watch_events events) {
+  auto n = std::make_shared<note_run>();
+  n->key = core::ticket_of<etcd_lock>(lock).note;
+  n->events = std::move(events);
+  std::erase_if(s_->note_runs, [](const std::weak_ptr<note_run>& x) { return x.expired(); });
+  s_->note_runs.push_back(n);
+  // Posted: the first read's answer, or ended(closed), never comes inline from here.
+  asio::post(s_->ex, [w = std::weak_ptr<state>(s_), wn = std::weak_ptr<note_run>(n)] {
+    auto s = w.lock();
+    if (auto n = wn.lock(); s && n)
+      s->read_note(n);
+  });
+  return std::make_unique<etcd_note_watch>(std::move(n));
+}
+
 void lock_backend::renew(std::vector<core::renewal> leases, core::handler<void(std::vector<core::renew_outcome>)> h) {
   complete_later(s_->ex, std::move(h), asio::cancellation_slot{}, std::vector<core::renew_outcome>(leases.size()));
 }
@@ -611,6 +892,7 @@ void lock_backend::close(core::handler<void()> h) {
   const std::vector<std::shared_ptr<bid_run>> all(s_->running.begin(), s_->running.end());
   for (const auto& b : all)
     s_->settle_failed(b, error::closed, "the etcd client is closed");
+  s_->end_notes_later(error::closed, "the etcd client is closed");
   if (!s_->session)
     return complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
   auto shared = std::make_shared<core::handler<void()>>(std::move(h));

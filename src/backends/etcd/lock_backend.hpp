@@ -34,23 +34,42 @@
 // the key just before its own, which is itself waiting: that key is marked (its value put again)
 // when it is granted after a wait, or deleted when it leaves; either wakes the one waiter behind.
 //
+// A lock's note (backend::note) is the key "<prefix>/<name>/note" (lock_keys.hpp), without a
+// lease (data, as the marks): its value is the term as 20 decimal digits, ':', then the note's
+// bytes, so that etcd's byte order of values is the order of terms and one transaction compares
+// and writes it (lock_backend.cpp, note_txn).
+//
+// Watching a note (core::note_watches, the mixin beside core::backend): a round reads the note key
+// (a range: its value and the store's revision R), opens a watch stream on the key from R + 1,
+// then tells changed(note) — so no write after the read goes unseen, etcd's watches serving every
+// revision from their start in order — and tells changed again for each event (a put: the note it
+// wrote; a delete: no note). A stream that was created and then dropped (the member passed over,
+// its connection lost), a compacted start revision, or the session's link dropping or coming back
+// starts a new round (the note read again: writes may have been missed in between). ended() comes
+// once, when a round cannot go on: its read unanswered within the gateway's own bound, a stream
+// that fails before it is created, the store's refusal, a value that is not a note, or the client
+// closed. A round is numbered: replies of an older one are dropped.
+//
 // Order per owner (contract 4): a withdrawal waits for the bid's transaction in flight, then
 // deletes; the delete goes out through hooks.resend.
 #pragma once
 
 #include "backends/etcd/lease_session.hpp"
 #include "core/backend.hpp"
+#include "core/note_watches.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace corolock::etcd::detail {
 
-class lock_backend final : public core::backend {
+class lock_backend final : public core::backend, public core::note_watches {
 public:
   explicit lock_backend(std::shared_ptr<lease_session> session);
   ~lock_backend() override;
 
-  /// The client is going: no request is sent any more; every bid ends.
+  /// The client is going: no request is sent any more; every bid ends, every note watch ends
+  /// closed (posted).
   void detach() noexcept;
 
   const core::backend_traits& traits() const noexcept override;
@@ -72,6 +91,12 @@ public:
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
   void holder_token(const core::lock_spec& lock,
                     core::handler<void(error_code, std::uint64_t, std::string)> h) override;
+  /// One transaction for a write (compared and written at the store), one range for a read.
+  void note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+            core::handler<void(error_code, core::lock_note, std::string)> h) override;
+  /// A round per read (lock_backend.hpp, "Watching a note"); the returned watch's destruction
+  /// cancels its stream and silences it.
+  std::unique_ptr<core::note_watch> watch_note(const core::lock_spec& lock, watch_events events) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;

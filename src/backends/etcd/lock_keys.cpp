@@ -17,10 +17,19 @@ std::string escape_part(std::string_view part) {
   return out;
 }
 
+namespace {
+/// "<escaped prefix>/<escaped name>": what every key of the lock starts with.
+std::string lock_root(std::string_view prefix, std::string_view name) {
+  return escape_part(prefix) + "/" + escape_part(name);
+}
+} // namespace
+
 std::string lock_folder(std::string_view prefix, std::string_view name, folder_kind kind) {
   static constexpr std::string_view ends[] = {"/mutex/", "/rw/", "/sem/", "/marks/"};
-  return escape_part(prefix) + "/" + escape_part(name) + std::string(ends[static_cast<int>(kind)]);
+  return lock_root(prefix, name) + std::string(ends[static_cast<int>(kind)]);
 }
+
+std::string note_key(std::string_view prefix, std::string_view name) { return lock_root(prefix, name) + "/note"; }
 
 std::string mark_key(std::string_view folder, std::uint32_t index) {
   auto digits = std::to_string(index);

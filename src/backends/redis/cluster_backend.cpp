@@ -634,6 +634,22 @@ void cluster_backend::holder_token(const core::lock_spec& lock,
   op->start(nullptr);
 }
 
+void cluster_backend::note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+                           core::handler<void(error_code, core::lock_note, std::string)> h) {
+  // The note shares the lock's hash tag: on the master serving the lock's slot, routed as marks.
+  // A MOVED (the script did not run there) follows the slot; a write that ran is harmless to send
+  // again, and the node's backend does so after a dropped connection.
+  auto op = std::make_shared<routed_op<core::lock_note>>();
+  op->s = s_;
+  op->slot = slot_of(lock);
+  op->call = [lock, write = std::move(write)](
+                 lock_backend& b, core::handler<void(error_code, core::lock_note, std::string)> done) {
+    b.note(lock, write, std::move(done));
+  };
+  op->h.set(std::move(h));
+  op->start(nullptr);
+}
+
 void cluster_backend::renew(std::vector<core::renewal> leases,
                             core::handler<void(std::vector<core::renew_outcome>)> h) {
   // Each lease on the master serving its slot now (the one that granted it until the map
@@ -735,8 +751,8 @@ std::uint16_t named_slot(const core::lock_spec& lock) {
 }
 } // namespace
 
-std::unique_ptr<core::release_watch> cluster_backend::watch_releases(const core::lock_spec& lock,
-                                                                     watch_events events) {
+std::unique_ptr<core::release_watch> cluster_backend::watch_releases(
+    const core::lock_spec& lock, core::release_notices::watch_events events) {
   auto nodes = s_->nodes();
   auto node = nodes && !s_->stopped() ? nodes->connected_node_for(named_slot(lock)) : nullptr;
   if (node)
@@ -750,6 +766,40 @@ void cluster_backend::announce_release(const core::lock_spec& lock) {
   auto nodes = s_->nodes();
   if (auto node = nodes && !s_->stopped() ? nodes->connected_node_for(named_slot(lock)) : nullptr)
     s_->on(node).backend.announce_release(lock);
+}
+
+namespace {
+/// A note watch with no master of the slot connected (not_connected), or of a closed cluster
+/// client (closed): ends on a later turn, unless destroyed first (the posted end holds the
+/// watch's token weakly).
+class unplaced_note_watch final : public core::note_watch {
+public:
+  unplaced_note_watch(const asio::any_io_executor& ex, error_code ec, std::string words,
+                      core::note_watches::watch_events ev) {
+    asio::post(ex, [alive = std::weak_ptr<int>(token_), ec, words = std::move(words),
+                    ended = std::move(ev.ended)] {
+      if (!alive.expired() && ended)
+        ended(ec, words);
+    });
+  }
+
+private:
+  std::shared_ptr<int> token_ = std::make_shared<int>(0);
+};
+} // namespace
+
+std::unique_ptr<core::note_watch> cluster_backend::watch_note(
+    const core::lock_spec& lock, core::note_watches::watch_events events) {
+  auto nodes = s_->nodes();
+  auto node = nodes && !s_->stopped() ? nodes->connected_node_for(slot_of(lock)) : nullptr;
+  if (node)
+    return s_->on(node).backend.watch_note(lock, std::move(events));
+  if (s_->stopped())
+    return std::make_unique<unplaced_note_watch>(s_->ex, error::closed, "the client was closed",
+                                                 std::move(events));
+  return std::make_unique<unplaced_note_watch>(
+      s_->ex, error::not_connected, "no master serving the lock's slot is connected",
+      std::move(events));
 }
 
 std::size_t cluster_backend::channels() const {

@@ -28,6 +28,7 @@
 #pragma once
 
 #include "core/backend.hpp"
+#include "core/note_watches.hpp"
 #include "core/release_notices.hpp"
 
 #include <memory>
@@ -40,7 +41,9 @@ namespace corolock::redis::detail {
 
 struct cluster_state;
 
-class cluster_backend final : public core::backend, public core::release_notices {
+class cluster_backend final : public core::backend,
+                              public core::release_notices,
+                              public core::note_watches {
 public:
   explicit cluster_backend(const std::shared_ptr<corolock::redis::detail::client_impl>& top);
   ~cluster_backend() override;
@@ -86,6 +89,10 @@ public:
   /// MOVED (the script did not run) follows the slot; nothing else sends it again.
   void take_tokens(const core::lock_spec& lock, core::bucket_take what,
                    core::handler<void(error_code, core::bucket_answer, std::string)> h) override;
+  /// On the master serving the lock's slot (the note shares its hash tag), routed as marks(): a
+  /// MOVED follows the slot.
+  void note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+            core::handler<void(error_code, core::lock_note, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;
@@ -96,9 +103,19 @@ public:
   // pub/sub). A watch stays on the master it was set up on: a slot that moves later costs a waiter
   // its retry delay, as a lost notice does; with no master of the slot connected, a watch is ready
   // at once and never told (the waiter polls) and an announcement is dropped.
-  std::unique_ptr<core::release_watch> watch_releases(const core::lock_spec& lock,
-                                                      watch_events events) override;
+  std::unique_ptr<core::release_watch> watch_releases(
+      const core::lock_spec& lock, core::release_notices::watch_events events) override;
   void announce_release(const core::lock_spec& lock) override;
+
+  // core::note_watches, on the master serving the lock's slot now (its node backend's: the note
+  // and its sharded channel share the lock's hash tag, and SPUBLISH reaches only that shard). A
+  // watch stays on that master: once the slot moves, a read there meets MOVED and the watch ends
+  // as not_connected, so the core places it again on the new master; with no master of the slot
+  // connected it ends so at once (posted). A slot that moves while no read is out is noticed at
+  // the next message or reconnect only (the server's SUNSUBSCRIBE of the moved channel is not
+  // heard by the client's subscriber).
+  std::unique_ptr<core::note_watch> watch_note(const core::lock_spec& lock,
+                                               core::note_watches::watch_events events) override;
 
   /// Over every node: lock channels kept, and owners remembered (for tests).
   std::size_t channels() const;

@@ -21,6 +21,7 @@
 #include <charconv>
 #include <functional>
 #include <set>
+#include <utility>
 
 namespace corolock::redis::detail {
 
@@ -42,6 +43,7 @@ constexpr core::backend_traits redis_traits{
     .holder_token = true,
     .marks = true,
     .token_bucket = true,
+    .notes = true,
 };
 
 /// One release of a held lock, sent again (same owner) while a dropped connection leaves its
@@ -444,6 +446,51 @@ void lock_backend::take_tokens(const core::lock_spec& lock, core::bucket_take wh
         complete_later(s->ex, hp->take(), asio::cancellation_slot{}, ec, answer, std::move(words));
       },
       0);
+}
+
+void lock_backend::note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+                        core::handler<void(error_code, core::lock_note, std::string)> h) {
+  run_note(s_, lock, std::move(write), std::move(h));
+}
+
+void run_note(const std::shared_ptr<backend_state>& s, const core::lock_spec& lock,
+              std::optional<core::lock_note> write,
+              core::handler<void(error_code, core::lock_note, std::string)> h) {
+  // note.lua on the hash "<lock key>:note" (note_key: named by the prefix and name as the marks'
+  // set, so on a Cluster it is in the lock's slot). The script compares the terms and writes in
+  // one step of the server, so no other client's write comes between; a write sent again after a
+  // lost reply finds its own term stored and writes the same note, or finds a higher one and
+  // leaves it: resent as marks are. A write that stores publishes its term on the channel of the
+  // note's key, with this client's verb (a cluster node's: SPUBLISH), for the note's watchers.
+  auto key = note_key(lock.options.prefix, lock.name);
+  std::optional<std::pair<std::string, std::string>> args; // term, value
+  if (write)
+    args.emplace(std::to_string(write->term), std::move(write->value));
+  auto hp = share(std::move(h));
+  admin_request(
+      s,
+      [key, args = std::move(args)](request& req, const lock_link& link) {
+        if (args)
+          request_access::push_script(req, note_script(), {key},
+                                      {args->first, args->second, link.publish_verb()});
+        else
+          request_access::push_script(req, note_script(), {key}, {});
+      },
+      [s, hp](error_code ec, const response& r, std::string words) {
+        core::lock_note now;
+        if (!ec) {
+          auto got = read_note_reply(r.at(0));
+          if (got.ec == error::redis_error)
+            if (auto c = s->client())
+              c->note_server_error(got.text);
+          ec = got.ec;
+          words = std::move(got.text);
+          if (!ec)
+            now = core::lock_note{got.term, std::move(got.value)};
+        }
+        complete_later(s->ex, hp->take(), asio::cancellation_slot{}, ec, std::move(now),
+                       std::move(words));
+      });
 }
 
 void lock_backend::holder_token(const core::lock_spec& lock,

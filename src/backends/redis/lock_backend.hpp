@@ -13,6 +13,8 @@
 // lock, open bid and give-up in flight. permits() = set_permits.lua / permits_status.lua
 // (permits_admin.hpp). marks() = SADD / SMEMBERS / DEL of the set "<lock key>:empty".
 // take_tokens() = take_tokens.lua on the hash "<lock key>:bucket", on the server's clock, sent once.
+// note() = note.lua on the hash "<lock key>:note": the terms compared and the note written in one
+// script.
 // on_reconnect(): the client's lock connection came back (a
 // restart, a Sentinel switch): the core checks every lease at once.
 //
@@ -23,11 +25,22 @@
 // lock connection (lock_pubsub_ordered); a restored subscription counts as a possibly missed
 // release. The lock's own queue and grants never use that channel.
 //
+// Note watches (core::note_watches, note_watch.cpp): a watch listens on the channel named as the
+// note's key ("<lock key>:note"), where note.lua publishes the term of each note it writes. Once
+// the subscription is in place (at once where the SUBSCRIBE precedes the read on the lock
+// connection, or the channel was confirmed already; otherwise when the server confirms it), the
+// note is read (note.lua, no write) and told; then again on each message and on each restored
+// subscription (a write may have been missed while the connection was down). One read at a time:
+// a message heard while a read is out asks for one more after it. A refused subscription, a
+// closed client or a failed read ends the watch (a MOVED from a cluster node as not_connected: the
+// slot moved, the core places the watch again on its new master).
+//
 // Leases are per lock (PX), renewed by the core's keeper; tokens are the lock's fence counter.
 // Lifetime: the backend holds the client weakly; with the client gone every call fails (closed).
 #pragma once
 
 #include "core/backend.hpp"
+#include "core/note_watches.hpp"
 #include "core/release_notices.hpp"
 
 #include <memory>
@@ -43,7 +56,9 @@ namespace corolock::redis::detail {
 
 struct backend_state;
 
-class lock_backend final : public core::backend, public core::release_notices {
+class lock_backend final : public core::backend,
+                           public core::release_notices,
+                           public core::note_watches {
 public:
   /// `owner_id`: what its owners start with (empty: the client's id; a cluster node's backend
   /// takes the cluster client's, cluster_backend.hpp).
@@ -94,6 +109,10 @@ public:
   /// connection; never resent (a lost reply completes with the transport's error).
   void take_tokens(const core::lock_spec& lock, core::bucket_take what,
                    core::handler<void(error_code, core::bucket_answer, std::string)> h) override;
+  /// note.lua on the hash "<lock key>:note" (lock_names.hpp's note_key), on the lock connection;
+  /// sent again after a dropped connection, as marks() (a write of the same term is harmless).
+  void note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+            core::handler<void(error_code, core::lock_note, std::string)> h) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;
@@ -101,9 +120,13 @@ public:
   void set_hooks(hooks h) override;
 
   // core::release_notices (release_watch.cpp)
-  std::unique_ptr<core::release_watch> watch_releases(const core::lock_spec& lock,
-                                                      watch_events events) override;
+  std::unique_ptr<core::release_watch> watch_releases(
+      const core::lock_spec& lock, core::release_notices::watch_events events) override;
   void announce_release(const core::lock_spec& lock) override;
+
+  // core::note_watches (note_watch.cpp)
+  std::unique_ptr<core::note_watch> watch_note(const core::lock_spec& lock,
+                                               core::note_watches::watch_events events) override;
 
   /// A cluster node's: a held lock of `redis_owner` is now kept by another node (its slot moved),
   /// or kept here from now on. What close() gives back follows it.
@@ -122,6 +145,12 @@ private:
 
   std::shared_ptr<backend_state> s_;
 };
+
+/// backend::note on the client of `s` (lock_backend::note, and a note watch's reads, which hold
+/// the backend's state weakly): completes posted on s->ex.
+void run_note(const std::shared_ptr<backend_state>& s, const core::lock_spec& lock,
+              std::optional<core::lock_note> write,
+              core::handler<void(error_code, core::lock_note, std::string)> h);
 
 /// What a Redis client's locks can do (a standalone, Sentinel or cluster client alike).
 const core::backend_traits& redis_lock_traits() noexcept;

@@ -33,6 +33,12 @@ std::string lock_key(std::string_view prefix, std::string_view name) {
   return key;
 }
 
+std::string note_key(std::string_view prefix, std::string_view name) {
+  auto key = lock_key(prefix, name);
+  key += lock_names::note_suffix;
+  return key;
+}
+
 lock_names::lock_names(std::string_view prefix, std::string_view lock_name)
     : key(lock_key(prefix, lock_name)) {}
 

@@ -34,6 +34,11 @@ std::string prefix_of_key(std::string_view prefix);
 /// suffix.
 std::string lock_key(std::string_view prefix, std::string_view name);
 
+/// A lock's note (backend::note): the hash lock_key(prefix, name) + lock_names::note_suffix, with
+/// fields term and value (note.lua). Named by the prefix and name alone, as the marks' set
+/// "<lock key>:empty": one note whatever the lock's kind, in the slot of the lock's hash tag.
+std::string note_key(std::string_view prefix, std::string_view name);
+
 /// What a lock's Redis data is: a mutex (one holder), or permits (a semaphore, a shared_mutex).
 enum class lock_kind : std::uint8_t { mutex, permits };
 
@@ -63,6 +68,8 @@ struct lock_names {
   static constexpr std::string_view permit_count_suffix = ":cap"; ///< permits: the run-time count
   /// A token bucket (backend::take_tokens, rate_limiter): hash tokens, at_us (take_tokens.lua).
   static constexpr std::string_view bucket_suffix = ":bucket";
+  /// A lock's note (backend::note, note_key): hash term, value (note.lua).
+  static constexpr std::string_view note_suffix = ":note";
 
   /// The names as strings (the channel a grant_channel subscribes to, the tests): key + suffix.
   std::string fence() const { return key + std::string(fence_suffix); }

@@ -99,8 +99,8 @@ class idle_release_watch final : public core::release_watch {};
 
 } // namespace
 
-std::unique_ptr<core::release_watch> lock_backend::watch_releases(const core::lock_spec& lock,
-                                                                  watch_events events) {
+std::unique_ptr<core::release_watch> lock_backend::watch_releases(
+    const core::lock_spec& lock, core::release_notices::watch_events events) {
   auto c = s_->client();
   if (!c) {
     if (events.ready)

@@ -210,4 +210,30 @@ bucket_reply read_bucket_reply(const resp::value& r, double burst, std::int64_t 
   return out;
 }
 
+note_reply read_note_reply(const resp::value& r) {
+  note_reply out;
+  if (r.is_error()) { // e.g. WRONGTYPE: another value under the note's key
+    out.ec = error::redis_error;
+    out.text = r.data;
+    return out;
+  }
+  const auto& v = r.children;
+  if (r.type == resp::type::array && v.size() == 2 && v[0].type == resp::type::blob_string &&
+      v[1].type == resp::type::blob_string) {
+    // The whole term, digits only (from_chars takes no sign or space, but would stop early at
+    // anything else), within a uint64. The value is any bytes.
+    const auto& d = v[0].data;
+    std::uint64_t term = 0;
+    auto [end, err] = std::from_chars(d.data(), d.data() + d.size(), term);
+    if (!d.empty() && err == std::errc() && end == d.data() + d.size()) {
+      out.term = term;
+      out.value = v[1].data;
+      return out;
+    }
+  }
+  out.ec = error::unexpected_reply;
+  out.text = unexpected("the note script", r);
+  return out;
+}
+
 } // namespace corolock::redis::detail

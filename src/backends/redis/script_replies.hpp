@@ -91,4 +91,13 @@ struct bucket_reply {
 /// (not taken: fewer are left).
 bucket_reply read_bucket_reply(const resp::value& r, double burst, std::int64_t count);
 
+/// note.lua: {term, value}, both strings, term a decimal uint64 ({'0', ''}: no note).
+struct note_reply {
+  error_code ec;
+  std::string text;
+  std::uint64_t term = 0;
+  std::string value;
+};
+note_reply read_note_reply(const resp::value& r);
+
 } // namespace corolock::redis::detail

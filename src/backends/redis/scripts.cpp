@@ -18,6 +18,7 @@ extern const std::string_view renew_permits;
 extern const std::string_view set_permits;
 extern const std::string_view permits_status;
 extern const std::string_view take_tokens;
+extern const std::string_view note;
 } // namespace lua
 
 namespace {
@@ -76,6 +77,11 @@ const script& permits_status_script() {
 
 const script& take_tokens_script() {
   static const script s{std::string(lua::take_tokens)};
+  return s;
+}
+
+const script& note_script() {
+  static const script s{std::string(lua::note)};
   return s;
 }
 

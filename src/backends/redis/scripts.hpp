@@ -19,5 +19,7 @@ const script& set_permits_script();
 const script& permits_status_script();
 /// One take from a lock's token bucket (take_tokens.lua; backend::take_tokens).
 const script& take_tokens_script();
+/// A lock's note read, or written unless a higher term is stored (note.lua; backend::note).
+const script& note_script();
 
 } // namespace corolock::redis::detail

@@ -122,6 +122,7 @@ backend::backend(asio::any_io_executor ex, std::shared_ptr<state> st)
   traits_.run_time_permits = true;
   traits_.marks = true;
   traits_.holder_token = true;
+  traits_.notes = true;
   traits_.token_bucket = true;
   client_ = st_->connect(*this);
   id_ = "client-" + std::to_string(client_);
@@ -522,6 +523,20 @@ void backend::marks(const core::lock_spec& lock, core::marks_call what, std::uin
       });
 }
 
+void backend::note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+                   core::handler<void(error_code, core::lock_note, std::string)> h) {
+  auto hp = std::make_shared<core::handler<void(error_code, core::lock_note, std::string)>>(std::move(h));
+  auto done = [hp](error_code ec, core::lock_note n, std::string words) {
+    asio::dispatch(asio::append(std::move(*hp), ec, std::move(n), std::move(words)));
+  };
+  send(
+      [this, prefix = lock.options.prefix, name = lock.name, write = std::move(write), done] {
+        auto n = st_->note(prefix, name, write);
+        return std::function<void()>([n = std::move(n), done] { done({}, n, {}); });
+      },
+      [done](error_code ec) { done(ec, {}, transport_words(ec)); });
+}
+
 void backend::holder_token(const core::lock_spec& lock,
                            core::handler<void(error_code, std::uint64_t, std::string)> h) {
   auto hp = std::make_shared<core::handler<void(error_code, std::uint64_t, std::string)>>(std::move(h));
@@ -590,6 +605,7 @@ void backend::close(core::handler<void()> h) {
     return;
   }
   closed_ = true;
+  end_note_watches(error::closed);
   for (auto& [owner, b] : open_)
     b->done = true; // the core has failed its callers already
   open_.clear();
@@ -668,6 +684,9 @@ void backend::link_up() {
     run_at(st_->now(), [this] { hooks_.reconnected(); });
   if (hooks_.reachable)
     run_at(st_->now(), [this] { hooks_.reachable(); });
+  // Note writes may have been missed meanwhile: every watched note is read again.
+  if (!note_watchers_.empty())
+    run_at(st_->now(), [this] { read_notes([](const note_watcher&) { return true; }); });
   // Release notices may have been lost meanwhile: every watcher hears of a possible one.
   if (!watchers_.empty())
     run_at(st_->now(), [this] { notify_watchers([](const release_watcher&) { return true; }); });

@@ -28,6 +28,7 @@
 
 #include "backends/testing/state.hpp"
 #include "core/backend.hpp"
+#include "core/note_watches.hpp"
 #include "core/release_notices.hpp"
 
 #include <map>
@@ -37,7 +38,10 @@
 
 namespace corolock::testing::detail {
 
-class backend final : public core::backend, public core::release_notices, private sink {
+class backend final : public core::backend,
+                      public core::release_notices,
+                      public core::note_watches,
+                      private sink {
 public:
   backend(asio::any_io_executor ex, std::shared_ptr<state> st);
   ~backend() override;
@@ -73,6 +77,9 @@ public:
   /// The store's marks of the lock's (prefix, name): one request each.
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
+  /// The note of the lock's (prefix, name), written if `write` is not older: one request.
+  void note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+            core::handler<void(error_code, core::lock_note, std::string)> h) override;
   /// One take from the lock's bucket on the store's clock (virtual on a manual clock).
   void take_tokens(const core::lock_spec& lock, core::bucket_take what,
                    core::handler<void(error_code, core::bucket_answer, std::string)> h) override;
@@ -84,8 +91,13 @@ public:
 
   // core::release_notices (release_watches.cpp)
   std::unique_ptr<core::release_watch> watch_releases(const core::lock_spec& lock,
-                                                      watch_events events) override;
+                                                      core::release_notices::watch_events events) override;
   void announce_release(const core::lock_spec& lock) override;
+
+  // core::note_watches (release_watches.cpp): a write is told `latency` later to every client
+  // reachable then; the link's return reads every watched note again.
+  std::unique_ptr<core::note_watch> watch_note(const core::lock_spec& lock,
+                                               core::note_watches::watch_events events) override;
 
   // faults of this link (testing::client)
   void set_reachable(bool r);
@@ -117,6 +129,7 @@ private:
   void session_ended(std::uint64_t session) override;
   void link_changed() override;
   void lock_released(const lock_key& k) override;
+  void note_written(const std::string& prefix, const std::string& name) override;
 
   bool reachable() const noexcept { return !st_->down && link_up_; }
   /// Runs `fn` on the executor at `t` on the store's clock (posted at once if due), unless this
@@ -180,6 +193,11 @@ private:
   std::shared_ptr<core::handler<void()>> closing_;
   struct release_watcher;
   std::vector<std::weak_ptr<release_watcher>> watchers_; // live ones, pruned as notices pass
+  struct note_watcher;
+  std::vector<std::weak_ptr<note_watcher>> note_watchers_; // likewise
+  /// Reads the note of each live watcher `which` picks, and tells it (changed or ended).
+  void read_notes(const std::function<bool(const note_watcher&)>& which);
+  void end_note_watches(error_code ec);
   /// Tells every watcher (on the link's return: notices may have been lost meanwhile).
   void notify_watchers(const std::function<bool(const release_watcher&)>& which);
 };

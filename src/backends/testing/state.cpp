@@ -403,6 +403,17 @@ std::vector<std::uint32_t> state::marks(const std::string& prefix, const std::st
   return {it->second.begin(), it->second.end()};
 }
 
+core::lock_note state::note(const std::string& prefix, const std::string& name,
+                            const std::optional<core::lock_note>& write) {
+  auto& stored = notes_[{prefix, name}];
+  if (write && write->term >= stored.term) {
+    stored = *write;
+    for (auto& [id, s] : clients_) // told as a server tells of a key's change
+      s->note_written(prefix, name);
+  }
+  return stored;
+}
+
 void state::clear_marks(const std::string& prefix, const std::string& name) {
   marks_.erase({prefix, name});
 }

@@ -57,6 +57,8 @@ public:
   /// A holder of `k` left (released, given back, expired, purged): what the store announces to
   /// every connected client, as a server tells of a key's deletion (core::release_notices).
   virtual void lock_released(const lock_key& k) = 0;
+  /// The note of (prefix, name) was written (core::note_watches).
+  virtual void note_written(const std::string& prefix, const std::string& name) = 0;
 
 protected:
   ~sink() = default;
@@ -164,6 +166,12 @@ public:
   std::vector<std::uint32_t> marks(const std::string& prefix, const std::string& name) const;
   void clear_marks(const std::string& prefix, const std::string& name);
 
+  // --- notes (core::backend::note): data of the lock, an election's announcement ---------------
+  /// Replaces the note of (prefix, name) by `write` unless the stored term is above its term, then
+  /// reads it ({0, ""}: none).
+  core::lock_note note(const std::string& prefix, const std::string& name,
+                       const std::optional<core::lock_note>& write);
+
   // --- token buckets (core::backend::take_tokens): data of the lock, counted on this clock -----
   /// One atomic take from the bucket of (prefix, name), refilled by the time since its last take.
   core::bucket_answer take_tokens(const std::string& prefix, const std::string& name,
@@ -217,6 +225,9 @@ private:
   std::map<lock_key, std::int64_t> counts_;  // semaphore counts set at run time
   // Marks by (prefix, name): a lock's name of any kind; no set is kept empty (clear erases it).
   std::map<std::pair<std::string, std::string>, std::set<std::uint32_t>> marks_;
+  // Notes by (prefix, name): kept forever, as a store keeps data (not counted by empty(): they
+  // are never a holder's or a waiter's).
+  std::map<std::pair<std::string, std::string>, core::lock_note> notes_;
   struct bucket {
     double tokens = 0;
     steady::time_point at{};

@@ -655,4 +655,26 @@ void detail::lock_access::close_session(client& c, handler<void(error_code)> h) 
 
 void detail::lock_access::give_up_session(client& c) { c.impl_->give_up(); }
 
+void detail::lock_access::get_data(client& c, std::string path, bool watch,
+                                   handler<void(error_code, node_data)> h) {
+  if (bad_path(path, nullptr))
+    return corolock::detail::complete_later(c.impl_->ex_, std::move(h), {}, error_code(error::invalid_argument),
+                                            node_data{});
+  auto decode = [](zk_error err, const std::string& body, node_data& out) -> error_code {
+    if (err != zk_error::ok)
+      return err;
+    auto r = detail::decode_data(body);
+    if (!r)
+      return error::protocol_error;
+    out = {std::move(r->data), r->node};
+    return {};
+  };
+  // A watched read names its path to the session, which re-sends the watch after a reconnect
+  // (session.hpp) once the reply says the server set it.
+  auto server_path = c.impl_->to_server(path);
+  c.impl_->request(op::get_data, detail::encode_path_watch(server_path, watch),
+                   watch ? watch_kind::data : watch_kind::none, watch ? server_path : std::string(),
+                   pending_for(std::move(h), nullptr, decode, "getData"));
+}
+
 } // namespace corolock::zookeeper

@@ -6,6 +6,7 @@
 #include "backends/zookeeper/lock_recipe.hpp"
 #include "backends/zookeeper/holder.hpp"
 #include "backends/zookeeper/marks.hpp"
+#include "backends/zookeeper/notes.hpp"
 #include "core/asio_timer.hpp"
 #include "detail/completion.hpp"
 #include "detail/random_id.hpp"
@@ -20,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 namespace corolock::zookeeper::detail {
 
@@ -38,6 +40,7 @@ constexpr core::backend_traits zookeeper_traits{
     .fifo = true,
     .holder_token = true,
     .marks = true,
+    .notes = true,
 };
 
 node_kind node_kind_of(const core::bid& b) {
@@ -112,6 +115,26 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   /// Owners whose bid ended unsure (contract 6): a node of theirs may live. The core's next bid of
   /// one (the same owner) or its give-back looks the node up by owner before making one.
   std::set<std::string> unsure_owners;
+
+  /// The note watches (watch_note), held weakly: the note_watch owns its watcher. Dropped here once
+  /// over or gone, when a watch is added.
+  std::vector<std::weak_ptr<note_watcher>> note_watchers;
+
+  /// The live watchers, taken out first: a callback of one may add or destroy watches.
+  std::vector<std::shared_ptr<note_watcher>> live_note_watchers() const {
+    std::vector<std::shared_ptr<note_watcher>> live;
+    for (const auto& weak : note_watchers)
+      if (auto w = weak.lock(); w && !w->over())
+        live.push_back(std::move(w));
+    return live;
+  }
+
+  /// Every note watch ends (posted, once each): the session or the client is over.
+  void end_note_watches(error_code ec, const std::string& words) {
+    for (const auto& w : live_note_watchers())
+      w->end(ec, words + "; the watch of the note " + w->node() + " ends");
+    note_watchers.clear();
+  }
 
   /// The client goes (detach): the releases and give-backs still waiting for the store complete
   /// now, with closed (posted). On an io_context torn down this is what destroys them: a release's
@@ -340,14 +363,23 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
       b->recipe.watch_fired(e.path);
       run(b);
     }
+    // A note's node created, written or deleted: its watchers read it again, with a new watch.
+    if (e.type == event_type::node_created || e.type == event_type::node_data_changed ||
+        e.type == event_type::node_deleted)
+      for (const auto& w : live_note_watchers())
+        if (w->node() == e.path)
+          w->poke();
   }
 
   void on_state(session_state s) {
     switch (s) {
     case session_state::suspended: suspended = true; break;
     case session_state::connected:
-      if (std::exchange(suspended, false)) // a watch may have been missed meanwhile: look again
+      if (std::exchange(suspended, false)) { // a watch may have been missed meanwhile: look again
         for_each_running(&lock_recipe::reconnected);
+        for (const auto& w : live_note_watchers())
+          w->poke();
+      }
       if (told.reachable)
         told.reachable(); // bids the core held back go now
       break;
@@ -356,6 +388,11 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         told.session_lost(static_cast<std::uint64_t>(session), error::session_expired);
       // A bid waiting on its watch hears nothing more from a session that is gone.
       for_each_running(&lock_recipe::session_ended);
+      // Nor a note's watch (its server-side watch went with the session): the core places it again.
+      end_note_watches(error::session_expired, "the ZooKeeper session expired");
+      break;
+    case session_state::closed:
+      end_note_watches(error::closed, "the ZooKeeper session is closed");
       break;
     default: break;
     }
@@ -445,6 +482,8 @@ void lock_backend::detach() noexcept {
     lock_access::listen(*s_->zk, {});
   s_->zk = nullptr;
   s_->complete_stored();
+  // Before the client goes: a watcher touches its client only while not over.
+  s_->end_note_watches(error::closed, "the ZooKeeper client is gone");
 }
 
 const core::backend_traits& lock_backend::traits() const noexcept { return zookeeper_traits; }
@@ -485,6 +524,47 @@ void lock_backend::marks(const core::lock_spec& lock, core::marks_call what, std
   }
   zookeeper_marks(*s_->zk, marks_folder(core::ticket_of<zk_lock>(lock).dir), what, index,
                   std::move(h));
+}
+
+void lock_backend::note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+                        core::handler<void(error_code, core::lock_note, std::string)> h) {
+  if (!s_->zk) { // detached: as a closed client, never inline
+    complete_later(s_->ex, std::move(h), {}, error_code(error::closed), core::lock_note{},
+                   std::string("the ZooKeeper client is closed"));
+    return;
+  }
+  zookeeper_note(*s_->zk, note_node(core::ticket_of<zk_lock>(lock).dir), std::move(write),
+                 std::move(h));
+}
+
+namespace {
+/// What watch_note hands out: its watcher lives while it does; destroying it stops the watcher at
+/// once (nothing is told after), whatever of it is still out at the client.
+class zk_note_watch final : public core::note_watch {
+public:
+  explicit zk_note_watch(std::shared_ptr<note_watcher> w) : w_(std::move(w)) {}
+  ~zk_note_watch() override { w_->stop(); }
+
+private:
+  std::shared_ptr<note_watcher> w_;
+};
+} // namespace
+
+std::unique_ptr<core::note_watch> lock_backend::watch_note(const core::lock_spec& lock,
+                                                           core::note_watches::watch_events events) {
+  auto w = std::make_shared<note_watcher>(s_->ex, note_node(core::ticket_of<zk_lock>(lock).dir),
+                                          std::move(events));
+  if (!s_->zk) { // detached: ended as on a closed client, posted
+    w->end(error::closed, "the ZooKeeper client is closed");
+  } else {
+    std::erase_if(s_->note_watchers, [](const std::weak_ptr<note_watcher>& x) {
+      auto live = x.lock();
+      return !live || live->over();
+    });
+    s_->note_watchers.push_back(w);
+    w->start(*s_->zk); // its replies come posted: nothing is told from here
+  }
+  return std::make_unique<zk_note_watch>(std::move(w));
 }
 
 void lock_backend::holder_token(const core::lock_spec& lock,
@@ -574,7 +654,9 @@ void lock_backend::renew(std::vector<core::renewal> leases,
 }
 
 void lock_backend::close(core::handler<void()> h) {
-  // Closing the session deletes every node of ours at once; bids still open fail with closed.
+  // Closing the session deletes every node of ours at once; bids still open fail with closed, and
+  // note watches end (closed) now rather than at the session's end.
+  s_->end_note_watches(error::closed, "the ZooKeeper client is closing");
   if (!s_->zk)
     return complete_later(s_->ex, std::move(h), asio::cancellation_slot{});
   lock_access::close_session(*s_->zk, [h = std::move(h), ex = s_->ex](error_code) mutable {

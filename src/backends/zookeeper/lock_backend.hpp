@@ -42,14 +42,25 @@
 // leader changes and the deletion of the lock's container, as long as the ensemble's data lives.
 // A lock granted later has a later node (the line is in creation order), so a later czxid.
 //
+// Notes are watched too (core::note_watches, a mixin beside core::backend: election::observe()
+// finds it by dynamic_cast): each watch is a notes.hpp note_watcher, read with a one-shot data watch
+// and read again on every event on its node. This backend owns the client's listeners, so it hands
+// them the events: a watch event on a watched node → that watcher reads again; the link back within
+// the session (connected after suspended) → every watcher reads again (writes may have been
+// missed); the session's expiry → each ends (session_expired); close, the client's closed state or
+// detach → each ends (closed). It holds the watchers weakly: a destroyed note_watch is stopped and
+// dropped, and its replies still out are ignored.
+//
 // A client must be connected (client::connect()) before its first bid; bids before fail with
 // not_connected. Lifetime: the client owns the engine that owns this backend; ~client calls
 // detach() first, after which every call fails with error::closed.
 #pragma once
 
 #include "core/backend.hpp"
+#include "core/note_watches.hpp"
 
 #include <memory>
+#include <optional>
 
 namespace corolock::zookeeper {
 class client;
@@ -57,7 +68,7 @@ class client;
 
 namespace corolock::zookeeper::detail {
 
-class lock_backend final : public core::backend {
+class lock_backend final : public core::backend, public core::note_watches {
 public:
   explicit lock_backend(client& c);
   ~lock_backend() override;
@@ -88,6 +99,13 @@ public:
                     core::handler<void(error_code, std::uint64_t, std::string)> h) override;
   void marks(const core::lock_spec& lock, core::marks_call what, std::uint32_t index,
              core::handler<void(error_code, std::vector<std::uint32_t>, std::string)> h) override;
+  /// One persistent node beside the lock's own folder and its marks, written only over a note of
+  /// a term not above the write's, compared by the server (notes.hpp).
+  void note(const core::lock_spec& lock, std::optional<core::lock_note> write,
+            core::handler<void(error_code, core::lock_note, std::string)> h) override;
+  /// The note's node read with a one-shot watch, again at each event and reconnect (notes.hpp).
+  std::unique_ptr<core::note_watch> watch_note(const core::lock_spec& lock,
+                                               core::note_watches::watch_events events) override;
   void renew(std::vector<core::renewal> leases,
              core::handler<void(std::vector<core::renew_outcome>)> h) override;
   void close(core::handler<void()> h) override;

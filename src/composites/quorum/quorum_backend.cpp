@@ -469,6 +469,7 @@ quorum_backend::quorum_backend(std::shared_ptr<quorum_state> st) : st_(std::move
   traits_.read_write = false;
   traits_.semaphore = false;
   traits_.fifo = false;
+  traits_.rising_token = false; // each member draws its own: a guard's token is 0
 }
 
 quorum_backend::~quorum_backend() = default;

@@ -93,6 +93,9 @@ public:
   bool withdraw(const std::weak_ptr<pending>& p) override { return locks->withdraw(p); }
   bool listen(const std::string& channel, listener* l) override;
   void stop_listening(const std::string& channel, listener* l) override;
+  bool lock_channel_confirmed(const std::string& channel) const override {
+    return lock_subs && lock_subs->confirmed(channel);
+  }
   void note_server_error(std::string words) override { last_server_error = std::move(words); }
   client_extension* extension() const noexcept override { return extension_.get(); }
   void set_extension(std::unique_ptr<client_extension> e) override { extension_ = std::move(e); }

@@ -93,6 +93,10 @@ public:
   virtual bool listen(const std::string& channel, listener* l) = 0;
   /// Removes `l` from `channel`'s listeners (the last sends UNSUBSCRIBE); nothing if not there.
   virtual void stop_listening(const std::string& channel, listener* l) = 0;
+  /// The server has confirmed `channel`'s subscription on the lock connection since it last
+  /// (re)connected: a listener added to it now hears no on_subscribed(false) of its own (a note
+  /// watch on RESP2, where the subscription has a connection of its own, is in place at once).
+  virtual bool lock_channel_confirmed(const std::string& channel) const = 0;
 
   /// The server's words of the last refusal, shown by client::last_server_error().
   virtual void note_server_error(std::string words) = 0;
