@@ -46,7 +46,8 @@ std::string redis_lock_key(const config& cfg) {
   switch (cfg.lock) {
   case primitive::semaphore: return key + ":sem";
   case primitive::shared_mutex: return key + ":rw";
-  case primitive::mutex: break;
+  case primitive::mutex:
+  case primitive::election: break; // the mutex of its name
   }
   return key;
 }
@@ -76,7 +77,7 @@ public:
   std::optional<std::vector<lock_holder>> holders() override {
     std::vector<lock_holder> out;
     try {
-      if (lock_ == primitive::mutex) {
+      if (mutex_like(lock_)) {
         auto held = server_.command({"GET", key_});
         auto space = held.find(' ');
         if (held != "(nil)" && space != std::string::npos && !held.starts_with("(error)"))
@@ -198,13 +199,15 @@ public:
   /// SIGKILL, then the member again on its data directory: its keys and leases are kept.
   void restart() override { server_.start(); }
 
-  /// No key at all (every key a lock makes is one of a client's lease) and no lease (a client's
-  /// close revokes its own).
+  /// No key but an election's note (every other key a lock makes is one of a client's lease; a
+  /// note is data, kept by design) and no lease (a client's close revokes its own).
   std::vector<std::string> leftovers(std::chrono::milliseconds settle) override {
     return settled(settle, [&] {
       std::vector<std::string> left;
       try {
-        if (auto keys = etcd_keys(server_.port(), ""); !keys.empty())
+        auto keys = etcd_keys(server_.port(), "");
+        std::erase_if(keys, [](const etcd_key& k) { return k.key.ends_with("/note"); });
+        if (!keys.empty())
           left.push_back(fmt::format("{} keys (first {})", keys.size(), keys.front().key));
         if (auto leases = etcd_leases(server_); leases != 0)
           left.push_back(fmt::format("{} leases", leases));
@@ -339,7 +342,8 @@ std::set<chaos> offered_chaos(backend b) {
 
 bool serves(backend b, primitive p) {
   switch (p) {
-  case primitive::mutex: return true;
+  case primitive::mutex:
+  case primitive::election: return true;
   case primitive::semaphore: return b == backend::redis || b == backend::zookeeper || b == backend::etcd;
   case primitive::shared_mutex: return b != backend::mysql;
   }

@@ -409,12 +409,13 @@ std::string_view to_string(primitive p) {
   case primitive::mutex: return "mutex";
   case primitive::semaphore: return "semaphore";
   case primitive::shared_mutex: return "shared_mutex";
+  case primitive::election: return "election";
   }
   return "?";
 }
 
 std::optional<primitive> parse_primitive(std::string_view name) {
-  for (auto p : {primitive::mutex, primitive::semaphore, primitive::shared_mutex})
+  for (auto p : {primitive::mutex, primitive::semaphore, primitive::shared_mutex, primitive::election})
     if (to_string(p) == name)
       return p;
   return std::nullopt;
@@ -767,7 +768,7 @@ report run(const config& requested, std::ostream& out) {
                   !record.paused_holders.empty() && stopped_before_write == 0
                       ? "; not judged: no stop landed before a fenced write"
                       : ""),
-      cfg.lock == primitive::mutex && holders_paused && stopped_before_write > 0));
+      mutex_like(cfg.lock) && holders_paused && stopped_before_write > 0));
   rep.checks.push_back(make_check("no fenced write rejected from a holder not told",
                                   sum("rejected_untold") == 0,
                                   fmt::format("{} of {} rejected{}", sum("rejected_untold"),
@@ -777,7 +778,7 @@ report run(const config& requested, std::ostream& out) {
                                   sum("token_regressions") == 0,
                                   fmt::format("{} acquisitions got a token not above an earlier one{}",
                                               sum("token_regressions"),
-                                              cfg.lock == primitive::mutex
+                                              mutex_like(cfg.lock)
                                                   ? std::string()
                                                   : fmt::format(" (shared holders: one got before "
                                                                 "asking); {} shared grants completed "
@@ -905,8 +906,10 @@ report run(const config& requested, std::ostream& out) {
                                      o.excused_told, o.excused_blind, o.entrants_told, o.told);
     switch (cfg.lock) {
     case primitive::mutex:
+    case primitive::election:
       rep.checks.push_back(make_check(
-          "untold holders never overlapped", judged && o.violations == 0,
+          cfg.lock == primitive::election ? "never two leaders untold at once"
+                                          : "untold holders never overlapped", judged && o.violations == 0,
           fmt::format("{} entries beside a holder not told in time; at most {} inside at once over {} "
                       "sections ({}){}{}",
                       o.violations, o.max_sections, o.judged, excused, first, missing)));

@@ -51,13 +51,17 @@ std::string_view to_string(chaos c);
 std::optional<std::set<chaos>> parse_chaos(std::string_view list);
 std::set<chaos> all_chaos();
 
-enum class primitive { mutex, semaphore, shared_mutex };
+/// election: a corolock::election's campaign (the mutex of its name beneath): each section is a
+/// leadership, judged as a mutex's holders are (never two leaders untold at once).
+enum class primitive { mutex, semaphore, shared_mutex, election };
+/// One holder at a time: a mutex, or an election's leader.
+inline bool mutex_like(primitive p) { return p == primitive::mutex || p == primitive::election; }
 /// The store the lock lives on (lock_store.hpp says which chaos each gets).
 enum class backend { redis, zookeeper, etcd, mysql, postgres };
 /// "redis", "zookeeper", "etcd", "mysql", "postgres".
 std::string_view to_string(backend b);
 std::optional<backend> parse_backend(std::string_view name);
-/// "mutex", "semaphore", "shared_mutex".
+/// "mutex", "semaphore", "shared_mutex", "election".
 std::string_view to_string(primitive p);
 std::optional<primitive> parse_primitive(std::string_view name);
 

@@ -18,7 +18,7 @@ namespace {
 
 constexpr const char* usage =
     "usage: corolock_torture [--backend redis|zookeeper|etcd|mysql|postgres]\n"
-    "                        [--lock mutex|semaphore|shared_mutex] [--permits K] [--take N]\n"
+    "                        [--lock mutex|semaphore|shared_mutex|election] [--permits K] [--take N]\n"
     "                        [--writers W] [--fair yes|no] [--seed N] [--duration SECONDS]\n"
     "                        [--processes P]\n"
     "                        [--coroutines C] [--chaos all|none|kill,pause,sleep,stop,restart]\n"

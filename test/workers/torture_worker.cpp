@@ -26,8 +26,9 @@
 // Usage: corolock_torture_worker LOCK_URL RESOURCE_URL NAME COROUTINES DURATION_MS LEASE_MS
 //                                DEADLINE_MS HOLD_US STATS_FILE SEED PRIMITIVE PERMITS MAX_TAKE
 //                                WRITER_EVERY
-// PRIMITIVE is mutex, semaphore (PERMITS permits, each section takes 1..MAX_TAKE) or shared_mutex
-// (one section in WRITER_EVERY is a writer, the others readers).
+// PRIMITIVE is mutex, semaphore (PERMITS permits, each section takes 1..MAX_TAKE), shared_mutex
+// (one section in WRITER_EVERY is a writer, the others readers) or election (each section a
+// leadership won by campaign_for, held by its lock's guard).
 // Writes what it saw to STATS_FILE ("key value..." lines, see write_stats) and exits 0, or 1 when
 // some coroutine was still stuck in an operation DEADLINE_MS + 10 s after the duration (the file is
 // written then too, with `stuck`). It never runs longer than that, whatever state Redis is in.
@@ -110,7 +111,7 @@ local t = redis.call('time')
 return {t[1], t[2], redis.call('get', KEYS[2]) or '0'}
 )";
 
-enum class primitive { mutex, semaphore, shared_mutex };
+enum class primitive { mutex, semaphore, shared_mutex, election };
 
 std::optional<primitive> parse_primitive(std::string_view name) {
   if (name == "mutex" || name == "unfair_mutex") // the latter: lock_options::fair = false
@@ -119,6 +120,8 @@ std::optional<primitive> parse_primitive(std::string_view name) {
     return primitive::semaphore;
   if (name == "shared_mutex")
     return primitive::shared_mutex;
+  if (name == "election") // each section a leadership: campaign(), then its lock's guard
+    return primitive::election;
   return std::nullopt;
 }
 
@@ -347,6 +350,7 @@ public:
   std::pair<section_kind, std::int64_t> plan(std::minstd_rand& rng) const {
     switch (s_.lock) {
     case primitive::mutex:
+    case primitive::election:
       break;
     case primitive::semaphore:
       return {section_kind::permits, 1 + static_cast<std::int64_t>(rng() % static_cast<unsigned>(s_.max_take))};
@@ -368,6 +372,11 @@ public:
       auto op = m->acquire_for(timeout, tuple_awaitable);
       co_return co_await std::move(op);
     }
+    if (auto* e = std::get_if<corolock::election>(&lock)) {
+      auto op = e->campaign_for(std::to_string(getpid()), timeout, tuple_awaitable);
+      auto [ec, lead] = co_await std::move(op);
+      co_return std::tuple{ec, std::move(lead.lock())}; // the section holds its lock's guard
+    }
     if (auto* sem = std::get_if<corolock::semaphore>(&lock)) {
       auto op = sem->acquire_for(permits, timeout, tuple_awaitable);
       co_return co_await std::move(op);
@@ -382,13 +391,16 @@ public:
   }
 
 private:
-  using any_lock = std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex>;
+  using any_lock =
+      std::variant<corolock::mutex, corolock::semaphore, corolock::shared_mutex, corolock::election>;
   static any_lock make(corolock::lock_source& c, const settings& s, const corolock::lock_options& opts) {
     switch (s.lock) {
     case primitive::semaphore:
       return any_lock(std::in_place_type<corolock::semaphore>, c, s.name, s.permits, opts);
     case primitive::shared_mutex:
       return any_lock(std::in_place_type<corolock::shared_mutex>, c, s.name, opts);
+    case primitive::election:
+      return any_lock(std::in_place_type<corolock::election>, c, s.name, opts);
     case primitive::mutex:
       break;
     }
@@ -789,7 +801,7 @@ int main(int argc, char** argv) {
   if (!lock) {
     fmt::print(stderr, "usage: corolock_torture_worker LOCK_URL RESOURCE_URL NAME COROUTINES "
                        "DURATION_MS LEASE_MS DEADLINE_MS HOLD_US STATS_FILE SEED "
-                       "mutex|unfair_mutex|semaphore|shared_mutex PERMITS MAX_TAKE WRITER_EVERY\n");
+                       "mutex|unfair_mutex|semaphore|shared_mutex|election PERMITS MAX_TAKE WRITER_EVERY\n");
     return 2;
   }
   settings s{argv[1], argv[2], argv[3], std::stoi(argv[4]),
