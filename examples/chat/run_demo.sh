@@ -217,9 +217,9 @@ fi
 sleep "$(awk "BEGIN { print $LEASE_MS / 1000 }")"  # the new announcer posts while the old one is frozen
 kill -CONT "$FROZEN"
 FROZEN=
-noticed() { grep -q -E 'announcer lease lost|stepping down' "$WORK/$PAUSED.log"; }
+noticed() { grep -q -E 'announcer leadership lost|stepping down' "$WORK/$PAUSED.log"; }
 if wait_until 10000 noticed; then
-  pass "$PAUSED, woken, saw that it had lost the lease: $(grep -h -E 'announcer lease lost|stepping down' "$WORK/$PAUSED.log" | tail -n 1 | sed 's/^\[[^]]*\] //')"
+  pass "$PAUSED, woken, saw that it had lost the lease: $(grep -h -E 'announcer leadership lost|stepping down' "$WORK/$PAUSED.log" | tail -n 1 | sed 's/^\[[^]]*\] //')"
 else
   fail "$PAUSED did not notice that it lost the announcer lease while frozen"
 fi

@@ -550,59 +550,61 @@ asio::awaitable<void> server::digest_fanout() {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The announcer: whoever holds the lock posts the digest; the watchdog keeps the short lease alive
-// while this process runs, so a crash frees it within one lease and a waiter takes over.
+// The announcer: the leader of an election (corolock::election) posts the digest; the watchdog
+// keeps the short lease alive while this process runs, so a crash ends its leadership within one
+// lease and the next campaigner leads. Its term (the lock's fencing token) orders the digests.
 
 asio::awaitable<void> server::announcer_loop() {
   corolock::lock_options o;
   o.lease = opts_.announce_lease;
-  corolock::mutex m(redis_, keys_.announcer_lock(), o);
+  corolock::election announcers(redis_, keys_.announcer_lock(), o);
   asio::steady_timer pause(redis_.get_executor());
   while (!stopping_) {
     auto wait_start = std::chrono::steady_clock::now();
-    auto [ec, g] = co_await m.acquire(
+    auto [ec, lead] = co_await announcers.campaign(
+        opts_.name,
         asio::bind_cancellation_slot(announcer_stop_.slot(), asio::as_tuple(asio::use_awaitable)));
     if (stopping_) {
-      if (g)
-        co_await g.unlock(tuple);
+      if (lead)
+        co_await lead.resign(tuple);
       break;
     }
     if (ec) {
-      log("announcer lock: " + ec.message());
+      log("announcer election: " + ec.message());
       pause.expires_after(500ms);
       co_await pause.async_wait(tuple);
       continue;
     }
     auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - wait_start);
-    auto announce = announce_request(keys_, opts_.name, g.fencing_token());
+    auto announce = announce_request(keys_, opts_.name, lead.term());
     auto [ec1, r1] = co_await redis_.exec(std::move(announce), tuple);
     if (ec1 || int_reply(r1) < 0) {
       log("could not record the election: " +
           (ec1 ? ec1.message() : corolock::resp::to_debug_string(r1.at(0))));
-      co_await g.unlock(tuple);
+      co_await lead.resign(tuple);
       continue;
     }
-    log(fmt::format("I am the announcer now (fencing token {}, waited {} ms for the lock)",
-                    g.fencing_token(), waited.count()));
+    log(fmt::format("I am the announcer now (term {}, waited {} ms to lead)", lead.term(),
+                    waited.count()));
 
-    while (!stopping_ && !g.lost()) {
-      auto digest = digest_request(keys_, opts_.name, g.fencing_token());
+    while (!stopping_ && !lead.lost()) {
+      auto digest = digest_request(keys_, opts_.name, lead.term());
       auto [ec2, r2] = co_await redis_.exec(std::move(digest), tuple);
       if (!ec2 && int_reply(r2) == -1) {
         log("digest refused: a newer announcer exists; stepping down");
         break;
       }
-      // Sleep until the next digest, or until the lease is lost.
+      // Sleep until the next digest, or until the leadership is lost.
       announce_timer_.expires_after(opts_.digest_interval);
-      co_await announce_timer_.async_wait(asio::bind_cancellation_slot(g.lost_slot(), tuple));
+      co_await announce_timer_.async_wait(asio::bind_cancellation_slot(lead.lost_slot(), tuple));
     }
-    if (g.lost()) {
-      log("announcer lease lost");
+    if (lead.lost()) {
+      log("announcer leadership lost");
       continue;
     }
-    auto [rec] = co_await g.unlock(tuple);
-    log(fmt::format("released the announcer lock ({})", rec ? rec.message() : "ok"));
+    auto [rec] = co_await lead.resign(tuple);
+    log(fmt::format("resigned as the announcer ({})", rec ? rec.message() : "ok"));
   }
 }
 
