@@ -149,8 +149,9 @@ struct bid {
 struct grant {
   std::uint64_t token = 0;         ///< fencing token: strictly increasing per lock, forever
   steady::time_point from{};       ///< a moment at or before the store started the lease
-  std::chrono::milliseconds valid_for{0}; ///< per_lock: lease left from `from`; session: the
-                                   ///< session's current bound (session_alive moves it later)
+  std::chrono::milliseconds valid_for{0}; ///< per_lock: lease left from `from`; session: from +
+                                   ///< valid_for is the session's current bound (session_alive
+                                   ///< moves it later) — with from = now, valid_for = bound - now
   std::uint64_t session = 0;       ///< session stores: whose life the lease follows (the id
                                    ///< session_alive and session_lost name); per_lock: 0
   std::shared_ptr<lease_ticket> ticket{}; ///< the backend's own of this lease (may be null):

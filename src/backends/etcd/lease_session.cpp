@@ -105,31 +105,48 @@ void lease_session::schedule(clock::duration after) {
 }
 
 void lease_session::keepalive() {
+  // The cadence is kept from each send, answered or not: waiting for a slow answer before the next
+  // third of the TTL starts would let two slow answers in a row (a member under load) outlast the
+  // bound, although the member renewed the lease each time.
+  schedule(every());
+  if (in_flight_ >= 2)
+    return; // the member has not answered the last two: a third would only queue behind them
   const auto sent = clock::now();
   const auto id = lease_;
+  const auto seq = ++sent_;
+  ++in_flight_;
   json::object body{{"ID", std::to_string(id)}};
   gw_->call("/v3/lease/keepalive", body,
-            [w = weak_from_this(), sent, id](error_code ec, json::object reply, std::string) {
+            [w = weak_from_this(), sent, id, seq](error_code ec, json::object reply, std::string) {
               auto self = w.lock();
-              if (!self || self->closed_ || self->lease_ != id)
+              if (!self)
                 return;
+              --self->in_flight_;
+              if (self->closed_ || self->lease_ != id)
+                return;
+              // Only the latest keepalive heard says whether the store answers now; an older one's
+              // answer may still move the bound.
+              const bool latest = seq > self->heard_;
+              if (latest)
+                self->heard_ = seq;
               if (ec) { // unanswered: the bound stays; again soon, to the next member if need be
+                if (!latest)
+                  return;
                 if (std::exchange(self->answering_, false) && self->told_.unreachable)
                   self->told_.unreachable();
-                self->schedule(self->retry_after());
+                if (self->timer_.expiry() > clock::now() + self->retry_after())
+                  self->schedule(self->retry_after());
                 return;
               }
               const auto* result = reply.if_contains("result");
               const auto ttl = result && result->is_object() ? number(result->as_object(), "TTL") : 0;
-              const bool back = !std::exchange(self->answering_, true);
               if (ttl <= 0) // expired or revoked: every key of it is gone
                 return self->lease_gone(id);
               self->alive_until_ = std::max(self->alive_until_, sent + std::chrono::seconds(ttl));
               if (self->told_.alive)
                 self->told_.alive(id, self->alive_until_);
-              if (back && self->told_.reachable)
+              if (latest && !std::exchange(self->answering_, true) && self->told_.reachable)
                 self->told_.reachable();
-              self->schedule(self->every());
             });
 }
 

@@ -6,7 +6,9 @@
 // it got the keepalive, after we sent it). It only moves forward within one lease. A keepalive
 // answered with no TTL means the lease is gone (expired, or revoked by an operator): the listeners
 // hear lost(lease) once, then a new lease is asked for until one is granted (then reachable()).
-// A keepalive not answered (no member, timeout) leaves the bound where it was and is sent again a
+// Keepalives go every third of the TTL from the last one's sending, whether it was answered yet or
+// not (at most two unanswered at once), so a member slow under load still moves the bound. A
+// keepalive not answered (no member, timeout) leaves the bound where it was and the next is sent a
 // sixth of the TTL later, to the next member; the first answer after one or more unanswered ones
 // tells reachable(): a waiter's watch may have died with its member, so the lock side looks again.
 #pragma once
@@ -82,6 +84,9 @@ private:
   listeners told_;
   std::int64_t lease_ = 0;
   clock::time_point alive_until_{};
+  std::uint64_t sent_ = 0;  ///< keepalives sent under any lease, numbered from 1
+  std::uint64_t heard_ = 0; ///< the number of the latest keepalive answered or failed
+  int in_flight_ = 0;       ///< keepalives sent and not yet answered or failed
   bool answering_ = false;
   bool started_ = false;
   bool closed_ = false;

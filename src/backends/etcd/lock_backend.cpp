@@ -232,8 +232,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
                                 json::object{{"request_range", rule_range(*b, 0)}}}},
         {"failure", json::array{json::object{{"request_range", range_request(b->key, {}, 0, 0, order::by_key)}}}}};
     b->in_flight = true;
-    const auto sent = steady::now();
-    session->gw().call("/v3/kv/txn", txn, [self = shared_from_this(), b, sent](error_code ec, json::object r, std::string words) {
+    session->gw().call("/v3/kv/txn", txn, [self = shared_from_this(), b](error_code ec, json::object r, std::string words) {
       b->in_flight = false;
       if (b->withdrawn)
         return self->remove(b);
@@ -252,7 +251,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
             else if (kv.key == b->key)
               --count; // ours, in its own rule (a writer)
           }
-        return self->decide(b, before, revision_of(r), sent, count);
+        return self->decide(b, before, revision_of(r), count);
       }
       if (responses.empty() || responses.front().empty()) // deleted since the compare: put again
         return self->bid(b);
@@ -286,8 +285,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     json::object txn{
         {"success", json::array{json::object{{"request_range", range_request(b->key, {}, 0, 0, order::by_key)}},
                                 json::object{{"request_range", rule_range(*b, b->revision - 1)}}}}};
-    const auto sent = steady::now();
-    session->gw().call("/v3/kv/txn", txn, [self = shared_from_this(), b, sent](error_code ec, json::object r, std::string words) {
+    session->gw().call("/v3/kv/txn", txn, [self = shared_from_this(), b](error_code ec, json::object r, std::string words) {
       if (b->withdrawn || b->settled)
         return;
       if (ec)
@@ -302,7 +300,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
         b->revision = 0;
         return self->bid(b);
       }
-      self->decide(b, responses[1], revision_of(r), sent, counts[1]);
+      self->decide(b, responses[1], revision_of(r), counts[1]);
     });
   }
 
@@ -322,7 +320,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
   /// or a read-write lock's: the newest of them, if any; a semaphore's: all, oldest first), read at
   /// revision `at`; `count_before`: how many there are (-1: not known).
   void decide(const std::shared_ptr<bid_run>& b, const std::vector<key_value>& before, std::int64_t at,
-              steady::time_point sent, std::int64_t count_before) {
+              std::int64_t count_before) {
     // A semaphore grants a prefix of its line: a key holds when the permits of the keys before it
     // and its own fit the capacity. Keys only leave the line, so a key that holds keeps holding.
     std::int64_t ahead = 0;
@@ -332,7 +330,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     if (free) {
       if (b->capacity && b->waited)
         mark(b); // a waiter behind may watch our key for this
-      return hand_over(b, sent);
+      return hand_over(b);
     }
     if (!b->wait) { // a try: nothing of it may stay
       running.erase(b);
@@ -396,7 +394,7 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
             if (b->watching)
               std::exchange(b->watching, nullptr)->cancel();
             if (fired && !canceled && b->sole_predecessor && b->watch_target == target)
-              return self->hand_over(b, steady::now()); // the one key before ours went: ours is first
+              return self->hand_over(b); // the one key before ours went: ours is first
             return self->look(b);
           }
           if (!result.contains("created") || b->watch_target != target)
@@ -435,17 +433,20 @@ struct lock_backend::state : std::enable_shared_from_this<state> {
     session->gw().call("/v3/kv/txn", txn, [](error_code, json::object, std::string) {});
   }
 
-  void hand_over(const std::shared_ptr<bid_run>& b, steady::time_point sent) {
+  void hand_over(const std::shared_ptr<bid_run>& b) {
     running.erase(b);
     auto* e = std::exchange(b->events, nullptr);
     if (!e)
       return;
     b->settled = true;
     b->holding = true;
-    const auto until = session ? session->alive_until() - margin() : sent;
+    // The session's bound as it stands, counted from now: the bound is a moment, not a lease that
+    // started when the bid went out (counted from the bid's sending, it would end early by the
+    // reply's time, and a slow reply would cost a held lock).
     const auto now = steady::now();
+    const auto until = session ? session->alive_until() - margin() : now;
     e->granted({.token = static_cast<std::uint64_t>(b->revision),
-                .from = sent,
+                .from = now,
                 .valid_for = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(until - now)),
                 .session = static_cast<std::uint64_t>(b->lease),
                 .ticket = b});
