@@ -7,7 +7,7 @@
       "redis-benchmark"), each figure the median over the files; --ceiling ping_rtt_us=p50_us
       also records that figure as a ceiling.
   report.py set --out PART machine|ceiling KEY VALUE
-  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] [--stores|--rate|--herd]
+  report.py merge --json OUT.json --md OUT.md [--charts DIR] [--intro TEXT] [--stores|--rate|--herd|--failover]
                    PART...
       assembles the document of /work/shared/BENCH.md, judges every target, prints the markdown.
       --stores: the stores' comparison (scripts/bench.sh --stores): rows carry "backend"; the
@@ -17,6 +17,8 @@
       admission of corolock's acquire and of the fixed poll, and their ratios; no charts.
       --herd: herd_bench's rows of every store (scripts/bench.sh --herd): store requests per
       hand-off with few and many waiters, and their ratio; no charts.
+      --failover: failover_bench's and failover_peer.py's rows (scripts/bench.sh --failover): an
+      election's failover after its leader is killed, against the timeout; no charts.
 
 A part is JSON lines: {"kind": "scenario", "row": {...}}, {"kind": "machine"|"ceiling",
 "key": K, "value": V}. A row's "targets" list says what it is judged against (see
@@ -753,15 +755,27 @@ HERD_DETAILS = [
     col("span s", "seconds", 2), col("settle s", "settle_s", 1), col("repetitions", "repetitions", 0)]
 
 
-def herd_markdown(doc, intro):
+def by_store(rows, then):
+    """`rows` in the stores' order (STORES), then by the tuple then(row)."""
     order = [b for b, _ in STORES]
-    rows = sorted(doc["scenarios"], key=lambda r: (
-        order.index(r["backend"]) if r.get("backend") in order else len(order), r.get("mode", ""),
-        r.get("layout") == "a client per waiter", r.get("waiters", 0)))
-    command = doc["machine"].get("command", "scripts/bench.sh --herd")
-    return "\n".join([
-        "# No herd: store requests per hand-off against the number of waiters\n",
-        intro or f"Produced by `{command}`: `herd_bench` on each store in turn (what it counts and "
+    return sorted(rows, key=lambda r: (
+        order.index(r["backend"]) if r.get("backend") in order else len(order),) + then(r))
+
+
+def page(doc, flag, title, intro, produced, sections):
+    """A results page: its title, the paragraph on how it was produced (`intro`, or "Produced by
+    <the command>: " + `produced`), the machine, then `sections`."""
+    command = doc["machine"].get("command", f"scripts/bench.sh {flag}")
+    return "\n".join([title + "\n", intro or f"Produced by `{command}`: " + produced + "\n",
+                      machine_line(doc["machine"])] + sections)
+
+
+def herd_markdown(doc, intro):
+    rows = by_store(doc["scenarios"], lambda r: (
+        r.get("mode", ""), r.get("layout") == "a client per waiter", r.get("waiters", 0)))
+    return page(
+        doc, "--herd", "# No herd: store requests per hand-off against the number of waiters", intro,
+        "`herd_bench` on each store in turn (what it counts and "
         "how: the opening comment of `bench/herd_bench.cpp`). A holder, W waiters queued on one "
         "lock, then 50 hand-offs (each holder 1 ms), counted by the server: Redis `INFO "
         "commandstats` (every call, those inside scripts too, but INFO and idle PINGs), ZooKeeper "
@@ -769,14 +783,37 @@ def herd_markdown(doc, intro):
         "hand-off ÷ the same kind and clients' row with the fewest waiters (1: no herd). `4 "
         "clients`: the waiters share 4 clients (a client's waiters of one lock share one bid at "
         "the store); `a client per waiter`: the store sees every waiter. Every figure the median "
-        "of its repetitions.\n",
-        machine_line(doc["machine"]),
-        "## Requests per hand-off\n",
-        table(rows, HERD_COLUMNS),
-        "## Details\n",
-        "`at rest /hand-off`: the count's rate with the waiters settled (keep-alives, queue "
-        "refreshes) times the span, per hand-off — included above, not subtracted.\n",
-        table(rows, HERD_DETAILS)])
+        "of its repetitions.",
+        ["## Requests per hand-off\n",
+         table(rows, HERD_COLUMNS),
+         "## Details\n",
+         "`at rest /hand-off`: the count's rate with the waiters settled (keep-alives, queue "
+         "refreshes) times the span, per hand-off — included above, not subtracted.\n",
+         table(rows, HERD_DETAILS)])
+
+
+# ---- merge --failover: an election's failover after its leader is killed (bench.sh --failover) ----
+
+FAILOVER_COLUMNS = [
+    STORE_COL, ("election", lambda r: r.get("mode", "")), col("timeout ms", "timeout_ms", 0),
+    col("min ms", "failover_min_ms", 1), col("mean ms", "failover_mean_ms", 1),
+    col("p50 ms", "failover_p50_ms", 1), col("max ms", "failover_max_ms", 1),
+    col("p50 ÷ timeout", "failover_vs_timeout", 2), col("rounds", "rounds", 0)]
+
+
+def failover_markdown(doc, intro):
+    rows = by_store(doc["scenarios"], lambda r: (not r.get("mode", "").startswith("corolock"),))
+    return page(
+        doc, "--failover", "# Election failover: the leader's process killed, the next leader's campaign complete",
+        intro, "`failover_bench` on each store in turn, and the peers "
+        "of `bench/peers/failover_peer.py` (what each does and why: their opening comments). A "
+        "round: a leader process leads, a follower in another process campaigns (it waits), the "
+        "leader is killed (SIGKILL: no resignation, its connections closed by the kernel), and the "
+        "figure is kill → the follower leads. The same timeout on every store: Redis the lock's "
+        "lease (renewed by the leader while it lived), ZooKeeper the session timeout, etcd the "
+        "lease's TTL; the SQL stores free a session's locks when its connection closes. Each "
+        "figure over the rounds of one run.",
+        ["## Failover\n", table(rows, FAILOVER_COLUMNS)])
 
 
 def merge(a):
@@ -808,7 +845,9 @@ def merge(a):
         json.dump(doc, f, indent=2, ensure_ascii=False)
         f.write("\n")
     stem = os.path.splitext(os.path.basename(a.json))[0]
-    if a.herd:
+    if a.failover:
+        md = failover_markdown(doc, a.intro)
+    elif a.herd:
         md = herd_markdown(doc, a.intro)
     elif a.rate:
         md = rate_markdown(doc, a.intro)
@@ -851,6 +890,8 @@ def main():
                    help="the rate limiter against a fixed poll (bench.sh --rate): no charts")
     m.add_argument("--herd", action="store_true",
                    help="store requests per hand-off against the waiters (bench.sh --herd): no charts")
+    m.add_argument("--failover", action="store_true",
+                   help="an election's failover after its leader is killed (bench.sh --failover): no charts")
     m.add_argument("parts", nargs="+")
     a = p.parse_args()
     {"import-rb": import_rb, "set": set_entry, "merge": merge}[a.cmd](a)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmarks (protocol: /work/shared/BENCH.md; what they measure: bench/README.md) and
 # writes bench/results/latest.json, latest.md and the charts latest-*.png.
-# Usage: scripts/bench.sh [--quick] [--stores] [--rate] [--herd]
+# Usage: scripts/bench.sh [--quick] [--stores] [--rate] [--herd] [--failover]
 #   --quick  shorter runs: 3 repetitions, about 5 minutes (311 s on a 2-core VM, 2026-11-27; the
 #            full run: 5 repetitions, the peers 3, 31 minutes).
 #   --stores the stores' comparison instead (scripts/bench_stores.sh): corolock on Redis,
@@ -11,6 +11,8 @@
 #            on Redis, MariaDB and PostgreSQL, results bench/results/rate_limiter.* (BENCH_NAME).
 #   --herd   store requests per hand-off with 10 and 1 000 waiters instead (scripts/bench_stores.sh
 #            --herd): on Redis, ZooKeeper and MariaDB, results bench/results/herd.* (BENCH_NAME).
+#   --failover an election's failover after its leader is killed (scripts/bench_stores.sh
+#            --failover): every store and the peers kazoo and etcd3, results bench/results/failover.*.
 # Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_REPETITIONS (override),
 #              BENCH_PEERS=0 (skip the peers), CMAKE_ARGS (passed to build.sh),
 #              BENCH_ONLY="connection_bench" (run only these programs), BENCH_NAME (default
@@ -36,9 +38,9 @@ for arg in "$@"; do
       rest=()
       for x in "$@"; do [[ $x == --stores ]] || rest+=("$x"); done
       exec "$COROLOCK_ROOT/scripts/bench_stores.sh" "${rest[@]}" ;;
-    --rate | --herd) exec "$COROLOCK_ROOT/scripts/bench_stores.sh" "$@" ;;
+    --rate | --herd | --failover) exec "$COROLOCK_ROOT/scripts/bench_stores.sh" "$@" ;;
     -h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "usage: $0 [--quick] [--stores] [--rate] [--herd]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick] [--stores] [--rate] [--herd] [--failover]" >&2; exit 2 ;;
   esac
 done
 

@@ -11,7 +11,11 @@
 # 10 and 1 000 waiters on 4 clients and on a client each, mutex and semaphore; the opening comment
 # of bench/herd_bench.cpp), on Redis, ZooKeeper and MariaDB (PostgreSQL has no clean request
 # count), no peers; name default herd, no chart. scripts/bench.sh --herd runs this.
-# Usage: scripts/bench_stores.sh [--quick] [--rate|--herd]
+# --failover: an election's failover after its leader's process is killed, against the lease or
+# session timeout (failover_bench --backend: the opening comment of bench/failover_bench.cpp), on
+# every store, with the peers of bench/peers/failover_peer.py (kazoo's Election, etcd3's Lock);
+# name default failover, no chart. scripts/bench.sh --failover runs this.
+# Usage: scripts/bench_stores.sh [--quick] [--rate|--herd|--failover]
 # Environment: BENCH_BUILD_DIR (default <repo>/build-release), BENCH_BUILD_TYPE (default Release),
 #              BENCH_REPETITIONS (default 3), BENCH_STORES (default "redis zookeeper etcd mysql
 #              postgres"; --rate "redis mysql postgres"; --herd "redis zookeeper mysql"),
@@ -29,14 +33,15 @@ set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-quick=0 rate=0 herd=0
+quick=0 rate=0 herd=0 failover=0
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
     --rate) rate=1 ;;
     --herd) herd=1 ;;
-    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "usage: $0 [--quick] [--rate|--herd]" >&2; exit 2 ;;
+    --failover) failover=1 ;;
+    -h | --help) sed -n '2,31p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "usage: $0 [--quick] [--rate|--herd|--failover]" >&2; exit 2 ;;
   esac
 done
 REPS=${BENCH_REPETITIONS:-3}
@@ -46,6 +51,9 @@ if ((rate)); then
 elif ((herd)); then
   program=herd_bench all_stores="redis zookeeper mysql" name=${BENCH_NAME:-herd}
   deps=()
+elif ((failover)); then
+  program=failover_bench all_stores="redis zookeeper etcd mysql postgres" name=${BENCH_NAME:-failover}
+  deps=(--bench) # the peers
 else
   program=lock_bench all_stores="redis zookeeper etcd mysql postgres" name=${BENCH_NAME:-stores}
   deps=(--bench) # the peers, the chart
@@ -130,6 +138,7 @@ done
 mode=--stores
 ((rate)) && mode=--rate
 ((herd)) && mode=--herd
+((failover)) && mode=--failover
 command+="scripts/bench.sh $mode"
 ((quick)) && command+=" --quick"
 set_machine "$machine" command "$command"
@@ -149,6 +158,21 @@ for s in "${stores[@]}"; do
     timeout 3600 "$BIN/herd_bench" "${url[$s]}" --backend "$s" "${quick_flag[@]}" \
       --repetitions "$REPS" --out "$parts/herd_bench-$s.jsonl"
     part_files+=("$parts/herd_bench-$s.jsonl")
+    continue
+  fi
+  if ((failover)); then
+    # failover_bench's workload (--help): 20 rounds (quick 3), a 3 s lease or session timeout.
+    step "failover_bench --backend $s"
+    timeout 1200 "$BIN/failover_bench" "${url[$s]}" --backend "$s" "${quick_flag[@]}" \
+      --out "$parts/failover_bench-$s.jsonl"
+    part_files+=("$parts/failover_bench-$s.jsonl")
+    if [[ ${BENCH_PEERS:-1} != 0 && ( $s == zookeeper || $s == etcd ) ]]; then
+      step "failover peer of $s"
+      timeout 1200 /usr/bin/python3 "$COROLOCK_ROOT/bench/peers/failover_peer.py" "${url[$s]}" --store "$s" \
+        "${quick_flag[@]}" --out "$parts/failover_peer-$s.jsonl" ||
+        log "failover peer of $s failed (exit $?): no peer row for it in this run"
+      [[ -f $parts/failover_peer-$s.jsonl ]] && part_files+=("$parts/failover_peer-$s.jsonl")
+    fi
     continue
   fi
   if ((rate)); then
@@ -179,6 +203,11 @@ set_machine "$machine" run_seconds "$((SECONDS - run_start))"
 step "report"
 if ((herd)); then
   "${REPORT[@]}" merge --herd --json "$results/$name.json" --md "$results/$name.md" "${part_files[@]}"
+  step "wrote $results/$name.json, $name.md"
+  exit 0
+fi
+if ((failover)); then
+  "${REPORT[@]}" merge --failover --json "$results/$name.json" --md "$results/$name.md" "${part_files[@]}"
   step "wrote $results/$name.json, $name.md"
   exit 0
 fi
