@@ -29,9 +29,10 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <csignal>
-#include <random>
 #include <cstdio>
+#include <random>
 #include <stdexcept>
 
 #include <sys/wait.h>
