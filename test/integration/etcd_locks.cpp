@@ -8,6 +8,7 @@
 #include <corolock/etcd/client.hpp>
 
 #include "backends/etcd/lock_keys.hpp"
+#include "backends/etcd/gateway.hpp"
 
 #include <support/async_test.hpp>
 #include <support/background_lock.hpp>
@@ -287,6 +288,61 @@ BOOST_AUTO_TEST_CASE(a_holder_whose_member_answers_600_ms_late_keeps_its_lock_on
     co_await g.unlock();
     co_await c->async_close();
   }, std::chrono::seconds(30));
+}
+
+BOOST_AUTO_TEST_CASE(locks_taken_by_the_hundred_queue_in_the_client_and_never_delay_the_keepalive) {
+  // 200 locks taken at once through a member whose every reply is 600 ms late: the client sends at
+  // most gateway::max_lock_calls (64) lock calls at once (the proxy never sees more connections than
+  // those, the lease's two keepalives and eight idle), the rest wait in the client, and the
+  // lease's keepalives pass them — the lease and all 200 locks are kept although taking them all
+  // lasts several lease TTLs. (Unbounded, 500 locks on ASan under load lost their lease: the
+  // keepalive was one of 500 requests the member served side by side; queued with the lock calls,
+  // it would wait seconds here.)
+  etcd_server server;
+  fault_proxy proxy(server.port());
+  run_async([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+    auto c = co_await connected(ex, local(proxy.port()));
+    const auto lease = c->lease_id();
+    proxy.delay(direction::server_to_client, milliseconds(600));
+    constexpr int locks = 200;
+    std::vector<mutex> handles;
+    handles.reserve(locks);
+    for (int i = 0; i < locks; ++i)
+      handles.emplace_back(*c, "many:" + std::to_string(i));
+    std::vector<guard> guards(locks);
+    std::vector<std::string> failures;
+    int answered = 0;
+    for (int i = 0; i < locks; ++i)
+      asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+        auto [ec, g] = co_await handles[i].acquire_for(std::chrono::seconds(60), as_tuple_awaitable);
+        if (ec)
+          failures.push_back(handles[i].name() + ": " + ec.message());
+        guards[i] = std::move(g);
+        ++answered;
+      }, asio::detached);
+    std::uint64_t most = 0;
+    const auto t0 = clock_type::now();
+    while (answered < locks && clock_type::now() - t0 < std::chrono::seconds(50)) {
+      most = std::max(most, proxy.stats().live);
+      co_await sleep_for(milliseconds(20));
+    }
+    BOOST_TEST_MESSAGE(answered << " of " << locks << " answered in " << ms_between(t0, clock_type::now())
+                                << " ms; at most " << most << " connections open at once");
+    BOOST_REQUIRE(answered == locks);
+    BOOST_TEST(failures.empty(), failures.size() << " failed, the first: " << (failures.empty() ? "" : failures[0]));
+    static_assert(etcd::detail::gateway::max_lock_calls == 64, "the bound below counts 64 lock calls");
+    BOOST_TEST(most <= 64u + 2u + 8u);
+    BOOST_TEST(c->lease_id() == lease, "the lease was lost while the lock calls queued");
+    int lost = 0;
+    for (const auto& g : guards)
+      lost += !g.owns_lock() || g.lost() ? 1 : 0;
+    BOOST_TEST(lost == 0);
+    proxy.delay(direction::server_to_client, milliseconds(0));
+    for (auto& g : guards)
+      if (g.owns_lock() && !g.lost())
+        co_await g.unlock();
+    co_await c->async_close();
+  }, std::chrono::seconds(90));
 }
 
 BOOST_AUTO_TEST_CASE(a_waiter_next_in_line_is_granted_by_its_watch_without_another_request) {

@@ -23,6 +23,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <set>
 #include <vector>
 
@@ -89,6 +90,56 @@ struct gateway::state {
   bool closed = false;
   std::vector<std::unique_ptr<connection>> idle;
   std::set<connection*> busy; ///< closed by shutdown()
+  std::size_t lock_calls = 0; ///< lock-lane calls holding a turn
+  /// Lock-lane calls waiting for a turn, in order: each waits on its timer, which a turn ending
+  /// (or shutdown) cancels.
+  std::deque<std::shared_ptr<asio::steady_timer>> waiting;
+
+  /// A turn for a lock-lane call, handed to the first one waiting when it ends (however the call's
+  /// frame ends: an io_context torn down destroys it unfinished).
+  struct turn {
+    state* s = nullptr;
+    turn() = default;
+    explicit turn(state* o) : s(o) {}
+    turn(turn&& o) noexcept : s(std::exchange(o.s, nullptr)) {}
+    turn& operator=(turn&& o) noexcept {
+      std::swap(s, o.s);
+      return *this;
+    }
+    ~turn() {
+      if (!s)
+        return;
+      --s->lock_calls;
+      s->wake_next();
+    }
+  };
+  void wake_next() {
+    while (!waiting.empty() && (lock_calls < max_lock_calls || closed)) {
+      ++lock_calls; // the turn passes to it: nothing can take it in between
+      waiting.front()->cancel();
+      waiting.pop_front();
+    }
+  }
+  static asio::awaitable<turn> take_turn(std::shared_ptr<state> s) {
+    if (s->lock_calls < max_lock_calls && s->waiting.empty()) {
+      ++s->lock_calls;
+      co_return turn(s.get());
+    }
+    auto t = std::make_shared<asio::steady_timer>(s->ex, asio::steady_timer::time_point::max());
+    s->waiting.push_back(t); // counted by wake_next when woken; unwoken, nothing was counted
+    struct leave_queue {
+      state* s;
+      const asio::steady_timer* t;
+      bool woken = false;
+      ~leave_queue() {
+        if (!woken)
+          std::erase_if(s->waiting, [this](const auto& w) { return w.get() == t; });
+      }
+    } leave{s.get(), t.get()};
+    co_await t->async_wait(await_tuple);
+    leave.woken = true;
+    co_return turn(s.get());
+  }
 
   static asio::awaitable<exchanged> exchange(std::shared_ptr<state> s, std::string target, std::string text);
 
@@ -215,6 +266,7 @@ void gateway::add_members(std::vector<endpoint> found) {
 
 void gateway::shutdown() {
   s_->closed = true;
+  s_->wake_next(); // the queued calls end closed
   s_->idle.clear();
   for (auto* c : s_->busy) {
     error_code ignored;
@@ -333,11 +385,16 @@ asio::awaitable<exchanged> gateway::state::exchange(std::shared_ptr<state> s, st
   co_return exchanged{ec, std::move(reply), std::move(words)};
 }
 
-void gateway::call(std::string target, const json::object& body, reply_handler h) {
+void gateway::call(std::string target, const json::object& body, reply_handler h, lane l) {
   auto s = s_;
   asio::co_spawn(
       s->ex,
-      [s, target = std::move(target), text = json::serialize(body), h = std::move(h)]() mutable -> asio::awaitable<void> {
+      [s, l, target = std::move(target), text = json::serialize(body), h = std::move(h)]() mutable -> asio::awaitable<void> {
+        state::turn mine;
+        if (l == lane::lock) {
+          auto t = state::take_turn(s);
+          mine = co_await std::move(t);
+        }
         // With a user: a token first (etcd's auth/authenticate), and again once when the member
         // says the token is no longer valid (etcd's simple tokens expire: 5 minutes by default).
         const bool auth = !s->cfg.username.empty();

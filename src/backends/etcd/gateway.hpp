@@ -15,6 +15,13 @@
 // closed meanwhile (its write or the first read fails at once) is not a lost call: the call goes
 // again on a fresh connection.
 //
+// Lock calls (lane::lock) are at most max_lock_calls in flight at once, the rest queued here in
+// order: 500 locks taken at once would otherwise be 500 requests the member serves side by side, and
+// the lease's keepalive, one of them, would wait behind all (with ASan on a loaded machine, past the
+// lease's bound: conformance's many_locks_held_at_once lost its locks). The lease's own calls
+// (lane::session: grant, keepalive, revoke) never queue. A queued call's request_timeout starts when
+// it is sent: the time it waits here is this process's, not the member's.
+//
 // A watch is a long POST whose chunked reply carries one JSON object per line; the gateway reads a
 // request body to its end before answering, so a stream carries one watch and has a connection of
 // its own (no request timeout once its header is in: a watch waits as long as the lock is held).
@@ -48,8 +55,13 @@ public:
   gateway(asio::any_io_executor ex, config cfg);
   ~gateway();
 
+  /// Which calls may queue behind others (the file's comment).
+  enum class lane { lock, session };
+  /// Lock calls in flight at once; the others wait their turn in order.
+  static constexpr std::size_t max_lock_calls = 64;
+
   /// POST `target` (e.g. "/v3/kv/txn") with `body`; `h(ec, reply, words)` once, on the executor.
-  void call(std::string target, const boost::json::object& body, reply_handler h);
+  void call(std::string target, const boost::json::object& body, reply_handler h, lane l = lane::lock);
 
   /// One watch stream (/v3/watch with one create_request): `on_result` for each result object the
   /// member sends (the first says created, later ones carry events or, when the revision it asked

@@ -93,7 +93,8 @@ void lease_session::grant(std::function<void(error_code, std::string)> h) {
                 self->told_.alive(id, self->alive_until_);
               self->schedule(self->every());
               h({}, {});
-            });
+            },
+            gateway::lane::session);
 }
 
 void lease_session::schedule(clock::duration after) {
@@ -147,7 +148,8 @@ void lease_session::keepalive() {
                 self->told_.alive(id, self->alive_until_);
               if (latest && !std::exchange(self->answering_, true) && self->told_.reachable)
                 self->told_.reachable();
-            });
+            },
+            gateway::lane::session);
 }
 
 void lease_session::regrant() {
@@ -197,7 +199,7 @@ void lease_session::close(std::function<void()> h) {
   gw_->call("/v3/lease/revoke", body, [self = shared_from_this(), h = std::move(h)](error_code, json::object, std::string) {
     self->gw_->shutdown();
     h();
-  });
+  }, gateway::lane::session);
 }
 
 void lease_session::give_up() {
