@@ -1,10 +1,15 @@
 #include "sql_server_process.hpp"
 
+#include "build_paths.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -79,22 +84,32 @@ void sweep_orphaned_dirs(const std::string& prefix,
 
 namespace {
 
-// Removes the templates when the test process exits normally.
+/// This process's templates, found or made once (cached_template).
 struct template_registry {
   std::map<std::string, std::filesystem::path> dirs;
   std::mutex mutex;
-  ~template_registry() {
-    for (const auto& [prefix, dir] : dirs) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir, ignored);
-    }
-  }
 };
 
 template_registry& templates() {
   static template_registry registry;
   return registry;
 }
+
+/// An exclusive flock on `file`, released when it goes (or when the process dies).
+class file_lock {
+public:
+  explicit file_lock(const std::filesystem::path& file)
+      : fd_(::open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0)
+      throw std::runtime_error(fmt::format("cannot lock {}: {}", file.string(), std::strerror(errno)));
+  }
+  ~file_lock() { ::close(fd_); }
+  file_lock(const file_lock&) = delete;
+  file_lock& operator=(const file_lock&) = delete;
+
+private:
+  int fd_;
+};
 
 } // namespace
 
@@ -104,16 +119,31 @@ const std::filesystem::path& cached_template(const std::string& prefix,
   std::lock_guard lock(registry.mutex);
   if (auto it = registry.dirs.find(prefix); it != registry.dirs.end())
     return it->second;
-  auto dir = make_temp_dir(prefix + "template-");
-  try {
-    write_owner_file(dir);
-    make(dir);
-  } catch (...) {
+  const auto shared = std::filesystem::path(test_binary_dir()) / "server-templates";
+  std::filesystem::create_directories(shared);
+  const auto made = shared / (prefix + "template");
+  // One process makes it while the others wait on the lock; `ready` is written last, so a maker
+  // killed half-way leaves a directory the next one throws away.
+  // Made before this program was built, it may follow an older recipe: made again.
+  file_lock one_maker(shared / (prefix + "template.lock"));
+  std::error_code no_time;
+  const auto ready = std::filesystem::last_write_time(made / "ready", no_time);
+  if (no_time || ready < std::filesystem::last_write_time("/proc/self/exe")) {
+    const auto making = shared / (prefix + "making");
     std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-    throw;
+    std::filesystem::remove_all(made, ignored);
+    std::filesystem::remove_all(making, ignored);
+    std::filesystem::create_directory(making);
+    try {
+      make(making);
+      std::ofstream(making / "ready") << "made by process " << ::getpid() << '\n';
+      std::filesystem::rename(making, made);
+    } catch (...) {
+      std::filesystem::remove_all(making, ignored);
+      throw;
+    }
   }
-  return registry.dirs.emplace(prefix, dir).first->second;
+  return registry.dirs.emplace(prefix, made).first->second;
 }
 
 void copy_tree(const std::filesystem::path& from, const std::filesystem::path& to) {

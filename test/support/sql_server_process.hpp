@@ -35,10 +35,12 @@ captured_run run_captured(std::vector<std::string> argv, const std::filesystem::
 void sweep_orphaned_dirs(const std::string& prefix,
                          const std::function<void(const std::filesystem::path&)>& before_removal);
 
-/// A directory made once per test process by `make(dir)` (e.g. an initdb), under
-/// `<prefix>template-XXXXXX`, removed when the process exits (or swept after a crash). Fixtures
-/// copy it (copy_tree) instead of initialising a data directory each: initdb and
-/// mariadb-install-db take seconds on a loaded machine, a copy a few tens of milliseconds.
+/// A directory made once per build by `make(dir)` (e.g. an initdb) and shared by every test
+/// process of the build: `<build>/test/server-templates/<prefix>template`, made under a file lock
+/// by the first process that asks (the others wait) and kept for the next runs, until a test
+/// program built after it asks (its fixtures may make it another way). Fixtures copy it (copy_tree) instead of initialising a data directory
+/// each: initdb takes a second, mariadb-install-db two, a copy a tenth — per test process, since
+/// ctest runs each conformance case as its own process.
 const std::filesystem::path& cached_template(const std::string& prefix,
                                              const std::function<void(const std::filesystem::path&)>& make);
 
