@@ -2770,6 +2770,87 @@ asio::awaitable<void> election_observe_tells_each_new_leader(F& f, asio::any_io_
   }
 }
 
+/// An ordinary service on default options: 20 names (the odd ones of odd_names() among them) × 5
+/// campaigners over two clients, each leading twice: never two leaders of one name at once, each
+/// name's terms rising, leader() naming the one that leads (where the store tells). Then a client
+/// closed while it leads: its leadership is told lost, and the other client's waiting campaign
+/// leads with a higher term. Nothing is left.
+template <typename F>
+asio::awaitable<void> election_a_service_of_many_campaigners_and_a_close(F& f, asio::any_io_executor ex) {
+  if constexpr (requires { requires F::no_single_token; }) {
+    co_return; // refused at construction (election_one_leader_told_before_the_next)
+  } else {
+    constexpr bool tells = !requires { requires F::no_holder_token; };
+    constexpr int per_name = 5, rounds = 2;
+    auto a = co_await f.connect(ex);
+    auto b = co_await f.connect(ex);
+    std::vector<std::string> names = odd_names();
+    for (int i = 0; names.size() < 20; ++i)
+      names.push_back("election/" + std::to_string(i));
+    struct seat {
+      int leading = 0;
+      std::uint64_t last_term = 0;
+    };
+    std::vector<seat> seats(names.size());
+    std::vector<std::string> failures;
+    int overlaps = 0, falling = 0, misnamed = 0, ended = 0;
+    const int campaigners = static_cast<int>(names.size()) * per_name;
+    test::event all_ended(ex);
+    for (std::size_t k = 0; k < names.size(); ++k)
+      for (int j = 0; j < per_name; ++j)
+        asio::co_spawn(ex, [&, k, j]() -> asio::awaitable<void> {
+          election e{j % 2 == 0 ? *a : *b, names[k]};
+          for (int r = 0; r < rounds; ++r) {
+            const std::string value = std::to_string(j) + ":" + std::to_string(r);
+            diagnostics why;
+            auto [ec, l] = co_await e.campaign(value, bind_diagnostics(why, tuple_awaitable));
+            if (ec) {
+              failures.push_back(printable(names[k]) + ": campaign: " + ec.message() + " " + why.message());
+              break;
+            }
+            auto& s = seats[k];
+            overlaps += ++s.leading > 1 ? 1 : 0;
+            falling += l.term() <= s.last_term ? 1 : 0;
+            s.last_term = l.term();
+            if constexpr (tells) {
+              auto [lec, who] = co_await e.leader(tuple_awaitable);
+              misnamed += lec || !who || who->term != l.term() || who->value != value ? 1 : 0;
+            }
+            co_await sleep_for(2ms);
+            --s.leading; // before the resignation: the next may lead as soon as it is done
+            auto [rec] = co_await l.resign(tuple_awaitable);
+            if (rec)
+              failures.push_back(printable(names[k]) + ": resign: " + rec.message());
+          }
+          if (++ended == campaigners)
+            all_ended.set();
+        }, asio::detached);
+    const auto t0 = std::chrono::steady_clock::now();
+    co_await all_ended.wait();
+    BOOST_TEST_MESSAGE(f.backend << ": " << campaigners * rounds << " leaderships of " << names.size()
+                                 << " names in " << ms_since(t0) << " ms");
+    BOOST_TEST(failures.empty(), failures.size() << " failed, the first: " << first_of(failures));
+    BOOST_TEST(overlaps == 0);
+    BOOST_TEST(falling == 0);
+    BOOST_TEST(misnamed == 0);
+
+    // A client closed while it leads: told lost; the other's waiting campaign leads, higher.
+    const std::string name = "election/{closed}";
+    election ea{*a, name}, eb{*b, name};
+    auto la = co_await ea.campaign("a");
+    leadership lb;
+    asio::co_spawn(ex, [&]() -> asio::awaitable<void> { lb = co_await eb.campaign("b"); }, asio::detached);
+    BOOST_REQUIRE(co_await eventually([&] { return f.queued(name) == 1; }));
+    co_await f.close(*a);
+    BOOST_TEST(co_await eventually([&] { return la.lost(); }, 5s));
+    BOOST_REQUIRE(co_await eventually([&] { return lb.leading(); }, 15s));
+    BOOST_TEST(lb.term() > la.term());
+    co_await lb.resign();
+    co_await f.close(*b);
+    BOOST_TEST(co_await clean(f));
+  }
+}
+
 } // namespace corolock::conformance
 
 // Every case, as a Boost.Test case of the enclosing suite, over fixture F.
@@ -2810,7 +2891,8 @@ asio::awaitable<void> election_observe_tells_each_new_leader(F& f, asio::any_io_
   COROLOCK_CONFORMANCE_CASE(F, observer_tells_each_renewal_of_a_per_lock_lease)                   \
   COROLOCK_CONFORMANCE_CASE(F, rate_limiter_admits_no_more_than_the_rate)                       \
   COROLOCK_CONFORMANCE_CASE(F, election_one_leader_told_before_the_next)                        \
-  COROLOCK_CONFORMANCE_CASE(F, election_observe_tells_each_new_leader)
+  COROLOCK_CONFORMANCE_CASE(F, election_observe_tells_each_new_leader)                           \
+  COROLOCK_CONFORMANCE_CASE(F, election_a_service_of_many_campaigners_and_a_close)
 
 // The semaphore's cases, for a store whose traits serve permits.
 #define COROLOCK_CONFORMANCE_PERMIT_CASES(F)                                                      \
