@@ -1,6 +1,7 @@
 // A lock's marks on ZooKeeper (marks.hpp): one small run of requests per call.
 #include "backends/zookeeper/marks.hpp"
 
+#include "backends/zookeeper/folders.hpp"
 #include "backends/zookeeper/lock_paths.hpp"
 #include "detail/completion.hpp"
 
@@ -15,7 +16,8 @@ namespace corolock::zookeeper::detail {
 
 namespace {
 
-/// A folder vanishing under us (a container reaped between two requests) is met this often.
+/// A folder vanishing under us (a container reaped between two requests, or an add's folder
+/// missing) is met this often.
 constexpr int max_rounds = 5;
 
 /// A refusal for want of rights is the lock layer's permission_denied; other codes go on.
@@ -34,7 +36,6 @@ struct marks_run : std::enable_shared_from_this<marks_run> {
   corolock::detail::stored_handler<
       core::handler<void(error_code, std::vector<std::uint32_t>, std::string)>>
       h;
-  std::vector<std::string> parents; // add: folders still to make
   std::size_t removals = 0;         // clear: removals of marks not answered yet
   error_code removal_error;
   int rounds = 0;
@@ -55,28 +56,14 @@ struct marks_run : std::enable_shared_from_this<marks_run> {
   void added(error_code ec) {
     if (!ec || ec == zk_error::node_exists)
       return finish({}, {}, {});
-    if (ec == zk_error::no_node && ++rounds <= max_rounds) {
-      parents = containers_of(folder);
-      return make_parent();
-    }
+    if (ec == zk_error::no_node && ++rounds <= max_rounds) // its folder is missing: make it, then again
+      return make_folders_above(*zk, folder + "/" + std::to_string(index),
+                                [self = shared_from_this()](error_code fec, std::string words) {
+                                  if (fec)
+                                    return self->finish(fec, {}, std::move(words));
+                                  self->add();
+                                });
     finish(ec, {}, "cannot add mark " + std::to_string(index) + " in " + folder);
-  }
-  void make_parent() {
-    zk->create(parents.front(), "", create_mode::container,
-               [self = shared_from_this()](error_code ec, const created&) {
-                 self->parent_made(ec);
-               });
-  }
-  void parent_made(error_code ec) {
-    if (!ec || ec == zk_error::node_exists) {
-      parents.erase(parents.begin());
-      return parents.empty() ? add() : make_parent();
-    }
-    if (ec == zk_error::no_node && ++rounds <= max_rounds) { // one above was reaped: again
-      parents = containers_of(folder);
-      return make_parent();
-    }
-    finish(ec, {}, "cannot create the folder " + parents.front());
   }
 
   // ---- read and clear: the folder's children -----------------------------------------------

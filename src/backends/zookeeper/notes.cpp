@@ -2,6 +2,7 @@
 // and a watch of it, reads that each set the next one-shot watch.
 #include "backends/zookeeper/notes.hpp"
 
+#include "backends/zookeeper/folders.hpp"
 #include "backends/zookeeper/lock_access.hpp"
 #include "backends/zookeeper/lock_paths.hpp"
 #include "detail/completion.hpp"
@@ -20,8 +21,8 @@ namespace corolock::zookeeper::detail {
 
 namespace {
 
-/// Another client's write landing between our read and our write (or a parent container reaped
-/// between two creates) is met this often before giving up.
+/// Another client's write landing between our read and our write (or the note's folder missing
+/// at its create) is met this often before giving up.
 constexpr int max_rounds = 5;
 
 /// Bytes of the term in front of the value.
@@ -59,7 +60,6 @@ struct note_run : std::enable_shared_from_this<note_run> {
   std::optional<core::lock_note> write;
   // Never move-assigned (see detail/completion.hpp).
   corolock::detail::stored_handler<core::handler<void(error_code, core::lock_note, std::string)>> h;
-  std::vector<std::string> parents; // folders still to make before the note's create
   int rounds = 0;
 
   // ---- read, then compare ------------------------------------------------------------------
@@ -109,38 +109,15 @@ struct note_run : std::enable_shared_from_this<note_run> {
       return finish({}, *write, {});
     if (ec == zk_error::node_exists && ++rounds <= max_rounds) // another's first write came first
       return read();
-    if (ec == zk_error::no_node && ++rounds <= max_rounds) {
-      parents = folders_of(node);
-      return make_parent();
-    }
+    if (ec == zk_error::no_node && ++rounds <= max_rounds) // its folder is missing: make it, then again
+      return make_folders_above(*zk, node, [self = shared_from_this()](error_code fec, std::string words) {
+        if (fec)
+          return self->finish(fec, {}, std::move(words));
+        self->create();
+      });
     if (ec == zk_error::node_exists)
       return raced();
     finish(ec, {}, "cannot create the note " + node);
-  }
-  /// The folders above `path`, top first: its containers, without the note itself.
-  static std::vector<std::string> folders_of(const std::string& path) {
-    auto all = containers_of(path);
-    all.pop_back();
-    return all;
-  }
-  void make_parent() {
-    if (parents.empty()) // a note at the top of the tree: nothing above it to make
-      return create();
-    zk->create(parents.front(), "", create_mode::container,
-               [self = shared_from_this()](error_code ec, const created&) {
-                 self->parent_made(ec);
-               });
-  }
-  void parent_made(error_code ec) {
-    if (!ec || ec == zk_error::node_exists) {
-      parents.erase(parents.begin());
-      return parents.empty() ? create() : make_parent();
-    }
-    if (ec == zk_error::no_node && ++rounds <= max_rounds) { // one above was reaped: again
-      parents = folders_of(node);
-      return make_parent();
-    }
-    finish(ec, {}, "cannot create the folder " + parents.front());
   }
 
   /// Every round lost to another client's write: nothing of ours was written (each try the
