@@ -37,13 +37,21 @@ struct postgres {
   static void kill(server_type& s, const std::string& pid) { s.sql("SELECT pg_terminate_backend(" + pid + ")"); }
   /// A server whose role `pw` logs in by password (the fixture's others by trust).
   static test::postgres_server_options checking_passwords() {
-    static const std::string hba = [] {
-      const auto path = std::filesystem::temp_directory_path() / ("corolock-hba-" + std::to_string(::getpid()) + ".conf");
-      std::ofstream(path) << "local all all trust\nhost all pw 127.0.0.1/32 scram-sha-256\n"
-                             "host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n";
-      return path.string();
-    }();
-    return {{"hba_file=" + hba}};
+    // The rules file lives as long as the test program and is removed when it ends.
+    struct rules_file {
+      std::filesystem::path path =
+          std::filesystem::temp_directory_path() / ("corolock-hba-" + std::to_string(::getpid()) + ".conf");
+      rules_file() {
+        std::ofstream(path) << "local all all trust\nhost all pw 127.0.0.1/32 scram-sha-256\n"
+                               "host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n";
+      }
+      ~rules_file() {
+        std::error_code ignored;
+        std::filesystem::remove(path, ignored);
+      }
+    };
+    static const rules_file hba;
+    return {{"hba_file=" + hba.path.string()}};
   }
   static void cancel_the_waiting_statement(server_type& s) {
     s.sql("SELECT pg_cancel_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
