@@ -88,6 +88,11 @@ private:
       return finish(error::not_connected,
                     "the " + std::string(e->store().traits().store) + " store cannot be reached now",
                     false);
+    if (unanswered_before_ && deadline_ <= e->store().now()) // the back-off reached the deadline
+      return finish(error::timeout,
+                    "the store did not answer the rate limiter's take before the deadline: " +
+                        unanswered_words_,
+                    false);
     // How long this caller would wait for tokens not yet there: the store reserves them within it.
     what_.max_wait = std::chrono::microseconds(0);
     if (!try_only_) {
@@ -96,6 +101,12 @@ private:
                        : deadline_ <= now ? std::chrono::microseconds(0)
                        : std::min(longest_wait, std::chrono::duration_cast<std::chrono::microseconds>(deadline_ - now));
     }
+    // While the take is out, its deadline still ends the acquisition — at the deadline, with
+    // timeout — however long the store takes to answer; the answer then finds it done.
+    taking_ = true;
+    sent_at_ = e->store().now();
+    if (!try_only_ && deadline_ != steady::time_point::max() && deadline_ > sent_at_)
+      arm(deadline_);
     e->store().take_tokens(*spec_, what_,
                            [self = this->shared_from_this()](error_code ec, bucket_answer a,
                                                              std::string words) {
@@ -105,6 +116,7 @@ private:
 
   void on_answer(error_code ec, bucket_answer a, std::string words) {
     auto e = eng_.lock();
+    taking_ = false;
     if (op_->done())
       return stop();
     if (!e || e->closed())
@@ -113,8 +125,20 @@ private:
       if (a.taken && a.wait <= std::chrono::microseconds(0))
         return finish({}, {}, true);
       if (a.taken) { // reserved: due after the wait, with no further request
+        const auto now = e->store().now();
+        const auto due = now + std::min(a.wait, longest_wait);
+        // The store counted max_wait from when it read the take: one that spent a while on its
+        // way can come back with tokens due after the deadline. They are given up (lost: that
+        // admits less, never more) — the acquisition never completes after its deadline.
+        if (due > deadline_)
+          return finish(error::timeout,
+                        "the bucket " + detail::printable_name(spec_->name) + " reserved the tokens due " +
+                            std::to_string(ms_ceil(due - deadline_)) +
+                            " ms after the deadline (the take was " + std::to_string(ms_ceil(now - sent_at_)) +
+                            " ms on its way and back); they are given up",
+                        false);
         reserved_ = true;
-        return sleep_until(e->store().now() + std::min(a.wait, longest_wait));
+        return sleep_until(due);
       }
       if (try_only_)
         return finish({}, {}, false);
@@ -133,17 +157,20 @@ private:
     }
     if (try_only_ || !unanswered(ec))
       return finish(ec, words, false);
-    const auto at = e->store().now() + retry_;
+    // Unanswered: take again after the back-off while the deadline allows (a store back before it
+    // still serves the caller); at the deadline it times out with these words (take()).
+    unanswered_before_ = true;
+    unanswered_words_ = std::move(words);
+    const auto at = std::min(e->store().now() + retry_, deadline_);
     retry_ = std::min(retry_ * 2, last_retry);
-    if (at > deadline_)
-      return finish(error::timeout,
-                    "the store did not answer the rate limiter's take before the deadline: " +
-                        words,
-                    false);
     sleep_until(at);
   }
 
-  void sleep_until(steady::time_point at) {
+  void sleep_until(steady::time_point at) { arm(at); }
+
+  /// The one timer: while a take is out, the deadline; then the reserved tokens' due time, or
+  /// the next take's.
+  void arm(steady::time_point at) {
     auto e = eng_.lock();
     if (!timer_)
       timer_ = e->store().make_timer();
@@ -151,10 +178,19 @@ private:
       auto self = w.lock();
       if (!self)
         return;
+      if (self->taking_) // the deadline, with the take unanswered
+        return self->finish(error::timeout,
+                            "the store did not answer the rate limiter's take of " +
+                                detail::printable_name(self->spec_->name) + " before the deadline",
+                            false);
       if (self->reserved_) // the reserved tokens are due now
         return self->finish({}, {}, true);
       self->take();
     });
+  }
+
+  static std::int64_t ms_ceil(steady::duration d) {
+    return std::chrono::ceil<std::chrono::milliseconds>(d).count();
   }
 
   void finish(error_code ec, std::string_view words, bool taken) {
@@ -182,6 +218,10 @@ private:
   bool try_only_;
   std::chrono::milliseconds retry_ = first_retry;
   bool reserved_ = false; // the store reserved the tokens: the sleep ends in success
+  bool taking_ = false;   // a take is out: the timer, if armed, is the deadline
+  steady::time_point sent_at_{};
+  bool unanswered_before_ = false; // a take went unanswered: the deadline ends the back-off
+  std::string unanswered_words_;   // and its words
   std::shared_ptr<op_type> op_;
   std::unique_ptr<timer> timer_;
 };

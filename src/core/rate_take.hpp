@@ -12,6 +12,14 @@
 // timeout, connection_lost) ends a try with that error; an acquisition takes again 50 ms later,
 // doubling to 2 s, until its deadline, when it completes with timeout.
 //
+// The deadline is the caller's bound, never the store's: while a take is out, the timer is armed
+// at the deadline and ends the acquisition there with timeout (a silent store would otherwise hold
+// it for the client's transport bound: 5 s on Redis); and a reservation answered due after the
+// deadline (the store counted max_wait from when it read a take that spent a while on its way — a
+// SQL client's takes go one after another on its data connection) ends it at once with timeout,
+// the reserved tokens given up. So an acquisition completes successfully only by its deadline.
+// (Only a deadline already past when it starts makes one take, answered whenever the store does.)
+//
 // Invariants: at most one take of the acquisition is out at the store, and a take is never sent
 // twice (it is not idempotent: a reply lost may have taken the tokens, which only admits less).
 // No fixed poll: every sleep is a reservation's due time or the back-off of an unanswered take.

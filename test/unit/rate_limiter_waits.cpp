@@ -1,7 +1,9 @@
 // The rate limiter's waiting (core/rate_take.cpp), over the in-memory testing store on the manual
 // clock, where the conformance suite cannot see it: a wait is one take that reserves the tokens and
 // a sleep until they are due (no poll; many waiters, one request each, served in turn); a store out of reach is asked again 50 ms
-// later, doubling, until the deadline; a deadline the refill cannot meet ends at once; a try
+// later, doubling, until the deadline (and ends there, not at the last back-off before it); a
+// deadline the refill cannot meet ends at once, and tokens reserved due after the deadline are
+// given up at once; a try
 // waits for nothing; a close ends a wait and leaves no timer running.
 #include <corolock/error.hpp>
 #include <corolock/lock/rate_limiter.hpp>
@@ -23,13 +25,16 @@ namespace ct = corolock::testing;
 namespace {
 
 struct fixture {
+  /// `latency`: how long after the store applied a request its reply arrives.
+  explicit fixture(std::chrono::milliseconds latency = 0ms) : s{io.get_executor(), options(latency)} {}
   asio::io_context io;
-  ct::store s{io.get_executor(), options()};
+  ct::store s;
   ct::client c{io.get_executor(), s};
-  static ct::store_options options() {
+  static ct::store_options options(std::chrono::milliseconds latency) {
     ct::store_options o;
     o.clock = ct::clock_mode::manual;
     o.request_timeout = 200ms;
+    o.latency = latency;
     return o;
   }
   void run(std::chrono::milliseconds d = 0ms) { s.run_for(io, d); }
@@ -143,8 +148,37 @@ BOOST_AUTO_TEST_CASE(a_store_out_of_reach_is_asked_again_backing_off_until_the_d
   outcome bounded;
   f.c.set_reachable(false);
   r.acquire_for(1, 300ms, bounded.handler());
-  f.run(400ms);
-  BOOST_TEST((bounded.ec && *bounded.ec == error::timeout));
+  f.run(290ms); // tries at 0, 50 and 150 ms; the next back-off (350 ms) is past the deadline
+  BOOST_TEST(!bounded.ec); // still waiting: a store back before the deadline would serve it
+  f.run(20ms);
+  BOOST_TEST((bounded.ec && *bounded.ec == error::timeout)); // at the deadline, not before
+}
+
+BOOST_AUTO_TEST_CASE(tokens_reserved_due_after_the_deadline_are_given_up_at_once) {
+  // Replies come 100 ms after the store applied the take. At 5/s an empty bucket has its next
+  // token 200 ms after it emptied: asked at 100 ms with a deadline 150 ms away, the store reserves
+  // it (due 100 ms later by its clock, within max_wait), but the reply lands at 200 ms, and the
+  // client, which cannot tell how much of the trip was the way there, sleeps the whole wait from
+  // then: due at 300 ms, after the deadline (250 ms). Before the rule it completed then, 50 ms
+  // late; now at once, with timeout.
+  fixture f{100ms};
+  rate_limiter r{f.c, "api", 5.0, 1};
+  outcome first;
+  r.try_acquire(1, first.try_handler());
+  f.run(100ms);
+  BOOST_TEST((first.ec && !*first.ec && first.taken));
+  const auto t0 = f.s.now();
+  outcome late;
+  r.acquire_for(1, 150ms, late.handler());
+  f.run(99ms);
+  BOOST_TEST(!late.ec);
+  f.run(2ms); // the reply
+  BOOST_TEST((late.ec && *late.ec == error::timeout), (late.ec ? late.ec->message() : "pending"));
+  BOOST_TEST((f.s.now() - t0 < 150ms)); // at the reply, before the deadline
+  outcome fits; // a deadline the due time meets: served at the due time
+  r.acquire_for(1, 1s, fits.handler());
+  f.run(500ms);
+  BOOST_TEST((fits.ec && !*fits.ec));
 }
 
 BOOST_AUTO_TEST_CASE(a_cancellation_or_a_close_ends_a_wait_and_leaves_no_timer) {

@@ -54,8 +54,10 @@ class handle;
 ///   handler's associated executor.
 /// - **Errors:** error::invalid_argument (a count below 1 or above burst(), words in a bound
 ///   diagnostics), error::timeout (acquire_for/until: the store says the tokens cannot be there
-///   before the deadline — it completes then at once, not at the deadline — or the store was not
-///   reachable until the deadline), error::closed (the client closed, also during a wait),
+///   before the deadline — it completes then at once, not at the deadline — or the store did not
+///   answer by the deadline: it completes at the deadline, whatever the client's transport bound;
+///   tokens reserved due after the deadline are given up: an acquisition succeeds only by its
+///   deadline), error::closed (the client closed, also during a wait),
 ///   error::not_connected (try_acquire: the store cannot be reached now; an acquisition instead
 ///   tries again, 50 ms later doubling to 2 s, until its deadline), and the store's own
 ///   (error::redis_error, error::database_error, error::permission_denied) with its words.
